@@ -1,0 +1,702 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Sentinel errors. Kafka-visible failures wrap kerr errors instead.
+var (
+	ErrClosed = errors.New("log: closed")
+)
+
+// Options are the injected dependencies of a Log.
+type Options struct {
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// CheckpointInterval is how often the recovery checkpoint is rewritten
+	// when data was flushed in between (Kafka's
+	// log.flush.offset.checkpoint.interval.ms). Zero means one minute.
+	CheckpointInterval time.Duration
+}
+
+// Log is one partition's log: an ordered list of segments, the last of
+// which takes appends.
+//
+// Concurrency: appends, truncation and retention hold mu briefly and never
+// across fsync; batch validation runs before mu is taken. Reads copy the
+// segment views they need under mu and do their file I/O without it. One
+// background goroutine (the syncer) does every fsync, index write and
+// checkpoint, and closes files of deleted segments once their grace period
+// ends. Close stops it and waits for it.
+type Log struct {
+	dir    string
+	logger *slog.Logger
+	now    func() time.Time
+	cfg    atomic.Pointer[Config]
+
+	mu            sync.Mutex
+	segs          []*segment // copy-on-write: never modified in place
+	logStart      int64
+	leo           int64
+	recoveryPoint int64 // as last written to the checkpoint file
+	unflushed     int64 // records appended since the last fsync request
+	toFlush       []*segment
+	retired       []retiredSegment
+	truncations   uint64 // bumped by every truncation, so a flush in flight does not over-claim
+	closed        bool
+
+	durable   atomic.Int64 // everything below this offset is fsynced
+	durableMu sync.Mutex
+	durableCh chan struct{} // closed and replaced when durable advances
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+	ckpt time.Duration
+}
+
+type retiredSegment struct {
+	seg      *segment
+	deadline time.Time
+}
+
+// FileRange is a byte range of a segment file; a fetch can send it to a
+// socket without copying it through user space.
+type FileRange struct {
+	File *os.File
+	Pos  int64
+	Len  int64
+}
+
+// AppendOptions carry the broker's part of an append.
+type AppendOptions struct {
+	// LeaderEpoch is stamped into the batch (partitionLeaderEpoch).
+	LeaderEpoch int32
+	// Guard runs under the append lock after validation and before the
+	// write, with the offset the batch will get; an error aborts the append
+	// and is returned as is. The idempotent-producer check lives here so
+	// that it is atomic with the append.
+	Guard func(info *BatchInfo, baseOffset int64) error
+	// Appended runs under the append lock once the batch is written.
+	Appended func(info *BatchInfo)
+}
+
+// AppendResult describes a successful append.
+type AppendResult struct {
+	BaseOffset     int64
+	LastOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+	Info           BatchInfo
+}
+
+// Open opens or creates the log in dir, recovering it first (see
+// recover.go).
+func Open(dir string, cfg Config, opts Options) (*Log, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	l := &Log{
+		dir:       dir,
+		logger:    opts.Logger,
+		now:       opts.Now,
+		durableCh: make(chan struct{}),
+		kick:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		ckpt:      opts.CheckpointInterval,
+	}
+	if l.logger == nil {
+		l.logger = slog.New(slog.DiscardHandler)
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.ckpt <= 0 {
+		l.ckpt = time.Minute
+	}
+	l.cfg.Store(&cfg)
+	if err := l.recover(); err != nil {
+		l.closeFiles()
+		return nil, err
+	}
+	go l.syncLoop()
+	return l, nil
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.SegmentBytes < BatchHeaderSize || c.SegmentBytes > math.MaxInt32:
+		return fmt.Errorf("log: segment.bytes %d out of range [%d, %d]", c.SegmentBytes, BatchHeaderSize, math.MaxInt32)
+	case c.SegmentTime <= 0:
+		return fmt.Errorf("log: segment.ms must be positive")
+	case c.IndexIntervalBytes < 0:
+		return fmt.Errorf("log: index.interval.bytes must not be negative")
+	case c.MaxMessageBytes < 0:
+		return fmt.Errorf("log: max.message.bytes must not be negative")
+	case c.FlushMessages < 1:
+		return fmt.Errorf("log: flush.messages must be at least 1")
+	}
+	return nil
+}
+
+// SetConfig replaces the settings (a topic config change). It takes effect
+// from the next append.
+func (l *Log) SetConfig(cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	l.cfg.Store(&cfg)
+	l.signal()
+	return nil
+}
+
+// Config returns the settings in force.
+func (l *Log) Config() Config { return *l.cfg.Load() }
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// EndOffset is the log end offset: the offset the next batch will get.
+func (l *Log) EndOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leo
+}
+
+// StartOffset is the log start offset: the first offset a read may ask for.
+func (l *Log) StartOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.logStart
+}
+
+// Size is the total bytes of all segments.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// DurableOffset is the offset below which every batch has been fsynced.
+func (l *Log) DurableOffset() int64 { return l.durable.Load() }
+
+// Append validates one v2 record batch, assigns it the next offsets and
+// writes it. b is modified in place (base offset, leader epoch, timestamps
+// for LogAppendTime) and written byte for byte. On error nothing is
+// written. With SyncBeforeAck the caller should then WaitDurable for
+// LastOffset+1 before acknowledging.
+func (l *Log) Append(b []byte, opts AppendOptions) (AppendResult, error) {
+	cfg := l.cfg.Load()
+	now := l.now()
+	rules := cfg.rules()
+	info, err := ValidateBatch(b, &rules, now)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if info.IsControl() {
+		return AppendResult{}, fmt.Errorf("%w: control batches are written by the broker only", kerr.InvalidRecord)
+	}
+	return l.append(b, &info, opts, cfg, now, true)
+}
+
+func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config, now time.Time, assign bool) (AppendResult, error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return AppendResult{}, ErrClosed
+	}
+	base := l.leo
+	if !assign {
+		base = info.BaseOffset
+		if base != l.leo {
+			l.mu.Unlock()
+			return AppendResult{}, fmt.Errorf("%w: replicated batch starts at %d, log ends at %d", kerr.UnknownServerError, base, l.leo)
+		}
+	}
+	if opts.Guard != nil {
+		if err := opts.Guard(info, base); err != nil {
+			l.mu.Unlock()
+			return AppendResult{}, err
+		}
+	}
+	if err := l.maybeRoll(len(b), int64(info.LastOffsetDelta), cfg, now); err != nil {
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	if assign {
+		stampBatch(b, info, base, opts.LeaderEpoch, cfg.LogAppendTime, now)
+	}
+	active := l.segs[len(l.segs)-1]
+	if err := active.appendBatch(b, &info.BatchHeader, cfg.IndexIntervalBytes); err != nil {
+		// A failed write may have left part of the batch in the file;
+		// cut it off so the log stays a valid prefix.
+		_ = active.f.Truncate(active.size)
+		l.mu.Unlock()
+		return AppendResult{}, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	l.leo = info.NextOffset()
+	if opts.Appended != nil {
+		opts.Appended(info)
+	}
+	l.unflushed += int64(info.NumRecords)
+	needFlush := l.unflushed >= cfg.FlushMessages
+	res := AppendResult{BaseOffset: base, LastOffset: info.LastOffset(), LogAppendTime: -1, LogStartOffset: l.logStart, Info: *info}
+	l.mu.Unlock()
+	if cfg.LogAppendTime {
+		res.LogAppendTime = info.MaxTimestamp
+	}
+	if needFlush {
+		l.signal()
+	}
+	return res, nil
+}
+
+// AppendReplicated appends batches that already carry their offsets, as a
+// follower copies them from its leader. Each batch is checked for CRC and
+// structure and must start at the log end offset.
+func (l *Log) AppendReplicated(batches []byte) (int64, error) {
+	cfg := l.cfg.Load()
+	now := l.now()
+	for len(batches) > 0 {
+		h, err := ParseBatchHeader(batches)
+		if err != nil {
+			return l.EndOffset(), err
+		}
+		if int(h.Length) > len(batches) {
+			return l.EndOffset(), fmt.Errorf("%w: partial batch", kerr.CorruptMessage)
+		}
+		b := batches[:h.Length]
+		info, err := ValidateBatch(b, nil, now)
+		if err != nil {
+			return l.EndOffset(), err
+		}
+		if _, err := l.append(b, &info, AppendOptions{}, cfg, now, false); err != nil {
+			return l.EndOffset(), err
+		}
+		batches = batches[h.Length:]
+	}
+	return l.EndOffset(), nil
+}
+
+// maybeRoll starts a new active segment when the batch would not fit in
+// the current one, the current one is older than segment.ms, or its
+// relative offsets would overflow. Called with mu held.
+func (l *Log) maybeRoll(size int, lastDelta int64, cfg *Config, now time.Time) error {
+	active := l.segs[len(l.segs)-1]
+	if active.empty() {
+		return nil
+	}
+	full := active.size+int64(size) > cfg.SegmentBytes
+	old := now.Sub(active.created) >= cfg.SegmentTime
+	overflow := l.leo+lastDelta-active.base > math.MaxUint32
+	if !full && !old && !overflow {
+		return nil
+	}
+	return l.roll(now)
+}
+
+// roll seals the active segment (the syncer flushes it in the background)
+// and opens a new one at the log end offset. Called with mu held.
+func (l *Log) roll(now time.Time) error {
+	seg, err := createSegment(l.dir, l.leo, now)
+	if err != nil {
+		return fmt.Errorf("%w: roll segment: %v", kerr.KafkaStorageError, err)
+	}
+	l.toFlush = append(l.toFlush, l.segs[len(l.segs)-1])
+	l.segs = append(l.segs[:len(l.segs):len(l.segs)], seg)
+	l.logger.Debug("log: rolled segment", "dir", l.dir, "base", seg.base)
+	l.signal()
+	return nil
+}
+
+// ReadResult is what Read found.
+type ReadResult struct {
+	Ranges []FileRange
+	Bytes  int64
+}
+
+// Read returns, as file ranges, the batches starting with the one that
+// holds offset, up to maxBytes (but at least one whole batch, so a reader
+// always makes progress) and only batches that end below maxOffset (the
+// high watermark the caller passes). Ranges end on batch boundaries. An
+// offset below the log start or past the log end fails with
+// OFFSET_OUT_OF_RANGE. dst is reused for the ranges.
+func (l *Log) Read(dst []FileRange, offset int64, maxBytes int64, maxOffset int64) (ReadResult, error) {
+	res := ReadResult{Ranges: dst[:0]}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return res, ErrClosed
+	}
+	if offset < l.logStart || offset > l.leo {
+		start, end := l.logStart, l.leo
+		l.mu.Unlock()
+		return res, fmt.Errorf("%w: offset %d outside [%d, %d]", kerr.OffsetOutOfRange, offset, start, end)
+	}
+	if offset >= maxOffset || offset >= l.leo {
+		l.mu.Unlock()
+		return res, nil
+	}
+	i := l.segmentFor(offset)
+	var views [4]view
+	vs := views[:0]
+	// A read spans a few segments at most; more would only matter for
+	// tiny segments, and the reader simply asks again.
+	for _, s := range l.segs[i:min(i+len(views), len(l.segs))] {
+		vs = append(vs, s.view())
+	}
+	l.mu.Unlock()
+
+	first := true
+	for _, v := range vs {
+		if v.base >= maxOffset || (maxBytes <= 0 && !first) {
+			break
+		}
+		start := int64(0)
+		if first {
+			p, err := v.offsetPos(offset)
+			if err != nil {
+				return res, err
+			}
+			start = p
+		}
+		end := v.size
+		if maxOffset < v.next {
+			p, err := v.offsetPos(maxOffset)
+			if err != nil {
+				return res, err
+			}
+			end = p
+		}
+		if end <= start {
+			continue
+		}
+		limit := start + maxBytes
+		if first && maxBytes < end-start {
+			var h header
+			if err := readHeaderAt(v.f, start, end, &h); err != nil {
+				return res, err
+			}
+			limit = max(limit, start+h.length) // at least one whole batch
+		}
+		if limit < end {
+			p, err := v.boundaryBefore(start, limit)
+			if err != nil {
+				return res, err
+			}
+			end = p
+		}
+		if end > start {
+			res.Ranges = append(res.Ranges, FileRange{File: v.f, Pos: start, Len: end - start})
+			res.Bytes += end - start
+			maxBytes -= end - start
+		}
+		first = false
+		if end < v.size {
+			break
+		}
+	}
+	return res, nil
+}
+
+// ReadBytes is Read copied into memory, for callers that cannot send file
+// ranges (tests, replication over a copy path).
+func (l *Log) ReadBytes(offset, maxBytes, maxOffset int64) ([]byte, error) {
+	res, err := l.Read(nil, offset, maxBytes, maxOffset)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, res.Bytes)
+	for _, r := range res.Ranges {
+		n := len(out)
+		out = out[:n+int(r.Len)]
+		if _, err := r.File.ReadAt(out[n:], r.Pos); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// segmentFor returns the index of the segment holding offset. mu held.
+func (l *Log) segmentFor(offset int64) int {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })
+	return max(i-1, 0)
+}
+
+// Truncate removes every batch at or past offset: the log end offset
+// becomes the base offset of the batch holding offset (replication
+// truncates a divergent suffix this way). Truncating below the first
+// segment empties the log and restarts it at offset.
+func (l *Log) Truncate(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if offset >= l.leo {
+		return nil
+	}
+	l.truncations++
+	now := l.now()
+	if offset <= l.segs[0].base || offset < l.logStart {
+		return l.restartAt(max(offset, 0), now)
+	}
+	i := l.segmentFor(offset)
+	seg := l.segs[i]
+	v := seg.view()
+	pos, err := v.offsetPos(offset)
+	if err != nil {
+		return err
+	}
+	for _, s := range l.segs[i+1:] {
+		l.retire(s, now)
+	}
+	if err := seg.f.Truncate(pos); err != nil {
+		return fmt.Errorf("%w: truncate: %v", kerr.KafkaStorageError, err)
+	}
+	if err := seg.f.Sync(); err != nil {
+		return fmt.Errorf("%w: truncate: %v", kerr.KafkaStorageError, err)
+	}
+	// Rebuild what the cut invalidated from the remaining headers.
+	r, _, err := seg.scan(scanStart{next: seg.base, maxTs: -1}, pos, math.MaxInt64, l.cfg.Load().IndexIntervalBytes, nil)
+	if err != nil {
+		return err
+	}
+	seg.size, seg.next, seg.maxTs, seg.ix, seg.sinceIx = r.validEnd, r.next, r.maxTs, r.ix, r.sinceIx
+	seg.synced = min(seg.synced, seg.size)
+	seg.dirty = true
+	_ = os.Remove(seg.prefix + indexSuffix)
+	_ = os.Remove(seg.prefix + timeIndexSuffix)
+	l.segs = append([]*segment(nil), l.segs[:i+1]...)
+	l.toFlush = keepSegments(l.toFlush, l.segs)
+	l.leo = seg.next
+	return l.afterTruncate()
+}
+
+// restartAt drops every segment and starts an empty log at offset. mu held.
+func (l *Log) restartAt(offset int64, now time.Time) error {
+	for _, s := range l.segs {
+		l.retire(s, now)
+	}
+	seg, err := createSegment(l.dir, offset, now)
+	if err != nil {
+		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	l.segs = []*segment{seg}
+	l.toFlush = nil
+	l.leo, l.logStart = offset, offset
+	return l.afterTruncate()
+}
+
+// afterTruncate pulls the durability marks back to the new end and makes
+// the checkpoint say so before anything new is appended. mu held.
+func (l *Log) afterTruncate() error {
+	if l.durable.Load() > l.leo {
+		l.durable.Store(l.leo)
+	}
+	if l.logStart > l.leo {
+		l.logStart = l.leo
+	}
+	l.recoveryPoint = min(l.recoveryPoint, l.leo)
+	if err := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.recoveryPoint, logStartOffset: l.logStart}); err != nil {
+		return fmt.Errorf("%w: checkpoint: %v", kerr.KafkaStorageError, err)
+	}
+	return nil
+}
+
+func keepSegments(list, alive []*segment) []*segment {
+	var out []*segment
+	for _, s := range list {
+		for _, a := range alive {
+			if s == a {
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// retire unlinks a segment's files now and closes its file after the
+// delete delay, so reads that already hold its ranges can finish. mu held.
+func (l *Log) retire(s *segment, now time.Time) {
+	s.removeFiles()
+	l.retired = append(l.retired, retiredSegment{seg: s, deadline: now.Add(l.cfg.Load().FileDeleteDelay)})
+}
+
+// AdvanceStartOffset raises the log start offset (DeleteRecords). offset
+// must not pass the high watermark hw, which the caller supplies. Whole
+// segments below the new start are deleted.
+func (l *Log) AdvanceStartOffset(offset, hw int64) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, ErrClosed
+	}
+	if offset > hw || offset > l.leo {
+		return l.logStart, fmt.Errorf("%w: %d is past the high watermark %d", kerr.OffsetOutOfRange, offset, min(hw, l.leo))
+	}
+	if offset <= l.logStart {
+		return l.logStart, nil
+	}
+	l.logStart = offset
+	now := l.now()
+	if err := l.deleteBelow(now, func(s *segment) bool { return s.next <= offset }); err != nil {
+		return l.logStart, err
+	}
+	if err := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.recoveryPoint, logStartOffset: l.logStart}); err != nil {
+		return l.logStart, fmt.Errorf("%w: checkpoint: %v", kerr.KafkaStorageError, err)
+	}
+	return l.logStart, nil
+}
+
+// deleteBelow deletes leading segments for which del is true, rolling the
+// active segment first if it would go too. mu held.
+func (l *Log) deleteBelow(now time.Time, del func(*segment) bool) error {
+	n := 0
+	for n < len(l.segs) && del(l.segs[n]) && !l.segs[n].empty() {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	if n == len(l.segs) {
+		if err := l.roll(now); err != nil {
+			return err
+		}
+	}
+	for _, s := range l.segs[:n] {
+		l.retire(s, now)
+	}
+	l.segs = append([]*segment(nil), l.segs[n:]...)
+	l.toFlush = keepSegments(l.toFlush, l.segs)
+	if first := l.segs[0].base; first > l.logStart {
+		l.logStart = first
+	}
+	return nil
+}
+
+// EnforceRetention deletes whole segments that retention.ms or
+// retention.bytes no longer keeps, never past the high watermark hw. It
+// returns how many segments went.
+func (l *Log) EnforceRetention(hw int64) (int, error) {
+	cfg := l.cfg.Load()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, ErrClosed
+	}
+	now := l.now()
+	var total int64
+	for _, s := range l.segs {
+		total += s.size
+	}
+	before := len(l.segs)
+	retiredBefore := len(l.retired)
+	err := l.deleteBelow(now, func(s *segment) bool {
+		if s.next > hw {
+			return false
+		}
+		expired := cfg.RetentionTime >= 0 && s.maxTs >= 0 && now.UnixMilli()-s.maxTs > cfg.RetentionTime.Milliseconds()
+		oversize := cfg.RetentionBytes >= 0 && total-s.size >= cfg.RetentionBytes
+		if expired || oversize {
+			total -= s.size
+			return true
+		}
+		return false
+	})
+	deleted := len(l.retired) - retiredBefore
+	_ = before
+	if deleted > 0 {
+		l.logger.Info("log: retention deleted segments", "dir", l.dir, "segments", deleted, "log_start_offset", l.logStart)
+		if werr := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.recoveryPoint, logStartOffset: l.logStart}); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return deleted, err
+}
+
+// Flush fsyncs everything appended so far, writes the indexes and the
+// recovery checkpoint.
+func (l *Log) Flush() error {
+	return l.flush(true)
+}
+
+// WaitDurable blocks until every batch below offset is fsynced, asking the
+// syncer for an fsync; appends waiting together share one fsync.
+func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
+	for {
+		l.durableMu.Lock()
+		ch := l.durableCh
+		l.durableMu.Unlock()
+		if l.durable.Load() >= offset {
+			return nil
+		}
+		l.signal()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.done:
+			return ErrClosed
+		}
+	}
+}
+
+func (l *Log) signal() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Close flushes the log, writes the final checkpoint and closes its files.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.mu.Unlock()
+	close(l.stop)
+	<-l.done
+	err := l.flush(true)
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.closeFiles()
+	return err
+}
+
+func (l *Log) closeFiles() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.segs {
+		s.f.Close()
+	}
+	for _, r := range l.retired {
+		r.seg.f.Close()
+	}
+	l.retired = nil
+}

@@ -1,0 +1,155 @@
+package log
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// recover rebuilds the in-memory state from the files in l.dir.
+//
+// The rule: batches below the checkpoint's recovery point were fsynced and
+// are trusted from their headers (indexes are loaded when they check out,
+// rebuilt otherwise). From the recovery point on, every batch is read whole
+// and must have a correct CRC and continue the offsets of the one before.
+// The first batch that fails marks a torn or corrupt tail: the segment is
+// cut there and every later segment deleted, so the log is always a valid
+// prefix of what was written, and contains everything that was fsynced.
+func (l *Log) recover() error {
+	ck, haveCk := readCheckpoint(l.dir)
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	var bases []int64
+	logs := map[int64]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		if base, ok := parseSegmentName(name); ok {
+			bases = append(bases, base)
+			logs[base] = true
+		}
+	}
+	// Index files without a segment are leftovers of a deletion.
+	for _, e := range entries {
+		name := e.Name()
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+			if base, ok := parseSegmentName(strings.TrimSuffix(name, suffix) + logSuffix); ok && strings.HasSuffix(name, suffix) && !logs[base] {
+				_ = os.Remove(filepath.Join(l.dir, name))
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	rp := int64(0)
+	if haveCk {
+		rp = ck.recoveryPoint
+	}
+	now := l.now()
+	var buf []byte
+	var cut bool
+	for i, base := range bases {
+		prefix := segmentPrefix(l.dir, base)
+		if cut || (len(l.segs) > 0 && base != l.segs[len(l.segs)-1].next) {
+			if !cut {
+				l.logger.Warn("log: segment does not continue the log; deleting it and later segments", "dir", l.dir, "base", base)
+			}
+			cut = true
+			(&segment{prefix: prefix}).removeFiles()
+			continue
+		}
+		f, err := os.OpenFile(prefix+logSuffix, os.O_RDWR, 0o644)
+		if err != nil {
+			return err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		seg := &segment{base: base, prefix: prefix, f: f, maxTs: -1}
+		l.segs = append(l.segs, seg)
+		wholeTrusted := i+1 < len(bases) && bases[i+1] <= rp
+		st := scanStart{next: base, maxTs: -1}
+		if ix, err := loadIndex(prefix+indexSuffix, prefix+timeIndexSuffix, fi.Size()); err == nil && len(ix.entries) > 0 {
+			// Resume from the last entry we may trust: the last one for a
+			// segment wholly below the recovery point, else the last one at
+			// or below it, so everything past it is verified.
+			n := len(ix.entries)
+			if !wholeTrusted {
+				n = sort.Search(len(ix.entries), func(j int) bool { return base+int64(ix.entries[j].rel) > rp })
+			}
+			if n > 0 {
+				e := ix.entries[n-1]
+				st = scanStart{pos: int64(e.pos), next: base + int64(e.rel), maxTs: e.maxTsBef, entries: ix.entries[:n-1]}
+			}
+		}
+		r, b, err := seg.scan(st, fi.Size(), rp, l.cfg.Load().IndexIntervalBytes, buf)
+		buf = b
+		if err != nil {
+			return err
+		}
+		seg.size, seg.next, seg.maxTs, seg.ix, seg.sinceIx = r.validEnd, r.next, r.maxTs, r.ix, r.sinceIx
+		seg.created = now
+		if first, err := firstBatchTimestamp(seg); err == nil && first >= 0 {
+			seg.created = time.UnixMilli(first)
+		}
+		if r.validEnd < fi.Size() {
+			if r.next < rp {
+				l.logger.Error("log: data below the recovery point is unreadable; truncating", "dir", l.dir, "segment", base, "offset", r.next, "recovery_point", rp)
+			} else {
+				l.logger.Warn("log: truncating torn or corrupt tail", "dir", l.dir, "segment", base, "valid_bytes", r.validEnd, "file_bytes", fi.Size(), "end_offset", r.next)
+			}
+			if err := f.Truncate(r.validEnd); err != nil {
+				return fmt.Errorf("log: truncate torn tail: %w", err)
+			}
+			seg.dirty = true
+			cut = true
+		}
+		if !wholeTrusted || r.stopped || len(st.entries) != len(r.ix.entries) {
+			seg.dirty = true
+		}
+	}
+	start := ck.logStartOffset
+	if len(l.segs) == 0 {
+		seg, err := createSegment(l.dir, start, now)
+		if err != nil {
+			return err
+		}
+		l.segs = []*segment{seg}
+	}
+	last := l.segs[len(l.segs)-1]
+	l.leo = last.next
+	l.logStart = min(max(start, l.segs[0].base), l.leo)
+	// Everything now in the log passed recovery; fsync it so the new
+	// checkpoint's recovery point is honest.
+	for _, s := range l.segs {
+		if s.dirty || s == last {
+			if err := s.f.Sync(); err != nil {
+				return err
+			}
+			if err := s.writeIndex(); err != nil {
+				return err
+			}
+			s.dirty = false
+		}
+		s.synced = s.size
+	}
+	l.durable.Store(l.leo)
+	l.recoveryPoint = l.leo
+	if err := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.leo, logStartOffset: l.logStart}); err != nil {
+		return err
+	}
+	l.logger.Debug("log: opened", "dir", l.dir, "segments", len(l.segs), "log_start_offset", l.logStart, "log_end_offset", l.leo)
+	return nil
+}
+
+func firstBatchTimestamp(s *segment) (int64, error) {
+	var h header
+	if err := readHeaderAt(s.f, 0, s.size, &h); err != nil {
+		return -1, err
+	}
+	return h.maxTs, nil
+}

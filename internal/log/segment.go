@@ -1,0 +1,311 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Segment files are named after their base offset, zero padded to 20
+// digits so that a directory listing sorts them: 00000000000000000042.log.
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+)
+
+func segmentPrefix(dir string, base int64) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d", base))
+}
+
+func parseSegmentName(name string) (int64, bool) {
+	if !strings.HasSuffix(name, logSuffix) {
+		return 0, false
+	}
+	digits := strings.TrimSuffix(name, logSuffix)
+	if len(digits) != 20 {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(digits, 10, 64)
+	return base, err == nil && base >= 0
+}
+
+// segment is one .log file of consecutive batches plus its sparse index.
+// All fields are guarded by the owning Log's mutex; readers copy what they
+// need (see view) and then read the file without the lock.
+type segment struct {
+	base    int64
+	prefix  string // path without suffix
+	f       *os.File
+	size    int64 // bytes of valid batches
+	next    int64 // offset after the last batch
+	maxTs   int64 // largest batch max timestamp, -1 when empty
+	ix      index
+	sinceIx int       // bytes appended since the last index entry
+	created time.Time // for segment.ms
+	dirty   bool      // index files are behind the in-memory index
+	synced  int64     // size as of the last fsync
+}
+
+func (s *segment) empty() bool { return s.size == 0 }
+
+// view is an immutable snapshot of a segment for lock-free reads.
+type view struct {
+	base    int64
+	f       *os.File
+	size    int64
+	next    int64
+	entries []indexEntry
+}
+
+func (s *segment) view() view {
+	return view{base: s.base, f: s.f, size: s.size, next: s.next, entries: s.ix.entries}
+}
+
+func createSegment(dir string, base int64, now time.Time) (*segment, error) {
+	prefix := segmentPrefix(dir, base)
+	f, err := os.OpenFile(prefix+logSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	// Stale index files of an earlier segment with the same base must not
+	// be mistaken for this one's after a crash.
+	_ = os.Remove(prefix + indexSuffix)
+	_ = os.Remove(prefix + timeIndexSuffix)
+	return &segment{base: base, prefix: prefix, f: f, next: base, maxTs: -1, created: now}, nil
+}
+
+// appendBatch writes a stamped batch at the end of the segment and indexes
+// it. The batch must start at s.next.
+func (s *segment) appendBatch(b []byte, h *BatchHeader, indexInterval int) error {
+	if _, err := s.f.WriteAt(b, s.size); err != nil {
+		return err
+	}
+	s.index(h, s.size, int(h.Length), indexInterval)
+	s.size += int64(len(b))
+	s.next = h.NextOffset()
+	return nil
+}
+
+// index records a batch written at pos in the in-memory index.
+func (s *segment) index(h *BatchHeader, pos int64, length, interval int) {
+	if s.sinceIx >= interval && pos > 0 {
+		s.ix.entries = append(s.ix.entries, indexEntry{rel: uint32(h.BaseOffset - s.base), pos: uint32(pos), maxTsBef: s.maxTs})
+		s.sinceIx = 0
+		s.dirty = true
+	}
+	s.sinceIx += length
+	if h.MaxTimestamp > s.maxTs {
+		s.maxTs = h.MaxTimestamp
+	}
+}
+
+// writeIndex persists the in-memory index next to the segment.
+func (s *segment) writeIndex() error {
+	if err := writeFileSync(s.prefix+indexSuffix, s.ix.encodeOffsets()); err != nil {
+		return err
+	}
+	return writeFileSync(s.prefix+timeIndexSuffix, s.ix.encodeTimes())
+}
+
+func writeFileSync(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (s *segment) removeFiles() {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		_ = os.Remove(s.prefix + suffix)
+	}
+}
+
+// header is a batch header read back from a segment file.
+type header struct {
+	base    int64
+	last    int64
+	length  int64
+	maxTs   int64
+	rawHead [BatchHeaderSize]byte
+}
+
+// readHeaderAt reads the batch header at pos. It reports io.EOF when pos is
+// at or past end, and an error when the header does not fit before end.
+func readHeaderAt(f *os.File, pos, end int64, h *header) error {
+	if pos >= end {
+		return io.EOF
+	}
+	if end-pos < BatchHeaderSize {
+		return fmt.Errorf("log: partial batch header at %d", pos)
+	}
+	if _, err := f.ReadAt(h.rawHead[:], pos); err != nil {
+		return err
+	}
+	h.base = int64(binary.BigEndian.Uint64(h.rawHead[offBaseOffset:]))
+	length := int64(int32(binary.BigEndian.Uint32(h.rawHead[offBatchLength:]))) + batchLengthOverhead
+	h.last = h.base + int64(int32(binary.BigEndian.Uint32(h.rawHead[offLastOffsetDelt:])))
+	h.maxTs = int64(binary.BigEndian.Uint64(h.rawHead[offMaxTimestamp:]))
+	if length < BatchHeaderSize || length > end-pos || h.rawHead[offMagic] != 2 || h.last < h.base {
+		return fmt.Errorf("log: invalid batch header at %d", pos)
+	}
+	h.length = length
+	return nil
+}
+
+// offsetPos returns the position of the first batch whose last offset is
+// at or past offset, or v.size when there is none.
+func (v *view) offsetPos(offset int64) (int64, error) {
+	pos := int64(0)
+	if offset > v.base {
+		if e, ok := floorEntry(v.entries, uint32(min(offset-v.base, 1<<32-1))); ok {
+			pos = int64(e.pos)
+		}
+	}
+	var h header
+	for {
+		err := readHeaderAt(v.f, pos, v.size, &h)
+		if err == io.EOF {
+			return v.size, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if h.last >= offset {
+			return pos, nil
+		}
+		pos += h.length
+	}
+}
+
+// boundaryBefore returns the largest batch boundary at or below limit
+// (which must be at least from, itself a boundary).
+func (v *view) boundaryBefore(from, limit int64) (int64, error) {
+	if limit >= v.size {
+		return v.size, nil
+	}
+	pos := from
+	// Jump with the index to the last indexed batch start not past limit.
+	if n := len(v.entries); n > 0 {
+		lo, hi := 0, n
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if int64(v.entries[mid].pos) <= limit {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		if lo > 0 && int64(v.entries[lo-1].pos) > pos {
+			pos = int64(v.entries[lo-1].pos)
+		}
+	}
+	var h header
+	for {
+		err := readHeaderAt(v.f, pos, v.size, &h)
+		if err == io.EOF {
+			return pos, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if pos+h.length > limit {
+			return pos, nil
+		}
+		pos += h.length
+	}
+}
+
+// scanResult is what a scan of a segment file found.
+type scanResult struct {
+	validEnd int64 // position after the last good batch
+	next     int64 // offset after the last good batch
+	maxTs    int64
+	ix       index
+	sinceIx  int
+	firstTs  int64 // max timestamp of the first batch scanned, -1 if none
+	stopped  bool  // the scan stopped before fileSize: torn or corrupt tail
+}
+
+// scanStart is where a scan begins: a batch boundary and what is already
+// known about the batches before it (from a loaded index entry).
+type scanStart struct {
+	pos     int64
+	next    int64
+	maxTs   int64
+	entries []indexEntry
+}
+
+// scan walks the segment from st.pos to fileSize, rebuilding the index.
+// Batches at or past offset verifyFrom are read whole and must have a
+// correct CRC and follow on from the previous batch; the scan stops at the
+// first one that does not, which marks a torn or corrupt tail. Batches
+// before verifyFrom (below the recovery point, fsynced earlier) are trusted
+// from their headers.
+func (s *segment) scan(st scanStart, fileSize, verifyFrom int64, interval int, buf []byte) (scanResult, []byte, error) {
+	r := scanResult{validEnd: st.pos, next: st.next, maxTs: st.maxTs, firstTs: -1}
+	r.ix.entries = append(make([]indexEntry, 0, len(st.entries)+64), st.entries...)
+	var h header
+	pos := st.pos
+	for {
+		err := readHeaderAt(s.f, pos, fileSize, &h)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if _, ok := err.(*os.PathError); ok {
+				return r, buf, err
+			}
+			r.stopped = true // torn or garbage header
+			break
+		}
+		verify := h.base >= verifyFrom || r.next >= verifyFrom
+		if h.base != r.next && (verify || h.base < r.next) {
+			r.stopped = true
+			break
+		}
+		if verify {
+			if int64(cap(buf)) < h.length {
+				buf = make([]byte, h.length)
+			}
+			buf = buf[:h.length]
+			if _, err := s.f.ReadAt(buf, pos); err != nil {
+				return r, buf, err
+			}
+			if crc32.Checksum(buf[offAttributes:], castagnoli) != binary.BigEndian.Uint32(buf[offCRC:]) {
+				r.stopped = true
+				break
+			}
+		}
+		if r.sinceIx >= interval && pos > 0 {
+			r.ix.entries = append(r.ix.entries, indexEntry{rel: uint32(h.base - s.base), pos: uint32(pos), maxTsBef: r.maxTs})
+			r.sinceIx = 0
+		}
+		r.sinceIx += int(h.length)
+		if h.maxTs > r.maxTs {
+			r.maxTs = h.maxTs
+		}
+		if r.firstTs < 0 {
+			r.firstTs = h.maxTs
+		}
+		pos += h.length
+		r.next = h.last + 1
+		r.validEnd = pos
+	}
+	return r, buf, nil
+}
