@@ -1,0 +1,330 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// readBufferSize batches the small frames a client pipelines into one
+// read.
+const readBufferSize = 16 << 10
+
+// maxKeptWriteBuffer is the largest encode buffer the writer keeps between
+// responses.
+const maxKeptWriteBuffer = 1 << 20
+
+// conn is one client connection: a reader goroutine that decodes requests
+// and calls the dispatcher in order, and a writer goroutine that writes
+// replies in the same order.
+type conn struct {
+	s    *Server
+	nc   net.Conn
+	info ConnInfo
+	log  *slog.Logger
+
+	// ctx is cancelled to tear the connection down at once; that also
+	// closes nc. Dispatcher.Serve receives it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// slots holds one token per request read and not yet answered; the
+	// reader takes one before reading a frame, the writer gives it back
+	// after writing the reply.
+	slots chan struct{}
+	// queue carries replies to the writer in request order. Its capacity
+	// equals slots', so sending never blocks.
+	queue chan outgoing
+
+	stopRead   chan struct{} // closed by stopReading
+	stopOnce   sync.Once
+	writerDone chan struct{}
+}
+
+// outgoing is a reply and what the writer needs to frame it.
+type outgoing struct {
+	reply         *Reply
+	key, version  int16
+	correlationID int32
+	flexible      bool // response header v1
+}
+
+func newConn(s *Server, nc net.Conn, id uint64) *conn {
+	c := &conn{
+		s:          s,
+		nc:         nc,
+		info:       ConnInfo{ID: id, Remote: nc.RemoteAddr(), Local: nc.LocalAddr()},
+		slots:      make(chan struct{}, s.maxInFlight),
+		queue:      make(chan outgoing, s.maxInFlight),
+		stopRead:   make(chan struct{}),
+		writerDone: make(chan struct{}),
+	}
+	c.log = s.log.With("conn", id, "remote", addrString(c.info.Remote))
+	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
+	context.AfterFunc(c.ctx, func() { nc.Close() })
+	s.stats.connsOpened.Add(1)
+	c.log.Debug("connection opened")
+	return c
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
+
+// stopReading makes the reader stop after the request it is on, if any;
+// what was read is still answered. Used by Shutdown.
+func (c *conn) stopReading() {
+	c.stopOnce.Do(func() {
+		close(c.stopRead)
+		c.nc.SetReadDeadline(time.Now()) // wake a blocked Read
+	})
+}
+
+func (c *conn) draining() bool {
+	select {
+	case <-c.stopRead:
+		return true
+	default:
+		return false
+	}
+}
+
+// readLoop owns the connection's lifetime: when reading ends it hands the
+// writer a closed queue, waits for it, and cleans up.
+func (c *conn) readLoop() {
+	defer c.s.wg.Done()
+	if flush := c.readRequests(); !flush {
+		c.cancel()
+	}
+	close(c.queue)
+	<-c.writerDone
+	for out := range c.queue { // left behind by a writer that quit early
+		out.reply.abandon()
+	}
+	c.s.forget(c)
+	c.s.stats.connsClosed.Add(1)
+	c.log.Debug("connection closed")
+}
+
+// readRequests reads and dispatches requests until it must stop. It
+// reports whether the replies already queued should still be written
+// (shutdown, protocol violation, a CloseConnection reply) or not (the peer
+// is gone).
+func (c *conn) readRequests() (flush bool) {
+	br := bufio.NewReaderSize(c.nc, readBufferSize)
+	for {
+		if c.draining() || !c.acquireSlot() {
+			return true
+		}
+		frame, err := readFrame(br, c.s.maxRequestSize)
+		if err != nil {
+			if fse, ok := errors.AsType[*frameSizeError](err); ok {
+				c.violation("bad frame size", slog.Int("size", int(fse.size)))
+				return true
+			}
+			return c.draining()
+		}
+		c.s.stats.bytesIn.Add(uint64(4 + len(frame)))
+		if !c.handle(frame) {
+			return true
+		}
+	}
+}
+
+// acquireSlot takes an in-flight slot, waiting while the bound is
+// reached. It fails when the connection stops reading.
+func (c *conn) acquireSlot() bool {
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	default:
+	}
+	c.s.stats.inFlightStalls.Add(1)
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	case <-c.stopRead:
+	case <-c.ctx.Done():
+	}
+	return false
+}
+
+// handle checks, decodes and dispatches one frame. It reports whether
+// reading should go on.
+func (c *conn) handle(frame []byte) bool {
+	h, _ := readFixedHeader(frame) // readFrame enforced minFrameSize
+	attrs := []any{"key", h.key, "api", kmsg.NameForKey(h.key), "version", h.version}
+	rng, ok := c.s.versions[h.key]
+	if !ok {
+		c.violation("unknown api key", attrs...)
+		return false
+	}
+	outOfRange := h.version < rng.Min || h.version > rng.Max
+	if outOfRange && h.key != apiVersionsKey {
+		// Kafka closes the connection here too: only ApiVersions has
+		// a fallback answer.
+		c.violation("unsupported api version", attrs...)
+		return false
+	}
+	req := kmsg.RequestForKey(h.key) // not nil: checkVersions
+	req.SetVersion(h.version)
+	clientID, body, err := readHeaderRest(frame[fixedHeaderSize:], requestHeaderVersion(req))
+	if err != nil {
+		c.violation("malformed request header", append(attrs, "err", err)...)
+		return false
+	}
+	c.s.stats.requests[h.key].Add(1)
+	if outOfRange {
+		// The body of a version we do not know is not parsed.
+		c.queue <- outgoing{reply: Ready(apiVersionsFallback(rng)), key: apiVersionsKey, correlationID: h.correlationID}
+		return true
+	}
+	if err := req.ReadFrom(body); err != nil {
+		c.violation("malformed request body", append(attrs, "err", err)...)
+		return false
+	}
+	reply := c.s.dispatcher.Serve(c.ctx, &Request{
+		Key:           h.key,
+		Version:       h.version,
+		CorrelationID: h.correlationID,
+		ClientID:      clientID,
+		Body:          req,
+		Size:          int32(len(frame)),
+		Conn:          c.info,
+	})
+	if reply == nil {
+		c.log.Error("dispatcher returned no reply, closing connection", attrs...)
+		return false
+	}
+	c.queue <- outgoing{
+		reply:         reply,
+		key:           h.key,
+		version:       h.version,
+		correlationID: h.correlationID,
+		flexible:      flexibleResponseHeader(req),
+	}
+	return !reply.closes()
+}
+
+func (c *conn) violation(msg string, attrs ...any) {
+	c.s.stats.protocolErrors.Add(1)
+	c.log.Warn(msg+", closing connection", attrs...)
+}
+
+// writeLoop writes replies in request order, waiting for each pending one
+// in turn. It ends when the queue is closed and drained, on a
+// CloseConnection reply, on a write error, or on teardown, and closes the
+// connection as it goes.
+func (c *conn) writeLoop() {
+	defer c.s.wg.Done()
+	defer close(c.writerDone)
+	defer c.cancel()
+	var buf []byte
+	for out := range c.queue {
+		select {
+		case <-out.reply.done:
+		case <-c.ctx.Done():
+			out.reply.abandon()
+			return
+		}
+		var err error
+		if buf, err = c.write(buf[:0], out); err != nil {
+			if !errors.Is(err, errCloseRequested) && c.ctx.Err() == nil {
+				c.log.Debug("write failed", "err", err)
+			}
+			return
+		}
+		if cap(buf) > maxKeptWriteBuffer {
+			buf = nil
+		}
+		<-c.slots
+	}
+}
+
+var errCloseRequested = errors.New("server: dispatcher asked to close the connection")
+
+// write writes one completed reply, encoding into buf.
+func (c *conn) write(buf []byte, out outgoing) ([]byte, error) {
+	r := out.reply
+	switch r.kind {
+	case kindNone:
+		return buf, nil
+	case kindClose:
+		return buf, errCloseRequested
+	case kindBody:
+		defer r.body.release()
+		buf = c.frameHeader(buf, out, r.body.Len())
+		return buf, c.writeBody(buf, r.body)
+	}
+	if r.resp == nil || r.resp.Key() != out.key {
+		c.log.Error("dispatcher replied with a response of the wrong key, closing connection", "key", out.key)
+		return buf, errCloseRequested
+	}
+	r.resp.SetVersion(out.version)
+	buf = c.frameHeader(buf, out, 0)
+	buf = r.resp.AppendTo(buf)
+	size := len(buf) - 4
+	if size > math.MaxInt32 {
+		return buf, fmt.Errorf("server: response of %d bytes", size)
+	}
+	binary.BigEndian.PutUint32(buf, uint32(size))
+	n, err := c.nc.Write(buf)
+	c.s.stats.bytesOut.Add(uint64(n))
+	return buf, err
+}
+
+// frameHeader appends the length prefix and response header for a body of
+// bodyLen bytes; a caller that appends the body itself patches the length.
+func (c *conn) frameHeader(buf []byte, out outgoing, bodyLen int64) []byte {
+	buf = append(buf, 0, 0, 0, 0)
+	buf = appendResponseHeader(buf, out.correlationID, out.flexible)
+	binary.BigEndian.PutUint32(buf, uint32(min(int64(len(buf)-4)+bodyLen, math.MaxUint32)))
+	return buf
+}
+
+// writeBody writes the framed header, then the body's segments: byte
+// slices gathered into one writev, file ranges with sendFileRange.
+func (c *conn) writeBody(header []byte, b *Body) error {
+	if int64(len(header)-4)+b.Len() > math.MaxInt32 {
+		return fmt.Errorf("server: response of %d bytes", int64(len(header)-4)+b.Len())
+	}
+	bufs := net.Buffers{header}
+	flush := func() error {
+		n, err := bufs.WriteTo(c.nc)
+		c.s.stats.bytesOut.Add(uint64(n))
+		bufs = bufs[:0]
+		return err
+	}
+	for _, s := range b.segs {
+		if s.file == nil {
+			bufs = append(bufs, s.buf)
+			continue
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		n, zeroCopy, err := sendFileRange(c.nc, s.file, s.off, s.n)
+		c.s.stats.bytesOut.Add(uint64(n))
+		if zeroCopy {
+			c.s.stats.sendfileBytes.Add(uint64(n))
+		} else {
+			c.s.stats.copiedFileBytes.Add(uint64(n))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return flush()
+}

@@ -1,0 +1,58 @@
+package server
+
+import (
+	"context"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// APIVersionRange is one API key the broker serves and the inclusive range
+// of versions it accepts.
+type APIVersionRange struct {
+	Key int16
+	Min int16
+	Max int16
+}
+
+// Dispatcher is what the broker plugs into the server.
+type Dispatcher interface {
+	// Versions lists every API key served with its min and max version.
+	// The server calls it once, in New: it drives the unknown-key and
+	// unsupported-version checks and the ApiVersions fallback reply.
+	Versions() []APIVersionRange
+
+	// Serve handles one request. The server calls it from the
+	// connection's reader goroutine, one request at a time, in the order
+	// the requests arrived. Work that must happen in request order (log
+	// appends, group state) is done before Serve returns; the Reply may
+	// complete later (a fetch long poll, an acks=all produce).
+	//
+	// ctx is cancelled when the connection is torn down (client gone,
+	// forced shutdown); a pending Reply may then be abandoned.
+	Serve(ctx context.Context, req *Request) *Reply
+}
+
+// Request is one decoded request.
+type Request struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	// ClientID is the header's client id; a null client id reads as "".
+	ClientID string
+	// Body is the decoded request, with its version set. Its []byte
+	// fields (record batches) alias the frame buffer, which the server
+	// never reuses.
+	Body kmsg.Request
+	// Size is the frame size in bytes, without the 4-byte length prefix.
+	Size int32
+	Conn ConnInfo
+}
+
+// ConnInfo identifies the connection a request came in on.
+type ConnInfo struct {
+	// ID is unique among the connections of one Server.
+	ID     uint64
+	Remote net.Addr
+	Local  net.Addr
+}

@@ -1,0 +1,55 @@
+// Package server is the Kafka protocol front end: it owns the TCP
+// listener, the connections, framing (a 4-byte big-endian length, then
+// the message), request headers v0/v1/v2, the version checks, decoding
+// request bodies with kmsg, and writing responses in request order.
+//
+// It does not own any broker state or decide any Kafka error code except
+// UNSUPPORTED_VERSION for ApiVersions: the broker implements Dispatcher
+// (the API keys and versions it serves, and Serve for one request) and
+// everything behind it.
+//
+// # Concurrency model
+//
+// Each connection has exactly two goroutines:
+//
+//   - The reader reads a frame, checks the key and version, decodes the
+//     body and calls Dispatcher.Serve, one request at a time in arrival
+//     order, then queues the returned Reply. Because Serve is sequential
+//     per connection, work the broker does before Serve returns (log
+//     appends, group state) happens in request order: this is what keeps
+//     an idempotent producer's batches in sequence.
+//   - The writer takes Replies off the queue in the same order, waits for
+//     each one to complete (a Reply may complete after Serve returned: a
+//     fetch long poll, an acks=all produce), and writes it. A later reply
+//     that is ready waits behind an earlier pending one, as the protocol
+//     requires.
+//
+// At most Config.MaxInFlight requests per connection are read and not yet
+// answered; at the bound the reader stops reading, which pushes back on
+// the client through TCP.
+//
+// Bad input never reaches the broker: a frame size below the smallest
+// header or above Config.MaxRequestSize, an unknown API key, an
+// unsupported version (except ApiVersions, answered with the KIP-511
+// fallback), a malformed header or body each log a warning and close the
+// connection after the replies already queued are written, as Kafka,
+// which reads one request at a time, would have written them first. A
+// client that disconnects gets nothing more: its pending replies are
+// abandoned and the context given to Serve is cancelled.
+//
+// Shutdown stops accepting and reading, lets queued replies complete and
+// be written, then closes; when its context ends first, or when the
+// context given to Serve is cancelled, connections are torn down at once.
+// Every goroutine is waited for before Serve and Shutdown return.
+//
+// # Known limits of decoding
+//
+// Request bodies are decoded by kmsg, which does not panic on hostile
+// bytes (FuzzConnStream checks it) but has two cost amplifications the
+// frame size cap does not remove: an array is allocated from its declared
+// length (bounded by the bytes left, times the element's in-memory size),
+// and a tagged-field section with a huge declared count loops that many
+// times once the input runs out (a 17-byte ApiVersions v3 frame costs
+// about a minute of CPU). Request headers are parsed here and have
+// neither problem.
+package server

@@ -1,0 +1,123 @@
+package server
+
+import (
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+type replyKind uint8
+
+const (
+	kindPending  replyKind = iota
+	kindResponse           // encode resp
+	kindBody               // write a pre-encoded body
+	kindNone               // write nothing (acks=0 produce)
+	kindClose              // write nothing, close the connection
+)
+
+// Reply is the outcome of one request. It is either ready when Serve
+// returns (Ready, ReadyBody, NoResponse, CloseConnection) or completed
+// later, exactly once, by Complete or CompleteBody on a NewPendingReply.
+//
+// The connection writer sends replies in request order, so a pending
+// Reply holds back every later reply on its connection until it
+// completes.
+type Reply struct {
+	done chan struct{} // closed once kind is no longer kindPending
+
+	mu        sync.Mutex
+	kind      replyKind // read without mu only after done is closed
+	resp      kmsg.Response
+	body      *Body
+	abandoned bool // the server will never write this reply
+}
+
+// closedDone is shared by replies that are ready when created.
+var closedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// Ready returns a reply carrying resp. The server sets resp's version to
+// the request's version before encoding it.
+func Ready(resp kmsg.Response) *Reply {
+	return &Reply{done: closedDone, kind: kindResponse, resp: resp}
+}
+
+// ReadyBody returns a reply carrying a pre-encoded body.
+func ReadyBody(b *Body) *Reply {
+	return &Reply{done: closedDone, kind: kindBody, body: b}
+}
+
+// NoResponse returns a reply that writes nothing: Kafka sends no response
+// to an acks=0 produce.
+func NoResponse() *Reply {
+	return &Reply{done: closedDone, kind: kindNone}
+}
+
+// CloseConnection returns a reply that closes the connection once every
+// earlier reply has been written. Kafka closes the connection, rather than
+// answering, when an acks=0 produce fails or a request cannot be handled
+// at all.
+func CloseConnection() *Reply {
+	return &Reply{done: closedDone, kind: kindClose}
+}
+
+// NewPendingReply returns a reply to be completed later with Complete or
+// CompleteBody.
+func NewPendingReply() *Reply {
+	return &Reply{done: make(chan struct{})}
+}
+
+// Complete completes r with resp. It reports whether this call completed
+// r: only the first completion counts, later ones are no-ops, so a timer
+// and a wake-up may race to complete the same reply.
+func (r *Reply) Complete(resp kmsg.Response) bool {
+	return r.complete(kindResponse, resp, nil)
+}
+
+// CompleteBody completes r with a pre-encoded body; see Complete. If the
+// body loses the race or its connection is already gone, it is released.
+func (r *Reply) CompleteBody(b *Body) bool {
+	ok := r.complete(kindBody, nil, b)
+	if !ok {
+		b.release()
+	}
+	return ok
+}
+
+func (r *Reply) complete(kind replyKind, resp kmsg.Response, b *Body) bool {
+	r.mu.Lock()
+	if r.kind != kindPending {
+		r.mu.Unlock()
+		return false
+	}
+	r.kind, r.resp, r.body = kind, resp, b
+	abandoned := r.abandoned
+	r.mu.Unlock()
+	close(r.done)
+	if abandoned {
+		b.release()
+	}
+	return true
+}
+
+// abandon records that the server will never write r and releases its
+// body if it has one already.
+func (r *Reply) abandon() {
+	r.mu.Lock()
+	r.abandoned = true
+	b := r.body
+	r.mu.Unlock()
+	b.release()
+}
+
+// closes reports whether r is a CloseConnection reply. Only ready replies
+// can be.
+func (r *Reply) closes() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.kind == kindClose
+}

@@ -1,0 +1,261 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DefaultMaxInFlight bounds the requests read but not yet answered on one
+// connection.
+const DefaultMaxInFlight = 64
+
+// Config configures a Server.
+type Config struct {
+	// Addr is the TCP address to listen on, e.g. "127.0.0.1:0".
+	Addr string
+	// MaxRequestSize is socket.request.max.bytes: frames above it close
+	// the connection. Zero means DefaultMaxRequestSize.
+	MaxRequestSize int32
+	// MaxInFlight bounds the requests read but not yet answered per
+	// connection; at the bound the reader stops reading. Zero means
+	// DefaultMaxInFlight.
+	MaxInFlight int
+	// Logger receives connection and protocol-violation logs. Nil
+	// discards them.
+	Logger     *slog.Logger
+	Dispatcher Dispatcher
+}
+
+// Server accepts Kafka protocol connections and dispatches their
+// requests. See the package documentation for its concurrency model.
+type Server struct {
+	log            *slog.Logger
+	dispatcher     Dispatcher
+	versions       map[int16]APIVersionRange
+	maxRequestSize int32
+	maxInFlight    int
+	ln             net.Listener
+	stats          *counters
+
+	baseCtx   context.Context
+	forceStop context.CancelFunc // tears down every connection at once
+
+	mu      sync.Mutex
+	serving bool
+	closing bool
+	conns   map[*conn]struct{}
+	nextID  uint64
+	wg      sync.WaitGroup // connection goroutines
+}
+
+// New validates cfg, binds the listener and returns a Server ready to
+// Serve. Dispatcher.Versions is called here, once.
+func New(cfg Config) (*Server, error) {
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return nil, fmt.Errorf("server: listen: %w", err)
+	}
+	return s, nil
+}
+
+// newServer builds a Server without a listener; tests feed it
+// connections directly.
+func newServer(cfg Config) (*Server, error) {
+	if cfg.Dispatcher == nil {
+		return nil, errors.New("server: no dispatcher")
+	}
+	versions, err := checkVersions(cfg.Dispatcher.Versions())
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		log:            cfg.Logger,
+		dispatcher:     cfg.Dispatcher,
+		versions:       versions,
+		maxRequestSize: cfg.MaxRequestSize,
+		maxInFlight:    cfg.MaxInFlight,
+		stats:          newCounters(versions),
+		conns:          make(map[*conn]struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.maxRequestSize <= 0 {
+		s.maxRequestSize = DefaultMaxRequestSize
+	}
+	if s.maxInFlight <= 0 {
+		s.maxInFlight = DefaultMaxInFlight
+	}
+	s.baseCtx, s.forceStop = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// checkVersions rejects ranges the server could not honour: keys kmsg
+// cannot decode, versions beyond what kmsg knows, duplicates.
+func checkVersions(ranges []APIVersionRange) (map[int16]APIVersionRange, error) {
+	m := make(map[int16]APIVersionRange, len(ranges))
+	for _, r := range ranges {
+		req := kmsg.RequestForKey(r.Key)
+		switch {
+		case req == nil:
+			return nil, fmt.Errorf("server: api key %d is not a known request", r.Key)
+		case r.Min < 0 || r.Min > r.Max || r.Max > req.MaxVersion():
+			return nil, fmt.Errorf("server: api key %d: range %d..%d not within 0..%d", r.Key, r.Min, r.Max, req.MaxVersion())
+		}
+		if _, dup := m[r.Key]; dup {
+			return nil, fmt.Errorf("server: api key %d listed twice", r.Key)
+		}
+		m[r.Key] = r
+	}
+	return m, nil
+}
+
+// Addr is the address the listener is bound to.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Stats returns a snapshot of the server's counters.
+func (s *Server) Stats() Stats { return s.stats.snapshot() }
+
+// Serve accepts connections until Shutdown is called or ctx is cancelled,
+// then waits for every connection to finish. Cancelling ctx is a hard
+// stop: connections close at once and pending replies are dropped. Serve
+// returns nil after Shutdown and ctx.Err() after cancellation.
+func (s *Server) Serve(ctx context.Context) error {
+	s.mu.Lock()
+	if s.serving {
+		s.mu.Unlock()
+		return errors.New("server: Serve called twice")
+	}
+	s.serving = true
+	s.mu.Unlock()
+
+	stop := context.AfterFunc(ctx, func() {
+		s.beginClose()
+		s.forceStop()
+	})
+	defer stop()
+
+	err := s.acceptLoop(ctx)
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) acceptLoop(ctx context.Context) error {
+	var backoff time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err == nil {
+			backoff = 0
+			s.startConn(nc)
+			continue
+		}
+		if s.isClosing() {
+			return ctx.Err()
+		}
+		// Running out of file descriptors and the like pass; anything
+		// else means the listener is broken.
+		if !isTemporary(err) {
+			s.beginClose()
+			s.forceStop()
+			return fmt.Errorf("server: accept: %w", err)
+		}
+		backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+		s.log.Warn("accept failed, retrying", "err", err, "backoff", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+}
+
+// isTemporary matches accept errors that go away by themselves (EMFILE,
+// ENFILE, ECONNABORTED), which net reports through the deprecated
+// Temporary method.
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// Shutdown stops accepting, stops reading new requests, lets every request
+// already read be answered and written, then closes the connections. If
+// ctx ends first, the rest is torn down as by a cancelled Serve and
+// Shutdown returns ctx.Err(). Either way no connection goroutine is left
+// when it returns.
+func (s *Server) Shutdown(ctx context.Context) error {
+	for _, c := range s.beginClose() {
+		c.stopReading()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.forceStop()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// beginClose marks the server closing, closes the listener and returns the
+// live connections. No connection starts after it.
+func (s *Server) beginClose() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closing {
+		s.closing = true
+		if s.ln != nil {
+			s.ln.Close()
+		}
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	return conns
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// startConn starts nc's reader and writer, unless the server is closing.
+func (s *Server) startConn(nc net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		nc.Close()
+		return false
+	}
+	s.nextID++
+	c := newConn(s, nc, s.nextID)
+	s.conns[c] = struct{}{}
+	s.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+	return true
+}
+
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
