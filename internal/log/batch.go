@@ -285,6 +285,12 @@ func (r *reader) varint() int64 {
 	if r.err {
 		return 0
 	}
+	// Fast path: most lengths and deltas fit in one byte.
+	if r.p < len(r.b) && r.b[r.p] < 0x80 {
+		u := int64(r.b[r.p])
+		r.p++
+		return (u >> 1) ^ -(u & 1)
+	}
 	v, n := binary.Varint(r.b[r.p:])
 	if n <= 0 {
 		r.err = true

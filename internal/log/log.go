@@ -62,6 +62,8 @@ type Log struct {
 	durableMu sync.Mutex
 	durableCh chan struct{} // closed and replaced when durable advances
 
+	fsyncs atomic.Int64 // data-file fsyncs by the syncer, for metrics and tests
+
 	kick chan struct{}
 	stop chan struct{}
 	done chan struct{}
@@ -89,9 +91,9 @@ type AppendOptions struct {
 	// write, with the offset the batch will get; an error aborts the append
 	// and is returned as is. The idempotent-producer check lives here so
 	// that it is atomic with the append.
-	Guard func(info *BatchInfo, baseOffset int64) error
+	Guard func(info BatchInfo, baseOffset int64) error
 	// Appended runs under the append lock once the batch is written.
-	Appended func(info *BatchInfo)
+	Appended func(info BatchInfo)
 }
 
 // AppendResult describes a successful append.
@@ -198,6 +200,9 @@ func (l *Log) Size() int64 {
 	return n
 }
 
+// Fsyncs counts the data-file fsyncs the syncer has issued.
+func (l *Log) Fsyncs() int64 { return l.fsyncs.Load() }
+
 // DurableOffset is the offset below which every batch has been fsynced.
 func (l *Log) DurableOffset() int64 { return l.durable.Load() }
 
@@ -235,7 +240,7 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config,
 		}
 	}
 	if opts.Guard != nil {
-		if err := opts.Guard(info, base); err != nil {
+		if err := opts.Guard(*info, base); err != nil {
 			l.mu.Unlock()
 			return AppendResult{}, err
 		}
@@ -257,7 +262,7 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config,
 	}
 	l.leo = info.NextOffset()
 	if opts.Appended != nil {
-		opts.Appended(info)
+		opts.Appended(*info)
 	}
 	l.unflushed += int64(info.NumRecords)
 	needFlush := l.unflushed >= cfg.FlushMessages
@@ -519,6 +524,14 @@ func (l *Log) afterTruncate() error {
 		l.logStart = l.leo
 	}
 	l.recoveryPoint = min(l.recoveryPoint, l.leo)
+	return l.writeCheckpointLocked()
+}
+
+// writeCheckpointLocked persists the recovery point and log start offset.
+// It runs with mu held so that checkpoints are written in the order the
+// state changed; they are rare (roll, truncation, retention, the periodic
+// flush), so the short stall of appends is accepted.
+func (l *Log) writeCheckpointLocked() error {
 	if err := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.recoveryPoint, logStartOffset: l.logStart}); err != nil {
 		return fmt.Errorf("%w: checkpoint: %v", kerr.KafkaStorageError, err)
 	}
@@ -565,10 +578,7 @@ func (l *Log) AdvanceStartOffset(offset, hw int64) (int64, error) {
 	if err := l.deleteBelow(now, func(s *segment) bool { return s.next <= offset }); err != nil {
 		return l.logStart, err
 	}
-	if err := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.recoveryPoint, logStartOffset: l.logStart}); err != nil {
-		return l.logStart, fmt.Errorf("%w: checkpoint: %v", kerr.KafkaStorageError, err)
-	}
-	return l.logStart, nil
+	return l.logStart, l.writeCheckpointLocked()
 }
 
 // deleteBelow deletes leading segments for which del is true, rolling the
@@ -612,7 +622,6 @@ func (l *Log) EnforceRetention(hw int64) (int, error) {
 	for _, s := range l.segs {
 		total += s.size
 	}
-	before := len(l.segs)
 	retiredBefore := len(l.retired)
 	err := l.deleteBelow(now, func(s *segment) bool {
 		if s.next > hw {
@@ -627,10 +636,9 @@ func (l *Log) EnforceRetention(hw int64) (int, error) {
 		return false
 	})
 	deleted := len(l.retired) - retiredBefore
-	_ = before
 	if deleted > 0 {
 		l.logger.Info("log: retention deleted segments", "dir", l.dir, "segments", deleted, "log_start_offset", l.logStart)
-		if werr := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.recoveryPoint, logStartOffset: l.logStart}); werr != nil && err == nil {
+		if werr := l.writeCheckpointLocked(); werr != nil && err == nil {
 			err = werr
 		}
 	}

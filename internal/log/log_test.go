@@ -451,6 +451,11 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 	if l.DurableOffset() != writers*each {
 		t.Fatalf("durable offset %d", l.DurableOffset())
 	}
+	// Without group commit every acknowledged append costs an fsync.
+	if f := l.Fsyncs(); f >= writers*each {
+		t.Fatalf("%d fsyncs for %d appends: waiters did not share them", f, writers*each)
+	}
+	t.Logf("%d appends, %d fsyncs", writers*each, l.Fsyncs())
 }
 
 func TestFlushMessagesAndFlushMs(t *testing.T) {
@@ -495,7 +500,7 @@ func TestGuardAbortsAppend(t *testing.T) {
 	l := openTestLog(t, t.TempDir(), DefaultConfig(), newFakeClock())
 	defer l.Close()
 	boom := errors.New("duplicate")
-	_, err := l.Append(simpleBatch(t, 1, testNow.UnixMilli(), 5), AppendOptions{Guard: func(*BatchInfo, int64) error { return boom }})
+	_, err := l.Append(simpleBatch(t, 1, testNow.UnixMilli(), 5), AppendOptions{Guard: func(BatchInfo, int64) error { return boom }})
 	if !errors.Is(err, boom) || l.EndOffset() != 0 || l.Size() != 0 {
 		t.Fatalf("err %v end %d size %d", err, l.EndOffset(), l.Size())
 	}

@@ -275,7 +275,7 @@ func (s *segment) scan(st scanStart, fileSize, verifyFrom int64, interval int, b
 			break
 		}
 		verify := h.base >= verifyFrom || r.next >= verifyFrom
-		if h.base != r.next && (verify || h.base < r.next) {
+		if h.base != r.next {
 			r.stopped = true
 			break
 		}

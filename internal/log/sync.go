@@ -1,6 +1,8 @@
 package log
 
 import (
+	"errors"
+	"os"
 	"time"
 )
 
@@ -47,91 +49,97 @@ func (l *Log) tickInterval() time.Duration {
 }
 
 // flush fsyncs what was appended (sealed segments and the active one),
-// writes sealed segments' indexes and, with checkpoint, the active index
+// writes sealed segments' indexes and, with checkpointToo, the active index
 // and the recovery checkpoint. It is a no-op when nothing changed.
 func (l *Log) flush(checkpointToo bool) error {
+	type pending struct {
+		seg *segment
+		ix  index
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return nil
 	}
 	leo := l.leo
-	sealed := l.toFlush
+	// Index slices are copied under the lock; entries below a published
+	// length never change, so they can be encoded without it.
+	var sealed []pending
+	for _, s := range l.toFlush {
+		sealed = append(sealed, pending{s, s.ix})
+	}
 	l.toFlush = nil
 	active := l.segs[len(l.segs)-1]
 	activeSize := active.size
 	needActive := active.synced < activeSize
 	needIndex := checkpointToo && active.dirty
-	var activeIndex index
+	activeIndex := active.ix
 	if needIndex {
-		activeIndex = active.ix
 		active.dirty = false
 	}
 	truncations := l.truncations
 	l.unflushed = 0
+	needCkpt := checkpointToo && l.recoveryPoint < leo
 	l.mu.Unlock()
 
-	nothing := len(sealed) == 0 && !needActive && !needIndex && (!checkpointToo || l.recoveryPointIs(leo))
-	if nothing {
+	if len(sealed) == 0 && !needActive && !needIndex && !needCkpt {
 		l.advanceDurable(leo, truncations)
 		return nil
 	}
-	for _, s := range sealed {
-		if err := s.f.Sync(); err != nil {
+	for _, p := range sealed {
+		if err := l.syncFile(p.seg.f); err != nil {
 			return err
 		}
-		if err := s.writeIndex(); err != nil {
+		if err := (&segment{prefix: p.seg.prefix, ix: p.ix}).writeIndex(); err != nil {
 			return err
 		}
 	}
 	if needActive {
-		if err := active.f.Sync(); err != nil {
+		if err := l.syncFile(active.f); err != nil {
 			return err
 		}
 	}
 	if needIndex {
-		tmp := segment{prefix: active.prefix, ix: activeIndex}
-		if err := tmp.writeIndex(); err != nil {
+		if err := (&segment{prefix: active.prefix, ix: activeIndex}).writeIndex(); err != nil {
 			return err
 		}
 	}
 	l.mu.Lock()
 	if l.truncations != truncations {
 		l.mu.Unlock()
-		return nil // a truncation raced us; the next flush will redo it
+		return nil // a truncation raced us; the next flush redoes the work
 	}
 	active.synced = max(active.synced, activeSize)
-	for _, s := range sealed {
-		s.synced = s.size
+	for _, p := range sealed {
+		p.seg.synced = p.seg.size
 	}
-	write := checkpointToo || len(sealed) > 0
-	rp := leo
-	if !checkpointToo && len(sealed) > 0 {
-		// The active segment's index was not written: the checkpoint
-		// may only cover the sealed segments.
-		rp = sealed[len(sealed)-1].next
+	rp := l.recoveryPoint
+	if checkpointToo {
+		rp = leo
+	} else if len(sealed) > 0 {
+		rp = sealed[len(sealed)-1].seg.next
 	}
-	var ck checkpoint
-	if write && rp > l.recoveryPoint {
+	var err error
+	if rp > l.recoveryPoint {
 		l.recoveryPoint = rp
-		ck = checkpoint{recoveryPoint: rp, logStartOffset: l.logStart}
-	} else {
-		write = false
+		err = l.writeCheckpointLocked()
 	}
 	l.mu.Unlock()
-	if write {
-		if err := writeCheckpoint(l.dir, ck); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
 	l.advanceDurable(leo, truncations)
 	return nil
 }
 
-func (l *Log) recoveryPointIs(off int64) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.recoveryPoint >= off
+// syncFile fsyncs f; a file already closed belongs to a segment deleted
+// meanwhile and needs nothing.
+func (l *Log) syncFile(f *os.File) error {
+	l.fsyncs.Add(1)
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 // advanceDurable publishes that everything below leo is fsynced and wakes

@@ -1,0 +1,51 @@
+// Package log is a partition's durable log: Kafka v2 record batches stored
+// byte for byte as received, once the broker has stamped their offsets.
+//
+// # What it owns
+//
+// A directory per partition holding segments. A segment is a .log file of
+// consecutive batches named after its base offset (20 zero-padded digits),
+// plus a sparse offset index (.index) and a time index (.timeindex) that
+// are rebuilt from the .log whenever they are missing or do not check out.
+// A checkpoint file records the recovery point (everything below it was
+// fsynced) and the log start offset. The on-disk format and the recovery
+// rule are written down in docs/DESIGN.md.
+//
+// Append validates a batch (sizes, magic 2, CRC-32C, record structure,
+// count and offset deltas, timestamps, decompressing gzip, snappy, lz4 and
+// zstd batches to check them but storing them unchanged), assigns offsets,
+// and writes it; a rejected batch leaves the log untouched and the error
+// wraps the Kafka error code to answer with. Read returns file ranges that
+// a fetch can send with sendfile. The log also answers timestamp lookups,
+// truncates to an offset (for replication), deletes whole segments for
+// retention.ms / retention.bytes and DeleteRecords, and rolls segments by
+// segment.bytes and segment.ms.
+//
+// # What it does not own
+//
+// The high watermark (callers pass it to reads and retention), producer
+// state (the Guard hook of AppendOptions runs the idempotence check under
+// the append lock), topic configuration parsing, and scheduling of
+// retention checks.
+//
+// # Durability
+//
+// By default the log relies on the page cache, as Kafka does: data is
+// fsynced when a segment is sealed, every flush.ms, once flush.messages
+// records are unflushed, and at Close. With SyncBeforeAck the caller waits
+// in WaitDurable before acknowledging; concurrent waiters share one fsync
+// (group commit), so the cost of durability falls as load rises.
+//
+// # Concurrency
+//
+// Appends, truncation and retention serialise on one mutex held only for
+// in-memory updates and the write(2) of the batch; validation runs before
+// it is taken. Reads copy segment views under the mutex and do their I/O
+// without it: index entries below a published length are never rewritten
+// (truncation copies), and deleted segments keep their files open for
+// FileDeleteDelay so that ranges already handed out stay readable. One
+// background goroutine per log, the syncer, performs every fsync, index
+// write and checkpoint; Close stops it and waits for it. Checkpoint
+// writes, which are rare, happen with the mutex held so that they land in
+// the order the state changed.
+package log
