@@ -192,8 +192,14 @@ func (n *NodeLatency) Observe(node int32, nowMs int64, drained bool) {
 // ready time minus the last drain time. 0 for a node never observed.
 func (n *NodeLatency) Stalled(node int32) int64 {
 	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.stalledLocked(node)
+}
+
+// stalledLocked is Stalled for a caller holding n.mu for reading, so a pass
+// over many partitions takes the lock once.
+func (n *NodeLatency) stalledLocked(node int32) int64 {
 	nt := n.nodes[node]
-	n.mu.RUnlock()
 	if nt == nil {
 		return 0
 	}

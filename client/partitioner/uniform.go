@@ -209,6 +209,11 @@ func (u *UniformSticky) UpdateLoad(t *Topic, queues []PartitionQueue, nodes *Nod
 	}
 	u.scratchMu.Lock()
 	defer u.scratchMu.Unlock()
+	checkNodes := u.timeoutMs > 0 && nodes != nil
+	if checkNodes {
+		nodes.mu.RLock()
+		defer nodes.mu.RUnlock()
+	}
 	u.scratchQ = u.scratchQ[:0]
 	u.scratchIDs = u.scratchIDs[:0]
 	for _, pq := range queues {
@@ -217,7 +222,7 @@ func (u *UniformSticky) UpdateLoad(t *Topic, queues []PartitionQueue, nodes *Nod
 			continue
 		}
 		// An empty queue is never excluded: nothing of it is stuck.
-		if u.timeoutMs > 0 && nodes != nil && pq.Batches > 0 && nodes.Stalled(leader) > u.timeoutMs {
+		if checkNodes && pq.Batches > 0 && nodes.stalledLocked(leader) > u.timeoutMs {
 			continue
 		}
 		v := int64(pq.Batches)
