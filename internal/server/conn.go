@@ -161,39 +161,19 @@ func (c *conn) acquireSlot() bool {
 	return false
 }
 
-// handle checks, decodes and dispatches one frame. It reports whether
-// reading should go on.
+// handle decodes and dispatches one frame. It reports whether reading
+// should go on.
 func (c *conn) handle(frame []byte) bool {
-	h, _ := readFixedHeader(frame) // readFrame enforced minFrameSize
-	attrs := []any{"key", h.key, "api", kmsg.NameForKey(h.key), "version", h.version}
-	rng, ok := c.s.versions[h.key]
-	if !ok {
-		c.violation("unknown api key", attrs...)
-		return false
-	}
-	outOfRange := h.version < rng.Min || h.version > rng.Max
-	if outOfRange && h.key != apiVersionsKey {
-		// Kafka closes the connection here too: only ApiVersions has
-		// a fallback answer.
-		c.violation("unsupported api version", attrs...)
-		return false
-	}
-	req := kmsg.RequestForKey(h.key) // not nil: checkVersions
-	req.SetVersion(h.version)
-	clientID, body, err := readHeaderRest(frame[fixedHeaderSize:], requestHeaderVersion(req))
+	h, req, clientID, err := c.s.decode(frame)
 	if err != nil {
-		c.violation("malformed request header", append(attrs, "err", err)...)
+		c.violation(err.Error(), "key", h.key, "api", kmsg.NameForKey(h.key), "version", h.version)
 		return false
 	}
 	c.s.stats.requests[h.key].Add(1)
-	if outOfRange {
-		// The body of a version we do not know is not parsed.
-		c.queue <- outgoing{reply: Ready(apiVersionsFallback(rng)), key: apiVersionsKey, correlationID: h.correlationID}
+	if req == nil { // an ApiVersions version we do not serve
+		reply := Ready(apiVersionsFallback(c.s.versions[apiVersionsKey]))
+		c.queue <- outgoing{reply: reply, key: apiVersionsKey, correlationID: h.correlationID}
 		return true
-	}
-	if err := req.ReadFrom(body); err != nil {
-		c.violation("malformed request body", append(attrs, "err", err)...)
-		return false
 	}
 	reply := c.s.dispatcher.Serve(c.ctx, &Request{
 		Key:           h.key,
@@ -205,7 +185,7 @@ func (c *conn) handle(frame []byte) bool {
 		Conn:          c.info,
 	})
 	if reply == nil {
-		c.log.Error("dispatcher returned no reply, closing connection", attrs...)
+		c.log.Error("dispatcher returned no reply, closing connection", "key", h.key, "version", h.version)
 		return false
 	}
 	c.queue <- outgoing{
@@ -220,7 +200,7 @@ func (c *conn) handle(frame []byte) bool {
 
 func (c *conn) violation(msg string, attrs ...any) {
 	c.s.stats.protocolErrors.Add(1)
-	c.log.Warn(msg+", closing connection", attrs...)
+	c.log.Warn(msg+"; closing connection", attrs...)
 }
 
 // writeLoop writes replies in request order, waiting for each pending one

@@ -1,0 +1,228 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// pendingDispatcher answers every request with a pending reply the test
+// completes.
+type pendingDispatcher struct {
+	fakeDispatcher
+	mu      sync.Mutex
+	pending []*Reply
+	reqs    []*Request
+	ctxs    []context.Context
+}
+
+func newPendingDispatcher() *pendingDispatcher {
+	d := &pendingDispatcher{}
+	d.versions = testVersions
+	d.handle = func(ctx context.Context, req *Request) *Reply {
+		r := NewPendingReply()
+		d.mu.Lock()
+		d.ctxs = append(d.ctxs, ctx)
+		d.pending = append(d.pending, r)
+		d.reqs = append(d.reqs, req)
+		d.mu.Unlock()
+		return r
+	}
+	return d
+}
+
+func (d *pendingDispatcher) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.pending)
+}
+
+func (d *pendingDispatcher) complete(i int) {
+	d.mu.Lock()
+	r, req := d.pending[i], d.reqs[i]
+	d.mu.Unlock()
+	r.Complete(req.Body.ResponseKind())
+}
+
+// Reply 1 pending, reply 2 ready: the wire carries 1, then 2.
+func TestRepliesInRequestOrder(t *testing.T) {
+	first := NewPendingReply()
+	d := &fakeDispatcher{versions: testVersions, handle: func(_ context.Context, req *Request) *Reply {
+		if req.CorrelationID == 1 {
+			return first
+		}
+		return Ready(req.Body.ResponseKind())
+	}}
+	s := startServer(t, d, nil)
+	c := dial(t, s)
+	c.send(append(frame(&kmsg.MetadataRequest{Version: 9}, 1, nil), frame(&kmsg.MetadataRequest{Version: 9}, 2, nil)...))
+	eventually(t, 5*time.Second, "both requests served", func() bool { return len(d.served()) == 2 })
+
+	// Reply 2 is ready, yet nothing may arrive while 1 is pending.
+	c.nc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	var one [1]byte
+	if n, _ := c.nc.Read(one[:]); n != 0 {
+		t.Fatal("a byte arrived while the first reply was pending")
+	}
+	if !first.Complete(kmsg.NewPtrMetadataResponse()) {
+		t.Fatal("first Complete must win")
+	}
+	if first.Complete(kmsg.NewPtrMetadataResponse()) {
+		t.Fatal("second Complete must be a no-op")
+	}
+	for _, want := range []int32{1, 2} {
+		if got := correlationOf(c.readFrame()); got != want {
+			t.Fatalf("got correlation %d, want %d", got, want)
+		}
+	}
+}
+
+// At most MaxInFlight requests are read and unanswered; the reader stops
+// and resumes one request per freed slot.
+func TestInFlightBound(t *testing.T) {
+	const bound, extra = 4, 3
+	d := newPendingDispatcher()
+	s := startServer(t, d, func(c *Config) { c.MaxInFlight = bound })
+	c := dial(t, s)
+	var in []byte
+	for corr := int32(0); corr < bound+extra; corr++ {
+		in = append(in, frame(&kmsg.MetadataRequest{Version: 9}, corr, nil)...)
+	}
+	c.send(in)
+
+	// Once the reader reports the bound reached, it is parked: the
+	// count cannot move until a slot frees.
+	eventually(t, 5*time.Second, "the reader to stall", func() bool { return s.Stats().InFlightStalls >= 1 })
+	if n := d.count(); n != bound {
+		t.Fatalf("served %d requests with %d slots", n, bound)
+	}
+	for i := 0; i < bound+extra; i++ {
+		stalls := s.Stats().InFlightStalls
+		d.complete(i)
+		if got := correlationOf(c.readFrame()); got != int32(i) {
+			t.Fatalf("reply %d has correlation %d", i, got)
+		}
+		want := bound + i + 1 // one slot freed, one more request read
+		if want > bound+extra {
+			continue // nothing left to read
+		}
+		eventually(t, 5*time.Second, "one more request", func() bool { return d.count() == want })
+		if want == bound+extra {
+			continue // the reader waits for bytes, not for a slot
+		}
+		eventually(t, 5*time.Second, "the reader to stall again", func() bool { return s.Stats().InFlightStalls > stalls })
+		if n := d.count(); n != want {
+			t.Fatalf("after freeing %d slots: %d served, want %d", i+1, n, want)
+		}
+	}
+}
+
+// The pending replies of a connection that goes away are abandoned, and a
+// body completed afterwards is released, not leaked.
+func TestAbandonedReplyReleasesBody(t *testing.T) {
+	d := newPendingDispatcher()
+	s := startServer(t, d, nil)
+	c := dial(t, s)
+	c.send(frame(&kmsg.MetadataRequest{Version: 9}, 1, nil))
+	eventually(t, 5*time.Second, "request served", func() bool { return d.count() == 1 })
+	c.nc.Close()
+	eventually(t, 5*time.Second, "connection cleanup", func() bool { return s.Stats().ConnectionsClosed == 1 })
+	d.mu.Lock()
+	ctx := d.ctxs[0]
+	d.mu.Unlock()
+	if ctx.Err() == nil {
+		t.Fatal("the context given to Serve outlived its connection")
+	}
+
+	released := 0
+	b := &Body{Release: func() { released++ }}
+	b.AppendBytes([]byte{1})
+	d.mu.Lock()
+	r := d.pending[0]
+	d.mu.Unlock()
+	if !r.CompleteBody(b) {
+		t.Fatal("CompleteBody must report the completion")
+	}
+	if released != 1 {
+		t.Fatalf("released %d times", released)
+	}
+	// A losing CompleteBody releases its own body too.
+	if r.CompleteBody(b) || released != 1 {
+		t.Fatalf("second completion: released %d", released)
+	}
+	b2 := &Body{Release: func() { released++ }}
+	if r.CompleteBody(b2) || released != 2 {
+		t.Fatalf("losing body: released %d", released)
+	}
+}
+
+// Serve is never called concurrently for one connection, and sees each
+// connection's requests in the order they were sent, while connections
+// proceed independently.
+func TestServeSequentialPerConnection(t *testing.T) {
+	const conns, perConn = 4, 200
+	var mu sync.Mutex
+	active := map[uint64]int{}
+	next := map[uint64]int32{}
+	var problems []string
+	var completers sync.WaitGroup
+	defer completers.Wait()
+	d := &fakeDispatcher{versions: testVersions, handle: func(_ context.Context, req *Request) *Reply {
+		id := req.Conn.ID
+		mu.Lock()
+		active[id]++
+		if active[id] > 1 {
+			problems = append(problems, "concurrent Serve on one connection")
+		}
+		if req.CorrelationID != next[id] {
+			problems = append(problems, "request out of order")
+		}
+		next[id]++
+		mu.Unlock()
+		r := Ready(req.Body.ResponseKind())
+		if req.CorrelationID%3 == 0 { // some replies complete later
+			r = NewPendingReply()
+			completers.Go(func() { r.Complete(req.Body.ResponseKind()) })
+		}
+		mu.Lock()
+		active[id]--
+		mu.Unlock()
+		return r
+	}}
+	s := startServer(t, d, nil)
+	var in []byte
+	for corr := int32(0); corr < perConn; corr++ {
+		in = append(in, frame(&kmsg.ProduceRequest{Version: 9, Acks: 1}, corr, nil)...)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, conns)
+	for range conns {
+		c := dial(t, s)
+		c.send(in) // a few KiB: fits in the socket buffers
+		wg.Go(func() {
+			for want := int32(0); want < perConn; want++ {
+				b, err := c.tryReadFrame()
+				if err != nil || correlationOf(b) != want {
+					errs <- "reply out of order or missing"
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Fatal(problems[0])
+	}
+	if len(next) != conns {
+		t.Fatalf("saw %d connections", len(next))
+	}
+}
