@@ -196,6 +196,8 @@
 // Update under the Sticky's queue lock; UpdateLoad from the sender at any
 // time (it has a small mutex of its own for scratch space and publishes an
 // immutable table atomically). StickyPerBatch and RoundRobin keep atomics
-// only. NodeLatency is safe for concurrent use. A Rand shared by goroutines
+// only. NodeLatency is safe for concurrent use. Lock order: a queue lock of
+// the caller, then UniformSticky's scratch mutex, then NodeLatency's; none of
+// them is held while calling out, except OnSwitch under the queue lock. A Rand shared by goroutines
 // must be safe for concurrent use; DefaultRand is.
 package partitioner
