@@ -63,7 +63,7 @@ func TestBodyWithFileRanges(t *testing.T) {
 		c := dial(t, s)
 		go func() {
 			for corr := int32(0); corr < perConn; corr++ {
-				if _, err := c.nc.Write(frame(&kmsg.FetchRequest{Version: 12}, corr, nil)); err != nil {
+				if _, err := c.nc.Write(reqFrame(&kmsg.FetchRequest{Version: 12}, corr, nil)); err != nil {
 					errs <- err.Error()
 					return
 				}
@@ -132,7 +132,7 @@ func TestBodyCopyPathAndShortFile(t *testing.T) {
 			s.startConn(srv)
 			var writer sync.WaitGroup
 			defer writer.Wait()
-			writer.Go(func() { client.Write(frame(&kmsg.FetchRequest{Version: 4}, 1, nil)) })
+			writer.Go(func() { client.Write(reqFrame(&kmsg.FetchRequest{Version: 4}, 1, nil)) })
 			var size [4]byte
 			if _, err := io.ReadFull(client, size[:]); err != nil {
 				t.Fatal(err)

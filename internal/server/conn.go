@@ -245,41 +245,46 @@ func (c *conn) write(buf []byte, out outgoing) ([]byte, error) {
 		return buf, errCloseRequested
 	case kindBody:
 		defer r.body.release()
-		buf = c.frameHeader(buf, out, r.body.Len())
+		buf = appendFrameStart(buf, out)
+		if err := setFrameSize(buf, r.body.Len()); err != nil {
+			return buf, err
+		}
 		return buf, c.writeBody(buf, r.body)
 	}
 	if r.resp == nil || r.resp.Key() != out.key {
-		c.log.Error("dispatcher replied with a response of the wrong key, closing connection", "key", out.key)
+		c.log.Error("dispatcher replied with no response or one of another key, closing connection", "key", out.key)
 		return buf, errCloseRequested
 	}
 	r.resp.SetVersion(out.version)
-	buf = c.frameHeader(buf, out, 0)
-	buf = r.resp.AppendTo(buf)
-	size := len(buf) - 4
-	if size > math.MaxInt32 {
-		return buf, fmt.Errorf("server: response of %d bytes", size)
+	buf = r.resp.AppendTo(appendFrameStart(buf, out))
+	if err := setFrameSize(buf, 0); err != nil {
+		return buf, err
 	}
-	binary.BigEndian.PutUint32(buf, uint32(size))
 	n, err := c.nc.Write(buf)
 	c.s.stats.bytesOut.Add(uint64(n))
 	return buf, err
 }
 
-// frameHeader appends the length prefix and response header for a body of
-// bodyLen bytes; a caller that appends the body itself patches the length.
-func (c *conn) frameHeader(buf []byte, out outgoing, bodyLen int64) []byte {
-	buf = append(buf, 0, 0, 0, 0)
-	buf = appendResponseHeader(buf, out.correlationID, out.flexible)
-	binary.BigEndian.PutUint32(buf, uint32(min(int64(len(buf)-4)+bodyLen, math.MaxUint32)))
-	return buf
+// appendFrameStart appends a length prefix to patch and the response
+// header.
+func appendFrameStart(buf []byte, out outgoing) []byte {
+	return appendResponseHeader(append(buf, 0, 0, 0, 0), out.correlationID, out.flexible)
+}
+
+// setFrameSize patches the length prefix of frame, whose last more bytes
+// are written separately.
+func setFrameSize(frame []byte, more int64) error {
+	size := int64(len(frame)-4) + more
+	if size > math.MaxInt32 {
+		return fmt.Errorf("server: response of %d bytes", size)
+	}
+	binary.BigEndian.PutUint32(frame, uint32(size))
+	return nil
 }
 
 // writeBody writes the framed header, then the body's segments: byte
 // slices gathered into one writev, file ranges with sendFileRange.
 func (c *conn) writeBody(header []byte, b *Body) error {
-	if int64(len(header)-4)+b.Len() > math.MaxInt32 {
-		return fmt.Errorf("server: response of %d bytes", int64(len(header)-4)+b.Len())
-	}
 	bufs := net.Buffers{header}
 	flush := func() error {
 		n, err := bufs.WriteTo(c.nc)

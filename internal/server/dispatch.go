@@ -30,6 +30,9 @@ type Dispatcher interface {
 	//
 	// ctx is cancelled when the connection is torn down (client gone,
 	// forced shutdown); a pending Reply may then be abandoned.
+	//
+	// ApiVersions requests within the served range arrive here like any
+	// other; the server itself answers only those outside it.
 	Serve(ctx context.Context, req *Request) *Reply
 }
 

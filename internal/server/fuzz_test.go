@@ -101,7 +101,7 @@ func seedFrames() [][]byte {
 		&kmsg.CreateTopicsRequest{Version: 7},
 		&kmsg.ControlledShutdownRequest{Version: 0},
 	} {
-		frames = append(frames, frame(req, int32(i), strp("fuzz")))
+		frames = append(frames, reqFrame(req, int32(i), strp("fuzz")))
 	}
 	return frames
 }
@@ -181,7 +181,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil || req == nil {
 			return
 		}
-		again := frame(req, h.correlationID, &clientID)
+		again := reqFrame(req, h.correlationID, &clientID)
 		h2, req2, clientID2, err := s.decode(again[4:])
 		if err != nil || h2 != h || clientID2 != clientID || !bytes.Equal(req2.AppendTo(nil), req.AppendTo(nil)) {
 			t.Fatalf("re-encoded frame decodes differently: %v", err)
@@ -235,7 +235,7 @@ func BenchmarkDecodeHostileTagCount(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fr := frame(&kmsg.ApiVersionsRequest{Version: 3, ClientSoftwareName: "a", ClientSoftwareVersion: "b"}, 1, nil)[4:]
+	fr := reqFrame(&kmsg.ApiVersionsRequest{Version: 3, ClientSoftwareName: "a", ClientSoftwareVersion: "b"}, 1, nil)[4:]
 	fr = binary.AppendUvarint(fr[:len(fr)-1], 1<<21) // replace the empty top-level tag section
 	b.ReportAllocs()
 	for b.Loop() {
@@ -256,7 +256,7 @@ func BenchmarkDecodeHostileArrayLength(b *testing.B) {
 		b.Fatal(err)
 	}
 	const n = 64 << 10
-	fr := frame(&kmsg.MetadataRequest{Version: 1}, 1, nil)[4:]
+	fr := reqFrame(&kmsg.MetadataRequest{Version: 1}, 1, nil)[4:]
 	fr = binary.BigEndian.AppendUint32(fr[:len(fr)-4], n) // topics array length
 	fr = append(fr, make([]byte, n)...)
 	b.ReportAllocs()

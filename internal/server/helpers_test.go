@@ -117,7 +117,7 @@ func startServer(t *testing.T, d Dispatcher, tweak func(*Config)) *Server {
 
 // frame builds a request frame with the header version req's key and
 // version call for.
-func frame(req kmsg.Request, correlationID int32, clientID *string) []byte {
+func reqFrame(req kmsg.Request, correlationID int32, clientID *string) []byte {
 	b := make([]byte, 4, 64)
 	b = binary.BigEndian.AppendUint16(b, uint16(req.Key()))
 	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))

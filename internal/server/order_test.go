@@ -58,7 +58,7 @@ func TestRepliesInRequestOrder(t *testing.T) {
 	}}
 	s := startServer(t, d, nil)
 	c := dial(t, s)
-	c.send(append(frame(&kmsg.MetadataRequest{Version: 9}, 1, nil), frame(&kmsg.MetadataRequest{Version: 9}, 2, nil)...))
+	c.send(append(reqFrame(&kmsg.MetadataRequest{Version: 9}, 1, nil), reqFrame(&kmsg.MetadataRequest{Version: 9}, 2, nil)...))
 	eventually(t, 5*time.Second, "both requests served", func() bool { return len(d.served()) == 2 })
 
 	// Reply 2 is ready, yet nothing may arrive while 1 is pending.
@@ -89,7 +89,7 @@ func TestInFlightBound(t *testing.T) {
 	c := dial(t, s)
 	var in []byte
 	for corr := int32(0); corr < bound+extra; corr++ {
-		in = append(in, frame(&kmsg.MetadataRequest{Version: 9}, corr, nil)...)
+		in = append(in, reqFrame(&kmsg.MetadataRequest{Version: 9}, corr, nil)...)
 	}
 	c.send(in)
 
@@ -126,7 +126,7 @@ func TestAbandonedReplyReleasesBody(t *testing.T) {
 	d := newPendingDispatcher()
 	s := startServer(t, d, nil)
 	c := dial(t, s)
-	c.send(frame(&kmsg.MetadataRequest{Version: 9}, 1, nil))
+	c.send(reqFrame(&kmsg.MetadataRequest{Version: 9}, 1, nil))
 	eventually(t, 5*time.Second, "request served", func() bool { return d.count() == 1 })
 	c.nc.Close()
 	eventually(t, 5*time.Second, "connection cleanup", func() bool { return s.Stats().ConnectionsClosed == 1 })
@@ -195,7 +195,7 @@ func TestServeSequentialPerConnection(t *testing.T) {
 	s := startServer(t, d, nil)
 	var in []byte
 	for corr := int32(0); corr < perConn; corr++ {
-		in = append(in, frame(&kmsg.ProduceRequest{Version: 9, Acks: 1}, corr, nil)...)
+		in = append(in, reqFrame(&kmsg.ProduceRequest{Version: 9, Acks: 1}, corr, nil)...)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, conns)

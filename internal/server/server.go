@@ -146,8 +146,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	})
 	defer stop()
 
+	s.log.Info("serving", "addr", s.Addr().String())
 	err := s.acceptLoop(ctx)
 	s.wg.Wait()
+	s.log.Info("stopped serving", "addr", s.Addr().String())
 	return err
 }
 

@@ -23,7 +23,7 @@ func TestApiVersionsFallbackBytes(t *testing.T) {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = version
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
-		c.send(frame(req, 0x0a0b0c0d, strp("client")))
+		c.send(reqFrame(req, 0x0a0b0c0d, strp("client")))
 		got := c.readFrame()
 		want := []byte{
 			0x0a, 0x0b, 0x0c, 0x0d, // correlation id, and no header tags
@@ -47,7 +47,7 @@ func TestApiVersionsFallbackBytes(t *testing.T) {
 	// The connection stays usable and the client retries in range.
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = 3
-	c.send(frame(req, 10, nil))
+	c.send(reqFrame(req, 10, nil))
 	if got := c.readFrame(); correlationOf(got) != 10 {
 		t.Fatalf("retry: %x", got)
 	}
@@ -87,7 +87,7 @@ func TestHeaderRoundTrips(t *testing.T) {
 		{&kmsg.ApiVersionsRequest{Version: 4, ClientSoftwareName: "x", ClientSoftwareVersion: "1"}, strp("a"), false},
 	} {
 		corr := int32(100 + i)
-		c.send(frame(tc.req, corr, tc.clientID))
+		c.send(reqFrame(tc.req, corr, tc.clientID))
 		got := c.readFrame()
 		if correlationOf(got) != corr {
 			t.Fatalf("case %d: correlation %d", i, correlationOf(got))
@@ -144,7 +144,7 @@ func TestRequestHeaderTagsSkipped(t *testing.T) {
 // Everything that must close the connection without reaching the
 // dispatcher.
 func TestProtocolViolationsClose(t *testing.T) {
-	validMeta := frame(&kmsg.MetadataRequest{Version: 9}, 1, nil)
+	validMeta := reqFrame(&kmsg.MetadataRequest{Version: 9}, 1, nil)
 	withSize := func(size uint32, rest []byte) []byte {
 		return append(binary.BigEndian.AppendUint32(nil, size), rest...)
 	}
@@ -202,7 +202,7 @@ func TestTruncatedFrameThenDisconnect(t *testing.T) {
 	d := &fakeDispatcher{versions: testVersions}
 	s := startServer(t, d, nil)
 	c := dial(t, s)
-	f := frame(&kmsg.MetadataRequest{Version: 4}, 1, nil)
+	f := reqFrame(&kmsg.MetadataRequest{Version: 4}, 1, nil)
 	c.send(f[:len(f)-3])
 	c.nc.Close()
 	eventually(t, 5*time.Second, "connection cleanup", func() bool { return s.Stats().ConnectionsClosed == 1 })
@@ -228,7 +228,7 @@ func TestNoResponseAndCloseConnection(t *testing.T) {
 	c := dial(t, s)
 	var in []byte
 	for corr := int32(1); corr <= 4; corr++ {
-		in = append(in, frame(&kmsg.MetadataRequest{Version: 9}, corr, nil)...)
+		in = append(in, reqFrame(&kmsg.MetadataRequest{Version: 9}, corr, nil)...)
 	}
 	c.send(in)
 	if got := c.readFrame(); correlationOf(got) != 2 {
@@ -248,7 +248,7 @@ func TestWrongResponseKeyCloses(t *testing.T) {
 	}}
 	s := startServer(t, d, nil)
 	c := dial(t, s)
-	c.send(frame(&kmsg.MetadataRequest{Version: 9}, 1, nil))
+	c.send(reqFrame(&kmsg.MetadataRequest{Version: 9}, 1, nil))
 	c.expectClosed()
 }
 
@@ -256,7 +256,7 @@ func TestServeCounters(t *testing.T) {
 	d := &fakeDispatcher{versions: testVersions}
 	s := startServer(t, d, nil)
 	c := dial(t, s)
-	f := frame(&kmsg.MetadataRequest{Version: 9}, 1, nil)
+	f := reqFrame(&kmsg.MetadataRequest{Version: 9}, 1, nil)
 	c.send(f)
 	got := c.readFrame()
 	c.nc.Close()

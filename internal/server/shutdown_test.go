@@ -39,7 +39,7 @@ func TestShutdownAnswersInFlight(t *testing.T) {
 	d := newPendingDispatcher()
 	s, served := runServer(t, context.Background(), d)
 	c := dial(t, s)
-	c.send(frame(&kmsg.MetadataRequest{Version: 9}, 7, nil))
+	c.send(reqFrame(&kmsg.MetadataRequest{Version: 9}, 7, nil))
 	eventually(t, 5*time.Second, "request served", func() bool { return d.count() == 1 })
 
 	shut := make(chan error, 1)
@@ -79,7 +79,7 @@ func TestShutdownDeadline(t *testing.T) {
 	d := newPendingDispatcher()
 	s, served := runServer(t, context.Background(), d)
 	c := dial(t, s)
-	c.send(frame(&kmsg.MetadataRequest{Version: 9}, 7, nil))
+	c.send(reqFrame(&kmsg.MetadataRequest{Version: 9}, 7, nil))
 	eventually(t, 5*time.Second, "request served", func() bool { return d.count() == 1 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -109,7 +109,7 @@ func TestServeContextCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s, served := runServer(t, ctx, d)
 	c := dial(t, s)
-	c.send(frame(&kmsg.MetadataRequest{Version: 9}, 7, nil))
+	c.send(reqFrame(&kmsg.MetadataRequest{Version: 9}, 7, nil))
 	eventually(t, 5*time.Second, "request served", func() bool { return d.count() == 1 })
 	cancel()
 	if err := wait(t, served); !errors.Is(err, context.Canceled) {
@@ -136,7 +136,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 	const conns, perConn = 8, 50
 	var in []byte
 	for corr := int32(0); corr < perConn; corr++ {
-		in = append(in, frame(&kmsg.MetadataRequest{Version: 12}, corr, nil)...)
+		in = append(in, reqFrame(&kmsg.MetadataRequest{Version: 12}, corr, nil)...)
 	}
 	results := make(chan error, conns)
 	for range conns {
