@@ -151,6 +151,9 @@ func (s *shard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	owned := ownedSet(req.Topics)
 
 	// Find the member, or make it.
+	// isNew marks a member the group has not seen before (its arrival
+	// bumps the epoch); a static member taking over its old place is not
+	// new.
 	var m, replaced *consumerMember
 	isNew := false
 	if req.InstanceID == nil {
@@ -180,7 +183,6 @@ func (s *shard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 			if m.epoch == leftStaticEpoch {
 				// Back from a temporary leave under the same id.
 				m.epoch, m.prevEpoch = 0, 0
-				isNew = true
 			}
 		case join:
 			if existing.epoch != leftStaticEpoch {
@@ -193,7 +195,7 @@ func (s *shard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 			nm := *existing
 			nm.id = memberID
 			nm.epoch, nm.prevEpoch = 0, 0
-			m, replaced, isNew = &nm, existing, true
+			m, replaced = &nm, existing
 		case existing == nil:
 			return heartbeatError(v, kerr.UnknownMemberID.Code, fmt.Sprintf("Instance id %s is unknown.", *req.InstanceID))
 		case existing.id != memberID:
