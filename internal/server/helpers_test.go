@@ -143,11 +143,11 @@ func strp(s string) *string { return &s }
 
 // rawConn is a test client speaking bytes.
 type rawConn struct {
-	t  *testing.T
+	t  testing.TB
 	nc net.Conn
 }
 
-func dial(t *testing.T, s *Server) *rawConn {
+func dial(t testing.TB, s *Server) *rawConn {
 	t.Helper()
 	nc, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
