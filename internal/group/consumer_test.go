@@ -70,6 +70,20 @@ func partitionsOf(m *cgMember, id [16]byte) []int32 {
 	return ps
 }
 
+// twoMembers starts a harness with topic "t" (4 partitions) and a settled
+// consumer group "cg" of members m1 and m2.
+func twoMembers(t *testing.T) (*harness, *cgMember, *cgMember) {
+	t.Helper()
+	h := newHarness(t)
+	h.addTopic("t", 1, 4)
+	m1 := h.newCGMember("cg", "m1", "t")
+	m1.mustBeat()
+	m2 := h.newCGMember("cg", "m2", "t")
+	m2.mustBeat()
+	converge(t, h, "cg", m1, m2)
+	return h, m1, m2
+}
+
 // TestConsumerGroupTranscript: members join and leave a KIP-848 group; a
 // partition moves to its new owner only after the old owner revoked it.
 func TestConsumerGroupTranscript(t *testing.T) {
@@ -226,14 +240,8 @@ func TestConsumerHeartbeatValidation(t *testing.T) {
 }
 
 func TestConsumerMemberFencing(t *testing.T) {
-	h := newHarness(t)
-	h.addTopic("t", 1, 4)
+	h, m1, m2 := twoMembers(t)
 	const g = "cg"
-	m1 := h.newCGMember(g, "m1", "t")
-	m1.mustBeat()
-	m2 := h.newCGMember(g, "m2", "t")
-	m2.mustBeat()
-	converge(t, h, g, m1, m2)
 	if m1.epoch != 2 {
 		t.Fatalf("m1 epoch %d", m1.epoch)
 	}
@@ -267,14 +275,8 @@ func TestConsumerMemberFencing(t *testing.T) {
 // the session timeout; a member that never revokes is fenced after its
 // rebalance timeout.
 func TestConsumerSessionAndRevocationTimeouts(t *testing.T) {
-	h := newHarness(t)
-	h.addTopic("t", 1, 4)
+	h, m1, m2 := twoMembers(t)
 	const g = "cg"
-	m1 := h.newCGMember(g, "m1", "t")
-	m1.mustBeat()
-	m2 := h.newCGMember(g, "m2", "t")
-	m2.mustBeat()
-	converge(t, h, g, m1, m2)
 
 	// m2 goes silent; m1 keeps heartbeating.
 	for range 9 {
@@ -460,14 +462,8 @@ func TestConsumerRangeAssignor(t *testing.T) {
 // TestConsumerOffsets: commits and fetches from members of a consumer
 // group are checked against their member epoch.
 func TestConsumerOffsets(t *testing.T) {
-	h := newHarness(t)
-	h.addTopic("t", 1, 4)
+	h, m1, m2 := twoMembers(t)
 	const g = "cg"
-	m1 := h.newCGMember(g, "m1", "t")
-	m1.mustBeat()
-	m2 := h.newCGMember(g, "m2", "t")
-	m2.mustBeat()
-	converge(t, h, g, m1, m2)
 	p1 := partitionsOf(m1, tid(1))
 	p2 := partitionsOf(m2, tid(1))
 
