@@ -2,18 +2,26 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
+	"net"
 	"path/filepath"
+	"strconv"
+	"time"
+
+	"weir/internal/broker"
+	"weir/internal/server"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", "serve [flags]", stderr)
 	dataDir := fs.String("data-dir", "./weir-data", "directory holding partition logs and broker state")
-	listen := fs.String("listen", "127.0.0.1:9092", "address the Kafka listener binds")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	listen := fs.String("listen", "127.0.0.1:9092", "address the Kafka listener binds (host:port; port 0 picks a free one)")
+	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the bound listener)")
+	nodeID := fs.Int("node-id", 1, "this broker's node id")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -22,18 +30,63 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "invalid -log-level %q: want debug, info, warn or error\n", *logLevel)
 		return errUsage
 	}
+	if _, _, err := net.SplitHostPort(*listen); err != nil {
+		fmt.Fprintf(stderr, "invalid -listen %q: want host:port\n", *listen)
+		return errUsage
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	dir, err := filepath.Abs(*dataDir)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("data directory: %w", err)
+	cfg := broker.DefaultConfig()
+	cfg.NodeID = int32(*nodeID)
+	cfg.DataDir = dir
+	cfg.Logger = logger
+	b, err := broker.New(cfg)
+	if err != nil {
+		return err
 	}
-	logger.Info("weir ready", "data_dir", dir, "listen", *listen)
-	fmt.Fprintf(stdout, "weir data in %s\n", dir)
-	<-ctx.Done()
+	srv, err := server.New(server.Config{Addr: *listen, Dispatcher: b, Logger: logger})
+	if err != nil {
+		b.Close()
+		return err
+	}
+	advertised := srv.Addr()
+	if *advertise != "" {
+		host, port, err := net.SplitHostPort(*advertise)
+		p, perr := strconv.Atoi(port)
+		if err != nil || perr != nil {
+			b.Close()
+			fmt.Fprintf(stderr, "invalid -advertise %q: want host:port\n", *advertise)
+			return errUsage
+		}
+		advertised = &net.TCPAddr{IP: net.ParseIP(host), Port: p}
+	}
+	b.SetAdvertised(advertised)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(context.Background()) }()
+	fmt.Fprintf(stdout, "weir listening on %s (data in %s)\n", srv.Addr(), dir)
+	logger.Info("weir ready", "listen", srv.Addr().String(), "data_dir", dir, "node", cfg.NodeID, "cluster_id", b.ClusterID())
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		b.Close()
+		return err
+	}
+	logger.Info("shutting down: answering in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		logger.Warn("shutdown", "err", err)
+	}
+	<-serveErr
+	if err := b.Close(); err != nil {
+		return fmt.Errorf("closing logs: %w", err)
+	}
 	logger.Info("weir stopped")
 	return nil
 }

@@ -78,6 +78,13 @@ func (r *Reply) Complete(resp kmsg.Response) bool {
 	return r.complete(kindResponse, resp, nil)
 }
 
+// CompleteClose completes r by closing the connection once every earlier
+// reply is written, for a waiting request that cannot be answered (its
+// context ended). See Complete.
+func (r *Reply) CompleteClose() bool {
+	return r.complete(kindClose, nil, nil)
+}
+
 // CompleteBody completes r with a pre-encoded body; see Complete. If the
 // body loses the race or its connection is already gone, it is released.
 func (r *Reply) CompleteBody(b *Body) bool {

@@ -1,0 +1,138 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	wlog "weir/internal/log"
+	"weir/internal/server"
+)
+
+// Produce v3-13, advertised from v0: Kafka 4.x lists v0 so that old
+// librdkafka feature checks pass (KAFKA-18659) but closes the connection
+// on v0-2, and so do we. Each partition must carry exactly one v2 batch
+// (the v3+ rule). Transactional batches are refused: weir has no
+// transaction coordinator yet. TimeoutMillis bounds the wait for
+// durability when a topic fsyncs before acknowledging.
+var _ = register(handler{key: 0, min: 0, minServed: 3, max: 13, serve: (*Broker).handleProduce})
+
+func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server.Reply {
+	r := req.Body.(*kmsg.ProduceRequest)
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	acksValid := r.Acks == 0 || r.Acks == 1 || r.Acks == -1
+	type durableWait struct {
+		p      *partition
+		offset int64
+	}
+	var waits []durableWait
+	failed := false
+	for _, rt := range r.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var t *topic
+		if r.Version >= 13 {
+			t = b.lookupTopicID(rt.TopicID)
+		} else {
+			t = b.lookupTopic(rt.Topic)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			var p *partition
+			var err error
+			switch {
+			case !acksValid:
+				err = fmt.Errorf("%w: acks must be -1, 0 or 1, got %d", kerr.InvalidRequiredAcks, r.Acks)
+			case t == nil && r.Version >= 13:
+				err = kerr.UnknownTopicID
+			case t == nil:
+				err = kerr.UnknownTopicOrPartition
+			case t.internal:
+				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, t.name)
+			default:
+				var ok bool
+				if p, ok = b.partitionOf(t, rp.Partition); !ok {
+					err = kerr.UnknownTopicOrPartition
+				}
+			}
+			if err == nil {
+				var res wlog.AppendResult
+				res, err = b.appendProduced(p, rp.Records)
+				if err == nil {
+					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+					if p.log.Config().SyncBeforeAck && r.Acks != 0 {
+						waits = append(waits, durableWait{p, res.LastOffset + 1})
+					}
+				}
+			}
+			if err != nil {
+				failed = true
+				sp.ErrorCode = errCode(err)
+				sp.ErrorMessage = errMessage(err)
+				b.logger.Debug("produce rejected", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if r.Acks == 0 {
+		if failed {
+			// The producer reads no response; closing the connection is
+			// how Kafka tells it something went wrong.
+			return server.CloseConnection()
+		}
+		return server.NoResponse()
+	}
+	if len(waits) == 0 {
+		return server.Ready(resp)
+	}
+	return b.async(ctx, func(ctx context.Context) kmsg.Response {
+		ctx, cancel := context.WithTimeout(ctx, msDuration(r.TimeoutMillis))
+		defer cancel()
+		for _, w := range waits {
+			if err := w.p.log.WaitDurable(ctx, w.offset); err != nil {
+				markPartition(resp, w.p, kerr.RequestTimedOut.Code)
+			}
+		}
+		return resp
+	})
+}
+
+// appendProduced checks that records hold exactly one batch and appends
+// it, then wakes fetches waiting on the partition.
+func (b *Broker) appendProduced(p *partition, records []byte) (wlog.AppendResult, error) {
+	if len(records) == 0 {
+		return wlog.AppendResult{}, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
+	}
+	h, err := wlog.ParseBatchHeader(records)
+	if err != nil {
+		return wlog.AppendResult{}, err
+	}
+	if int(h.Length) < len(records) {
+		return wlog.AppendResult{}, fmt.Errorf("%w: produce requests v3+ must hold exactly one record batch", kerr.InvalidRecord)
+	}
+	if h.IsTransactional() {
+		return wlog.AppendResult{}, fmt.Errorf("%w: transactions are not supported", kerr.TransactionalIDAuthorizationFailed)
+	}
+	res, err := p.log.Append(records, b.appendOptions(p))
+	if err != nil {
+		return res, err
+	}
+	p.advanced(res.LastOffset + 1)
+	return res, nil
+}
+
+func markPartition(resp *kmsg.ProduceResponse, p *partition, code int16) {
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			sp := &resp.Topics[i].Partitions[j]
+			if (resp.Topics[i].Topic == p.topic.name || resp.Topics[i].TopicID == p.topic.id) && sp.Partition == p.index && sp.ErrorCode == 0 {
+				sp.ErrorCode = code
+			}
+		}
+	}
+}

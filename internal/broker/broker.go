@@ -1,0 +1,312 @@
+package broker
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/group"
+	wlog "weir/internal/log"
+	"weir/internal/server"
+)
+
+// Config is what a broker needs to start.
+type Config struct {
+	NodeID  int32
+	DataDir string
+	// AdvertisedHost and AdvertisedPort are what Metadata tells clients.
+	AdvertisedHost string
+	AdvertisedPort int32
+	Rack           string
+
+	AutoCreateTopics  bool  // auto.create.topics.enable
+	NumPartitions     int32 // num.partitions
+	OffsetsPartitions int32 // offsets.topic.num.partitions
+	// LogDefaults are the broker-level log settings topic configs
+	// override.
+	LogDefaults wlog.Config
+	// Group configures the group coordinator (its Store and Topics are
+	// filled in by the broker).
+	Group group.Config
+
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// DefaultConfig returns a single node's defaults.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:            1,
+		DataDir:           "./weir-data",
+		AdvertisedHost:    "127.0.0.1",
+		AdvertisedPort:    9092,
+		AutoCreateTopics:  true,
+		NumPartitions:     1,
+		OffsetsPartitions: 1,
+		LogDefaults:       wlog.DefaultConfig(),
+	}
+}
+
+// Broker serves the Kafka API for the partitions it holds. It implements
+// server.Dispatcher.
+type Broker struct {
+	cfg       Config
+	logger    *slog.Logger
+	now       func() time.Time
+	clusterID string
+
+	mu         sync.RWMutex
+	topics     map[string]*topic
+	topicsByID map[[16]byte]*topic
+
+	groups *group.Coordinator
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // request goroutines (long polls, group waits)
+}
+
+// New opens the broker's data directory, recovering every partition log,
+// and starts its background work.
+func New(cfg Config) (*Broker, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NumPartitions <= 0 {
+		cfg.NumPartitions = 1
+	}
+	if cfg.OffsetsPartitions <= 0 {
+		cfg.OffsetsPartitions = 1
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: data directory: %w", err)
+	}
+	b := &Broker{
+		cfg:        cfg,
+		logger:     cfg.Logger,
+		now:        cfg.Now,
+		topics:     map[string]*topic{},
+		topicsByID: map[[16]byte]*topic{},
+	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	if err := b.load(); err != nil {
+		b.closeLogs()
+		return nil, err
+	}
+	gcfg := cfg.Group
+	gcfg.Logger = b.logger
+	gcfg.Store = &offsetsStore{b: b}
+	gcfg.Topics = topicsView{b: b}
+	g, err := group.New(gcfg)
+	if err != nil {
+		b.closeLogs()
+		return nil, err
+	}
+	if err := g.Start(b.ctx); err != nil {
+		b.closeLogs()
+		return nil, fmt.Errorf("broker: load groups: %w", err)
+	}
+	b.groups = g
+	return b, nil
+}
+
+// load reads the topic registry and opens every partition.
+func (b *Broker) load() error {
+	m, ok, err := readMeta(b.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		id := newTopicID()
+		b.clusterID = base64URL(id[:])
+	} else {
+		b.clusterID = m.ClusterID
+		if m.NodeID != b.cfg.NodeID {
+			return fmt.Errorf("broker: data directory belongs to node %d, not %d", m.NodeID, b.cfg.NodeID)
+		}
+	}
+	for _, tj := range m.Topics {
+		raw, err := hex.DecodeString(tj.ID)
+		if err != nil || len(raw) != 16 {
+			return fmt.Errorf("broker: topic %q has a bad id in %s", tj.Name, metaFile)
+		}
+		t := &topic{name: tj.Name, internal: tj.Internal, configs: tj.Configs}
+		copy(t.id[:], raw)
+		cfg, err := b.topicLogConfig(t.configs)
+		if err != nil {
+			return fmt.Errorf("broker: topic %q: %w", t.name, err)
+		}
+		for i := range tj.Partitions {
+			p, err := b.openPartition(t, i, cfg)
+			if err != nil {
+				return err
+			}
+			t.partitions = append(t.partitions, p)
+		}
+		b.topics[t.name] = t
+		b.topicsByID[t.id] = t
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.topics[offsetsTopic]; !ok {
+		if _, err := b.createTopicLocked(offsetsTopic, b.cfg.OffsetsPartitions, map[string]string{"cleanup.policy": "compact"}, true); err != nil {
+			return err
+		}
+	}
+	if !ok {
+		return b.saveMetaLocked()
+	}
+	return nil
+}
+
+// Close stops background work, waits for parked requests, and closes
+// every log (flushing it).
+func (b *Broker) Close() error {
+	b.cancel()
+	b.wg.Wait()
+	if b.groups != nil {
+		b.groups.Close()
+	}
+	return b.closeLogs()
+}
+
+func (b *Broker) closeLogs() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var errs []error
+	for _, t := range b.topics {
+		for _, p := range t.partitions {
+			if err := p.log.Close(); err != nil && !errors.Is(err, wlog.ErrClosed) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ClusterID is the id Metadata and DescribeCluster report.
+func (b *Broker) ClusterID() string { return b.clusterID }
+
+// SetAdvertised sets the address clients are told to connect to, once the
+// listener is bound.
+func (b *Broker) SetAdvertised(addr net.Addr) {
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		b.mu.Lock()
+		b.cfg.AdvertisedPort = int32(tcp.Port)
+		if b.cfg.AdvertisedHost == "" {
+			b.cfg.AdvertisedHost = tcp.IP.String()
+		}
+		b.mu.Unlock()
+	}
+}
+
+func (b *Broker) advertised() (string, int32) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
+}
+
+// Versions implements server.Dispatcher.
+func (b *Broker) Versions() []server.APIVersionRange { return versions() }
+
+// Serve implements server.Dispatcher.
+func (b *Broker) Serve(ctx context.Context, req *server.Request) *server.Reply {
+	h, ok := handlers[req.Key]
+	if !ok {
+		return server.CloseConnection()
+	}
+	if req.Version < h.minServed {
+		b.logger.Warn("request version no longer served; closing connection",
+			"api", kmsg.NameForKey(req.Key), "version", req.Version, "remote", req.Conn.Remote)
+		return server.CloseConnection()
+	}
+	return h.serve(b, ctx, req)
+}
+
+// async runs fn off the request path, for requests that wait (long polls,
+// group joins), and completes the reply with its result; a nil result
+// (the wait was cancelled) closes the connection. The goroutine is
+// owned by the broker: Close cancels its context and waits for it.
+func (b *Broker) async(ctx context.Context, fn func(ctx context.Context) kmsg.Response) *server.Reply {
+	r := server.NewPendingReply()
+	ctx, cancel := mergeCancel(ctx, b.ctx)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer cancel()
+		if resp := fn(ctx); resp != nil {
+			r.Complete(resp)
+		} else {
+			r.CompleteClose()
+		}
+	}()
+	return r
+}
+
+// mergeCancel returns a context done when either parent is.
+func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a)
+	stop := context.AfterFunc(b, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// errCode extracts the Kafka error code an internal error carries, or
+// UNKNOWN_SERVER_ERROR.
+func errCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+func errMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}
+
+func base64URL(b []byte) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	var out []byte
+	var acc, bits uint
+	for _, c := range b {
+		acc = acc<<8 | uint(c)
+		bits += 8
+		for bits >= 6 {
+			bits -= 6
+			out = append(out, alphabet[(acc>>bits)&63])
+		}
+	}
+	if bits > 0 {
+		out = append(out, alphabet[(acc<<(6-bits))&63])
+	}
+	return string(out)
+}
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+func msDuration(ms int32) time.Duration {
+	if ms <= 0 {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
+}

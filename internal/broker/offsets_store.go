@@ -1,0 +1,143 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+
+	"weir/internal/group"
+	wlog "weir/internal/log"
+)
+
+// offsetsTopic holds the group coordinator's records, as in Kafka.
+const offsetsTopic = "__consumer_offsets"
+
+// offsetsStore backs the group coordinator's Store with the internal
+// __consumer_offsets topic: each Append becomes one batch in the
+// partition the group hashes to, so a group's records stay in order.
+type offsetsStore struct {
+	b *Broker
+}
+
+func (s *offsetsStore) partitions() []*partition {
+	t := s.b.lookupTopic(offsetsTopic)
+	if t == nil {
+		return nil
+	}
+	s.b.mu.RLock()
+	defer s.b.mu.RUnlock()
+	return t.partitions
+}
+
+func (s *offsetsStore) Append(ctx context.Context, groupID string, recs []group.Record) error {
+	parts := s.partitions()
+	if len(parts) == 0 {
+		return fmt.Errorf("broker: %s is missing", offsetsTopic)
+	}
+	h := fnv.New32a()
+	h.Write([]byte(groupID))
+	p := parts[int(h.Sum32()%uint32(len(parts)))]
+	var bb wlog.BatchBuilder
+	now := s.b.now().UnixMilli()
+	bb.Reset(now)
+	for _, r := range recs {
+		bb.Add(now, r.Key, r.Value, nil)
+	}
+	if bb.Len() == 0 {
+		return nil
+	}
+	res, err := p.log.Append(bb.Build(), wlog.AppendOptions{LeaderEpoch: p.leaderEpoch.Load()})
+	if err != nil {
+		return err
+	}
+	p.advanced(res.LastOffset + 1)
+	if p.log.Config().SyncBeforeAck {
+		return p.log.WaitDurable(ctx, res.LastOffset+1)
+	}
+	return nil
+}
+
+func (s *offsetsStore) Replay(ctx context.Context, fn func(group.Record) error) error {
+	for _, p := range s.partitions() {
+		for off := p.log.StartOffset(); off < p.log.EndOffset(); {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			data, err := p.log.ReadBytes(off, 1<<20, p.log.EndOffset())
+			if err != nil {
+				return err
+			}
+			if len(data) == 0 {
+				break
+			}
+			for len(data) > 0 {
+				h, err := wlog.ParseBatchHeader(data)
+				if err != nil {
+					return err
+				}
+				var ferr error
+				err = wlog.EachRecord(data[:h.Length], func(r *wlog.Record) bool {
+					ferr = fn(group.Record{Key: append([]byte(nil), r.Key...), Value: cloneNullable(r.Value)})
+					return ferr == nil
+				})
+				if err != nil {
+					return err
+				}
+				if ferr != nil {
+					return ferr
+				}
+				off = h.NextOffset()
+				data = data[h.Length:]
+			}
+		}
+	}
+	return nil
+}
+
+func cloneNullable(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
+
+// topicsView lets the group coordinator see the broker's topics.
+type topicsView struct{ b *Broker }
+
+func (v topicsView) info(t *topic) group.TopicInfo {
+	return group.TopicInfo{Name: t.name, ID: t.id, Partitions: int32(len(t.partitions)), Internal: t.internal}
+}
+
+func (v topicsView) TopicByName(name string) (group.TopicInfo, bool) {
+	v.b.mu.RLock()
+	defer v.b.mu.RUnlock()
+	t, ok := v.b.topics[name]
+	if !ok {
+		return group.TopicInfo{}, false
+	}
+	return v.info(t), true
+}
+
+func (v topicsView) TopicByID(id [16]byte) (group.TopicInfo, bool) {
+	v.b.mu.RLock()
+	defer v.b.mu.RUnlock()
+	t, ok := v.b.topicsByID[id]
+	if !ok {
+		return group.TopicInfo{}, false
+	}
+	return v.info(t), true
+}
+
+func (v topicsView) EachTopic(fn func(group.TopicInfo) bool) {
+	v.b.mu.RLock()
+	infos := make([]group.TopicInfo, 0, len(v.b.topics))
+	for _, t := range v.b.topics {
+		infos = append(infos, v.info(t))
+	}
+	v.b.mu.RUnlock()
+	for _, i := range infos {
+		if !fn(i) {
+			return
+		}
+	}
+}

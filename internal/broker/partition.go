@@ -1,0 +1,77 @@
+package broker
+
+import (
+	"sync"
+	"sync/atomic"
+
+	wlog "weir/internal/log"
+)
+
+// partition is one partition this broker leads. In a single node the
+// high watermark follows the log end offset; replication (a later layer)
+// will move it as followers catch up.
+type partition struct {
+	topic *topic
+	index int32
+	log   *wlog.Log
+
+	leaderEpoch atomic.Int32
+	hw          atomic.Int64
+
+	// waiters are fetches parked until this partition grows.
+	wmu     sync.Mutex
+	waiters []*fetchWaiter
+}
+
+// fetchWaiter is a parked fetch: a wake sends on ch without blocking.
+type fetchWaiter struct {
+	ch chan struct{}
+}
+
+func newFetchWaiter() *fetchWaiter { return &fetchWaiter{ch: make(chan struct{}, 1)} }
+
+func (w *fetchWaiter) wake() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (p *partition) addWaiter(w *fetchWaiter) {
+	p.wmu.Lock()
+	p.waiters = append(p.waiters, w)
+	p.wmu.Unlock()
+}
+
+func (p *partition) removeWaiter(w *fetchWaiter) {
+	p.wmu.Lock()
+	for i, x := range p.waiters {
+		if x == w {
+			last := len(p.waiters) - 1
+			p.waiters[i] = p.waiters[last]
+			p.waiters[last] = nil
+			p.waiters = p.waiters[:last]
+			break
+		}
+	}
+	p.wmu.Unlock()
+}
+
+// advanced publishes a new high watermark and wakes parked fetches.
+func (p *partition) advanced(hw int64) {
+	for {
+		cur := p.hw.Load()
+		if hw <= cur || p.hw.CompareAndSwap(cur, hw) {
+			break
+		}
+	}
+	p.wmu.Lock()
+	for _, w := range p.waiters {
+		w.wake()
+	}
+	p.wmu.Unlock()
+}
+
+// highWatermark is the offset below which records are visible to
+// consumers.
+func (p *partition) highWatermark() int64 { return p.hw.Load() }

@@ -1,0 +1,204 @@
+package broker
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	wlog "weir/internal/log"
+)
+
+// topic is a named set of partitions. The partitions slice and configs
+// map are replaced, never modified in place, under Broker.mu, so a reader
+// holding a *topic sees a consistent view.
+type topic struct {
+	name       string
+	id         [16]byte
+	internal   bool
+	partitions []*partition
+	configs    map[string]string // dynamic overrides (DYNAMIC_TOPIC_CONFIG)
+}
+
+// Kafka's rule for legal topic names.
+var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+
+func validateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: topic name is empty", kerr.InvalidTopicException)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: topic name cannot be %q", kerr.InvalidTopicException, name)
+	case len(name) > 249:
+		return fmt.Errorf("%w: topic name is longer than 249 characters", kerr.InvalidTopicException)
+	case !legalTopic.MatchString(name):
+		return fmt.Errorf("%w: topic name %q holds characters other than ASCII alphanumerics, '.', '_' and '-'", kerr.InvalidTopicException, name)
+	}
+	return nil
+}
+
+func newTopicID() [16]byte {
+	var id [16]byte
+	for id == ([16]byte{}) {
+		_, _ = rand.Read(id[:])
+	}
+	return id
+}
+
+// metaFile is the single node's topic registry on disk. The multi-node
+// layer replaces it with the replicated metadata log.
+const metaFile = "meta.json"
+
+type metaJSON struct {
+	Version   int         `json:"version"`
+	ClusterID string      `json:"cluster_id"`
+	NodeID    int32       `json:"node_id"`
+	Topics    []topicJSON `json:"topics"`
+}
+
+type topicJSON struct {
+	Name       string            `json:"name"`
+	ID         string            `json:"id"`
+	Partitions int32             `json:"partitions"`
+	Internal   bool              `json:"internal,omitempty"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+func readMeta(dir string) (metaJSON, bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, metaFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return metaJSON{}, false, nil
+	}
+	if err != nil {
+		return metaJSON{}, false, err
+	}
+	var m metaJSON
+	if err := json.Unmarshal(b, &m); err != nil {
+		return metaJSON{}, false, fmt.Errorf("broker: %s is not valid: %w", metaFile, err)
+	}
+	if m.Version != 1 {
+		return metaJSON{}, false, fmt.Errorf("broker: %s has unknown version %d", metaFile, m.Version)
+	}
+	return m, true, nil
+}
+
+// saveMetaLocked writes the registry atomically. Broker.mu is held.
+func (b *Broker) saveMetaLocked() error {
+	m := metaJSON{Version: 1, ClusterID: b.clusterID, NodeID: b.cfg.NodeID}
+	for _, t := range b.topics {
+		m.Topics = append(m.Topics, topicJSON{
+			Name: t.name, ID: hex.EncodeToString(t.id[:]), Partitions: int32(len(t.partitions)),
+			Internal: t.internal, Configs: t.configs,
+		})
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(b.cfg.DataDir, metaFile+".tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(b.cfg.DataDir, metaFile)); err != nil {
+		return err
+	}
+	d, err := os.Open(b.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func partitionDir(dataDir, topic string, p int32) string {
+	return filepath.Join(dataDir, topic+"-"+strconv.Itoa(int(p)))
+}
+
+// openPartition opens (or creates) the log of one partition.
+func (b *Broker) openPartition(t *topic, p int32, cfg wlog.Config) (*partition, error) {
+	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, p), cfg, wlog.Options{Logger: b.logger, Now: b.now})
+	if err != nil {
+		return nil, fmt.Errorf("broker: open %s-%d: %w", t.name, p, err)
+	}
+	part := &partition{topic: t, index: p, log: l}
+	part.hw.Store(l.EndOffset())
+	return part, nil
+}
+
+// createTopicLocked creates a topic with n partitions. Broker.mu is held.
+func (b *Broker) createTopicLocked(name string, n int32, configs map[string]string, internal bool) (*topic, error) {
+	if err := validateTopicName(name); err != nil {
+		return nil, err
+	}
+	if _, ok := b.topics[name]; ok {
+		return nil, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, name)
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: number of partitions must be larger than 0", kerr.InvalidPartitions)
+	}
+	cfg, err := b.topicLogConfig(configs)
+	if err != nil {
+		return nil, err
+	}
+	t := &topic{name: name, id: newTopicID(), internal: internal, configs: configs}
+	for i := range n {
+		p, err := b.openPartition(t, i, cfg)
+		if err != nil {
+			for _, q := range t.partitions {
+				q.log.Close()
+				os.RemoveAll(q.log.Dir())
+			}
+			return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		}
+		t.partitions = append(t.partitions, p)
+	}
+	b.topics[name] = t
+	b.topicsByID[t.id] = t
+	if err := b.saveMetaLocked(); err != nil {
+		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	b.logger.Info("topic created", "topic", name, "partitions", n)
+	return t, nil
+}
+
+// lookupTopic returns the topic by name.
+func (b *Broker) lookupTopic(name string) *topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.topics[name]
+}
+
+func (b *Broker) lookupTopicID(id [16]byte) *topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.topicsByID[id]
+}
+
+// partitionOf finds a partition, or reports the Kafka error for why not.
+func (b *Broker) partitionOf(t *topic, p int32) (*partition, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if t == nil || p < 0 || int(p) >= len(t.partitions) {
+		return nil, false
+	}
+	return t.partitions[p], true
+}
