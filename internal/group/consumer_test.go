@@ -465,7 +465,6 @@ func TestConsumerOffsets(t *testing.T) {
 	h, m1, m2 := twoMembers(t)
 	const g = "cg"
 	p1 := partitionsOf(m1, tid(1))
-	p2 := partitionsOf(m2, tid(1))
 
 	commit := func(m *cgMember, epoch int32, version int16, p int32) int16 {
 		r := commitReq(g, m.id, epoch, "t", map[int32]int64{p: 100})
@@ -490,7 +489,6 @@ func TestConsumerOffsets(t *testing.T) {
 	expectCode(t, "old epoch, partition held since then", commit(m1, old, 9, kept[0]), 0)
 	got := partitionsOf(m3, tid(1))
 	expectCode(t, "old epoch, partition assigned later", commit(m3, old, 9, got[0]), kerr.StaleMemberEpoch.Code)
-	_ = p2
 
 	fetch := func(memberID *string, epoch int32) int16 {
 		r := kmsg.NewPtrOffsetFetchRequest()

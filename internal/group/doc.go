@@ -93,9 +93,10 @@
 //   - Transactional offset commits (TxnOffsetCommit) and with them
 //     UNSTABLE_OFFSET_COMMIT: RequireStable is accepted and never fails.
 //   - Share groups and streams groups (other packages' business).
-//   - Client-side assignors for the consumer protocol (KIP-848's optional
-//     classic-style assignment through the heartbeat) were never shipped
-//     by Kafka either.
+//   - Per-group configuration overrides (consumer.session.timeout.ms and
+//     friends as group configs): the Config values apply to every group.
+//   - Prometheus metrics: Stats exposes the counters for the broker to
+//     export.
 //   - The persisted state does not record which topics a consumer group
 //     was subscribed to; after a restart each group's target is recomputed
 //     and the epoch bumped only if it changed.

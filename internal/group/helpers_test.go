@@ -16,7 +16,7 @@ import (
 // MemTopics. Requests run on the test goroutine unless they block
 // (JoinGroup, SyncGroup), which the *Async helpers run in goroutines.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	clock  *ManualClock
 	store  *MemStore
 	topics *MemTopics
@@ -26,7 +26,7 @@ type harness struct {
 
 var testStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("GROUP_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -119,7 +119,7 @@ func (h *harness) inspect(id string, fn func(g *group)) {
 
 var ctxb = context.Background()
 
-func expectCode(t *testing.T, what string, got, want int16) {
+func expectCode(t testing.TB, what string, got, want int16) {
 	t.Helper()
 	if got != want {
 		t.Fatalf("%s: error code %s (%d), want %s (%d)", what, codeName(got), got, codeName(want), want)
@@ -185,7 +185,7 @@ func asyncCall[T any](h *harness, group string, fn func() (T, error)) <-chan res
 }
 
 // recv returns the answer of an async call, failing if none comes.
-func recv[T any](t *testing.T, ch <-chan result[T]) T {
+func recv[T any](t testing.TB, ch <-chan result[T]) T {
 	t.Helper()
 	select {
 	case r := <-ch:
@@ -212,7 +212,7 @@ func (h *harness) async(group string, fn func()) {
 }
 
 // eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, cond func() bool) {
+func eventually(t testing.TB, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -244,7 +244,7 @@ func (h *harness) joinNew(group string, topics ...string) (string, *kmsg.JoinGro
 	return id, r
 }
 
-func stillWaiting[T any](t *testing.T, what string, ch <-chan T) {
+func stillWaiting[T any](t testing.TB, what string, ch <-chan T) {
 	t.Helper()
 	select {
 	case <-ch:
@@ -350,7 +350,7 @@ func commitCodes(resp *kmsg.OffsetCommitResponse) []int16 {
 	return out
 }
 
-func allCodes(t *testing.T, what string, codes []int16, want int16) {
+func allCodes(t testing.TB, what string, codes []int16, want int16) {
 	t.Helper()
 	if len(codes) == 0 {
 		t.Fatalf("%s: no partitions in response", what)
@@ -504,7 +504,7 @@ func (m *cgMember) mustBeat() *kmsg.ConsumerGroupHeartbeatResponse {
 
 // checkNoDoubleHolders verifies the holders map against the members: every
 // held partition has exactly one holder, and it is the member that has it.
-func checkNoDoubleHolders(t *testing.T, g *group) {
+func checkNoDoubleHolders(t testing.TB, g *group) {
 	t.Helper()
 	if g == nil || g.consumer == nil {
 		return
