@@ -1,6 +1,8 @@
 package group
 
 import (
+	"bytes"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -58,7 +60,7 @@ func (s *shard) completeLeaderSync(g *group, req *kmsg.SyncGroupRequest) {
 	cg := g.classic
 	assignment := make(map[string][]byte, len(cg.members))
 	for _, a := range req.GroupAssignment {
-		assignment[a.MemberID] = a.MemberAssignment
+		assignment[a.MemberID] = bytes.Clone(a.MemberAssignment)
 	}
 	for id := range cg.members {
 		if assignment[id] == nil {

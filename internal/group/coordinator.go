@@ -33,6 +33,11 @@ const (
 // safe for concurrent use; each takes a decoded request (Version set) and
 // returns the response for that version. They return an error only when
 // ctx ends before an answer exists, in which case nothing should be sent.
+//
+// A request belongs to the coordinator once passed: it may be read after
+// the call returns (a call abandoned through ctx still runs), so it must
+// not be reused, and it must be decoded with ReadFrom rather than
+// UnsafeReadFrom since the coordinator keeps some of its strings.
 type Coordinator struct {
 	cfg    Config
 	shards []*shard
@@ -151,7 +156,8 @@ func stoppedCode(err error) (int16, error) {
 }
 
 // JoinGroup handles JoinGroup (key 11). It blocks until the rebalance it
-// joins completes, the member must retry, or ctx ends.
+// joins completes, the member must retry, or ctx ends. The v8+ Reason is
+// ignored (Kafka only logs it).
 func (c *Coordinator) JoinGroup(ctx context.Context, client Client, req *kmsg.JoinGroupRequest) (*kmsg.JoinGroupResponse, error) {
 	return oneGroup(c, ctx, req.Group,
 		func() int16 {
@@ -188,7 +194,8 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest)
 		func(s *shard, reply func(*kmsg.HeartbeatResponse)) { reply(answer(s.heartbeat(req))) })
 }
 
-// LeaveGroup handles LeaveGroup (key 13), including v3+ batches.
+// LeaveGroup handles LeaveGroup (key 13), including v3+ batches. The v5+
+// per-member Reason is ignored (Kafka only logs it).
 func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) (*kmsg.LeaveGroupResponse, error) {
 	return oneGroup(c, ctx, req.Group, nil,
 		func(code int16) *kmsg.LeaveGroupResponse {
@@ -200,7 +207,10 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupReques
 		func(s *shard, reply func(*kmsg.LeaveGroupResponse)) { reply(s.leaveGroup(req)) })
 }
 
-// OffsetCommit handles OffsetCommit (key 8), v10 naming topics by id.
+// OffsetCommit handles OffsetCommit (key 8), v10 naming topics by id. The
+// v1-only per-partition Timestamp is ignored: Kafka 4 no longer accepts
+// v1. Topics unknown to Topics fail with UNKNOWN_TOPIC_OR_PARTITION (v10:
+// UNKNOWN_TOPIC_ID), as the broker's API layer does in Kafka.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
 	return oneGroup(c, ctx, req.Group, nil,
 		func(code int16) *kmsg.OffsetCommitResponse {
@@ -368,6 +378,7 @@ func (c *Coordinator) DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRe
 }
 
 // ConsumerGroupHeartbeat handles ConsumerGroupHeartbeat (key 68, v0-v1).
+// RackId is kept for ConsumerGroupDescribe but does not steer assignment.
 func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, client Client, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
 	if code := c.unavailable(); code != 0 {
 		return heartbeatError(req.Version, code, ""), nil
@@ -410,7 +421,8 @@ func oneGroup[T any](c *Coordinator, ctx context.Context, group string, check fu
 	return resp, nil
 }
 
-// ConsumerGroupDescribe handles ConsumerGroupDescribe (key 69).
+// ConsumerGroupDescribe handles ConsumerGroupDescribe (key 69). As with
+// DescribeGroups, AuthorizedOperations is left for the broker to fill.
 func (c *Coordinator) ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) (*kmsg.ConsumerGroupDescribeResponse, error) {
 	groups, err := perGroup(c, ctx, req.Groups, rejectEmptyID,
 		func(i int, code int16) kmsg.ConsumerGroupDescribeResponseGroup {
