@@ -32,6 +32,8 @@ type Config struct {
 	AutoCreateTopics  bool  // auto.create.topics.enable
 	NumPartitions     int32 // num.partitions
 	OffsetsPartitions int32 // offsets.topic.num.partitions
+	// RetentionCheckInterval is log.retention.check.interval.ms.
+	RetentionCheckInterval time.Duration
 	// LogDefaults are the broker-level log settings topic configs
 	// override.
 	LogDefaults wlog.Config
@@ -54,6 +56,8 @@ func DefaultConfig() Config {
 		NumPartitions:     1,
 		OffsetsPartitions: 1,
 		LogDefaults:       wlog.DefaultConfig(),
+
+		RetentionCheckInterval: 5 * time.Minute,
 	}
 }
 
@@ -120,6 +124,10 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: load groups: %w", err)
 	}
 	b.groups = g
+	if cfg.RetentionCheckInterval > 0 {
+		b.wg.Add(1)
+		go b.retentionLoop(cfg.RetentionCheckInterval)
+	}
 	return b, nil
 }
 

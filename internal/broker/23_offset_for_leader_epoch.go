@@ -1,0 +1,51 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/server"
+)
+
+// OffsetForLeaderEpoch v2-4: the end offset of the requested leader epoch,
+// which consumers use to detect truncation after a leader change (KIP-320).
+// A single node's partitions have lived under one leader epoch, so the
+// answer for that epoch (or any earlier one) is the log end offset and a
+// later epoch is unknown (-1, -1), as Kafka answers. ReplicaID (v3+) only
+// matters to followers.
+var _ = register(handler{key: 23, min: 2, max: 4, serve: (*Broker).handleOffsetForLeaderEpoch})
+
+func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, req *server.Request) *server.Reply {
+	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, rt := range r.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		t := b.lookupTopic(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			p, ok := b.partitionOf(t, rp.Partition)
+			epoch := int32(0)
+			if ok {
+				epoch = p.leaderEpoch.Load()
+			}
+			switch {
+			case !ok:
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < epoch:
+				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
+			case rp.CurrentLeaderEpoch > epoch:
+				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case rp.LeaderEpoch <= epoch:
+				sp.LeaderEpoch, sp.EndOffset = epoch, p.log.EndOffset()
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return server.Ready(resp)
+}

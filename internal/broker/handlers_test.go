@@ -1,0 +1,309 @@
+package broker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func createTopic(t *testing.T, ctx context.Context, c *kgo.Client, name string, parts int32, configs map[string]*string) {
+	t.Helper()
+	resp, err := kadm.NewClient(c).CreateTopic(ctx, parts, 1, configs, name)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create %s: %v %v", name, err, resp.Err)
+	}
+}
+
+func produceValues(t *testing.T, ctx context.Context, c *kgo.Client, topic string, ts time.Time, values ...string) {
+	t.Helper()
+	for _, v := range values {
+		if err := c.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v), Timestamp: ts}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		ts = ts.Add(time.Second)
+	}
+}
+
+func TestListOffsetsAndDeleteRecords(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), nil)
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr)
+	adm := kadm.NewClient(c)
+	createTopic(t, ctx, c, "lo", 1, nil)
+	base := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	produceValues(t, ctx, c, "lo", base, "a", "b", "c", "d", "e")
+
+	listAt := func(ts int64) (int64, int64) {
+		t.Helper()
+		req := kmsg.NewPtrListOffsetsRequest()
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "lo"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = ts
+		rt.Partitions = []kmsg.ListOffsetsRequestTopicPartition{rp}
+		req.Topics = []kmsg.ListOffsetsRequestTopic{rt}
+		resp, err := req.RequestWith(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+			t.Fatalf("list offsets %d: %v", ts, err)
+		}
+		return p.Offset, p.Timestamp
+	}
+	cases := []struct {
+		name       string
+		ts         int64
+		wantOffset int64
+		wantTs     int64
+	}{
+		{"latest", -1, 5, -1},
+		{"earliest", -2, 0, -1},
+		{"max timestamp", -3, 4, base.Add(4 * time.Second).UnixMilli()},
+		{"by timestamp", base.Add(2 * time.Second).UnixMilli(), 2, base.Add(2 * time.Second).UnixMilli()},
+		{"between timestamps", base.Add(2500 * time.Millisecond).UnixMilli(), 3, base.Add(3 * time.Second).UnixMilli()},
+		{"after everything", base.Add(time.Hour).UnixMilli(), -1, -1},
+	}
+	for _, tc := range cases {
+		off, ts := listAt(tc.ts)
+		if off != tc.wantOffset || ts != tc.wantTs {
+			t.Errorf("%s: offset %d ts %d, want %d %d", tc.name, off, ts, tc.wantOffset, tc.wantTs)
+		}
+	}
+
+	res, err := adm.DeleteRecords(ctx, kadm.Offsets{"lo": {0: {Topic: "lo", Partition: 0, At: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := res.Lookup("lo", 0)
+	if r.Err != nil || r.LowWatermark != 3 {
+		t.Fatalf("delete records: %+v", r)
+	}
+	if off, _ := listAt(-2); off != 3 {
+		t.Fatalf("earliest after delete records = %d, want 3", off)
+	}
+	res, _ = adm.DeleteRecords(ctx, kadm.Offsets{"lo": {0: {Topic: "lo", Partition: 0, At: 9}}})
+	if r, _ := res.Lookup("lo", 0); r.Err != kerr.OffsetOutOfRange {
+		t.Fatalf("delete past high watermark: %v", r.Err)
+	}
+}
+
+func TestTopicAdminErrors(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), nil)
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr)
+	adm := kadm.NewClient(c)
+	createTopic(t, ctx, c, "exists", 2, nil)
+	cases := []struct {
+		name  string
+		topic string
+		parts int32
+		rf    int16
+		want  error
+	}{
+		{"duplicate", "exists", 1, 1, kerr.TopicAlreadyExists},
+		{"bad name", "bad/name", 1, 1, kerr.InvalidTopicException},
+		{"too many replicas", "rf3", 1, 3, kerr.InvalidReplicationFactor},
+		{"zero partitions", "zero", 0, 1, kerr.InvalidPartitions},
+	}
+	for _, tc := range cases {
+		resp, err := adm.CreateTopic(ctx, tc.parts, tc.rf, nil, tc.topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if _, err := adm.CreatePartitions(ctx, 2, "exists"); err != nil {
+		t.Fatal(err)
+	}
+	td, err := adm.ListTopics(ctx, "exists")
+	if err != nil || len(td["exists"].Partitions) != 4 {
+		t.Fatalf("after adding 2 partitions: %v %v", td, err)
+	}
+	cp, _ := adm.UpdatePartitions(ctx, 3, "exists")
+	if r := cp["exists"]; r.Err != kerr.InvalidPartitions {
+		t.Fatalf("shrinking partitions: %v", r.Err)
+	}
+	dr, err := adm.DeleteTopics(ctx, "exists", "missing", offsetsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dr["exists"].Err != nil || dr["missing"].Err != kerr.UnknownTopicOrPartition || dr[offsetsTopic].Err != kerr.InvalidTopicException {
+		t.Fatalf("delete results: %+v", dr)
+	}
+	td, _ = adm.ListTopics(ctx)
+	if td.Has("exists") {
+		t.Fatal("deleted topic still listed")
+	}
+}
+
+func TestProduceRejectsBadInput(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), func(c *Config) { c.AutoCreateTopics = false })
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr)
+	createTopic(t, ctx, c, "p", 1, nil)
+	// A real producer's batch, then corrupted by hand.
+	rec := kgo.Record{Topic: "p", Value: []byte("hello")}
+	if err := c.ProduceSync(ctx, &rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	good := storedBatch(t, tb, "p")
+	produce := func(topic string, records []byte, acks int16) *kmsg.ProduceResponse {
+		t.Helper()
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks = acks
+		req.TimeoutMillis = 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		if tp := tb.b.lookupTopic(topic); tp != nil {
+			rt.TopicID = tp.id
+		}
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = records
+		rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+		req.Topics = []kmsg.ProduceRequestTopic{rt}
+		resp, err := req.RequestWith(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	corrupt := append([]byte(nil), good...)
+	corrupt[len(corrupt)-1] ^= 1
+	two := append(append([]byte(nil), good...), good...)
+	cases := []struct {
+		name    string
+		topic   string
+		records []byte
+		want    *kerr.Error
+	}{
+		{"bad crc", "p", corrupt, kerr.CorruptMessage},
+		{"two batches", "p", two, kerr.InvalidRecord},
+		{"empty", "p", nil, kerr.InvalidRecord},
+		{"missing topic, no auto-create", "nope", good, kerr.UnknownTopicID}, // v13 names topics by id
+		{"internal topic", offsetsTopic, good, kerr.InvalidTopicException},
+	}
+	for _, tc := range cases {
+		resp := produce(tc.topic, tc.records, -1)
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != tc.want.Code {
+			t.Errorf("%s: error %v, want %v", tc.name, kerr.ErrorForCode(got), tc.want)
+		}
+	}
+	if end := tb.b.lookupTopic("p").partitions[0].log.EndOffset(); end != 1 {
+		t.Fatalf("rejected batches changed the log: end offset %d", end)
+	}
+	if resp := produce("p", good, 1); resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[0].Partitions[0].BaseOffset != 1 {
+		t.Fatalf("good batch after rejections: %+v", resp.Topics[0].Partitions[0])
+	}
+}
+
+// storedBatch returns the first batch stored in topic's partition 0.
+func storedBatch(t *testing.T, tb *testBroker, topic string) []byte {
+	t.Helper()
+	p := tb.b.lookupTopic(topic).partitions[0]
+	b, err := p.log.ReadBytes(0, 1, p.log.EndOffset())
+	if err != nil || len(b) == 0 {
+		t.Fatalf("read stored batch: %v", err)
+	}
+	return b
+}
+
+func TestDescribeAPIs(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), nil)
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr)
+	createTopic(t, ctx, c, "d1", 3, nil)
+	createTopic(t, ctx, c, "d2", 2, nil)
+
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dtp.ResponsePartitionLimit = 2
+	resp, err := dtp.RequestWith(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The limit counts partitions across topics: __consumer_offsets' one
+	// partition and d1's first fill the first page.
+	if len(resp.Topics) != 2 || *resp.Topics[0].Topic != offsetsTopic || resp.NextCursor == nil || resp.NextCursor.Topic != "d1" || resp.NextCursor.Partition != 1 {
+		t.Fatalf("first page: %d topics, cursor %+v", len(resp.Topics), resp.NextCursor)
+	}
+	dtp.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: resp.NextCursor.Topic, Partition: resp.NextCursor.Partition}
+	resp, err = dtp.RequestWith(ctx, c)
+	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 || resp.Topics[0].Partitions[0].Partition != 1 ||
+		resp.NextCursor == nil || resp.NextCursor.Topic != "d2" || resp.NextCursor.Partition != 0 {
+		t.Fatalf("second page: %+v %v", resp, err)
+	}
+
+	adm := kadm.NewClient(c)
+	dc, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, c)
+	if err != nil || dc.ErrorCode != 0 || len(dc.Brokers) != 1 || dc.Brokers[0].Port == 0 || dc.ClusterID != tb.b.ClusterID() {
+		t.Fatalf("describe cluster: %+v %v", dc, err)
+	}
+	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		if d.Dir == tb.dir && d.Topics["d1"] != nil {
+			found = len(d.Topics["d1"])
+		}
+	})
+	if found != 3 {
+		t.Fatalf("log dirs list %d partitions of d1, want 3", found)
+	}
+
+	ofe := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	ot := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	ot.Topic = "d1"
+	op := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	op.CurrentLeaderEpoch, op.LeaderEpoch = 0, 0
+	ot.Partitions = append(ot.Partitions, op)
+	op.Partition, op.CurrentLeaderEpoch = 1, 5
+	ot.Partitions = append(ot.Partitions, op)
+	ofe.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{ot}
+	produceValues(t, ctx, c, "d1", time.Now(), "x")
+	oresp, err := ofe.RequestWith(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := oresp.Topics[0].Partitions
+	if ps[0].ErrorCode != 0 || ps[0].LeaderEpoch != 0 || ps[0].EndOffset != tb.b.lookupTopic("d1").partitions[0].log.EndOffset() {
+		t.Fatalf("epoch end offset: %+v", ps[0])
+	}
+	if ps[1].ErrorCode != kerr.UnknownLeaderEpoch.Code {
+		t.Fatalf("future current epoch: %v", kerr.ErrorForCode(ps[1].ErrorCode))
+	}
+}
+
+func TestFetchSessionsRefused(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), nil)
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr)
+	createTopic(t, ctx, c, "fs", 1, nil)
+	req := kmsg.NewPtrFetchRequest()
+	req.SessionID, req.SessionEpoch = 77, 3
+	resp, err := req.RequestWith(ctx, c)
+	if err != nil || resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("fetch with an unknown session: %v %v", err, resp)
+	}
+	req.SessionID, req.SessionEpoch = 0, 0
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "fs"
+	rt.TopicID = tb.b.lookupTopic("fs").id
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
+	req.Topics = []kmsg.FetchRequestTopic{rt}
+	resp, err = req.RequestWith(ctx, c)
+	if err != nil || resp.ErrorCode != 0 || resp.SessionID != 0 {
+		t.Fatalf("session-creating fetch must be answered without a session: %v %+v", err, resp)
+	}
+}
