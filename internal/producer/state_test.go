@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,8 @@ type partition struct {
 	next    int64
 	written []log.BatchHeader
 	ts      int64
+	dups    int // batches Check found to be duplicates
+	refused int // batches Check refused
 }
 
 func newPartition(opts Options) *partition {
@@ -36,6 +39,11 @@ func newPartition(opts Options) *partition {
 // append would.
 func (p *partition) produce(h log.BatchHeader) (log.BatchHeader, error) {
 	if err := p.s.Check(&h); err != nil {
+		if errors.As(err, new(*DuplicateError)) {
+			p.dups++
+		} else {
+			p.refused++
+		}
 		return h, err
 	}
 	h.BaseOffset = p.next
@@ -261,12 +269,21 @@ func TestAddSequence(t *testing.T) {
 	}
 }
 
-type fakeClock struct{ t time.Time }
+// fakeClock is a settable clock, safe to read from the log's goroutines.
+type fakeClock struct{ ms atomic.Int64 }
 
-func (c *fakeClock) now() time.Time { return c.t }
+func newFakeClock(t time.Time) *fakeClock {
+	c := &fakeClock{}
+	c.set(t)
+	return c
+}
+
+func (c *fakeClock) now() time.Time      { return time.UnixMilli(c.ms.Load()) }
+func (c *fakeClock) set(t time.Time)     { c.ms.Store(t.UnixMilli()) }
+func (c *fakeClock) add(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 func TestExpireProducers(t *testing.T) {
-	clock := &fakeClock{t: time.UnixMilli(testTs)}
+	clock := newFakeClock(time.UnixMilli(testTs))
 	s := NewState(Options{Expiration: time.Hour, Now: clock.now})
 	old := header(1, 0, 0, 1)
 	old.MaxTimestamp = testTs
@@ -275,11 +292,11 @@ func TestExpireProducers(t *testing.T) {
 	s.Record(&old)
 	s.Record(&newer)
 
-	clock.t = time.UnixMilli(testTs).Add(time.Hour - time.Millisecond)
+	clock.set(time.UnixMilli(testTs).Add(time.Hour - time.Millisecond))
 	if n := s.ExpireProducers(); n != 0 || s.Len() != 2 {
 		t.Fatalf("expired %d before the deadline, %d left", n, s.Len())
 	}
-	clock.t = time.UnixMilli(testTs).Add(time.Hour)
+	clock.set(time.UnixMilli(testTs).Add(time.Hour))
 	if n := s.ExpireProducers(); n != 1 || s.Len() != 1 {
 		t.Fatalf("expired %d at the deadline, %d left", n, s.Len())
 	}
@@ -297,21 +314,21 @@ func TestExpireProducers(t *testing.T) {
 	if err := s.Check(&newer); !errors.As(err, new(*DuplicateError)) {
 		t.Fatalf("producer 2 forgotten too early: %v", err)
 	}
-	clock.t = clock.t.Add(30 * time.Minute)
+	clock.add(30 * time.Minute)
 	if n := s.ExpireProducers(); n != 1 || s.Len() != 0 {
 		t.Fatalf("expired %d, %d left", n, s.Len())
 	}
 }
 
 func TestExpirationDefault(t *testing.T) {
-	clock := &fakeClock{t: time.UnixMilli(testTs).Add(24*time.Hour - time.Millisecond)}
+	clock := newFakeClock(time.UnixMilli(testTs).Add(24*time.Hour - time.Millisecond))
 	s := NewState(Options{Now: clock.now})
 	h := header(1, 0, 0, 1)
 	s.Record(&h)
 	if n := s.ExpireProducers(); n != 0 {
 		t.Fatalf("expired %d before 24h", n)
 	}
-	clock.t = clock.t.Add(time.Millisecond)
+	clock.add(time.Millisecond)
 	if n := s.ExpireProducers(); n != 1 {
 		t.Fatalf("expired %d at 24h", n)
 	}
