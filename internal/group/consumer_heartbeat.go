@@ -180,10 +180,6 @@ func (s *shard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 			}
 		case join && existing.id == memberID:
 			m = existing
-			if m.epoch == leftStaticEpoch {
-				// Back from a temporary leave under the same id.
-				m.epoch, m.prevEpoch = 0, 0
-			}
 		case join:
 			if existing.epoch != leftStaticEpoch {
 				return heartbeatError(v, kerr.UnreleasedInstanceID.Code, fmt.Sprintf(
@@ -228,6 +224,10 @@ func (s *shard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	}
 
 	// From here on the request is accepted.
+	if join && m.epoch == leftStaticEpoch {
+		// Back from a temporary leave under the same member id.
+		m.epoch, m.prevEpoch = 0, 0
+	}
 	if convert {
 		s.convertToConsumer(g)
 	}
@@ -522,10 +522,12 @@ func (s *shard) dropEmptyConsumerGroup(g *group) {
 }
 
 // topicsChanged re-resolves every consumer group's subscriptions and
-// reassigns the groups whose topics changed.
+// reassigns the groups whose topics changed. It also drops the committed
+// offsets of deleted topics, as Kafka does when partitions are deleted.
 func (s *shard) topicsChanged() {
 	now := s.now()
 	for _, g := range s.groups {
+		s.dropDeletedTopicOffsets(g)
 		c := g.consumer
 		if c == nil || len(c.members) == 0 {
 			continue

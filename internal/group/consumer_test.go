@@ -371,6 +371,13 @@ func TestConsumerStaticMember(t *testing.T) {
 	// The old member id is fenced.
 	expectCode(t, "old id", s1.send(s1.request(epoch)).ErrorCode, kerr.FencedInstanceID.Code)
 
+	// Leaving again and returning under the same member id works too.
+	back.send(back.request(-2))
+	back.epoch, back.owned = 0, nil
+	if r = back.mustBeat(); r.MemberEpoch != epoch || fmt.Sprint(partitionsOf(back, tid(1))) != fmt.Sprint(before) {
+		t.Fatalf("same-id return: epoch %d owns %v", r.MemberEpoch, partitionsOf(back, tid(1)))
+	}
+
 	// A static member that leaves and never returns is fenced when its
 	// session expires, and its partitions move.
 	back.send(back.request(-2))

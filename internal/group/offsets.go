@@ -485,3 +485,40 @@ func (s *shard) expireGroupOffsets(g *group, now time.Time) {
 	s.stats.offsetsExpired.Add(uint64(len(expired)))
 	s.log.Info("offsets expired", attrGroup, g.id, "count", len(expired))
 }
+
+// dropDeletedTopicOffsets deletes the offsets of topics that no longer
+// exist, or that were deleted and created anew (their id changed).
+func (s *shard) dropDeletedTopicOffsets(g *group) {
+	if !s.topicsKnown() {
+		return
+	}
+	type tp struct {
+		topic string
+		p     int32
+	}
+	var gone []tp
+	var recs []Record
+	for _, topic := range g.sortedTopics() {
+		ti, exists := s.cfg.Topics.TopicByName(topic)
+		ps := g.offsets[topic]
+		for _, p := range sortedPartitions(ps) {
+			v := ps[p]
+			if exists && (v.topicID == topicID{} || v.topicID == ti.ID) {
+				continue
+			}
+			gone = append(gone, tp{topic, p})
+			recs = append(recs, offsetTombstone(g.id, topic, p))
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	if err := s.append(g.id, recs); err != nil {
+		s.stats.appendErrors.Add(1)
+		return
+	}
+	for _, d := range gone {
+		g.deleteOffset(d.topic, d.p)
+	}
+	s.log.Info("offsets of deleted topics removed", attrGroup, g.id, "count", len(gone))
+}

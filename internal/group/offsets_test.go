@@ -365,3 +365,32 @@ func TestOffsetExpiry(t *testing.T) {
 		t.Fatalf("expired %d, want 2", h.c.Stats().OffsetsExpired)
 	}
 }
+
+// TestOffsetsOfDeletedTopics: when a topic is deleted (or deleted and
+// created again) its committed offsets go, as in Kafka.
+func TestOffsetsOfDeletedTopics(t *testing.T) {
+	h := newHarness(t)
+	h.addTopic("t", 1, 2)
+	h.addTopic("u", 2, 1)
+	h.addTopic("keep", 3, 1)
+	h.commit(commitReq("g", "", -1, "t", map[int32]int64{0: 1, 1: 2}))
+	h.commit(commitReq("g", "", -1, "u", map[int32]int64{0: 3}))
+	h.commit(commitReq("g", "", -1, "keep", map[int32]int64{0: 4}))
+	h.topics.Delete("t")
+	h.addTopic("u", 9, 1) // recreated: a new id
+	h.c.TopicsChanged()
+	h.sync()
+	if got := h.fetch("g", "t", 0, 1); got[0] != -1 || got[1] != -1 {
+		t.Fatalf("deleted topic's offsets left: %v", got)
+	}
+	if got := h.fetch("g", "u", 0); got[0] != -1 {
+		t.Fatalf("recreated topic's offset left: %v", got)
+	}
+	if got := h.fetch("g", "keep", 0); got[0] != 4 {
+		t.Fatalf("live topic's offset lost: %v", got)
+	}
+	h.restart()
+	if all := h.fetch("g", ""); len(all) != 1 {
+		t.Fatalf("offsets back after restart: %v", all)
+	}
+}
