@@ -19,7 +19,8 @@
 //     __consumer_offsets log (MemStore in tests). The coordinator answers
 //     a request only after the records it produced are appended;
 //   - topics: a Topics view the broker implements over its metadata; the
-//     broker calls TopicsChanged when topics come, go or grow.
+//     broker calls TopicsChanged when topics come, go or grow (consumer
+//     groups are then reassigned and offsets of deleted topics dropped).
 //
 // # Concurrency model
 //
@@ -63,8 +64,9 @@
 // tells the leader to skip the assignment). The first rebalance of an
 // empty group waits group.initial.rebalance.delay.ms, extended while new
 // members keep arriving, within the rebalance timeout. The group's
-// metadata and assignment are persisted when the leader's SyncGroup
-// completes a generation and when the group becomes empty.
+// metadata and assignment are persisted when the group is created, when
+// the leader's SyncGroup completes a generation, when a static member is
+// replaced, and when the group becomes empty.
 //
 // # Consumer-protocol groups
 //
