@@ -62,14 +62,18 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 			if err == nil {
 				var res wlog.AppendResult
 				res, err = b.appendProduced(p, rp.Records)
-				if err == nil {
+				if dup, ok := asDuplicate(err); ok {
+					// A retry of a batch already written: acknowledge it
+					// with its original offsets, as Kafka does.
+					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = dup.Batch.FirstOffset, dup.Batch.Timestamp, p.log.StartOffset()
+				} else if err == nil {
 					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 					if p.log.Config().SyncBeforeAck && r.Acks != 0 {
 						waits = append(waits, durableWait{p, res.LastOffset + 1})
 					}
 				}
 			}
-			if err != nil {
+			if _, dup := asDuplicate(err); err != nil && !dup {
 				failed = true
 				sp.ErrorCode = errCode(err)
 				sp.ErrorMessage = errMessage(err)

@@ -17,6 +17,7 @@ import (
 
 	"weir/internal/group"
 	wlog "weir/internal/log"
+	"weir/internal/producer"
 	"weir/internal/server"
 )
 
@@ -73,7 +74,8 @@ type Broker struct {
 	topics     map[string]*topic
 	topicsByID map[[16]byte]*topic
 
-	groups *group.Coordinator
+	groups      *group.Coordinator
+	producerIDs *producer.Allocator
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -106,6 +108,11 @@ func New(cfg Config) (*Broker, error) {
 		topicsByID: map[[16]byte]*topic{},
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	reserver, err := producer.OpenFileReserver(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("broker: producer ids: %w", err)
+	}
+	b.producerIDs = producer.NewAllocator(reserver, 1000)
 	if err := b.load(); err != nil {
 		b.closeLogs()
 		return nil, err

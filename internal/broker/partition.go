@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	wlog "weir/internal/log"
+	"weir/internal/producer"
 )
 
 // partition is one partition this broker leads. In a single node the
@@ -17,6 +18,10 @@ type partition struct {
 
 	leaderEpoch atomic.Int32
 	hw          atomic.Int64
+
+	// producers is the idempotent-producer state, touched only inside the
+	// log's append hooks (see internal/producer).
+	producers *producer.State
 
 	// waiters are fetches parked until this partition grows.
 	wmu     sync.Mutex

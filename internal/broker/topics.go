@@ -141,6 +141,10 @@ func (b *Broker) openPartition(t *topic, p int32, cfg wlog.Config) (*partition, 
 	}
 	part := &partition{topic: t, index: p, log: l}
 	part.hw.Store(l.EndOffset())
+	if err := b.rebuildProducers(part); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("broker: producer state of %s-%d: %w", t.name, p, err)
+	}
 	return part, nil
 }
 

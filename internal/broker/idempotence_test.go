@@ -1,0 +1,114 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	wlog "weir/internal/log"
+)
+
+// idempotentBatch builds a one-record batch from producer pid at epoch
+// with base sequence seq.
+func idempotentBatch(pid int64, epoch int16, seq int32, value string) []byte {
+	var bb wlog.BatchBuilder
+	now := time.Now().UnixMilli()
+	bb.Reset(now)
+	bb.Add(now, nil, []byte(value), nil)
+	b := append([]byte(nil), bb.Build()...)
+	binary.BigEndian.PutUint64(b[43:], uint64(pid))
+	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
+	binary.BigEndian.PutUint32(b[53:], uint32(seq))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+func rawProduce(t *testing.T, ctx context.Context, c *kgo.Client, tb *testBroker, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = topic, tb.b.lookupTopic(topic).id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = records
+	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+	req.Topics = []kmsg.ProduceRequestTopic{rt}
+	resp, err := req.RequestWith(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+func TestIdempotentProduce(t *testing.T) {
+	dir := t.TempDir()
+	tb := startBroker(t, dir, nil)
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr)
+	createTopic(t, ctx, c, "idem", 1, nil)
+
+	init, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, c)
+	if err != nil || init.ErrorCode != 0 || init.ProducerID < 0 {
+		t.Fatalf("InitProducerId: %+v %v", init, err)
+	}
+	pid := init.ProducerID
+	steps := []struct {
+		name       string
+		epoch      int16
+		seq        int32
+		wantErr    *kerr.Error
+		wantOffset int64
+	}{
+		{"first", 0, 0, nil, 0},
+		{"second", 0, 1, nil, 1},
+		{"retry of first is acknowledged with its offset", 0, 0, nil, 0},
+		{"retry of second", 0, 1, nil, 1},
+		{"gap", 0, 5, kerr.OutOfOrderSequenceNumber, -1},
+		{"third", 0, 2, nil, 2},
+		{"old epoch", -1, 3, kerr.InvalidProducerEpoch, -1},
+	}
+	for _, s := range steps {
+		if s.epoch < 0 {
+			// bump first, then write at the old epoch
+			if sp := rawProduce(t, ctx, c, tb, "idem", idempotentBatch(pid, 1, 0, "bump")); sp.ErrorCode != 0 || sp.BaseOffset != 3 {
+				t.Fatalf("new epoch at sequence 0: %+v", sp)
+			}
+			s.epoch = 0
+		}
+		sp := rawProduce(t, ctx, c, tb, "idem", idempotentBatch(pid, s.epoch, s.seq, s.name))
+		if s.wantErr != nil {
+			if sp.ErrorCode != s.wantErr.Code {
+				t.Fatalf("%s: %v, want %v", s.name, kerr.ErrorForCode(sp.ErrorCode), s.wantErr)
+			}
+			continue
+		}
+		if sp.ErrorCode != 0 || sp.BaseOffset != s.wantOffset {
+			t.Fatalf("%s: error %v offset %d, want offset %d", s.name, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset, s.wantOffset)
+		}
+	}
+	if end := tb.b.lookupTopic("idem").partitions[0].log.EndOffset(); end != 4 {
+		t.Fatalf("log end %d: duplicates or refused batches were written", end)
+	}
+
+	// A restarted broker still knows the producer.
+	c.Close()
+	tb.stop()
+	tb = startBroker(t, dir, nil)
+	c = newClient(t, tb.addr)
+	if sp := rawProduce(t, ctx, c, tb, "idem", idempotentBatch(pid, 1, 0, "bump")); sp.ErrorCode != 0 || sp.BaseOffset != 3 {
+		t.Fatalf("retry after restart: %v offset %d, want the original offset 3", kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+	}
+	if sp := rawProduce(t, ctx, c, tb, "idem", idempotentBatch(pid, 1, 2, "gap")); sp.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("gap after restart: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	again, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, c)
+	if err != nil || again.ProducerID == pid {
+		t.Fatalf("producer id reused after restart: %d", again.ProducerID)
+	}
+}
