@@ -200,8 +200,13 @@ func TestProduceRejectsBadInput(t *testing.T) {
 	if end := tb.b.lookupTopic("p").partitions[0].log.EndOffset(); end != 1 {
 		t.Fatalf("rejected batches changed the log: end offset %d", end)
 	}
-	if resp := produce("p", good, 1); resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[0].Partitions[0].BaseOffset != 1 {
+	// The good batch comes from an idempotent producer: sent again it is a
+	// duplicate, acknowledged with its original offset and not rewritten.
+	if resp := produce("p", good, 1); resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[0].Partitions[0].BaseOffset != 0 {
 		t.Fatalf("good batch after rejections: %+v", resp.Topics[0].Partitions[0])
+	}
+	if end := tb.b.lookupTopic("p").partitions[0].log.EndOffset(); end != 1 {
+		t.Fatalf("duplicate was written again: end offset %d", end)
 	}
 }
 
