@@ -407,3 +407,24 @@ func TestClassicCloseAnswersParkedCalls(t *testing.T) {
 	expectCode(t, "parked join at close", recv(t, j2).ErrorCode, kerr.NotCoordinator.Code)
 	expectCode(t, "join after close", h.join(joinReq(g, "", "t")).ErrorCode, kerr.NotCoordinator.Code)
 }
+
+// FuzzParseSubscription: the consumer-protocol metadata a client sends is
+// parsed without panicking, and what kmsg encodes parses back to its
+// topics.
+func FuzzParseSubscription(f *testing.F) {
+	f.Add(subscription("a", "b"))
+	f.Add(subscription())
+	m := kmsg.ConsumerMemberMetadata{Version: 3, Topics: []string{"x"}, UserData: []byte{1}, Rack: kmsg.StringPtr("r")}
+	f.Add(m.AppendTo(nil))
+	f.Add([]byte{0, 0, 0x7f, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		topics, ok := parseSubscriptionTopics(b)
+		if !ok {
+			return
+		}
+		var m kmsg.ConsumerMemberMetadata
+		if err := m.ReadFrom(b); err == nil && len(m.Topics) != len(topics) {
+			t.Fatalf("parsed %v, kmsg reads %v", topics, m.Topics)
+		}
+	})
+}
