@@ -1,0 +1,140 @@
+package records
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func buildBatch(t testing.TB, codec Codec, framing SnappyFraming, n int) []byte {
+	t.Helper()
+	b := NewBuilder(codec, 1<<20, 1)
+	for i := 0; i < n; i++ {
+		var key []byte
+		if i%3 != 0 {
+			key = fmt.Appendf(nil, "k%d", i)
+		}
+		hs := []Header{{Key: "h", Value: []byte{byte(i)}}}
+		if _, ok := b.TryAppend(int64(1000+i), key, bytes.Repeat([]byte{'v'}, i%50), hs); !ok {
+			t.Fatalf("record %d did not fit", i)
+		}
+	}
+	raw, _, err := b.Build(nil, Producer{ID: 7, Epoch: 2, BaseSequence: 40}, framing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func TestRoundTripAllCodecs(t *testing.T) {
+	cases := []struct {
+		codec   Codec
+		framing SnappyFraming
+	}{{None, 0}, {Gzip, 0}, {Snappy, SnappyXerial}, {Snappy, SnappyRaw}, {LZ4, 0}, {Zstd, 0}}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%v-%d", c.codec, c.framing), func(t *testing.T) {
+			raw := buildBatch(t, c.codec, c.framing, 100)
+			// kmsg reads the header the same way and agrees on the fields.
+			var kb kmsg.RecordBatch
+			if err := kb.ReadFrom(raw); err != nil {
+				t.Fatal(err)
+			}
+			if kb.NumRecords != 100 || kb.ProducerID != 7 || kb.FirstSequence != 40 || kb.Attributes&7 != int16(c.codec) {
+				t.Fatalf("kmsg view: %+v", kb)
+			}
+			var got []Record
+			err := Decode(append(raw, raw[:30]...), 1<<20, func(b *Batch) { got = append(got, b.Records...) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 100 {
+				t.Fatalf("decoded %d records", len(got))
+			}
+			for i, r := range got {
+				if r.Offset != int64(i) || r.Timestamp != int64(1000+i) || len(r.Value) != i%50 || (i%3 == 0) != (r.Key == nil) {
+					t.Fatalf("record %d: %+v", i, r)
+				}
+				if len(r.Headers) != 1 || r.Headers[0].Key != "h" || r.Headers[0].Value[0] != byte(i) {
+					t.Fatalf("record %d headers: %+v", i, r.Headers)
+				}
+			}
+		})
+	}
+}
+
+func TestCRCMismatch(t *testing.T) {
+	raw := buildBatch(t, None, 0, 3)
+	raw[len(raw)-1] ^= 1
+	if err := Decode(raw, 1<<20, func(*Batch) {}); !errors.Is(err, ErrCRC) {
+		t.Fatalf("err = %v, want ErrCRC", err)
+	}
+}
+
+func TestDecompressLimit(t *testing.T) {
+	src := bytes.Repeat([]byte("a"), 10000)
+	for _, c := range []Codec{Gzip, Snappy, LZ4, Zstd} {
+		z, err := Compress(nil, src, c, SnappyXerial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Decompress(z, c, 9999); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("%v: err = %v, want ErrTooLarge", c, err)
+		}
+		out, err := Decompress(z, c, 10000)
+		if err != nil || !bytes.Equal(out, src) {
+			t.Errorf("%v: round trip failed: %v", c, err)
+		}
+	}
+}
+
+// TestEstimateGrowth checks the numbers the partitioner counts: a new batch
+// reports header plus record, later appends report the record's size, and
+// the sum equals the final estimate.
+func TestEstimateGrowth(t *testing.T) {
+	b := NewBuilder(None, 16384, 1)
+	sum := 0
+	for i := 0; ; i++ {
+		grew, ok := b.TryAppend(5, nil, make([]byte, 500), nil)
+		if !ok {
+			break
+		}
+		if i == 0 && grew != HeaderSize+RecordSize(0, 0, nil, make([]byte, 500), nil) {
+			t.Fatalf("first append grew %d", grew)
+		}
+		sum += grew
+	}
+	if sum != b.Estimated() || b.Estimated() > 16384 || b.Estimated()+509 <= 16384 {
+		t.Fatalf("sum %d estimate %d", sum, b.Estimated())
+	}
+	if !b.IsFull() && b.Estimated()+RecordSize(int32(b.Len()), 0, nil, make([]byte, 500), nil) <= 16384 {
+		t.Fatal("builder refused a record that fits")
+	}
+}
+
+func TestUpdateRatio(t *testing.T) {
+	tests := []struct{ est, obs, want float64 }{
+		{1, 0.5, 0.995}, {0.5, 0.9, 0.9}, {0.5, 0.52, 0.55}, {0.4, 0.4, 0.4},
+	}
+	for _, tt := range tests {
+		if got := UpdateRatio(tt.est, tt.obs); got < tt.want-1e-9 || got > tt.want+1e-9 {
+			t.Errorf("UpdateRatio(%v,%v) = %v, want %v", tt.est, tt.obs, got, tt.want)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, c := range []Codec{None, Gzip, Snappy, LZ4, Zstd} {
+		f.Add(buildBatch(f, c, SnappyXerial, 5))
+	}
+	f.Add(buildBatch(f, Snappy, SnappyRaw, 5))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = Decode(b, 1<<20, func(*Batch) {})
+		for c := None; c <= Zstd; c++ {
+			_, _ = Decompress(b, c, 1<<16)
+		}
+	})
+}
