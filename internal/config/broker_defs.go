@@ -1,0 +1,96 @@
+package config
+
+// Broker config names weir reads directly.
+const (
+	NodeID                    = "node.id"
+	Listeners                 = "listeners"
+	AdvertisedListeners       = "advertised.listeners"
+	ListenerSecurityMap       = "listener.security.protocol.map"
+	LogDirs                   = "log.dirs"
+	LogDir                    = "log.dir"
+	NumPartitions             = "num.partitions"
+	DefaultReplicationFactor  = "default.replication.factor"
+	AutoCreateTopics          = "auto.create.topics.enable"
+	LogRetentionCheckInterval = "log.retention.check.interval.ms"
+	MessageMaxBytes           = "message.max.bytes"
+	SocketRequestMaxBytes     = "socket.request.max.bytes"
+	OffsetsTopicPartitions    = "offsets.topic.num.partitions"
+	OffsetsTopicReplication   = "offsets.topic.replication.factor"
+	GroupInitialRebalance     = "group.initial.rebalance.delay.ms"
+	GroupMinSessionTimeout    = "group.min.session.timeout.ms"
+	GroupMaxSessionTimeout    = "group.max.session.timeout.ms"
+	BrokerRack                = "broker.rack"
+	// weir's own broker configs.
+	WeirLogSyncBeforeAck   = "weir.log.sync.before.ack"
+	FaultProduceResponseMs = "weir.fault.produce.response.delay.ms"
+	FaultFetchResponseMs   = "weir.fault.fetch.response.delay.ms"
+)
+
+// brokerDefs are the broker configs weir knows, with Kafka 4.3's types,
+// defaults, validators and dynamic-update rules. Adding one is one entry;
+// Broker.Value reads any of them. Dynamic ones are those Kafka lets
+// (Incremental)AlterConfigs change; everything else is read-only.
+var brokerDefs = newDefSet([]Def{
+	// Identity and network.
+	{Name: NodeID, Type: Int, Default: "-1", Support: Honoured, Doc: "This node's id; required, and the BROKER resource name of its configs."},
+	{Name: Listeners, Type: String, Default: "PLAINTEXT://:9092", Support: Honoured, Doc: "Comma-separated NAME://host:port addresses to listen on; weir serve --listen overrides it."},
+	{Name: AdvertisedListeners, Type: String, NullDefault: true, Support: Honoured, Doc: "Addresses given to clients in metadata, when they differ from listeners."},
+	{Name: ListenerSecurityMap, Type: String, Default: "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT", Support: Honoured, Doc: "Security protocol of each listener name; weir serves PLAINTEXT only."},
+	{Name: BrokerRack, Type: String, NullDefault: true, Support: Honoured, Doc: "Rack of this broker, used for rack-aware placement and reported in metadata."},
+	{Name: SocketRequestMaxBytes, Type: Int, Default: "104857600", valid: atLeast(1), Support: Honoured, Doc: "Largest request frame accepted."},
+
+	// Log directories and topic defaults.
+	{Name: LogDirs, Type: List, NullDefault: true, valid: listOf{anyStrings: true, nullOK: true}, Support: Honoured, Doc: "Directories holding partition data; log.dir is used when unset."},
+	{Name: LogDir, Type: List, Default: "/tmp/kafka-logs", valid: listOf{anyStrings: true}, Support: Honoured, Doc: "Directory holding partition data when log.dirs is unset."},
+	{Name: NumPartitions, Type: Int, Default: "1", valid: atLeast(1), Support: Honoured, Doc: "Partitions of an auto-created topic, or of a created one that asks for -1."},
+	{Name: DefaultReplicationFactor, Type: Int, Default: "1", Support: Honoured, Doc: "Replication factor of an auto-created topic, or of a created one that asks for -1."},
+	{Name: AutoCreateTopics, Type: Boolean, Default: "true", Support: Honoured, Doc: "Create a topic when a client asks for metadata of one that does not exist."},
+	{Name: LogRetentionCheckInterval, Type: Long, Default: "300000", valid: atLeast(1), Support: Honoured, Doc: "How often partitions are checked for segments past retention."},
+
+	// Defaults of topic configs (the topic config's synonyms).
+	{Name: "log.segment.bytes", Type: Int, Default: "1073741824", valid: atLeast(1 << 20), Dynamic: true, Support: Honoured, Doc: "Default segment.bytes."},
+	{Name: "log.roll.ms", Type: Long, NullDefault: true, Dynamic: true, Support: Honoured, Doc: "Default segment.ms; log.roll.hours is used when unset."},
+	{Name: "log.roll.hours", Type: Int, Default: "168", valid: atLeast(1), Support: Honoured, Doc: "Default segment.ms in hours, below log.roll.ms."},
+	{Name: "log.roll.jitter.ms", Type: Long, NullDefault: true, Dynamic: true, Support: Stored, Doc: "Default segment.jitter.ms; log.roll.jitter.hours is used when unset."},
+	{Name: "log.roll.jitter.hours", Type: Int, Default: "0", valid: atLeast(0), Support: Stored, Doc: "Default segment.jitter.ms in hours, below log.roll.jitter.ms."},
+	{Name: "log.retention.ms", Type: Long, NullDefault: true, Dynamic: true, Support: Honoured, Doc: "Default retention.ms; log.retention.minutes then log.retention.hours are used when unset; -1 keeps data forever."},
+	{Name: "log.retention.minutes", Type: Int, NullDefault: true, Support: Honoured, Doc: "Default retention.ms in minutes, below log.retention.ms."},
+	{Name: "log.retention.hours", Type: Int, Default: "168", Support: Honoured, Doc: "Default retention.ms in hours, below log.retention.minutes."},
+	{Name: "log.retention.bytes", Type: Long, Default: "-1", Dynamic: true, Support: Honoured, Doc: "Default retention.bytes."},
+	{Name: "log.index.size.max.bytes", Type: Int, Default: "10485760", valid: atLeast(4), Dynamic: true, Support: Stored, Doc: "Default segment.index.bytes."},
+	{Name: "log.index.interval.bytes", Type: Int, Default: "4096", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "Default index.interval.bytes."},
+	{Name: "log.flush.interval.messages", Type: Long, Default: maxLong, valid: atLeast(1), Dynamic: true, Support: Honoured, Doc: "Default flush.messages."},
+	{Name: "log.flush.interval.ms", Type: Long, NullDefault: true, Dynamic: true, Support: Honoured, Doc: "Default flush.ms; log.flush.scheduler.interval.ms is used when unset."},
+	{Name: "log.flush.scheduler.interval.ms", Type: Long, Default: maxLong, Support: Honoured, Doc: "Default flush.ms below log.flush.interval.ms."},
+	{Name: "log.segment.delete.delay.ms", Type: Long, Default: "60000", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "Default file.delete.delay.ms."},
+	{Name: "log.cleanup.policy", Type: List, Default: "delete", valid: listOf{allowed: oneOf{"compact", "delete"}, emptyOK: true}, Dynamic: true, Support: Honoured, Doc: "Default cleanup.policy."},
+	{Name: "log.cleaner.delete.retention.ms", Type: Long, Default: "86400000", valid: atLeast(0), Dynamic: true, Support: Stored, Doc: "Default delete.retention.ms."},
+	{Name: "log.cleaner.min.compaction.lag.ms", Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Stored, Doc: "Default min.compaction.lag.ms."},
+	{Name: "log.cleaner.max.compaction.lag.ms", Type: Long, Default: maxLong, valid: atLeast(1), Dynamic: true, Support: Stored, Doc: "Default max.compaction.lag.ms."},
+	{Name: "log.cleaner.min.cleanable.ratio", Type: Double, Default: "0.5", valid: between(0, 1), Dynamic: true, Support: Stored, Doc: "Default min.cleanable.dirty.ratio."},
+	{Name: "log.preallocate", Type: Boolean, Default: "false", Dynamic: true, Support: Stored, Doc: "Default preallocate."},
+	{Name: "log.message.timestamp.type", Type: String, Default: "CreateTime", valid: oneOf{"CreateTime", "LogAppendTime"}, Dynamic: true, Support: Honoured, Doc: "Default message.timestamp.type."},
+	{Name: "log.message.timestamp.before.max.ms", Type: Long, Default: maxLong, valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "Default message.timestamp.before.max.ms."},
+	{Name: "log.message.timestamp.after.max.ms", Type: Long, Default: "3600000", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "Default message.timestamp.after.max.ms."},
+	{Name: "log.local.retention.ms", Type: Long, Default: "-2", valid: atLeast(-2), Dynamic: true, Support: Stored, Doc: "Default local.retention.ms."},
+	{Name: "log.local.retention.bytes", Type: Long, Default: "-2", valid: atLeast(-2), Dynamic: true, Support: Stored, Doc: "Default local.retention.bytes."},
+	{Name: MessageMaxBytes, Type: Int, Default: "1048588", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "Default max.message.bytes."},
+	{Name: "compression.type", Type: String, Default: "producer", valid: compressionTypes, Dynamic: true, Support: Stored, Doc: "Default compression.type; weir stores batches as produced."},
+	{Name: "compression.gzip.level", Type: Int, Default: "-1", valid: gzipLevel{}, Dynamic: true, Support: Stored, Doc: "Default compression.gzip.level."},
+	{Name: "compression.lz4.level", Type: Int, Default: "9", valid: between(1, 17), Dynamic: true, Support: Stored, Doc: "Default compression.lz4.level."},
+	{Name: "compression.zstd.level", Type: Int, Default: "3", valid: between(-131072, 22), Dynamic: true, Support: Stored, Doc: "Default compression.zstd.level."},
+	{Name: "min.insync.replicas", Type: Int, Default: "1", valid: atLeast(1), Dynamic: true, Support: Honoured, Doc: "Default min.insync.replicas."},
+	{Name: "unclean.leader.election.enable", Type: Boolean, Default: "false", Dynamic: true, Support: Honoured, Doc: "Default unclean.leader.election.enable."},
+
+	// Group coordinator.
+	{Name: OffsetsTopicPartitions, Type: Int, Default: "50", valid: atLeast(1), Support: Honoured, Doc: "Partitions of the committed-offsets topic; fixed once the topic exists."},
+	{Name: OffsetsTopicReplication, Type: Short, Default: "3", valid: atLeast(1), Support: Honoured, Doc: "Replication factor of the committed-offsets topic."},
+	{Name: GroupInitialRebalance, Type: Int, Default: "3000", Support: Honoured, Doc: "How long the first rebalance of an empty classic group waits for more members."},
+	{Name: GroupMinSessionTimeout, Type: Int, Default: "6000", Support: Honoured, Doc: "Smallest session timeout a classic group member may ask for."},
+	{Name: GroupMaxSessionTimeout, Type: Int, Default: "1800000", Support: Honoured, Doc: "Largest session timeout a classic group member may ask for."},
+
+	// weir's own.
+	{Name: WeirLogSyncBeforeAck, Type: Boolean, Default: "false", Dynamic: true, Support: Honoured, Doc: "weir: default weir.sync.before.ack."},
+	{Name: FaultProduceResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every produce response by this many milliseconds."},
+	{Name: FaultFetchResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every fetch response by this many milliseconds."},
+})
