@@ -289,10 +289,13 @@ func (e *entry) export(id int64) Entry {
 	return Entry{ProducerID: id, Epoch: e.epoch, LastTimestamp: e.lastTs, Batches: slices.Clone(e.batches[:e.n])}
 }
 
-// find returns the retained batch with exactly this sequence range.
+// find returns the retained batch with exactly this sequence range. Two
+// can match only when a producer expired and came back in the same epoch
+// and the state was then rebuilt from the log; the newest is the one the
+// live state would have answered with.
 func (e *entry) find(first, last int32) (BatchMetadata, bool) {
-	for _, b := range e.batches[:e.n] {
-		if b.FirstSeq == first && b.LastSeq == last {
+	for i := e.n - 1; i >= 0; i-- {
+		if b := e.batches[i]; b.FirstSeq == first && b.LastSeq == last {
 			return b, true
 		}
 	}
