@@ -17,7 +17,9 @@ const DefaultBlockSize = 1000
 // that names a transactional id. It wraps TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 // (53), the error a Kafka broker gives a principal that may not use
 // transactional ids: clients treat it as fatal, so a transactional
-// producer fails at once with a clear error instead of retrying. The
+// producer fails at once with a clear error instead of retrying. For the
+// same reason FindCoordinator with key type TRANSACTION should answer it
+// too, as Kafka does when DESCRIBE on the transactional id is denied. The
 // alternatives behave worse: COORDINATOR_NOT_AVAILABLE is retriable and
 // leaves the client retrying until its timeout, and UNSUPPORTED_VERSION
 // would claim a version problem that does not exist.
@@ -82,14 +84,13 @@ func (a *Allocator) NextID() (int64, error) {
 // which Check allows (a newer epoch starting at sequence 0), and ask for a
 // new id when the epoch would overflow.
 //
-// An empty transactional id is INVALID_REQUEST, as in Kafka; any other
-// gets ErrTransactionsUnsupported. Id exhaustion and Reserver failures
-// wrap UNKNOWN_SERVER_ERROR.
+// Any transactional id, the empty one included, gets
+// ErrTransactionsUnsupported: Kafka checks a transactional id's
+// authorization before anything else, so a broker denying them all never
+// reaches its INVALID_REQUEST check for an empty id. Id exhaustion and
+// Reserver failures wrap UNKNOWN_SERVER_ERROR.
 func (a *Allocator) InitProducerID(transactionalID *string) (int64, int16, error) {
 	if transactionalID != nil {
-		if *transactionalID == "" {
-			return NoProducerID, NoProducerEpoch, fmt.Errorf("%w: empty transactional id", kerr.InvalidRequest)
-		}
 		return NoProducerID, NoProducerEpoch, ErrTransactionsUnsupported
 	}
 	id, err := a.NextID()

@@ -188,13 +188,11 @@ func TestInitProducerID(t *testing.T) {
 		}
 		prev = id
 	}
-	empty, txn := "", "orders"
-	if _, _, err := a.InitProducerID(&empty); !errors.Is(err, kerr.InvalidRequest) {
-		t.Fatalf("empty transactional id: %v", err)
-	}
-	id, epoch, err := a.InitProducerID(&txn)
-	if !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || !errors.Is(err, ErrTransactionsUnsupported) || id != NoProducerID || epoch != NoProducerEpoch {
-		t.Fatalf("transactional id: %d, %d, %v", id, epoch, err)
+	for _, txn := range []string{"orders", ""} {
+		id, epoch, err := a.InitProducerID(&txn)
+		if !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || !errors.Is(err, ErrTransactionsUnsupported) || id != NoProducerID || epoch != NoProducerEpoch {
+			t.Fatalf("transactional id %q: %d, %d, %v", txn, id, epoch, err)
+		}
 	}
 
 	// prev used the last id of its block; the next one needs a reservation.

@@ -44,7 +44,10 @@
 // be serialised with the partition's appends by its owner too, for
 // instance by running it on the goroutine that appends to the partition or
 // under a lock the owner holds around log.Append: the log's own lock is
-// not reachable from outside the hooks.
+// not reachable from outside the hooks. log.AppendReplicated takes no
+// hooks, so a follower must Record the batches it copies itself (for
+// instance by scanning their headers from the old log end) to have a
+// current state when it becomes leader.
 //
 // Allocator and FileReserver are shared by all partitions and safe for
 // concurrent use; the allocator holds its mutex while it reserves a new
