@@ -44,33 +44,20 @@ func (b *Broker) IncrementalAlterTopic(current map[string]string, ops []Incremen
 	if next == nil {
 		next = map[string]string{}
 	}
-	for _, op := range ops {
-		switch op.Op {
-		case OpSet:
-			next[op.Name] = *op.Value
-		case OpDelete:
-			delete(next, op.Name)
-		case OpAppend, OpSubtract:
-			d, ok := topicDefs.get(op.Name)
-			if !ok || d.Type != List {
-				return nil, invalidConfig("Can't " + opName(op.Op) + " to key " + op.Name + " because its type is not LIST.")
-			}
-			old, set := next[op.Name]
-			if !set {
-				old = d.def.String() // the topic config's own default, as Kafka does
-			}
-			parts := slices.DeleteFunc(strings.Split(old, ","), func(s string) bool { return s == "" })
-			for _, item := range javaSplit(*op.Value) {
-				if op.Op == OpAppend {
-					if !slices.Contains(parts, item) {
-						parts = append(parts, item)
-					}
-				} else if i := slices.Index(parts, item); i >= 0 {
-					parts = slices.Delete(parts, i, i+1)
-				}
-			}
-			next[op.Name] = strings.Join(parts, ",")
+	// The controller starts a list from the stored value or, when none,
+	// the topic config's own default, ignoring empty items.
+	e := applyOps(next, ops, func(op IncrementalOp, old string, set bool) ([]string, *Error) {
+		d, ok := topicDefs.get(op.Name)
+		if !ok || d.Type != List {
+			return nil, invalidConfig("Can't " + opName(op.Op) + " to key " + op.Name + " because its type is not LIST.")
 		}
+		if !set {
+			old = d.def.String()
+		}
+		return slices.DeleteFunc(strings.Split(old, ","), func(s string) bool { return s == "" }), nil
+	})
+	if e != nil {
+		return nil, e
 	}
 	if e := b.ValidateTopicOverrides(next); e != nil {
 		return nil, e
@@ -130,44 +117,26 @@ func (b *Broker) IncrementalAlterBroker(resourceName string, ops []IncrementalOp
 	}
 	perNode := resourceName != ""
 	next := b.DynamicConfigs(perNode)
-	for _, op := range ops {
-		switch op.Op {
-		case OpSet:
-			next[op.Name] = *op.Value
-		case OpDelete:
-			delete(next, op.Name)
-		case OpAppend, OpSubtract:
-			d, ok := brokerDefs.get(op.Name)
-			if !ok {
-				return nil, invalidConfig("Unknown config name: " + op.Name)
-			}
-			if d.Type != List {
-				return nil, invalidConfig("Config value " + strings.ToLower(opName(op.Op)) + " is not allowed for config key: " + op.Name)
-			}
-			old, set := next[op.Name]
-			if !set && !d.def.IsNull() {
-				old, set = d.def.String(), true
-			}
-			var parts []string
-			if op.Op == OpAppend {
-				if set && old != "" {
-					parts = javaSplit(old)
-				}
-				for _, item := range javaSplit(*op.Value) {
-					if !slices.Contains(parts, item) {
-						parts = append(parts, item)
-					}
-				}
-			} else {
-				parts = javaSplit(old)
-				for _, item := range javaSplit(*op.Value) {
-					if i := slices.Index(parts, item); i >= 0 {
-						parts = slices.Delete(parts, i, i+1)
-					}
-				}
-			}
-			next[op.Name] = strings.Join(parts, ",")
+	// The broker starts a list from the stored value or, when none, the
+	// broker config's non-null default, split as Java splits.
+	e := applyOps(next, ops, func(op IncrementalOp, old string, set bool) ([]string, *Error) {
+		d, ok := brokerDefs.get(op.Name)
+		if !ok {
+			return nil, invalidConfig("Unknown config name: " + op.Name)
 		}
+		if d.Type != List {
+			return nil, invalidConfig("Config value " + strings.ToLower(opName(op.Op)) + " is not allowed for config key: " + op.Name)
+		}
+		if !set && !d.def.IsNull() {
+			old, set = d.def.String(), true
+		}
+		if op.Op == OpAppend && (!set || old == "") {
+			return nil, nil
+		}
+		return javaSplit(old), nil
+	})
+	if e != nil {
+		return nil, e
 	}
 	if e := b.checkBrokerChange(next, perNode); e != nil {
 		return nil, e
@@ -190,6 +159,37 @@ func (b *Broker) AlterBroker(resourceName string, entries []AlterEntry) (map[str
 		return nil, e
 	}
 	return next, nil
+}
+
+// applyOps applies ops in order to next. For APPEND and SUBTRACT, start
+// checks the key and returns the list to start from (old is the current
+// value when set).
+func applyOps(next map[string]string, ops []IncrementalOp, start func(op IncrementalOp, old string, set bool) ([]string, *Error)) *Error {
+	for _, op := range ops {
+		switch op.Op {
+		case OpSet:
+			next[op.Name] = *op.Value
+		case OpDelete:
+			delete(next, op.Name)
+		case OpAppend, OpSubtract:
+			old, set := next[op.Name]
+			parts, e := start(op, old, set)
+			if e != nil {
+				return e
+			}
+			for _, item := range javaSplit(*op.Value) {
+				i := slices.Index(parts, item)
+				switch {
+				case op.Op == OpAppend && i < 0:
+					parts = append(parts, item)
+				case op.Op == OpSubtract && i >= 0:
+					parts = slices.Delete(parts, i, i+1)
+				}
+			}
+			next[op.Name] = strings.Join(parts, ",")
+		}
+	}
+	return nil
 }
 
 // checkBrokerName accepts "" and this node's id.

@@ -128,10 +128,16 @@ func (s *defSet) get(name string) (*Def, bool) {
 func (s *defSet) all() []Def {
 	out := make([]Def, len(s.list))
 	for i, d := range s.list {
-		out[i] = *d
-		out[i].Synonyms = slices.Clone(d.Synonyms)
+		out[i] = d.clone()
 	}
 	return out
+}
+
+// clone copies a definition so that callers cannot change the table.
+func (d *Def) clone() Def {
+	c := *d
+	c.Synonyms = slices.Clone(d.Synonyms)
+	return c
 }
 
 // TopicDefs returns every topic config, in Kafka's definition order.
@@ -146,7 +152,7 @@ func TopicDef(name string) (Def, bool) {
 	if !ok {
 		return Def{}, false
 	}
-	return *d, true
+	return d.clone(), true
 }
 
 // BrokerDef looks up a broker config.
@@ -155,5 +161,5 @@ func BrokerDef(name string) (Def, bool) {
 	if !ok {
 		return Def{}, false
 	}
-	return *d, true
+	return d.clone(), true
 }

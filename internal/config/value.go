@@ -177,9 +177,11 @@ func parseJavaDouble(s string) (float64, error) {
 	return f, nil
 }
 
-// javaDouble formats f as Java's Double.toString does: plain notation with
-// at least one fractional digit for 1e-3 <= |f| < 1e7, otherwise
-// "d.dddE±n", always with the shortest digits that round-trip.
+// javaDouble formats f as Java's Double.toString does (JDK 19 and
+// later): the shortest digits that round-trip, but never fewer than two
+// significant digits, in which case the closest two-digit decimal;
+// plain notation with at least one fractional digit for 1e-3 <= |f| < 1e7,
+// otherwise "d.dddE<n>".
 func javaDouble(f float64) string {
 	switch {
 	case math.IsNaN(f):
@@ -194,20 +196,34 @@ func javaDouble(f float64) string {
 		}
 		return "0.0"
 	}
-	if a := math.Abs(f); a >= 1e-3 && a < 1e7 {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
+	sign := ""
+	if f < 0 {
+		sign, f = "-", -f
+	}
+	s := strconv.FormatFloat(f, 'e', -1, 64) // d[.ddd]e±xx
+	if !strings.Contains(s, ".") {
+		s = strconv.FormatFloat(f, 'e', 1, 64)
+	}
+	mant, exps, _ := strings.Cut(s, "e")
+	exp, _ := strconv.Atoi(exps)
+	digits := strings.TrimRight(strings.Replace(mant, ".", "", 1), "0")
+	if digits == "" {
+		digits = "0"
+	}
+	if f < 1e-3 || f >= 1e7 {
+		frac := digits[1:]
+		if frac == "" {
+			frac = "0"
 		}
-		return s
+		return sign + digits[:1] + "." + frac + "E" + strconv.Itoa(exp)
 	}
-	s := strconv.FormatFloat(f, 'e', -1, 64) // e.g. 1.25e+07, 1e-05
-	mant, exp, _ := strings.Cut(s, "e")
-	if !strings.Contains(mant, ".") {
-		mant += ".0"
+	if exp < 0 {
+		return sign + "0." + strings.Repeat("0", -exp-1) + digits
 	}
-	n, _ := strconv.Atoi(exp)
-	return mant + "E" + strconv.Itoa(n)
+	for len(digits) < exp+2 {
+		digits += "0"
+	}
+	return sign + digits[:exp+1] + "." + digits[exp+1:]
 }
 
 func intBits(t Type) int {
