@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -127,4 +128,17 @@ func (r *Reply) closes() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.kind == kindClose
+}
+
+// WaitReply waits up to d for r to complete and reports whether it did;
+// for tests of dispatchers.
+func WaitReply(r *Reply, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
