@@ -10,10 +10,11 @@ import (
 )
 
 // FindCoordinator v0-6 (v4+ batches keys). A single node coordinates every
-// group. Transaction coordinators (key type 1) are not available: weir has
-// no transactions yet, so those keys get COORDINATOR_NOT_AVAILABLE, which
-// clients treat as retriable; share-group keys (type 2) likewise until
-// share groups exist.
+// group. weir has no transaction coordinator yet: transaction keys (type 1)
+// get TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the answer InitProducerId
+// gives a transactional id too, which clients treat as fatal at once
+// instead of retrying until max.block.ms. Share-group keys (type 2) get
+// COORDINATOR_NOT_AVAILABLE until share groups exist.
 var _ = register(handler{key: 10, min: 0, max: 6, serve: (*Broker).handleFindCoordinator})
 
 func (b *Broker) handleFindCoordinator(_ context.Context, req *server.Request) *server.Reply {
@@ -21,7 +22,12 @@ func (b *Broker) handleFindCoordinator(_ context.Context, req *server.Request) *
 	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	host, port := b.advertised()
 	answer := func(keyType int8) (int16, *string) {
-		if keyType != 0 {
+		switch keyType {
+		case 0:
+		case 1:
+			msg := "transactions are not supported by this broker"
+			return kerr.TransactionalIDAuthorizationFailed.Code, &msg
+		default:
 			msg := "no coordinator of this key type on this broker"
 			return kerr.CoordinatorNotAvailable.Code, &msg
 		}
