@@ -30,38 +30,82 @@ func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.R
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return server.Ready(resp)
 	}
-	resp, bytes, errs := b.fetchOnce(r)
-	if bytes >= int64(r.MinBytes) || r.MaxWaitMillis <= 0 || errs || bytes > 0 && r.MinBytes <= 0 {
-		return server.Ready(resp)
+	res := b.fetchOnce(r)
+	if res.bytes >= int64(r.MinBytes) || r.MaxWaitMillis <= 0 || res.failed {
+		return b.fetchReply(r, res)
 	}
 	parts := b.fetchPartitions(r)
-	return b.async(ctx, func(ctx context.Context) kmsg.Response {
-		w := newFetchWaiter()
+	reply := server.NewPendingReply()
+	ctx, cancel := mergeCancel(ctx, b.ctx)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer cancel()
+		res, ok := b.waitFetch(ctx, r, parts)
+		if !ok {
+			reply.CompleteClose()
+			return
+		}
+		if body, err := b.fetchBody(r, res); err == nil {
+			reply.CompleteBody(body)
+		} else {
+			reply.CompleteClose()
+		}
+	}()
+	return reply
+}
+
+// waitFetch parks a fetch until its partitions hold MinBytes, MaxWait
+// passes, or ctx ends (ok false).
+func (b *Broker) waitFetch(ctx context.Context, r *kmsg.FetchRequest, parts []*partition) (fetchResult, bool) {
+	w := newFetchWaiter()
+	for _, p := range parts {
+		p.addWaiter(w)
+	}
+	defer func() {
 		for _, p := range parts {
-			p.addWaiter(w)
+			p.removeWaiter(w)
 		}
-		defer func() {
-			for _, p := range parts {
-				p.removeWaiter(w)
+	}()
+	timer := time.NewTimer(msDuration(r.MaxWaitMillis))
+	defer timer.Stop()
+	// An append between the first read and the waiters' registration
+	// would wake nobody: read once more now that they are registered.
+	w.wake()
+	for {
+		select {
+		case <-w.ch:
+			res := b.fetchOnce(r)
+			if res.bytes >= int64(r.MinBytes) || res.failed {
+				return res, true
 			}
-		}()
-		timer := time.NewTimer(msDuration(r.MaxWaitMillis))
-		defer timer.Stop()
-		for {
-			select {
-			case <-w.ch:
-				resp, bytes, errs = b.fetchOnce(r)
-				if bytes >= int64(r.MinBytes) || errs {
-					return resp
-				}
-			case <-timer.C:
-				resp, _, _ = b.fetchOnce(r)
-				return resp
-			case <-ctx.Done():
-				return resp
-			}
+		case <-timer.C:
+			return b.fetchOnce(r), true
+		case <-ctx.Done():
+			return fetchResult{}, false
 		}
-	})
+	}
+}
+
+// fetchResult is one read of every partition a fetch asks for.
+type fetchResult struct {
+	resp   *kmsg.FetchResponse
+	recs   []*fetchRecords
+	bytes  int64
+	failed bool
+}
+
+func (b *Broker) fetchReply(r *kmsg.FetchRequest, res fetchResult) *server.Reply {
+	body, err := b.fetchBody(r, res)
+	if err != nil {
+		b.logger.Error("fetch response encoding failed", "err", err)
+		return server.CloseConnection()
+	}
+	return server.ReadyBody(body)
+}
+
+func (b *Broker) fetchBody(r *kmsg.FetchRequest, res fetchResult) (*server.Body, error) {
+	return encodeFetchBody(res.resp, r.Version, res.recs)
 }
 
 // fetchPartitions lists the known partitions a fetch reads.
@@ -85,10 +129,12 @@ func (b *Broker) fetchTopic(r *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) *t
 	return b.lookupTopic(rt.Topic)
 }
 
-// fetchOnce reads every requested partition once. It reports the bytes
-// read and whether any partition failed (errors are answered at once).
-func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int64, bool) {
+// fetchOnce reads every requested partition once, as file ranges. It
+// reports the bytes read and whether any partition failed (errors are
+// answered at once).
+func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	var recs []*fetchRecords
 	budget := int64(r.MaxBytes)
 	if r.Version < 3 || budget <= 0 {
 		budget = 1<<31 - 1
@@ -110,8 +156,12 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int64, bo
 			case !ok:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
-				sp.ErrorCode = b.readPartition(p, &rp, &sp, &budget, total == 0)
-				total += int64(len(sp.RecordBatches))
+				var fr *fetchRecords
+				sp.ErrorCode, fr = b.readPartition(p, &rp, &sp, &budget, total == 0)
+				if fr != nil {
+					recs = append(recs, fr)
+					total += fr.size
+				}
 			}
 			if sp.ErrorCode != 0 {
 				failed = true
@@ -120,37 +170,43 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int64, bo
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return resp, total, failed
+	return fetchResult{resp: resp, recs: recs, bytes: total, failed: failed}
 }
 
 // readPartition fills one partition of a fetch response and returns its
 // error code. The first partition with data may exceed the byte budget by
 // one batch so that a consumer always makes progress (KIP-74).
-func (b *Broker) readPartition(p *partition, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget *int64, first bool) int16 {
+func (b *Broker) readPartition(p *partition, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget *int64, first bool) (int16, *fetchRecords) {
 	epoch := p.leaderEpoch.Load()
 	if rp.CurrentLeaderEpoch >= 0 {
 		if rp.CurrentLeaderEpoch < epoch {
-			return kerr.FencedLeaderEpoch.Code
+			return kerr.FencedLeaderEpoch.Code, nil
 		}
 		if rp.CurrentLeaderEpoch > epoch {
-			return kerr.UnknownLeaderEpoch.Code
+			return kerr.UnknownLeaderEpoch.Code, nil
 		}
 	}
 	hw := p.highWatermark()
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.log.StartOffset()
+	sp.RecordBatches = []byte{}
 	max := min(int64(rp.PartitionMaxBytes), *budget)
 	if max <= 0 && !first {
-		return 0
+		return 0, nil
 	}
-	data, err := p.log.ReadBytes(rp.FetchOffset, max, hw)
+	res, err := p.log.Read(nil, rp.FetchOffset, max, hw)
 	if err != nil {
+		sp.RecordBatches = nil
 		if errors.Is(err, kerr.OffsetOutOfRange) {
-			return kerr.OffsetOutOfRange.Code
+			return kerr.OffsetOutOfRange.Code, nil
 		}
 		b.logger.Warn("fetch read failed", "topic", p.topic.name, "partition", p.index, "err", err)
-		return kerr.KafkaStorageError.Code
+		return kerr.KafkaStorageError.Code, nil
 	}
-	sp.RecordBatches = data
-	*budget -= int64(len(data))
-	return 0
+	if res.Bytes == 0 {
+		return 0, nil
+	}
+	fr := &fetchRecords{marker: newMarker(), ranges: res.Ranges, size: res.Bytes}
+	sp.RecordBatches = fr.marker[:]
+	*budget -= res.Bytes
+	return 0, fr
 }

@@ -57,3 +57,21 @@ func (b *Body) release() {
 	}
 	b.once.Do(b.Release)
 }
+
+// FlattenBody reads a body into memory, for tests that compare bodies
+// with encodings.
+func FlattenBody(t interface{ Fatal(...any) }, b *Body) []byte {
+	var out []byte
+	for _, s := range b.segs {
+		if s.file == nil {
+			out = append(out, s.buf...)
+			continue
+		}
+		buf := make([]byte, s.n)
+		if _, err := s.file.ReadAt(buf, s.off); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, buf...)
+	}
+	return out
+}
