@@ -109,10 +109,14 @@ func (b *Broker) CreateTopicOverrides(configs []kmsg.CreateTopicsRequestTopicCon
 // INVALID_CONFIG. Names Kafka does not know are accepted and stored, as
 // Kafka keeps custom dynamic broker configs.
 func (b *Broker) IncrementalAlterBroker(resourceName string, ops []IncrementalOp) (map[string]string, *Error) {
+	// Kafka's order: names and nulls, then the resource name, then ops.
+	if e := checkOpNames(ops); e != nil {
+		return nil, e
+	}
 	if e := b.checkBrokerName(resourceName); e != nil {
 		return nil, e
 	}
-	if e := checkOps(ops); e != nil {
+	if e := checkOpTypes(ops); e != nil {
 		return nil, e
 	}
 	perNode := resourceName != ""
@@ -148,11 +152,11 @@ func (b *Broker) IncrementalAlterBroker(resourceName string, ops []IncrementalOp
 // configs of resourceName: the entries replace every override of that
 // level.
 func (b *Broker) AlterBroker(resourceName string, entries []AlterEntry) (map[string]string, *Error) {
-	if e := b.checkBrokerName(resourceName); e != nil {
-		return nil, e
-	}
 	next, e := alterEntries(entries)
 	if e != nil {
+		return nil, e
+	}
+	if e := b.checkBrokerName(resourceName); e != nil {
 		return nil, e
 	}
 	if e := b.checkBrokerChange(next, resourceName != ""); e != nil {
@@ -252,8 +256,17 @@ func checkDynamicBroker(props map[string]string, perNode bool) *Error {
 }
 
 // checkOps is the broker's preprocessing of a resource: unique names,
-// known op types, values present unless deleting.
+// values present unless deleting, known op types.
 func checkOps(ops []IncrementalOp) *Error {
+	if e := checkOpNames(ops); e != nil {
+		return e
+	}
+	return checkOpTypes(ops)
+}
+
+// checkOpNames checks that names are unique and that only DELETE goes
+// without a value.
+func checkOpNames(ops []IncrementalOp) *Error {
 	seen := make(map[string]bool, len(ops))
 	for _, op := range ops {
 		if seen[op.Name] {
@@ -270,6 +283,10 @@ func checkOps(ops []IncrementalOp) *Error {
 	if len(nulls) > 0 {
 		return invalidRequest("Null value not supported for : " + strings.Join(nulls, ", "))
 	}
+	return nil
+}
+
+func checkOpTypes(ops []IncrementalOp) *Error {
 	for _, op := range ops {
 		if op.Op < OpSet || op.Op > OpSubtract {
 			return invalidRequest("Unknown operations type " + strconv.Itoa(int(op.Op)))

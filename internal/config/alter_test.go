@@ -151,6 +151,12 @@ func TestIncrementalAlterBroker(t *testing.T) {
 			code: codeInvalidRequest, msg: "Node id must be an integer, but it is: one"},
 		{name: "null value", ops: []IncrementalOp{op(MessageMaxBytes, OpSet, nil)},
 			code: codeInvalidRequest, msg: "Null value not supported for : message.max.bytes"},
+		{name: "null value before node id", resource: "7", ops: []IncrementalOp{op(MessageMaxBytes, OpSet, nil)},
+			code: codeInvalidRequest, msg: "Null value not supported for : message.max.bytes"},
+		{name: "node id before op type", resource: "7", ops: []IncrementalOp{op(MessageMaxBytes, 9, ptr("1"))},
+			code: codeInvalidRequest, msg: "Unexpected broker id, expected 1, but received 7"},
+		{name: "unknown op", resource: "1", ops: []IncrementalOp{op(MessageMaxBytes, 9, ptr("1"))},
+			code: codeInvalidRequest, msg: "Unknown operations type 9"},
 	}
 	for _, tt := range tests {
 		got, e := b.IncrementalAlterBroker(tt.resource, tt.ops)

@@ -48,6 +48,27 @@
 // the broker's. The handler validates first and checks existence after,
 // because Kafka reports a bad config before an unknown topic.
 //
+// # How the broker uses it
+//
+//	p, err := config.ReadPropertiesFile(path)     // weir serve --config
+//	p.Set(config.Listeners, "PLAINTEXT://"+listen) // --listen wins over the file
+//	p.SetDefault(config.NodeID, "1")              // node.id is required
+//	b, warnings, err := config.LoadBroker(p)      // log each warning
+//
+//	// DescribeConfigs (32), per resource:
+//	entries, e := b.DescribeTopic(storedOverrides, opts) // after name and existence checks
+//	entries, e := b.DescribeBroker(resourceName, opts)
+//	// IncrementalAlterConfigs (44) / AlterConfigs (33), per resource:
+//	next, e := b.IncrementalAlterTopic(storedOverrides, resource.Configs)
+//	next, e := b.IncrementalAlterBroker(resourceName, resource.Configs)
+//	// unless ValidateOnly: store next; for BROKER, republish
+//	// b.WithDynamic(clusterDefault, node) once the change is stored.
+//	// CreateTopics (19): overrides, e := b.CreateTopicOverrides(topic.Configs)
+//	// Partition logs: t, _ := b.Topic(overrides); log.Open(dir, t.LogConfig(), ...)
+//
+// A nil *Error means success; otherwise its Code and Message go into the
+// resource's ErrorCode and ErrorMessage.
+//
 // # Where weir differs on purpose
 //
 //   - compression.type and its levels are stored and described as set,
