@@ -43,6 +43,8 @@ type Config struct {
 	// MaxVersions, if set, caps the version used for an API key below what
 	// both sides support (tests use it to exercise older versions).
 	MaxVersions map[int16]int16
+	// OnWrite, if set, is called with the size of every write.
+	OnWrite func(n int)
 }
 
 // Callback receives a response, or the error that prevented one. For a
@@ -52,11 +54,12 @@ type Callback func(kmsg.Response, error)
 
 // Conn is one connection to a broker. See the package documentation.
 type Conn struct {
-	addr   string
-	nc     net.Conn
-	log    *slog.Logger
-	fmt    *kmsg.RequestFormatter
-	maxRsp int32
+	addr    string
+	nc      net.Conn
+	log     *slog.Logger
+	fmt     *kmsg.RequestFormatter
+	maxRsp  int32
+	onWrite func(int)
 
 	versions [versionSlots]int16 // highest common version per key; -1 unsupported
 
@@ -106,13 +109,14 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 		return nil, fmt.Errorf("wire: dial %s: %w", addr, err)
 	}
 	c := &Conn{
-		addr:   addr,
-		nc:     nc,
-		log:    cfg.Logger.With("addr", addr),
-		fmt:    kmsg.NewRequestFormatter(kmsg.FormatterClientID(cfg.ClientID)),
-		maxRsp: cfg.MaxResponseBytes,
-		wake:   make(chan struct{}, 1),
-		done:   make(chan struct{}),
+		addr:    addr,
+		nc:      nc,
+		log:     cfg.Logger.With("addr", addr),
+		fmt:     kmsg.NewRequestFormatter(kmsg.FormatterClientID(cfg.ClientID)),
+		maxRsp:  cfg.MaxResponseBytes,
+		onWrite: cfg.OnWrite,
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
 	}
 	for i := range c.versions {
 		c.versions[i] = -1
@@ -326,6 +330,9 @@ func (c *Conn) writeLoop() {
 		if _, err := c.nc.Write(buf); err != nil {
 			c.fail(fmt.Errorf("wire: write to %s: %w", c.addr, err))
 			return
+		}
+		if c.onWrite != nil {
+			c.onWrite(len(buf))
 		}
 		for _, cl := range silent {
 			cl.cb(nil, nil)

@@ -1,0 +1,535 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"weir/client/internal/records"
+	"weir/client/partitioner"
+)
+
+// Header is a record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is a record to produce. Partition nil lets the partitioner choose
+// (Java's null partition); Timestamp zero means now.
+type Record struct {
+	Topic     string
+	Partition *int32
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+	Timestamp time.Time
+}
+
+// PartitionOf returns a pointer to p, for Record.Partition.
+func PartitionOf(p int32) *int32 { return &p }
+
+// RecordMetadata is the outcome of a produced record. Offset is -1 when
+// unknown (acks=0, or a retry the broker recognised as a duplicate).
+type RecordMetadata struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Timestamp time.Time
+}
+
+// Future is the result of one Send.
+type Future struct {
+	done chan struct{}
+	md   RecordMetadata
+	err  error
+}
+
+// Done is closed once the result is known.
+func (f *Future) Done() <-chan struct{} { return f.done }
+
+// Get waits for the result or ctx.
+func (f *Future) Get(ctx context.Context) (RecordMetadata, error) {
+	select {
+	case <-f.done:
+		return f.md, f.err
+	case <-ctx.Done():
+		return RecordMetadata{}, ctx.Err()
+	}
+}
+
+// Errors of Send.
+var (
+	ErrRecordTooLarge  = errors.New("client: record is larger than max.request.size or buffer.memory")
+	ErrProducerClosed  = errors.New("client: producer is closed")
+	ErrDeliveryTimeout = errors.New("client: delivery.timeout.ms expired before the record was acknowledged")
+)
+
+// Producer sends records to Kafka. See the package documentation for the
+// pipeline (accumulator, sender, partitioning) and its concurrency model.
+type Producer struct {
+	cfg    producerConfig
+	o      options
+	log    *slog.Logger
+	cl     *cluster
+	mem    *bufferPool
+	custom partitioner.Partitioner
+	nodes  *partitioner.NodeLatency
+	m      *producerMetrics
+
+	topicsMu sync.RWMutex
+	topics   map[string]*topicState
+
+	mu         sync.Mutex // sender state below
+	inflight   map[int32]int
+	pid        int64
+	epoch      int16
+	pidState   pidState
+	pidErr     error
+	idempotent bool
+	closing    bool
+	flushing   int
+	incomplete map[*batch]struct{}
+	drainIdx   map[int32]int
+
+	wake   chan struct{}
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	closed chan struct{}
+	once   sync.Once
+}
+
+type pidState uint8
+
+const (
+	pidNone pidState = iota
+	pidInitializing
+	pidReady
+	pidFailed
+)
+
+// NewProducer validates props (Kafka producer property names) and starts a
+// producer. Only bootstrap.servers is required.
+func NewProducer(props map[string]string, opts ...Option) (*Producer, error) {
+	o := buildOptions(opts)
+	cfg, err := parseProducerConfig(props, o)
+	if err != nil {
+		return nil, err
+	}
+	custom, _ := cfg.customPartitioner(o)
+	p := &Producer{
+		cfg:        cfg,
+		o:          o,
+		log:        o.logger,
+		mem:        newBufferPool(cfg.bufferMemory),
+		custom:     custom,
+		nodes:      partitioner.NewNodeLatency(),
+		m:          newProducerMetrics(),
+		topics:     map[string]*topicState{},
+		inflight:   map[int32]int{},
+		pid:        -1,
+		epoch:      -1,
+		idempotent: cfg.idempotent,
+		incomplete: map[*batch]struct{}{},
+		drainIdx:   map[int32]int{},
+		wake:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		closed:     make(chan struct{}),
+	}
+	p.cl = newCluster(cfg.commonConfig, o, cfg.autoCreate)
+	p.cl.onConnect = func(int32) { p.wakeup() }
+	if !o.manual {
+		p.wg.Add(1)
+		go p.senderLoop()
+	}
+	return p, nil
+}
+
+func (p *Producer) now() time.Time { return p.o.clock.Now() }
+
+func (p *Producer) wakeup() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Send queues r and returns at once with its Future; cb, if not nil, is
+// called with the same result. Send blocks (bounded by max.block.ms and
+// ctx) while the topic's metadata is unknown or buffer.memory is full. The
+// record's bytes are referenced, not copied, until the result arrives.
+//
+// Callbacks run on the producer's I/O goroutines: keep them short.
+func (p *Producer) Send(ctx context.Context, r *Record, cb func(RecordMetadata, error)) *Future {
+	pr := &pendingRecord{rec: r, cb: cb, fut: &Future{done: make(chan struct{})}}
+	if err := p.send(ctx, pr); err != nil {
+		p.m.recordErrors.Add(1)
+		pr.complete(RecordMetadata{Topic: r.Topic, Partition: -1, Offset: -1}, err)
+	}
+	return pr.fut
+}
+
+// SendSync sends r and waits for its result.
+func (p *Producer) SendSync(ctx context.Context, r *Record) (RecordMetadata, error) {
+	return p.Send(ctx, r, nil).Get(ctx)
+}
+
+func (pr *pendingRecord) complete(md RecordMetadata, err error) {
+	pr.fut.md, pr.fut.err = md, err
+	close(pr.fut.done)
+	if pr.cb != nil {
+		pr.cb(md, err)
+	}
+}
+
+func (p *Producer) send(ctx context.Context, pr *pendingRecord) error {
+	p.mu.Lock()
+	closing := p.closing
+	p.mu.Unlock()
+	if closing {
+		return ErrProducerClosed
+	}
+	r := pr.rec
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.maxBlock)
+	defer cancel()
+	tm, err := p.cl.waitTopic(ctx, r.Topic)
+	if err != nil {
+		return err
+	}
+	pr.hdrs = make([]records.Header, len(r.Headers))
+	for i, h := range r.Headers {
+		pr.hdrs[i] = records.Header{Key: h.Key, Value: h.Value}
+	}
+	size := records.UpperBound(r.Key, r.Value, pr.hdrs)
+	if size > p.cfg.maxRequestSize || int64(size) > p.cfg.bufferMemory {
+		return fmt.Errorf("%w: %d bytes", ErrRecordTooLarge, size)
+	}
+	pr.appended = p.now()
+	pr.ts = pr.appended.UnixMilli()
+	if !r.Timestamp.IsZero() {
+		pr.ts = r.Timestamp.UnixMilli()
+	}
+	ts := p.topic(r.Topic)
+	view := tm.view
+	prec := partitioner.Record{Key: r.Key, Value: r.Value}
+	switch {
+	case r.Partition != nil:
+		if err := partitioner.Check(*r.Partition, view); err != nil {
+			return err
+		}
+		return p.appendTo(ctx, ts, *r.Partition, pr, size)
+	case ts.custom != nil:
+		part := ts.custom.Partition(prec, view)
+		if err := partitioner.Check(part, view); err != nil {
+			return err
+		}
+		return p.appendCustom(ctx, ts, part, prec, view, pr, size)
+	}
+	if part, ok := ts.sticky.KeyedPartition(prec, view); ok {
+		return p.appendTo(ctx, ts, part, pr, size)
+	}
+	return p.appendSticky(ctx, ts, view, pr, size)
+}
+
+// topic returns the accumulator state of a topic, creating it.
+func (p *Producer) topic(name string) *topicState {
+	p.topicsMu.RLock()
+	t := p.topics[name]
+	p.topicsMu.RUnlock()
+	if t != nil {
+		return t
+	}
+	p.topicsMu.Lock()
+	defer p.topicsMu.Unlock()
+	if t = p.topics[name]; t != nil {
+		return t
+	}
+	t = &topicState{name: name}
+	if p.custom != nil {
+		t.custom = p.custom.ForTopic(name)
+	} else {
+		pc := p.cfg.part
+		pc.OnSwitch = func(from, to int32, produced int64) {
+			t.switches.Add(1)
+			p.m.switches.Add(1)
+			if p.log.Enabled(context.Background(), slog.LevelDebug) {
+				p.log.Debug("partitioner switch", "topic", name, "from", from, "partition", to, "produced", produced)
+			}
+		}
+		t.sticky = partitioner.NewUniformSticky(pc, p.o.rand)
+	}
+	p.topics[name] = t
+	return t
+}
+
+// appendSticky is the built-in path for records without key or partition,
+// driving UniformSticky as Java's RecordAccumulator.append drives
+// BuiltInPartitioner: bytes counted are the growth of the batch's size
+// estimate; a switch deferred while the last batch is open completes once
+// every batch is full; a new batch's memory is reserved outside the lock and
+// the sticky choice re-checked after.
+func (p *Producer) appendSticky(ctx context.Context, ts *topicState, view *partitioner.Topic, pr *pendingRecord, size int) error {
+	var reserved int64
+	defer func() { p.mem.release(reserved) }()
+	for {
+		s := ts.sticky.Peek(view)
+		if s == nil {
+			return fmt.Errorf("client: topic %q has no partitions", ts.name)
+		}
+		q := ts.queue(s.Partition())
+		q.mu.Lock()
+		if ts.sticky.Recheck(s, q.allFull(), view) {
+			q.mu.Unlock()
+			continue
+		}
+		if grew, ok := q.tryAppend(pr); ok {
+			ts.sticky.Update(s, grew, q.allFull(), view)
+			q.mu.Unlock()
+			p.appended(q, false)
+			return nil
+		}
+		q.mu.Unlock()
+		if reserved == 0 {
+			need := int64(max(p.cfg.batchSize, size))
+			if err := p.mem.reserve(ctx, need); err != nil {
+				return err
+			}
+			reserved = need
+		}
+		q.mu.Lock()
+		if ts.sticky.Recheck(s, q.allFull(), view) {
+			q.mu.Unlock()
+			continue
+		}
+		grew, ok := q.tryAppend(pr)
+		if !ok {
+			grew = p.newBatch(q, pr, reserved, size)
+			reserved = 0
+		}
+		ts.sticky.Update(s, grew, q.allFull(), view)
+		q.mu.Unlock()
+		p.appended(q, !ok)
+		return nil
+	}
+}
+
+// appendTo appends to a known partition (explicit or keyed).
+func (p *Producer) appendTo(ctx context.Context, ts *topicState, part int32, pr *pendingRecord, size int) error {
+	q := ts.queue(part)
+	q.mu.Lock()
+	if _, ok := q.tryAppend(pr); ok {
+		q.mu.Unlock()
+		p.appended(q, false)
+		return nil
+	}
+	q.mu.Unlock()
+	need := int64(max(p.cfg.batchSize, size))
+	if err := p.mem.reserve(ctx, need); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	_, ok := q.tryAppend(pr)
+	if !ok {
+		p.newBatch(q, pr, need, size)
+	}
+	q.mu.Unlock()
+	if ok {
+		p.mem.release(need)
+	}
+	p.appended(q, !ok)
+	return nil
+}
+
+// appendCustom is the partitioner.class path: when the chosen partition
+// needs a new batch, a BatchAware partitioner is asked once where the record
+// goes instead (KIP-480's onNewBatch, without Java's second partition call).
+func (p *Producer) appendCustom(ctx context.Context, ts *topicState, part int32, prec partitioner.Record, view *partitioner.Topic, pr *pendingRecord, size int) error {
+	q := ts.queue(part)
+	q.mu.Lock()
+	if _, ok := q.tryAppend(pr); ok {
+		q.mu.Unlock()
+		p.appended(q, false)
+		return nil
+	}
+	q.mu.Unlock()
+	if ba, ok := ts.custom.(partitioner.BatchAware); ok {
+		next := ba.OnNewBatch(prec, view, part)
+		if err := partitioner.Check(next, view); err != nil {
+			return err
+		}
+		part = next
+	}
+	return p.appendTo(ctx, ts, part, pr, size)
+}
+
+// newBatch opens a batch on q holding pr; q.mu is held. It returns the
+// batch's size estimate, all of which counts as appended bytes.
+func (p *Producer) newBatch(q *partQueue, pr *pendingRecord, mem int64, size int) int {
+	limit := max(p.cfg.batchSize, size)
+	b := &batch{
+		pq:          q,
+		b:           records.NewBuilder(p.cfg.codec, limit, q.topic.compressionRatio()),
+		created:     p.now(),
+		memBytes:    mem,
+		seq:         -1,
+		pid:         -1,
+		leaderEpoch: -1,
+		done:        make(chan struct{}),
+	}
+	b.lastAttempt = b.created
+	grew, _ := b.b.TryAppend(pr.ts, pr.rec.Key, pr.rec.Value, pr.hdrs)
+	pr.batch, pr.index = b, 0
+	b.recs = append(b.recs, pr)
+	q.batches = append(q.batches, b)
+	p.mu.Lock()
+	p.incomplete[b] = struct{}{}
+	p.mu.Unlock()
+	return grew
+}
+
+// appended wakes the sender when a batch was created or may be full, so
+// linger.ms=0 and full batches go out without waiting for a timer.
+func (p *Producer) appended(q *partQueue, created bool) {
+	if created || p.cfg.linger == 0 {
+		p.wakeup()
+		return
+	}
+	q.mu.Lock()
+	full := len(q.batches) > 1 || (len(q.batches) == 1 && q.batches[0].b.IsFull())
+	q.mu.Unlock()
+	if full {
+		p.wakeup()
+	}
+}
+
+// Flush sends everything queued now and waits until all of it has a result,
+// or ctx ends.
+func (p *Producer) Flush(ctx context.Context) error {
+	p.mu.Lock()
+	p.flushing++
+	waits := make([]chan struct{}, 0, len(p.incomplete))
+	for b := range p.incomplete {
+		waits = append(waits, b.done)
+	}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.flushing--
+		p.mu.Unlock()
+	}()
+	p.wakeup()
+	for _, ch := range waits {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("client: flush: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// Close stops accepting records, sends what is queued and waits for the
+// results until ctx ends; records still unresolved then fail with
+// ErrProducerClosed. It always releases the producer's goroutines and
+// connections.
+func (p *Producer) Close(ctx context.Context) error {
+	var err error
+	p.once.Do(func() {
+		p.mu.Lock()
+		p.closing = true
+		p.mu.Unlock()
+		err = p.Flush(ctx)
+		close(p.stop)
+		p.wg.Wait()
+		p.abortAll(ErrProducerClosed)
+		p.cl.close()
+		close(p.closed)
+	})
+	return err
+}
+
+// abortAll fails every batch still queued or in flight.
+func (p *Producer) abortAll(err error) {
+	p.mu.Lock()
+	all := make([]*batch, 0, len(p.incomplete))
+	for b := range p.incomplete {
+		all = append(all, b)
+	}
+	p.mu.Unlock()
+	for _, b := range all {
+		q := b.pq
+		q.mu.Lock()
+		for i, x := range q.batches {
+			if x == b {
+				q.batches = append(q.batches[:i], q.batches[i+1:]...)
+				break
+			}
+		}
+		q.mu.Unlock()
+		p.finish(b, -1, -1, err)
+	}
+}
+
+// finish completes every record of b with the base offset (or err) and
+// releases its memory. Safe to call once per batch; later calls do nothing.
+func (p *Producer) finish(b *batch, baseOffset int64, logAppendMs int64, err error) {
+	q := b.pq
+	q.mu.Lock()
+	if b.finished {
+		q.mu.Unlock()
+		return
+	}
+	b.finished = true
+	b.inflight = false
+	for i, x := range q.inflight {
+		if x == b {
+			q.inflight = append(q.inflight[:i], q.inflight[i+1:]...)
+			break
+		}
+	}
+	q.mu.Unlock()
+	p.mu.Lock()
+	delete(p.incomplete, b)
+	p.mu.Unlock()
+	p.mem.release(b.memBytes)
+	now := p.now()
+	topic := q.topic.name
+	if err == nil {
+		p.m.partitionDone(topic, q.partition, len(b.recs), len(b.wire))
+	} else {
+		p.m.recordErrors.Add(int64(len(b.recs)))
+	}
+	for i, pr := range b.recs {
+		md := RecordMetadata{Topic: topic, Partition: q.partition, Offset: -1}
+		if err == nil {
+			if baseOffset >= 0 {
+				md.Offset = baseOffset + int64(i)
+			}
+			ms := pr.ts
+			if logAppendMs >= 0 {
+				ms = logAppendMs
+			}
+			md.Timestamp = time.UnixMilli(ms)
+			p.m.latency.observe(now.Sub(pr.appended))
+		}
+		pr.complete(md, err)
+	}
+	close(b.done)
+}
+
+// isRetriable says whether a produce error may succeed on another attempt.
+func isRetriable(err error) bool {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Retriable
+	}
+	return true // transport errors
+}
+
+func float64frombits(v uint64) float64 { return math.Float64frombits(v) }
