@@ -221,30 +221,32 @@ type recordStats struct {
 
 // scanRecords walks count records in body without allocating and checks that
 // each parses, that offset deltas run 0..count-1 and that nothing trails.
+// It is the hot part of every produce, so it works on a local cursor with
+// an inlined one-byte varint path instead of the reader type.
 func scanRecords(body []byte, count int32) (recordStats, error) {
 	st := recordStats{minTimestampDelta: math.MaxInt64, maxTimestampDelta: math.MinInt64}
-	r := reader{b: body}
+	p := 0
 	for i := int32(0); i < count; i++ {
-		length := r.varint()
-		if r.err || length < 0 || length > int64(len(r.b)-r.p) {
+		length, q := varintAt(body, p)
+		if q < 0 || length < 0 || length > int64(len(body)-q) {
 			return st, fmt.Errorf("%w: record %d has a bad length", kerr.CorruptMessage, i)
 		}
-		end := r.p + int(length)
-		rec := reader{b: r.b[:end], p: r.p}
-		rec.skip(1) // attributes, unused in v2
-		tsDelta := rec.varint()
-		offDelta := rec.varint()
-		rec.bytesField(true)
-		rec.bytesField(true)
-		headers := rec.varint()
-		if headers < 0 || headers > int64(len(rec.b)-rec.p) {
-			rec.err = true
+		end := q + int(length)
+		rec := body[:end]
+		q++ // attributes, unused in v2
+		tsDelta, q := varintAt(rec, q)
+		offDelta, q := varintAt(rec, q)
+		q = skipBytesAt(rec, q, true)  // key
+		q = skipBytesAt(rec, q, true)  // value
+		headers, q := varintAt(rec, q) // header count
+		if q >= 0 && (headers < 0 || headers > int64(end-q)) {
+			q = -1
 		}
-		for j := int64(0); j < headers && !rec.err; j++ {
-			rec.bytesField(false)
-			rec.bytesField(true)
+		for j := int64(0); j < headers && q >= 0; j++ {
+			q = skipBytesAt(rec, q, false)
+			q = skipBytesAt(rec, q, true)
 		}
-		if rec.err || rec.p != end {
+		if q != end {
 			return st, fmt.Errorf("%w: record %d is malformed", kerr.CorruptMessage, i)
 		}
 		if offDelta != int64(i) {
@@ -257,12 +259,49 @@ func scanRecords(body []byte, count int32) (recordStats, error) {
 			st.maxTimestampDelta = tsDelta
 			st.offsetDeltaOfMax = i
 		}
-		r.p = end
+		p = end
 	}
-	if r.p != len(r.b) {
-		return st, fmt.Errorf("%w: %d bytes trail the last record", kerr.CorruptMessage, len(r.b)-r.p)
+	if p != len(body) {
+		return st, fmt.Errorf("%w: %d bytes trail the last record", kerr.CorruptMessage, len(body)-p)
 	}
 	return st, nil
+}
+
+// varintAt decodes the zigzag varint at b[p:]; the returned position is -1
+// when it does not parse (and stays -1 when passed -1).
+func varintAt(b []byte, p int) (int64, int) {
+	if uint(p) < uint(len(b)) {
+		if c := b[p]; c < 0x80 {
+			return int64(c>>1) ^ -int64(c&1), p + 1
+		}
+	}
+	return varintAtSlow(b, p)
+}
+
+func varintAtSlow(b []byte, p int) (int64, int) {
+	if p < 0 || p >= len(b) {
+		return 0, -1
+	}
+	v, n := binary.Varint(b[p:])
+	if n <= 0 {
+		return 0, -1
+	}
+	return v, p + n
+}
+
+// skipBytesAt skips a varint-length-prefixed field (-1 is null, allowed
+// when nullable) and returns the position after it, or -1.
+func skipBytesAt(b []byte, p int, nullable bool) int {
+	n, p := varintAt(b, p)
+	switch {
+	case p < 0:
+		return -1
+	case n == -1 && nullable:
+		return p
+	case n < 0 || n > int64(len(b)-p):
+		return -1
+	}
+	return p + int(n)
 }
 
 // reader is a sticky-error cursor over client bytes: once a read runs off
@@ -282,13 +321,23 @@ func (r *reader) skip(n int) {
 }
 
 func (r *reader) varint() int64 {
+	// Fast path, small enough to inline: one-byte values (most lengths,
+	// deltas and counts) and no error yet.
+	if p := r.p; p < len(r.b) && r.b[p] < 0x80 && !r.err {
+		r.p++
+		u := int64(r.b[p])
+		return (u >> 1) ^ -(u & 1)
+	}
+	return r.varintSlow()
+}
+
+func (r *reader) varintSlow() int64 {
 	if r.err {
 		return 0
 	}
-	// Fast path: most lengths and deltas fit in one byte.
-	if r.p < len(r.b) && r.b[r.p] < 0x80 {
-		u := int64(r.b[r.p])
-		r.p++
+	if b, p := r.b, r.p; p+1 < len(b) && b[p]&0x80 != 0 && b[p+1] < 0x80 {
+		r.p += 2
+		u := int64(b[p]&0x7f) | int64(b[p+1])<<7
 		return (u >> 1) ^ -(u & 1)
 	}
 	v, n := binary.Varint(r.b[r.p:])
