@@ -202,3 +202,9 @@ type pendingRecord struct {
 	cb       func(RecordMetadata, error)
 	fut      *Future
 }
+
+func (b *bufferPool) available() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.avail
+}

@@ -533,3 +533,16 @@ func isRetriable(err error) bool {
 }
 
 func float64frombits(v uint64) float64 { return math.Float64frombits(v) }
+
+func (p *Producer) memAvail() int64 { return p.mem.available() }
+
+// incompleteBatches lists batches without a result yet.
+func (p *Producer) incompleteBatches() []*batch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*batch, 0, len(p.incomplete))
+	for b := range p.incomplete {
+		out = append(out, b)
+	}
+	return out
+}
