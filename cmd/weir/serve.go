@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"weir/internal/broker"
+	"weir/internal/config"
 	"weir/internal/server"
 )
 
@@ -20,7 +22,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dataDir := fs.String("data-dir", "./weir-data", "directory holding partition logs and broker state")
 	listen := fs.String("listen", "127.0.0.1:9092", "address the Kafka listener binds (host:port; port 0 picks a free one)")
 	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the bound listener)")
-	nodeID := fs.Int("node-id", 1, "this broker's node id")
+	nodeID := fs.Int("node-id", 1, "this broker's node id (node.id)")
+	confFile := fs.String("config", "", "server.properties-style file with Kafka broker property names; flags override it")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -40,15 +43,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	cfg := broker.DefaultConfig()
-	cfg.NodeID = int32(*nodeID)
+	settings, err := loadSettings(*confFile, fs, *nodeID, logger)
+	if err != nil {
+		return err
+	}
+	cfg := brokerConfig(settings)
 	cfg.DataDir = dir
 	cfg.Logger = logger
 	b, err := broker.New(cfg)
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Addr: *listen, Dispatcher: b, Logger: logger})
+	srv, err := server.New(server.Config{Addr: *listen, Dispatcher: b, Logger: logger,
+		MaxRequestSize: settings.Int(config.SocketRequestMaxBytes)})
 	if err != nil {
 		b.Close()
 		return err
@@ -89,4 +96,55 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger.Info("weir stopped")
 	return nil
+}
+
+// loadSettings reads the properties file, if any, lets flags given on the
+// command line win over it, and validates the result as Kafka would.
+func loadSettings(path string, fs *flag.FlagSet, nodeID int, logger *slog.Logger) (*config.Broker, error) {
+	p := &config.Properties{}
+	if path != "" {
+		var err error
+		if p, err = config.ReadPropertiesFile(path); err != nil {
+			return nil, err
+		}
+	}
+	if flagSet(fs, "node-id") {
+		p.Set(config.NodeID, strconv.Itoa(nodeID))
+	}
+	p.SetDefault(config.NodeID, strconv.Itoa(nodeID))
+	settings, warnings, err := config.LoadBroker(p)
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	for _, w := range warnings {
+		logger.Warn(w.String())
+	}
+	return settings, nil
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// brokerConfig maps the Kafka broker properties onto the broker's
+// settings.
+func brokerConfig(s *config.Broker) broker.Config {
+	cfg := broker.DefaultConfig()
+	cfg.Settings = s
+	cfg.NodeID = s.NodeID()
+	cfg.Rack = s.Rack()
+	cfg.AutoCreateTopics = s.Bool(config.AutoCreateTopics)
+	cfg.NumPartitions = s.Int(config.NumPartitions)
+	cfg.OffsetsPartitions = s.Int(config.OffsetsTopicPartitions)
+	cfg.RetentionCheckInterval = s.Millis(config.LogRetentionCheckInterval)
+	if d := s.Millis(config.GroupInitialRebalance); d > 0 {
+		cfg.Group.InitialRebalanceDelay = d
+	} else {
+		cfg.Group.NoInitialRebalanceDelay = true
+	}
+	cfg.Group.MinSessionTimeout = s.Millis(config.GroupMinSessionTimeout)
+	cfg.Group.MaxSessionTimeout = s.Millis(config.GroupMaxSessionTimeout)
+	return cfg
 }

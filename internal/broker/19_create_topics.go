@@ -62,15 +62,9 @@ func (b *Broker) createTopic(rt *kmsg.CreateTopicsRequestTopic, validateOnly, du
 	if rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1 {
 		return fmt.Errorf("%w: replication factor %d is larger than the 1 available broker", kerr.InvalidReplicationFactor, rt.ReplicationFactor)
 	}
-	configs := map[string]string{}
-	for _, c := range rt.Configs {
-		if c.Value == nil {
-			return fmt.Errorf("%w: null value for config %s", kerr.InvalidConfig, c.Name)
-		}
-		configs[c.Name] = *c.Value
-	}
-	if err := b.validateTopicConfigs(configs); err != nil {
-		return err
+	configs, cerr := b.settings().CreateTopicOverrides(rt.Configs)
+	if cerr != nil {
+		return configError(cerr)
 	}
 	if len(configs) == 0 {
 		configs = nil

@@ -9,12 +9,15 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/config"
 	"weir/internal/group"
 	wlog "weir/internal/log"
 	"weir/internal/producer"
@@ -35,9 +38,9 @@ type Config struct {
 	OffsetsPartitions int32 // offsets.topic.num.partitions
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
-	// LogDefaults are the broker-level log settings topic configs
-	// override.
-	LogDefaults wlog.Config
+	// Settings is the broker configuration under Kafka's property names
+	// (topic config defaults, dynamic configs). Nil means the defaults.
+	Settings *config.Broker
 	// Group configures the group coordinator (its Store and Topics are
 	// filled in by the broker).
 	Group group.Config
@@ -56,7 +59,6 @@ func DefaultConfig() Config {
 		AutoCreateTopics:  true,
 		NumPartitions:     1,
 		OffsetsPartitions: 1,
-		LogDefaults:       wlog.DefaultConfig(),
 
 		RetentionCheckInterval: 5 * time.Minute,
 	}
@@ -69,6 +71,8 @@ type Broker struct {
 	logger    *slog.Logger
 	now       func() time.Time
 	clusterID string
+
+	conf atomic.Pointer[config.Broker]
 
 	mu         sync.RWMutex
 	topics     map[string]*topic
@@ -108,6 +112,14 @@ func New(cfg Config) (*Broker, error) {
 		topicsByID: map[[16]byte]*topic{},
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	settings := cfg.Settings
+	if settings == nil {
+		var err error
+		if settings, err = config.NewBroker(map[string]string{config.NodeID: itoa(cfg.NodeID)}); err != nil {
+			return nil, err
+		}
+	}
+	b.conf.Store(settings)
 	reserver, err := producer.OpenFileReserver(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("broker: producer ids: %w", err)
@@ -151,6 +163,13 @@ func (b *Broker) load() error {
 		b.clusterID = m.ClusterID
 		if m.NodeID != b.cfg.NodeID {
 			return fmt.Errorf("broker: data directory belongs to node %d, not %d", m.NodeID, b.cfg.NodeID)
+		}
+		if len(m.BrokerDefaults) > 0 || len(m.BrokerNode) > 0 {
+			st, dropped := b.settings().WithDynamic(m.BrokerDefaults, m.BrokerNode)
+			for _, d := range dropped {
+				b.logger.Warn("dynamic broker config dropped", "reason", d)
+			}
+			b.conf.Store(st)
 		}
 	}
 	for _, tj := range m.Topics {
@@ -291,11 +310,20 @@ func errCode(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
+// errMessage is the detail an error adds to its Kafka code, for the
+// ErrorMessage fields; a bare Kafka error has none (null, as Kafka sends).
 func errMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
 	s := err.Error()
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		if s == ke.Error() {
+			return nil
+		}
+		s = strings.TrimPrefix(s, ke.Error()+": ")
+	}
 	return &s
 }
 

@@ -61,6 +61,9 @@ type metaJSON struct {
 	ClusterID string      `json:"cluster_id"`
 	NodeID    int32       `json:"node_id"`
 	Topics    []topicJSON `json:"topics"`
+	// Dynamic broker configs: cluster-wide defaults and this node's.
+	BrokerDefaults map[string]string `json:"broker_defaults,omitempty"`
+	BrokerNode     map[string]string `json:"broker_node,omitempty"`
 }
 
 type topicJSON struct {
@@ -91,7 +94,9 @@ func readMeta(dir string) (metaJSON, bool, error) {
 
 // saveMetaLocked writes the registry atomically. Broker.mu is held.
 func (b *Broker) saveMetaLocked() error {
-	m := metaJSON{Version: 1, ClusterID: b.clusterID, NodeID: b.cfg.NodeID}
+	st := b.settings()
+	m := metaJSON{Version: 1, ClusterID: b.clusterID, NodeID: b.cfg.NodeID,
+		BrokerDefaults: st.DynamicConfigs(false), BrokerNode: st.DynamicConfigs(true)}
 	for _, t := range b.topics {
 		m.Topics = append(m.Topics, topicJSON{
 			Name: t.name, ID: hex.EncodeToString(t.id[:]), Partitions: int32(len(t.partitions)),
