@@ -77,6 +77,8 @@ func (b *Broker) handleDescribeTopicPartitions(_ context.Context, req *server.Re
 			sp.LeaderEpoch = p.leaderEpoch.Load()
 			sp.Replicas = []int32{b.cfg.NodeID}
 			sp.ISR = []int32{b.cfg.NodeID}
+			// Empty, not null: the Java admin client streams these lists.
+			sp.EligibleLeaderReplicas, sp.LastKnownELR, sp.OfflineReplicas = []int32{}, []int32{}, []int32{}
 			st.Partitions = append(st.Partitions, sp)
 			limit--
 		}

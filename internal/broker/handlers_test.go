@@ -239,6 +239,9 @@ func TestDescribeAPIs(t *testing.T) {
 	if len(resp.Topics) != 2 || *resp.Topics[0].Topic != offsetsTopic || resp.NextCursor == nil || resp.NextCursor.Topic != "d1" || resp.NextCursor.Partition != 1 {
 		t.Fatalf("first page: %d topics, cursor %+v", len(resp.Topics), resp.NextCursor)
 	}
+	if resp.Topics[1].Partitions[0].EligibleLeaderReplicas == nil || resp.Topics[1].Partitions[0].LastKnownELR == nil {
+		t.Fatal("ELR lists must be empty, not null: the Java admin client streams them")
+	}
 	dtp.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: resp.NextCursor.Topic, Partition: resp.NextCursor.Partition}
 	resp, err = dtp.RequestWith(ctx, c)
 	if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 || resp.Topics[0].Partitions[0].Partition != 1 ||
