@@ -391,7 +391,7 @@ func (c *cluster) refresher() {
 		}
 		c.mu.Lock()
 		due := c.wantRefresh || time.Since(c.meta.Load().updated) >= c.cfg.metadataMaxAge
-		wait := time.Until(c.lastAttempt.Add(c.cfg.retryBackoff))
+		wait := c.lastAttempt.Add(c.cfg.retryBackoff).Sub(c.now())
 		c.mu.Unlock()
 		if !due {
 			timer.Reset(time.Until(c.meta.Load().updated.Add(c.cfg.metadataMaxAge)))
@@ -413,11 +413,22 @@ func (c *cluster) refresher() {
 	}
 }
 
+// refreshIfWanted is the refresher's work done inline, for manual mode: a
+// refresh when one was asked for and the retry backoff has passed.
+func (c *cluster) refreshIfWanted(ctx context.Context) {
+	c.mu.Lock()
+	due := c.wantRefresh && !c.now().Before(c.lastAttempt.Add(c.cfg.retryBackoff))
+	c.mu.Unlock()
+	if due {
+		_ = c.refresh(ctx)
+	}
+}
+
 // refresh fetches metadata for the topics of interest now.
 func (c *cluster) refresh(ctx context.Context) error {
 	c.mu.Lock()
 	c.wantRefresh = false
-	c.lastAttempt = time.Now()
+	c.lastAttempt = c.now()
 	all := c.allTopics
 	req := kmsg.NewPtrMetadataRequest()
 	req.AllowAutoTopicCreation = c.autoCreate

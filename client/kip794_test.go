@@ -66,6 +66,7 @@ type simCluster struct {
 	leaders []int32
 	epochs  []int32
 	seq     int
+	offsets []int64 // next offset per partition of the one topic
 }
 
 type simResponse struct {
@@ -203,21 +204,10 @@ func (c *simConn) Send(req kmsg.Request, _ time.Duration, _ bool, cb wire.Callba
 			bytes += len(p.Records)
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
-			if b.offsets == nil {
-				b.offsets = map[string][]int64{}
-			}
-			offs := b.offsets[t.Topic]
-			for int(p.Partition) >= len(offs) {
-				offs = append(offs, 0)
-			}
+			rp.BaseOffset = -1
 			if c.s.leaders[p.Partition] != c.node {
 				rp.ErrorCode = 6 // NOT_LEADER_OR_FOLLOWER
-				rp.BaseOffset = -1
-			} else {
-				rp.BaseOffset = offs[p.Partition]
-				offs[p.Partition] += int64(recordCount(p.Records))
 			}
-			b.offsets[t.Topic] = offs
 			rp.LogAppendTime = -1
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -225,6 +215,21 @@ func (c *simConn) Send(req kmsg.Request, _ time.Duration, _ bool, cb wire.Callba
 	}
 	if c.s.hook != nil {
 		c.s.hook(b, pr, resp)
+	}
+	// Offsets are per partition across brokers (a moved leader continues
+	// the log), assigned only to what was accepted.
+	for ti, t := range pr.Topics {
+		for pi, p := range t.Partitions {
+			rp := &resp.Topics[ti].Partitions[pi]
+			if rp.ErrorCode != 0 {
+				continue
+			}
+			for int(p.Partition) >= len(c.s.offsets) {
+				c.s.offsets = append(c.s.offsets, 0)
+			}
+			rp.BaseOffset = c.s.offsets[p.Partition]
+			c.s.offsets[p.Partition] += int64(recordCount(p.Records))
+		}
 	}
 	start := now
 	if b.freeAt.After(start) {

@@ -40,6 +40,9 @@ const maxIdle = 5 * time.Second
 // runOnce is one sender pass at now. It returns how long until the next pass
 // is needed if nothing wakes the sender earlier.
 func (p *Producer) runOnce(now time.Time) time.Duration {
+	if p.o.manual {
+		p.cl.refreshIfWanted(p.cl.ctx)
+	}
 	m := p.cl.meta.Load()
 	p.expire(now)
 	if !p.producerIDReady() {

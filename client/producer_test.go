@@ -1,0 +1,225 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// switchLog collects the producer's "partitioner switch" debug logs.
+type switchLog struct {
+	mu       sync.Mutex
+	produced []int64
+}
+
+func (s *switchLog) Enabled(context.Context, slog.Level) bool { return true }
+func (s *switchLog) WithAttrs([]slog.Attr) slog.Handler       { return s }
+func (s *switchLog) WithGroup(string) slog.Handler            { return s }
+func (s *switchLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "partitioner switch" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "produced" {
+			s.mu.Lock()
+			s.produced = append(s.produced, a.Value.Int64())
+			s.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// simProducer returns a manual-mode producer against fast simulated brokers
+// and a step function that runs the sender and delivers responses.
+func simProducer(t *testing.T, props map[string]string, opts ...Option) (*Producer, *simCluster, func()) {
+	t.Helper()
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	sim := newSimCluster(clock, "t", []*simBroker{{id: 0, latency: time.Millisecond}, {id: 1, latency: time.Millisecond}, {id: 2, latency: time.Millisecond}})
+	all := map[string]string{"bootstrap.servers": "sim:9092"}
+	for k, v := range props {
+		all[k] = v
+	}
+	p, err := NewProducer(all, append(sim.options(3), opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.cl.close)
+	step := func() {
+		p.runOnce(clock.Now())
+		clock.advance(time.Millisecond)
+		sim.deliver(clock.Now())
+	}
+	return p, sim, step
+}
+
+// TestStickySwitchAccounting checks how the accumulator drives the built-in
+// partitioner: with records of varied sizes and compression, each stint ends
+// once batch.size bytes of batch growth were counted and never runs past
+// twice batch.size plus one record.
+func TestStickySwitchAccounting(t *testing.T) {
+	for _, codec := range []string{"none", "lz4"} {
+		t.Run(codec, func(t *testing.T) {
+			log := &switchLog{}
+			p, _, step := simProducer(t, map[string]string{"compression.type": codec, "linger.ms": "3"}, WithLogger(slog.New(log)))
+			r := rand.New(rand.NewPCG(1, 2))
+			ctx := context.Background()
+			for i := 0; i < 20_000; i++ {
+				v := make([]byte, 50+r.IntN(1500))
+				for j := range v {
+					v[j] = byte(r.IntN(4)) // compressible
+				}
+				p.Send(ctx, &Record{Topic: "t", Value: v}, nil)
+				if i%4 == 0 {
+					step()
+				}
+			}
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			if len(log.produced) < 50 {
+				t.Fatalf("only %d switches", len(log.produced))
+			}
+			for i, n := range log.produced[1:] { // the first is the initial choice
+				if n < 16384 || n > 2*16384+1600 {
+					t.Fatalf("switch %d after %d bytes, want within [16384, 2*16384+record]", i, n)
+				}
+			}
+		})
+	}
+}
+
+func TestBufferMemoryBlocksThenFails(t *testing.T) {
+	p, _, _ := simProducer(t, map[string]string{"buffer.memory": "40000", "max.block.ms": "50", "batch.size": "16384"})
+	ctx := context.Background()
+	// Nothing is sent (the sender never runs), so three batches' worth of
+	// memory cannot be had: the third partition's batch blocks and fails.
+	var futs []*Future
+	for part := int32(0); part < 3; part++ {
+		futs = append(futs, p.Send(ctx, &Record{Topic: "t", Partition: PartitionOf(part), Value: []byte("x")}, nil))
+	}
+	for i, f := range futs {
+		select {
+		case <-f.Done():
+			_, err := f.Get(ctx)
+			if i < 2 || !errors.Is(err, ErrBufferExhausted) {
+				t.Fatalf("record %d: %v; want only the third to fail with ErrBufferExhausted", i, err)
+			}
+		default:
+			if i == 2 {
+				t.Fatal("third record is pending, want ErrBufferExhausted")
+			}
+		}
+	}
+}
+
+func TestCloseDeadlineFailsPending(t *testing.T) {
+	p, sim, step := simProducer(t, nil)
+	sim.hook = func(*simBroker, *kmsg.ProduceRequest, *kmsg.ProduceResponse) {}
+	sim.brokers[0].latency = time.Hour // never answers within the test
+	ctx := context.Background()
+	f := p.Send(ctx, &Record{Topic: "t", Partition: PartitionOf(0), Value: []byte("x")}, nil)
+	for i := 0; i < 10; i++ {
+		step()
+	}
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := p.Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close: %v, want deadline exceeded", err)
+	}
+	if _, err := f.Get(ctx); !errors.Is(err, ErrProducerClosed) {
+		t.Fatalf("pending record: %v, want ErrProducerClosed", err)
+	}
+	if _, err := p.Send(ctx, &Record{Topic: "t", Value: []byte("y")}, nil).Get(ctx); !errors.Is(err, ErrProducerClosed) {
+		t.Fatalf("send after close: %v", err)
+	}
+}
+
+func TestDeliveryTimeout(t *testing.T) {
+	p, sim, step := simProducer(t, map[string]string{"delivery.timeout.ms": "40", "request.timeout.ms": "30", "linger.ms": "5"})
+	sim.hook = func(_ *simBroker, _ *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) {
+		resp.Topics[0].Partitions[0].ErrorCode = 7 // REQUEST_TIMED_OUT, retriable
+	}
+	var err error
+	done := false
+	p.Send(context.Background(), &Record{Topic: "t", Partition: PartitionOf(1), Value: []byte("x")}, func(_ RecordMetadata, e error) { err, done = e, true })
+	for i := 0; i < 500 && !done; i++ {
+		step()
+	}
+	if !errors.Is(err, ErrDeliveryTimeout) {
+		t.Fatalf("err %v, want ErrDeliveryTimeout", err)
+	}
+}
+
+// TestIdempotentSequencesAcrossRetries fails one request in the middle of a
+// pipelined run and checks every batch reaches the broker with the producer
+// id and in sequence order, retries included.
+func TestIdempotentSequencesAcrossRetries(t *testing.T) {
+	p, sim, step := simProducer(t, map[string]string{"linger.ms": "0", "batch.size": "200"})
+	type seen struct {
+		seq   int32
+		count int
+	}
+	var got []seen
+	calls := 0
+	next := int32(0)
+	sim.hook = func(_ *simBroker, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) {
+		for ti, t := range req.Topics {
+			for pi, part := range t.Partitions {
+				if part.Partition != 0 {
+					continue
+				}
+				rb := part.Records
+				pid := int64(0)
+				for i := 43; i < 51; i++ {
+					pid = pid<<8 | int64(rb[i])
+				}
+				seq := int32(uint32(rb[53])<<24 | uint32(rb[54])<<16 | uint32(rb[55])<<8 | uint32(rb[56]))
+				rp := &resp.Topics[ti].Partitions[pi]
+				calls++
+				switch {
+				case pid != 1000:
+					rp.ErrorCode = 45 // wrong producer id: fail loudly below
+				case calls == 3:
+					rp.ErrorCode = 7 // a retriable failure in the middle
+				case seq != next:
+					rp.ErrorCode = 45 // OUT_OF_ORDER_SEQUENCE_NUMBER, as a broker would
+				default:
+					next += int32(recordCount(rb))
+					got = append(got, seen{seq, recordCount(rb)})
+				}
+			}
+		}
+	}
+	ctx := context.Background()
+	var futs []*Future
+	for i := 0; i < 40; i++ {
+		futs = append(futs, p.Send(ctx, &Record{Topic: "t", Partition: PartitionOf(0), Value: make([]byte, 60)}, nil))
+		step()
+	}
+	for i := 0; i < 3000; i++ {
+		step()
+	}
+	for i, f := range futs {
+		select {
+		case <-f.Done():
+		default:
+			t.Fatalf("record %d has no result", i)
+		}
+		md, err := f.Get(ctx)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if md.Offset != int64(i) {
+			t.Fatalf("record %d at offset %d: order broken", i, md.Offset)
+		}
+	}
+	if p.Metrics().RecordRetries == 0 {
+		t.Fatal("no retry happened")
+	}
+}
