@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/config"
+	"weir/internal/fault"
 	"weir/internal/group"
 	wlog "weir/internal/log"
 	"weir/internal/producer"
@@ -267,7 +268,14 @@ func (b *Broker) Serve(ctx context.Context, req *server.Request) *server.Reply {
 			"api", kmsg.NameForKey(req.Key), "version", req.Version, "remote", req.Conn.Remote)
 		return server.CloseConnection()
 	}
-	return h.serve(b, ctx, req)
+	reply := h.serve(b, ctx, req)
+	switch req.Key {
+	case 0:
+		reply = fault.Delay(reply, b.settings().Millis(config.FaultProduceResponseMs), b.ctx.Done(), &b.wg)
+	case 1:
+		reply = fault.Delay(reply, b.settings().Millis(config.FaultFetchResponseMs), b.ctx.Done(), &b.wg)
+	}
+	return reply
 }
 
 // async runs fn off the request path, for requests that wait (long polls,

@@ -90,3 +90,31 @@ func TestTopicConfigsDescribeAlterAndPersist(t *testing.T) {
 		t.Fatalf("after restart: append time %v retention %v", lc.LogAppendTime, lc.RetentionTime)
 	}
 }
+
+func TestFaultInjectionDelaysProduce(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), nil)
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr)
+	adm := kadm.NewClient(c)
+	createTopic(t, ctx, c, "slow", 1, nil)
+	timeProduce := func() time.Duration {
+		start := time.Now()
+		produceValues(t, ctx, c, "slow", time.Now(), "x")
+		return time.Since(start)
+	}
+	timeProduce() // warm the connection
+	set := func(v string) {
+		r, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "weir.fault.produce.response.delay.ms", Value: kmsg.StringPtr(v)}}, 1)
+		if err != nil || r[0].Err != nil {
+			t.Fatalf("set delay: %v %+v", err, r)
+		}
+	}
+	set("300")
+	if d := timeProduce(); d < 300*time.Millisecond {
+		t.Fatalf("produce answered in %v with a 300 ms injected delay", d)
+	}
+	set("0")
+	if d := timeProduce(); d >= 300*time.Millisecond {
+		t.Fatalf("produce still slow (%v) after the delay was removed", d)
+	}
+}

@@ -142,3 +142,13 @@ func WaitReply(r *Reply, d time.Duration) bool {
 		return false
 	}
 }
+
+// Forward completes out as in completes: the same response, body, no
+// response or close. It waits for in.
+func Forward(in, out *Reply) {
+	<-in.done
+	in.mu.Lock()
+	kind, resp, body := in.kind, in.resp, in.body
+	in.mu.Unlock()
+	out.complete(kind, resp, body)
+}
