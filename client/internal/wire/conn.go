@@ -313,7 +313,15 @@ func (c *Conn) writeLoop() {
 		buf = buf[:0]
 		var silent []*call
 		for _, cl := range batch {
+			// AppendRequest writes the frame length at the start of the
+			// slice it is given, so frames after the first must restore
+			// the first frame's length and fix their own.
+			start := len(buf)
+			var head [4]byte
+			copy(head[:], buf)
 			buf = c.fmt.AppendRequest(buf, cl.req, cl.id)
+			copy(buf, head[:min(start, 4)])
+			binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
 			if cl.noResponse {
 				silent = append(silent, cl)
 				continue
@@ -406,7 +414,15 @@ func decodeResponse(req kmsg.Request, b []byte) (kmsg.Response, error) {
 		}
 	}
 	if err := resp.ReadFrom(b); err != nil {
-		return nil, err
+		if req.Key() != 18 {
+			return nil, err
+		}
+		// A broker answers an ApiVersions version it does not know in the
+		// v0 format, carrying UNSUPPORTED_VERSION and its own range.
+		resp.SetVersion(0)
+		if err0 := resp.ReadFrom(b); err0 != nil {
+			return nil, err
+		}
 	}
 	return resp, nil
 }

@@ -1,0 +1,224 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// produceN writes n keyed records to topic and returns the count per
+// partition.
+func produceN(t *testing.T, topic string, n int) map[int32]int {
+	t.Helper()
+	p, err := NewProducer(map[string]string{"bootstrap.servers": bootstrap(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	defer p.Close(ctx)
+	per := map[int32]int{}
+	var mu sync.Mutex
+	for i := 0; i < n; i++ {
+		p.Send(ctx, &Record{Topic: topic, Key: fmt.Appendf(nil, "key-%d", i), Value: fmt.Appendf(nil, "%d", i)}, func(md RecordMetadata, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+				return
+			}
+			mu.Lock()
+			per[md.Partition]++
+			mu.Unlock()
+		})
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return per
+}
+
+func TestIntegrationAssignConsumer(t *testing.T) {
+	a := newTestAdmin(t)
+	topic := uniqueTopic(t)
+	createTopic(t, a, topic, 3)
+	per := produceN(t, topic, 300)
+	c, err := NewConsumer(map[string]string{"bootstrap.servers": bootstrap(t), "auto.offset.reset": "earliest", "max.poll.records": "50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	defer c.Close(ctx)
+	tps := []TopicPartition{{topic, 0}, {topic, 1}, {topic, 2}}
+	if err := c.Assign(tps); err != nil {
+		t.Fatal(err)
+	}
+	c.Pause(tps[2])
+	next := map[int32]int64{}
+	seen := 0
+	eventually(t, 20*time.Second, func() error {
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		recs, err := c.Poll(pctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) > 50 {
+			t.Fatalf("poll returned %d records, max.poll.records is 50", len(recs))
+		}
+		for _, r := range recs {
+			if r.Partition == 2 {
+				t.Fatal("record from a paused partition")
+			}
+			if r.Offset != next[r.Partition] {
+				t.Fatalf("partition %d: offset %d, want %d", r.Partition, r.Offset, next[r.Partition])
+			}
+			next[r.Partition]++
+			seen++
+		}
+		if seen < per[0]+per[1] {
+			return fmt.Errorf("seen %d of %d", seen, per[0]+per[1])
+		}
+		return nil
+	})
+	c.Resume(tps[2])
+	if err := c.Seek(tps[0], 1); err != nil {
+		t.Fatal(err)
+	}
+	got2, got0 := 0, false
+	eventually(t, 20*time.Second, func() error {
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		recs, _ := c.Poll(pctx)
+		cancel()
+		for _, r := range recs {
+			if r.Partition == 2 {
+				got2++
+			}
+			if r.Partition == 0 && r.Offset == 1 {
+				got0 = true
+			}
+		}
+		if got2 < per[2] || !got0 {
+			return fmt.Errorf("partition 2: %d of %d; re-read after seek: %v", got2, per[2], got0)
+		}
+		return nil
+	})
+	pos, err := c.Position(ctx, tps[0])
+	if err != nil || pos != int64(per[0]) {
+		t.Fatalf("position %d (%v), want %d", pos, err, per[0])
+	}
+}
+
+// TestIntegrationGroups runs two members of a group per protocol and
+// assignor; together they must read every record, and after both commit
+// and close, a fresh member of the group finds nothing left.
+func TestIntegrationGroups(t *testing.T) {
+	for _, tc := range []struct{ name, protocol, assignor string }{
+		{"classic-range", "classic", "org.apache.kafka.clients.consumer.RangeAssignor"},
+		{"classic-roundrobin", "classic", "org.apache.kafka.clients.consumer.RoundRobinAssignor"},
+		{"classic-cooperative-sticky", "classic", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"},
+		{"consumer-protocol", "consumer", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTestAdmin(t)
+			topic := uniqueTopic(t)
+			createTopic(t, a, topic, 4)
+			const n = 400
+			produceN(t, topic, n)
+			group := "g-" + topic
+			props := map[string]string{
+				"bootstrap.servers": bootstrap(t), "group.id": group, "group.protocol": tc.protocol,
+				"auto.offset.reset": "earliest", "enable.auto.commit": "false",
+			}
+			if tc.assignor != "" {
+				props["partition.assignment.strategy"] = tc.assignor
+				props["heartbeat.interval.ms"] = "300"
+				props["session.timeout.ms"] = "10000"
+			}
+			ctx := testCtx(t)
+			var mu sync.Mutex
+			seen := map[string]bool{}
+			var assigned [2][]TopicPartition
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			for i := 0; i < 2; i++ {
+				c, err := NewConsumer(props)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l := &RebalanceListener{
+					OnAssigned: func(_ context.Context, _ *Consumer, tps []TopicPartition) {
+						mu.Lock()
+						assigned[i] = append(assigned[i], tps...)
+						mu.Unlock()
+					},
+					OnRevoked: func(ctx context.Context, c *Consumer, tps []TopicPartition) {
+						_ = c.CommitSync(ctx, nil)
+					},
+				}
+				if err := c.Subscribe([]string{topic}, l); err != nil {
+					t.Fatal(err)
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer c.Close(ctx)
+					for {
+						select {
+						case <-stop:
+							if err := c.CommitSync(ctx, nil); err != nil {
+								t.Errorf("commit: %v", err)
+							}
+							return
+						default:
+						}
+						pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+						recs, err := c.Poll(pctx)
+						cancel()
+						if err != nil {
+							t.Errorf("poll: %v", err)
+							return
+						}
+						mu.Lock()
+						for _, r := range recs {
+							seen[fmt.Sprint(r.Partition, "/", r.Offset)] = true
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			eventually(t, 40*time.Second, func() error {
+				mu.Lock()
+				defer mu.Unlock()
+				if len(seen) < n {
+					return fmt.Errorf("seen %d of %d", len(seen), n)
+				}
+				return nil
+			})
+			close(stop)
+			wg.Wait()
+			mu.Lock()
+			both := len(assigned[0]) > 0 && len(assigned[1]) > 0
+			mu.Unlock()
+			if !both {
+				t.Logf("assignments: %v / %v (one member may have finished before the other joined)", assigned[0], assigned[1])
+			}
+			// Everything was committed: a new member reads nothing.
+			c, err := NewConsumer(props)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(ctx)
+			committed, err := c.Committed(ctx, []TopicPartition{{topic, 0}, {topic, 1}, {topic, 2}, {topic, 3}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			total := int64(0)
+			for _, off := range committed {
+				total += off
+			}
+			if total != n {
+				t.Fatalf("committed offsets sum to %d, want %d: %v", total, n, committed)
+			}
+		})
+	}
+}
