@@ -280,6 +280,9 @@ func (w *walker) array(o *op) error {
 		w.b = w.b[n*int(o.n):]
 		return nil
 	}
+	if o.min > 0 && n > len(w.b)/int(o.min) {
+		return w.fail("%d elements of at least %d bytes with %d bytes left", n, o.min, len(w.b))
+	}
 	for range n {
 		before := len(w.b)
 		if err := w.run(o.body); err != nil {

@@ -3,15 +3,19 @@
 //
 // kmsg, which decodes request bodies, trusts declared sizes more than it
 // should: it loops over a tagged-field section as many times as its count
-// says even after the bytes ran out (a 23-byte frame declaring 2^32 tags
+// says even after the bytes ran out (a 24-byte frame declaring 2^32-1 tags
 // costs about a minute of CPU), and it allocates an array from its declared
 // count before reading any element (tens of bytes of memory per byte of a
 // frame that turns out to be truncated). Check walks a body with the exact
 // schema of its request key and version and rejects it at the first
 // length, count or tag that does not fit in the bytes left, or anything
 // else that does not parse, the way Kafka's own generated decoders refuse
-// such input. A body Check accepts is well formed, so decoding it costs
-// what a real request of that size costs.
+// such input. An array count is held to a little more than Kafka's rule:
+// its elements must fit in the bytes left at their smallest encoding (two
+// bytes for a non-flexible topic name, not one). A body Check accepts is
+// well formed, so decoding it costs what a real request of that size
+// costs: kmsg meets no tag count larger than the tags present and
+// allocates no array larger than the elements present.
 //
 // Check is stricter than kmsg where Kafka is: a null where the schema
 // allows none (a negative length for a non-nullable string, bytes or

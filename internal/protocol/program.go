@@ -30,6 +30,7 @@ type op struct {
 	code opcode
 	null bool   // strings, bytes, arrays: null is allowed at this version
 	n    uint32 // opSkip: bytes; opTags: tagged fields that follow; arrays: element width if fixed, else 0
+	min  uint32 // arrays: the fewest bytes an element can take
 	body uint32 // structs, and arrays whose elements are not fixed: where the struct or element program starts
 	tag  uint32 // a tagged field (after an opTags): its tag
 }
@@ -138,6 +139,8 @@ func (c *compiler) field(f *field) op {
 		switch elem.kind {
 		case kindFixed:
 			o.n = uint32(elem.size)
+			o.min = o.n
+			return o
 		case kindStruct:
 			o.body = c.structure(elem.ref)
 			if first := c.ops[o.body]; first.code == opSkip && c.ops[o.body+1].code == opEnd {
@@ -148,6 +151,40 @@ func (c *compiler) field(f *field) op {
 			o.body = uint32(len(c.ops))
 			c.ops = append(c.ops, e, op{code: opEnd})
 		}
+		o.min = c.minSize(o.body)
 	}
 	return o
+}
+
+// minSize is the fewest bytes the struct program at pc can take: every
+// length and count at its smallest, every nullable struct null, no tags.
+func (c *compiler) minSize(pc uint32) uint32 {
+	var size uint32
+	for ; ; pc++ {
+		switch o := &c.ops[pc]; o.code {
+		case opEnd:
+			return size
+		case opTags:
+			return size + 1 // the count
+		case opSkip:
+			size += o.n
+		case opStruct:
+			size += c.minSize(o.body)
+		case opString:
+			size += c.lengthSize(2)
+		case opBytes, opArray:
+			size += c.lengthSize(4)
+		default: // varints, varint lengths and counts, nullable-struct markers
+			size++
+		}
+	}
+}
+
+// lengthSize is the smallest encoding of a length or count: one uvarint
+// byte when flexible, else its fixed width.
+func (c *compiler) lengthSize(fixed uint32) uint32 {
+	if c.flex {
+		return 1
+	}
+	return fixed
 }
