@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/protocol"
 )
 
 var (
@@ -36,6 +38,11 @@ func (s *Server) decode(frame []byte) (h fixedHeader, req kmsg.Request, clientID
 	clientID, body, err := readHeaderRest(frame[fixedHeaderSize:], requestHeaderVersion(req))
 	if err != nil || !inRange {
 		return h, nil, clientID, err
+	}
+	// kmsg trusts declared counts (see the package doc): the body's
+	// structure is checked first, so kmsg only sees well-formed bodies.
+	if err := protocol.Check(h.key, h.version, body); err != nil {
+		return h, nil, "", fmt.Errorf("server: malformed request body: %w", err)
 	}
 	if err := req.ReadFrom(body); err != nil {
 		return h, nil, "", fmt.Errorf("server: malformed request body: %w", err)

@@ -42,21 +42,27 @@
 // context given to Serve is cancelled, connections are torn down at once.
 // Every goroutine is waited for before Serve and Shutdown return.
 //
-// # Known limits of decoding
+// # Hostile bodies
 //
 // Request bodies are decoded by kmsg, which does not panic on hostile
-// bytes (the fuzz targets check it) but has two cost amplifications that
-// the frame size cap does not remove; both need a kmsg fix or a decoder of
-// our own:
+// bytes but trusts declared sizes in two ways the frame size cap does not
+// bound: it loops over a tagged-field section as many times as its count
+// says even after the input ran out (a 24-byte frame declaring 2^32-1
+// tags costs it over a minute of CPU), and it allocates an array from its
+// declared count before reading the elements (tens of bytes per frame
+// byte for Metadata topics in a frame that then runs short). Before kmsg
+// sees a body, decode runs protocol.Check, which walks it with the exact
+// schema of its key and version and refuses, as a malformed body, any
+// length, count or tag that cannot fit in the bytes left: both frames are
+// refused in microseconds (BenchmarkDecodeHostileTagCount,
+// BenchmarkDecodeHostileArrayLength, TestDecodeRefusesHostileFrames).
 //
-//   - A tagged-field section is looped over as many times as its declared
-//     count even after the input ran out: a 23-byte frame declaring about
-//     4 billion tagged fields costs one to two minutes of CPU
-//     (BenchmarkDecodeHostileTagCount measures 1<<21 of them).
-//   - An array is allocated from its declared length, checked only against
-//     the bytes left, so a frame can cost its size times the element's
-//     in-memory size: about 48 bytes per frame byte for Metadata topics
-//     (BenchmarkDecodeHostileArrayLength).
+// A body that passes is well formed, so kmsg's work and memory are those
+// of a real request of its size, bounded by Config.MaxRequestSize. What
+// remains is kmsg's in-memory form being larger than the wire form: an
+// array of empty strings, one byte each when flexible, costs a 16-byte
+// string header per element, and a 32-byte struct per two-byte Metadata v1
+// topic name. Only a lower MaxRequestSize bounds that.
 //
 // Request headers are parsed here and have neither problem.
 package server
