@@ -123,7 +123,6 @@ func TestIntegrationGroups(t *testing.T) {
 			topic := uniqueTopic(t)
 			createTopic(t, a, topic, 4)
 			const n = 400
-			produceN(t, topic, n)
 			group := "g-" + topic
 			props := map[string]string{
 				"bootstrap.servers": bootstrap(t), "group.id": group, "group.protocol": tc.protocol,
@@ -137,7 +136,8 @@ func TestIntegrationGroups(t *testing.T) {
 			ctx := testCtx(t)
 			var mu sync.Mutex
 			seen := map[string]bool{}
-			var assigned [2][]TopicPartition
+			var assigned [2]map[TopicPartition]bool
+			assigned[0], assigned[1] = map[TopicPartition]bool{}, map[TopicPartition]bool{}
 			var wg sync.WaitGroup
 			stop := make(chan struct{})
 			for i := 0; i < 2; i++ {
@@ -148,11 +148,18 @@ func TestIntegrationGroups(t *testing.T) {
 				l := &RebalanceListener{
 					OnAssigned: func(_ context.Context, _ *Consumer, tps []TopicPartition) {
 						mu.Lock()
-						assigned[i] = append(assigned[i], tps...)
+						for _, tp := range tps {
+							assigned[i][tp] = true
+						}
 						mu.Unlock()
 					},
 					OnRevoked: func(ctx context.Context, c *Consumer, tps []TopicPartition) {
 						_ = c.CommitSync(ctx, nil)
+						mu.Lock()
+						for _, tp := range tps {
+							delete(assigned[i], tp)
+						}
+						mu.Unlock()
 					},
 				}
 				if err := c.Subscribe([]string{topic}, l); err != nil {
@@ -186,6 +193,22 @@ func TestIntegrationGroups(t *testing.T) {
 					}
 				}()
 			}
+			// Both members end up sharing the four partitions.
+			eventually(t, 40*time.Second, func() error {
+				mu.Lock()
+				defer mu.Unlock()
+				a, b := len(assigned[0]), len(assigned[1])
+				if a == 0 || b == 0 || a+b != 4 {
+					return fmt.Errorf("assignments %v / %v", assigned[0], assigned[1])
+				}
+				for tp := range assigned[0] {
+					if assigned[1][tp] {
+						return fmt.Errorf("%v assigned to both", tp)
+					}
+				}
+				return nil
+			})
+			produceN(t, topic, n)
 			eventually(t, 40*time.Second, func() error {
 				mu.Lock()
 				defer mu.Unlock()
@@ -196,12 +219,6 @@ func TestIntegrationGroups(t *testing.T) {
 			})
 			close(stop)
 			wg.Wait()
-			mu.Lock()
-			both := len(assigned[0]) > 0 && len(assigned[1]) > 0
-			mu.Unlock()
-			if !both {
-				t.Logf("assignments: %v / %v (one member may have finished before the other joined)", assigned[0], assigned[1])
-			}
 			// Everything was committed: a new member reads nothing.
 			c, err := NewConsumer(props)
 			if err != nil {

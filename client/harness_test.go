@@ -20,11 +20,10 @@ import (
 // scripts/apache-kafka; see doc.go).
 
 var (
-	brokerOnce     sync.Once
-	brokerAddr     string
-	brokerErr      error
-	brokerStop     func()
-	externalBroker = os.Getenv("WEIR_TEST_BOOTSTRAP") != ""
+	brokerOnce sync.Once
+	brokerAddr string
+	brokerErr  error
+	brokerStop func()
 )
 
 func TestMain(m *testing.M) {
@@ -35,6 +34,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+func getenvBootstrap() string { return os.Getenv("WEIR_TEST_BOOTSTRAP") }
+
 var listenLine = regexp.MustCompile(`weir listening on (127\.0\.0\.1:\d+)`)
 
 // bootstrap returns the address of the shared test broker, starting it on
@@ -44,17 +45,12 @@ func bootstrap(t testing.TB) string {
 	if testing.Short() {
 		t.Skip("integration test: needs a broker process")
 	}
-	brokerOnce.Do(func() {
-		if a := os.Getenv("WEIR_TEST_BOOTSTRAP"); a != "" {
-			brokerAddr = a
-			return
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("test broker: %v", r)
 		}
-		brokerAddr, brokerStop, brokerErr = startWeir()
-	})
-	if brokerErr != nil {
-		t.Fatalf("test broker: %v", brokerErr)
-	}
-	return brokerAddr
+	}()
+	return BrokerForExample()
 }
 
 // startWeir builds cmd/weir and runs `weir serve` on a free port with a

@@ -1,0 +1,170 @@
+// Package client is weir's Go client for Kafka-compatible brokers: a
+// Producer, a Consumer and an Admin that speak the Kafka protocol to weir and
+// to Apache Kafka alike.
+//
+// # Quick start
+//
+// Every constructor takes Kafka's own property names in a map, so settings
+// carry over from Java clients unchanged. Only bootstrap.servers is required.
+// A property the client does not know, a value of the wrong type or out of
+// range fails construction with a *ConfigError naming the key.
+//
+//	p, err := client.NewProducer(map[string]string{
+//		"bootstrap.servers": "127.0.0.1:9092",
+//		"compression.type":  "zstd",
+//	})
+//	if err != nil { ... }
+//	defer p.Close(ctx)
+//	md, err := p.SendSync(ctx, &client.Record{Topic: "events", Key: []byte("k"), Value: []byte("v")})
+//
+//	c, err := client.NewConsumer(map[string]string{
+//		"bootstrap.servers": "127.0.0.1:9092",
+//		"group.id":          "billing",
+//		"auto.offset.reset": "earliest",
+//	})
+//	c.Subscribe([]string{"events"}, nil)
+//	for {
+//		recs, err := c.Poll(ctx)
+//		...
+//	}
+//
+// Example (in example_test.go) is a complete program.
+//
+// # Producer
+//
+// Send appends a record to the accumulator and returns a Future; a callback,
+// if given, receives the same result. Records wait in per-partition queues of
+// batches (batch.size, default 16384 bytes) for up to linger.ms (default 5)
+// and are sent by a sender goroutine, at most
+// max.in.flight.requests.per.connection (5) requests per broker. Send blocks
+// while the topic's metadata is unknown or buffer.memory (32 MiB) is used up,
+// for at most max.block.ms. A batch that has no answer within
+// delivery.timeout.ms (120 s) fails; failed attempts are retried with
+// exponential backoff from retry.backoff.ms to retry.backoff.max.ms with
+// ±20% jitter. Flush sends everything queued and waits; Close does the same
+// within its context's deadline and then fails what is left.
+//
+// Idempotence is on by default, as in Java: the producer asks the broker for
+// a producer id (InitProducerId), numbers each partition's batches, keeps a
+// retried batch's sequence and sends a retry only when it is the oldest
+// batch of its partition in flight, so records land once and in order. It
+// turns itself off, as Java does, when acks is not all or more than five
+// requests may be in flight, unless enable.idempotence=true was set
+// explicitly (then the combination is a ConfigError). If the broker does not
+// serve InitProducerId the producer logs a warning and continues without
+// idempotence, unless it was explicitly enabled. compression.type takes
+// none, gzip, snappy, lz4 or zstd; snappy is written in the chunked framing
+// the Java client uses (weir.compression.snappy.framing=raw writes one raw
+// block instead). Decoding accepts both.
+//
+// # Partitioning
+//
+// The rules, and their defaults, are the Java producer's:
+//   - A record with Partition set goes there.
+//   - partitioner.class picks a partitioner: RoundRobinPartitioner, the
+//     KIP-480 sticky DefaultPartitioner or UniformStickyPartitioner (Java
+//     class names or short names), or a name registered with WithPartitioner
+//     for your own partitioner.Partitioner. A partitioner that implements
+//     partitioner.BatchAware is told, once per record, when its choice needs
+//     a new batch (KIP-480's onNewBatch).
+//   - Otherwise a keyed record goes to murmur2(key) modulo the partition
+//     count, bit for bit the Java client's mapping, unless
+//     partitioner.ignore.keys=true.
+//   - Everything else takes the built-in uniform sticky path of KIP-794: the
+//     producer stays on one partition until batch.size bytes were appended
+//     to it, counted as the growth of the batch's encoded size (record
+//     framing, headers, compression estimate, the header of each new batch),
+//     switching only once every batch in the queue is full or twice
+//     batch.size was reached. With partitioner.adaptive.partitioning.enable
+//     (default true) the next partition is drawn with odds that fall as its
+//     queue of waiting batches grows; partitioner.availability.timeout.ms
+//     (default 0, off) leaves out partitions whose broker has had data it
+//     could not take for that long. weir.partitioner.adaptive.weighting
+//     (batches, the Java rule; bytes; bytes-inverse) weights by queued bytes
+//     instead. Package partitioner documents the algorithms and their
+//     measured trade-offs.
+//
+// TestKIP794Experiment runs the real producer against simulated brokers on
+// a fake clock, one broker slowed, and checks the effects KIP-794 reports
+// (go test -run KIP794 -v ./client/). Its output on this code:
+//
+//	broker 0 gets +20 ms per request, 1 MB/s offered, linger.ms=0 (byte shares, broker 0 first)
+//	  KIP-480 sticky      88.2%  5.9%  5.9%
+//	  uniform sticky      42.4% 30.2% 27.4%
+//	broker 0 at a third of the others' bandwidth, 2 MB/s offered
+//	  uniform sticky      40.9% 29.2% 29.9%   p99 latency 48.9 s (the slow broker's backlog)
+//	  adaptive            15.9% 41.9% 42.3%   p99 latency 0.62 s
+//
+// Uniform's slow-broker share sits above a third because of Java's
+// deferred switch (KAFKA-14156): a partition that cannot send keeps its open
+// batch, so its stint runs on until that batch fills.
+//
+// # Leader changes (KIP-951)
+//
+// When a Produce or Fetch response says NOT_LEADER_OR_FOLLOWER or
+// FENCED_LEADER_EPOCH and names the current leader with an epoch newer than
+// the cached one, and the leader's address is known (from the response's
+// node endpoints or the cached brokers), the client moves the partition at
+// once and a full metadata refresh follows in the background. The failed
+// batch is retried on the new leader without backoff; a later failure at the
+// same leader epoch backs off as usual. Hints with an older epoch or a leader
+// without an address are ignored.
+//
+// # Consumer
+//
+// Subscribe joins a group: group.protocol=classic (the default) runs the
+// JoinGroup/SyncGroup protocol with the assignors listed in
+// partition.assignment.strategy (RangeAssignor, RoundRobinAssignor,
+// CooperativeStickyAssignor; the cooperative protocol is used when every
+// listed assignor supports it); group.protocol=consumer runs KIP-848, where
+// the broker assigns (group.remote.assignor picks its assignor). Assign reads
+// fixed partitions without membership. Poll returns records as they arrive;
+// rebalance callbacks (RebalanceListener) and auto-commit
+// (enable.auto.commit, every auto.commit.interval.ms) run inside Poll, on the
+// caller's goroutine. CommitSync, Committed, Seek, SeekToBeginning,
+// SeekToEnd, Position, Pause and Resume work as in Java.
+// isolation.level=read_committed skips aborted transactional records and
+// control batches. A Consumer is used from one goroutine at a time.
+//
+// # Admin
+//
+// CreateTopics, DeleteTopics, ListTopics, DescribeTopics, CreatePartitions,
+// DescribeConfigs, AlterConfigs (incremental), ListGroups, DescribeGroups,
+// DeleteGroups, ListOffsets and DescribeCluster.
+//
+// # Metrics
+//
+// Producer.Metrics returns a snapshot: bytes written per broker (Java's
+// outgoing-byte-total), records and bytes acknowledged per partition, queued
+// batches per partition, average batch size, sticky partition switches,
+// availability exclusions, KIP-951 leader moves and record send latency
+// (average, p50, p99, p99.9, max).
+//
+// # Testing against weir and Apache Kafka
+//
+// go test ./client/ builds cmd/weir, starts `weir serve` on a free port and
+// runs the integration tests against it (-short skips them). To run the same
+// tests against Apache Kafka 4.3 instead:
+//
+//	scripts/apache-kafka start --dir /tmp/ak --port 39092
+//	WEIR_TEST_BOOTSTRAP=127.0.0.1:39092 go test -count=1 -run Integration ./client/
+//	scripts/apache-kafka stop --dir /tmp/ak
+//
+// # Structure and concurrency
+//
+// A cluster core (cluster.go) owns one connection per broker
+// (internal/wire: framing, correlation ids, ApiVersions negotiation,
+// pipelined requests answered in order) and the metadata cache, an
+// immutable snapshot swapped atomically and refreshed by one goroutine.
+// The producer adds one sender goroutine; appenders lock only the queue of
+// the partition they append to, and response handling runs on the
+// connection's reader goroutine. The consumer adds a heartbeat goroutine
+// per group membership. Close stops every goroutine a client started and
+// waits for it. Times come from an injected clock so the producer can run
+// step by step in tests.
+//
+// Not done yet: transactions (transactional.id), fetch sessions (every
+// fetch is a full fetch), SASL/TLS, splitting a batch the broker rejects as
+// too large, and the compression level properties (accepted, the codecs'
+// defaults are used).
+package client
