@@ -36,9 +36,10 @@ type classicGroup struct {
 	fatal      error
 	owned      map[TopicPartition]bool
 
-	wakeCh chan struct{}
-	stopHB chan struct{}
-	hbDone chan struct{}
+	wakeCh   chan struct{}
+	hbCancel context.CancelFunc
+	stopHB   chan struct{}
+	hbDone   chan struct{}
 }
 
 func newClassicGroup(c *Consumer, topics []string) *classicGroup {
@@ -351,10 +352,12 @@ func (g *classicGroup) startHeartbeat() {
 		return
 	}
 	g.stopHB, g.hbDone = make(chan struct{}), make(chan struct{})
-	go g.heartbeatLoop(g.stopHB, g.hbDone)
+	var ctx context.Context
+	ctx, g.hbCancel = context.WithCancel(g.c.cl.ctx)
+	go g.heartbeatLoop(ctx, g.stopHB, g.hbDone)
 }
 
-func (g *classicGroup) heartbeatLoop(stop, done chan struct{}) {
+func (g *classicGroup) heartbeatLoop(hbCtx context.Context, stop, done chan struct{}) {
 	defer close(done)
 	t := time.NewTicker(g.c.cfg.heartbeat)
 	defer t.Stop()
@@ -375,7 +378,7 @@ func (g *classicGroup) heartbeatLoop(stop, done chan struct{}) {
 		if g.c.cfg.instanceID != "" {
 			req.InstanceID = kmsg.StringPtr(g.c.cfg.instanceID)
 		}
-		ctx, cancel := context.WithTimeout(g.c.cl.ctx, g.c.cfg.sessionTimeout)
+		ctx, cancel := context.WithTimeout(hbCtx, g.c.cfg.sessionTimeout)
 		_, err := g.co.do(ctx, req, g.c.cfg.requestTimeout, func(r kmsg.Response) error {
 			return kerr.ErrorForCode(r.(*kmsg.HeartbeatResponse).ErrorCode)
 		})
@@ -409,6 +412,7 @@ func (g *classicGroup) heartbeatLoop(stop, done chan struct{}) {
 func (g *classicGroup) leave(ctx context.Context) error {
 	if g.stopHB != nil {
 		close(g.stopHB)
+		g.hbCancel()
 		<-g.hbDone
 		g.stopHB = nil
 	}

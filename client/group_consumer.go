@@ -34,6 +34,8 @@ type consumerGroup struct {
 	fatal    error
 	left     bool
 
+	ctx    context.Context // ends at leave, cutting a heartbeat short
+	cancel context.CancelFunc
 	wakeCh chan struct{} // to Poll
 	hbNow  chan struct{} // to the heartbeat loop
 	stop   chan struct{}
@@ -53,6 +55,7 @@ func newConsumerGroup(c *Consumer, topics []string) *consumerGroup {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	g.ctx, g.cancel = context.WithCancel(c.cl.ctx)
 	go g.loop()
 	return g
 }
@@ -132,7 +135,7 @@ func (g *consumerGroup) heartbeat() error {
 		return errors.New("client: topic ids of owned partitions unknown") // metadata refresh pending
 	}
 	g.mu.Unlock()
-	ctx, cancel := context.WithTimeout(g.c.cl.ctx, g.c.cfg.requestTimeout)
+	ctx, cancel := context.WithTimeout(g.ctx, g.c.cfg.requestTimeout)
 	defer cancel()
 	raw, err := g.co.do(ctx, req, g.c.cfg.requestTimeout, func(r kmsg.Response) error {
 		return kerr.ErrorForCode(r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)
@@ -289,6 +292,7 @@ func (g *consumerGroup) leave(ctx context.Context) error {
 	member := g.memberID
 	g.mu.Unlock()
 	close(g.stop)
+	g.cancel()
 	<-g.done
 	if len(owned) > 0 {
 		g.c.callListener(ctx, "revoked", owned)

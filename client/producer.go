@@ -446,6 +446,7 @@ func (p *Producer) Close(ctx context.Context) error {
 		p.mu.Unlock()
 		err = p.Flush(ctx)
 		close(p.stop)
+		p.cl.cancel() // ends a producer id request still waiting for a broker
 		p.wg.Wait()
 		p.abortAll(ErrProducerClosed)
 		p.cl.close()

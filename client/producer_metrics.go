@@ -1,8 +1,11 @@
 package client
 
 import (
+	"fmt"
+	"io"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,4 +192,46 @@ func sortedNodes(m map[int32]int64) []int32 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// WriteTo prints the metrics one per line in the style of the Java client's
+// --print-metrics output (group:name:{tags} : value).
+func (m ProducerMetrics) WriteTo(w io.Writer) (int64, error) {
+	var b strings.Builder
+	for _, n := range sortedNodes(m.NodeOutgoingBytes) {
+		fmt.Fprintf(&b, "producer-node-metrics:outgoing-byte-total:{node-id=node-%d} : %d\n", n, m.NodeOutgoingBytes[n])
+	}
+	tps := make([]TopicPartition, 0, len(m.Partitions))
+	for tp := range m.Partitions {
+		tps = append(tps, tp)
+	}
+	sortTPs(tps)
+	for _, tp := range tps {
+		pm := m.Partitions[tp]
+		tags := fmt.Sprintf("{topic=%s, partition=%d}", tp.Topic, tp.Partition)
+		fmt.Fprintf(&b, "producer-partition-metrics:record-send-total:%s : %d\n", tags, pm.Records)
+		fmt.Fprintf(&b, "producer-partition-metrics:byte-total:%s : %d\n", tags, pm.Bytes)
+		fmt.Fprintf(&b, "producer-partition-metrics:queue-size-batches:%s : %d\n", tags, pm.QueuedBatches)
+	}
+	l := m.RecordSendLatency
+	for _, kv := range []struct {
+		name string
+		v    any
+	}{
+		{"batch-size-avg", fmt.Sprintf("%.1f", m.BatchSizeAvg)},
+		{"batches-sent-total", m.BatchesSent},
+		{"record-send-total", m.RecordsSent},
+		{"record-error-total", m.RecordErrors},
+		{"batch-retry-total", m.RecordRetries},
+		{"partitioner-switch-total", m.PartitionSwitches},
+		{"partitioner-availability-exclusion-total", m.AvailabilityExclusions},
+		{"leader-hint-total", m.LeaderHints},
+		{"record-send-latency-avg-ms", fmt.Sprintf("%.3f", float64(l.Avg)/1e6)},
+		{"record-send-latency-p99-ms", fmt.Sprintf("%.3f", float64(l.P99)/1e6)},
+		{"record-send-latency-max-ms", fmt.Sprintf("%.3f", float64(l.Max)/1e6)},
+	} {
+		fmt.Fprintf(&b, "producer-metrics:%s:{} : %v\n", kv.name, kv.v)
+	}
+	n, err := io.WriteString(w, b.String())
+	return int64(n), err
 }

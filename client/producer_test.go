@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/client/partitioner"
 )
 
 // switchLog collects the producer's "partitioner switch" debug logs.
@@ -221,5 +223,86 @@ func TestIdempotentSequencesAcrossRetries(t *testing.T) {
 	}
 	if p.Metrics().RecordRetries == 0 {
 		t.Fatal("no retry happened")
+	}
+}
+
+func TestPartitionerPathsThroughProducer(t *testing.T) {
+	t.Run("round robin is even", func(t *testing.T) {
+		p, _, step := simProducer(t, map[string]string{"partitioner.class": RoundRobinPartitionerClass, "linger.ms": "0", "batch.size": "100"})
+		for i := 0; i < 300; i++ {
+			p.Send(context.Background(), &Record{Topic: "t", Value: make([]byte, 30)}, nil)
+			if i%7 == 0 {
+				step()
+			}
+		}
+		for i := 0; i < 100; i++ {
+			step()
+		}
+		for part := int32(0); part < 3; part++ {
+			if got := p.Metrics().Partitions[TopicPartition{"t", part}].Records; got != 100 {
+				t.Errorf("partition %d got %d records, want 100", part, got)
+			}
+		}
+	})
+	t.Run("keys hash like Java", func(t *testing.T) {
+		p, _, step := simProducer(t, nil)
+		keys := []string{"a", "abc", "user-42", ""}
+		futs := make([]*Future, len(keys))
+		for i, k := range keys {
+			futs[i] = p.Send(context.Background(), &Record{Topic: "t", Key: []byte(k), Value: []byte("v")}, nil)
+		}
+		for i := 0; i < 20; i++ {
+			step()
+		}
+		for i, k := range keys {
+			md, err := futs[i].Get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := partitioner.PartitionForKey([]byte(k), 3); md.Partition != want {
+				t.Errorf("key %q went to %d, want %d", k, md.Partition, want)
+			}
+		}
+	})
+}
+
+// TestAvailabilityTimeout stalls broker 2: once it has had data it could not
+// take for longer than partitioner.availability.timeout.ms, its partition
+// stops being chosen; when it drains again it comes back.
+func TestAvailabilityTimeout(t *testing.T) {
+	p, sim, step := simProducer(t, map[string]string{"partitioner.availability.timeout.ms": "50", "linger.ms": "0"})
+	slow := sim.brokers[2]
+	slow.latency = time.Hour
+	value := make([]byte, 500)
+	run := func(n int) {
+		for i := 0; i < n; i++ {
+			for j := 0; j < 4; j++ {
+				p.Send(context.Background(), &Record{Topic: "t", Value: value}, nil)
+			}
+			step()
+		}
+	}
+	run(3000)
+	m := p.Metrics()
+	if m.AvailabilityExclusions == 0 {
+		t.Fatal("no exclusion counted")
+	}
+	queued := m.Partitions[TopicPartition{"t", 2}].QueuedBytes
+	fast := m.Partitions[TopicPartition{"t", 0}].Bytes + m.Partitions[TopicPartition{"t", 1}].Bytes
+	if queued*10 > fast {
+		t.Fatalf("stalled partition holds %d bytes against %d delivered elsewhere: it kept being chosen", queued, fast)
+	}
+	// Broker 2 recovers: everything it held is answered now.
+	slow.latency = time.Millisecond
+	now := sim.clock.Now()
+	slow.freeAt = now
+	for i := range sim.due {
+		sim.due[i].at = now
+	}
+	before := m.Partitions[TopicPartition{"t", 2}].Records
+	run(3000)
+	after := p.Metrics().Partitions[TopicPartition{"t", 2}].Records
+	if after-before < 1000 {
+		t.Fatalf("partition 2 got %d records after recovery, want it back in use", after-before)
 	}
 }
