@@ -163,6 +163,13 @@
 // waits for it. Times come from an injected clock so the producer can run
 // step by step in tests.
 //
+// Lock order in the producer: a partition queue's lock, then Producer.mu,
+// then the buffer pool's and the metrics' leaf locks; the partitioner's own
+// locks (see package partitioner) nest under a queue lock. Producer.mu is
+// never held while taking a queue lock. In the cluster core, cluster.mu is a
+// leaf except that a dial in manual mode releases it around the dial. In the
+// consumer, Consumer.mu is a leaf; group state has its own leaf mutex.
+//
 // Not done yet: transactions (transactional.id), fetch sessions (every
 // fetch is a full fetch), SASL/TLS, splitting a batch the broker rejects as
 // too large, and the compression level properties (accepted, the codecs'

@@ -62,6 +62,10 @@ type simCluster struct {
 	fmt     *kmsg.RequestFormatter
 	// hook may rewrite a produce response (fault injection).
 	hook func(b *simBroker, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse)
+	// fetch, if set, answers Fetch requests at once.
+	fetch func(node int32, req *kmsg.FetchRequest) *kmsg.FetchResponse
+	// metadataCalls counts Metadata requests answered.
+	metadataCalls int
 	// leaders maps partition -> node; default partition i on node i.
 	leaders []int32
 	epochs  []int32
@@ -175,6 +179,7 @@ func (c *simConn) Close()                {}
 func (c *simConn) Do(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
 	switch r := req.(type) {
 	case *kmsg.MetadataRequest:
+		c.s.metadataCalls++
 		return c.s.metadata(), nil
 	case *kmsg.InitProducerIDRequest:
 		resp := kmsg.NewPtrInitProducerIDResponse()
@@ -186,6 +191,10 @@ func (c *simConn) Do(_ context.Context, req kmsg.Request) (kmsg.Response, error)
 }
 
 func (c *simConn) Send(req kmsg.Request, _ time.Duration, _ bool, cb wire.Callback) {
+	if fr, ok := req.(*kmsg.FetchRequest); ok && c.s.fetch != nil {
+		cb(c.s.fetch(c.node, fr), nil)
+		return
+	}
 	pr, ok := req.(*kmsg.ProduceRequest)
 	if !ok {
 		cb(nil, errors.New("sim: only Produce is sent asynchronously"))

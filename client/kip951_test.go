@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/client/internal/records"
 )
 
 func TestWithLeadersGuards(t *testing.T) {
@@ -148,5 +150,73 @@ func TestKIP951ProduceRetry(t *testing.T) {
 				t.Fatalf("leader hints applied: %d, want %d", h, tt.hintsApplied)
 			}
 		})
+	}
+}
+
+// TestKIP951Fetch: the old leader answers a fetch with NOT_LEADER_OR_FOLLOWER
+// and a hint; the consumer fetches from the new leader without a metadata
+// round trip.
+func TestKIP951Fetch(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	sim := newSimCluster(clock, "t", []*simBroker{{id: 0}, {id: 1}, {id: 2}})
+	b := records.NewBuilder(records.None, 1<<20, 1)
+	for i := 0; i < 3; i++ {
+		b.TryAppend(1000, nil, []byte{byte('a' + i)}, nil)
+	}
+	batch, _, err := b.Build(nil, records.NoProducer, records.SnappyXerial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fetchedFrom []int32
+	sim.fetch = func(node int32, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+		fetchedFrom = append(fetchedFrom, node)
+		resp := kmsg.NewPtrFetchResponse()
+		resp.SetVersion(req.GetVersion())
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = req.Topics[0].Topic, req.Topics[0].TopicID
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = 0
+		if node == 0 {
+			rp.ErrorCode = 6
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = 1, 2
+			resp.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "sim", Port: 9093}}
+		} else {
+			rp.HighWatermark = 3
+			rp.RecordBatches = batch
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		return resp
+	}
+	c, err := NewConsumer(map[string]string{"bootstrap.servers": "sim:9092"}, sim.options(1)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Assign([]TopicPartition{{"t", 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cl.waitTopic(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	calls := sim.metadataCalls
+	sim.leaders[0], sim.epochs[0] = 1, 2 // moved; the consumer's metadata still says node 0
+	if err := c.Seek(TopicPartition{"t", 0}, 0); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := c.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 || string(recs[2].Value) != "c" || recs[2].Offset != 2 {
+		t.Fatalf("records %+v", recs)
+	}
+	if len(fetchedFrom) != 2 || fetchedFrom[0] != 0 || fetchedFrom[1] != 1 {
+		t.Fatalf("fetched from %v, want [0 1]", fetchedFrom)
+	}
+	if sim.metadataCalls != calls {
+		t.Fatalf("%d metadata requests after the move, want none", sim.metadataCalls-calls)
 	}
 }
