@@ -25,6 +25,9 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run a broker (embedded single node by default)", runServe},
+		{"topic", "create, list, describe, delete or alter topics", runTopic},
+		{"produce", "write lines from stdin to a topic", runProduce},
+		{"consume", "print records of a topic", runConsume},
 		{"version", "print the version", runVersion},
 	}
 }

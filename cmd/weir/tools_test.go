@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startServe runs weir serve in-process and returns its address.
+func startServe(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "error"}, &out, &out)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	re := regexp.MustCompile(`weir listening on (127\.0\.0\.1:\d+)`)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		waitABit()
+	}
+	t.Fatalf("serve did not start:\n%s", out.String())
+	return ""
+}
+
+// weir runs one command line and returns its exit code and output.
+func weir(t *testing.T, input string, args ...string) (int, string) {
+	t.Helper()
+	if input != "" {
+		old := stdin
+		stdin = strings.NewReader(input)
+		defer func() { stdin = old }()
+	}
+	var out syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code := run(ctx, args, &out, &out)
+	return code, out.String()
+}
+
+func mustWeir(t *testing.T, input string, args ...string) string {
+	t.Helper()
+	code, out := weir(t, input, args...)
+	if code != 0 {
+		t.Fatalf("weir %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+func TestConsoleTools(t *testing.T) {
+	addr := startServe(t)
+	bs := []string{"--bootstrap-server", addr}
+	with := func(args ...string) []string { return append(args, bs...) }
+
+	out := mustWeir(t, "", with("topic", "create", "--topic", "tools", "--partitions", "2", "--config", "retention.ms=3600000")...)
+	if !strings.Contains(out, "Created topic tools.") {
+		t.Fatalf("create said: %s", out)
+	}
+	if code, out := weir(t, "", with("topic", "create", "--topic", "tools")...); code == 0 || !strings.Contains(out, "TOPIC_ALREADY_EXISTS") {
+		t.Fatalf("second create: exit %d\n%s", code, out)
+	}
+	if out := mustWeir(t, "", with("topic", "list")...); strings.TrimSpace(out) != "tools" {
+		t.Fatalf("list: %q", out)
+	}
+	out = mustWeir(t, "", with("topic", "describe", "--topic", "tools")...)
+	if !strings.Contains(out, "PartitionCount: 2") || !strings.Contains(out, "retention.ms=3600000") || strings.Count(out, "Partition: ") != 2 {
+		t.Fatalf("describe:\n%s", out)
+	}
+	mustWeir(t, "", with("topic", "alter", "--topic", "tools", "--partitions", "3", "--delete-config", "retention.ms")...)
+	out = mustWeir(t, "", with("topic", "describe", "--topic", "tools")...)
+	if !strings.Contains(out, "PartitionCount: 3") || strings.Contains(out, "retention.ms=") {
+		t.Fatalf("describe after alter:\n%s", out)
+	}
+
+	lines := "k1=v1\nk2=v2\nk3=v3\nnokey\n"
+	out = mustWeir(t, lines, with("produce", "--topic", "tools", "--key-separator", "=", "--partition", "1")...)
+	if !strings.Contains(out, "4 records written to tools, 0 failed") {
+		t.Fatalf("produce: %s", out)
+	}
+	out = mustWeir(t, "", with("consume", "--topic", "tools", "--from-beginning", "--max-messages", "4", "--print-key", "--print-offset", "--idle-timeout", "20s")...)
+	for _, want := range []string{"Partition:1\tOffset:0\tk1\tv1", "Partition:1\tOffset:2\tk3\tv3", "Partition:1\tOffset:3\tnull\tnokey", "Processed a total of 4 messages"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("consume output lacks %q:\n%s", want, out)
+		}
+	}
+	// A group consumer commits what it read: a second run reads nothing new.
+	out = mustWeir(t, "", with("consume", "--topic", "tools", "--group", "g", "--from-beginning", "--max-messages", "4", "--idle-timeout", "20s")...)
+	if !strings.Contains(out, "Processed a total of 4 messages") {
+		t.Fatalf("group consume: %s", out)
+	}
+	out = mustWeir(t, "", with("consume", "--topic", "tools", "--group", "g", "--idle-timeout", "3s")...)
+	if !strings.Contains(out, "Processed a total of 0 messages") {
+		t.Fatalf("second group consume re-read committed records: %s", out)
+	}
+
+	mustWeir(t, "", with("topic", "delete", "--topic", "tools")...)
+	if out := mustWeir(t, "", with("topic", "list")...); strings.TrimSpace(out) != "" {
+		t.Fatalf("list after delete: %q", out)
+	}
+	if code, _ := weir(t, "", "topic", "create"); code != 2 {
+		t.Fatalf("create without --topic: exit %d, want 2", code)
+	}
+	if code, out := weir(t, "", with("produce", "--topic", "x", "--property", "acks=maybe")...); code != 1 || !strings.Contains(out, "acks") {
+		t.Fatalf("bad producer property: exit %d\n%s", code, out)
+	}
+}
