@@ -89,15 +89,24 @@
 // (go test -run KIP794 -v ./client/). Its output on this code:
 //
 //	broker 0 gets +20 ms per request, 1 MB/s offered, linger.ms=0 (byte shares, broker 0 first)
-//	  KIP-480 sticky      88.2%  5.9%  5.9%
-//	  uniform sticky      42.4% 30.2% 27.4%
+//	  KIP-480 sticky        88.2%  5.9%  5.9%
+//	  uniform sticky        42.4% 30.2% 27.4%   p99 156 ms
+//	  adaptive (batches)    42.7% 27.6% 29.6%   p99 143 ms
+//	  adaptive, bytes       38.4% 29.9% 31.7%   p99 143 ms
+//	  adaptive, bytes-inv   38.3% 30.8% 30.9%   p99 143 ms
 //	broker 0 at a third of the others' bandwidth, 2 MB/s offered
-//	  uniform sticky      40.9% 29.2% 29.9%   p99 latency 48.9 s (the slow broker's backlog)
-//	  adaptive            15.9% 41.9% 42.3%   p99 latency 0.62 s
+//	  uniform sticky        40.9% 29.2% 29.9%   p99 48.9 s (the slow broker's backlog)
+//	  adaptive (batches)    15.9% 41.9% 42.3%   p99 0.62 s
+//	  adaptive, bytes       15.9% 42.5% 41.6%   p99 0.62 s
+//	  adaptive, bytes-inv   15.8% 42.1% 42.0%   p99 0.74 s
 //
 // Uniform's slow-broker share sits above a third because of Java's
 // deferred switch (KAFKA-14156): a partition that cannot send keeps its open
-// batch, so its stint runs on until that batch fills.
+// batch, so its stint runs on until that batch fills. When a broker really
+// cannot keep up, every weighting finds the same split; when it is only
+// slower to answer, queues hold zero or one batch, the batch count cannot
+// tell a half-empty open batch from a full one, and the byte weightings
+// spread load better (38% against 43% to the slow broker).
 //
 // # Leader changes (KIP-951)
 //

@@ -3,6 +3,8 @@ package client
 import (
 	"errors"
 	"fmt"
+	"sort"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -119,5 +121,65 @@ func TestIntegrationAdminTopics(t *testing.T) {
 	}
 	if err := a.DeleteTopics(ctx, topic); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestIntegrationConcurrentSends has several goroutines share one producer,
+// mixing keyed and unkeyed records, and checks every record gets a unique,
+// gap-free offset in its partition.
+func TestIntegrationConcurrentSends(t *testing.T) {
+	a := newTestAdmin(t)
+	topic := uniqueTopic(t)
+	createTopic(t, a, topic, 4)
+	p, err := NewProducer(map[string]string{"bootstrap.servers": bootstrap(t), "batch.size": "4096", "compression.type": "lz4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	const workers, each = 4, 1500
+	var mu sync.Mutex
+	offsets := map[int32][]int64{}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				r := &Record{Topic: topic, Value: make([]byte, 100+i%300)}
+				if i%3 == 0 {
+					r.Key = fmt.Appendf(nil, "k%d", i)
+				}
+				p.Send(ctx, r, func(md RecordMetadata, err error) {
+					if err != nil {
+						t.Errorf("send: %v", err)
+						return
+					}
+					mu.Lock()
+					offsets[md.Partition] = append(offsets[md.Partition], md.Offset)
+					mu.Unlock()
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for part, offs := range offsets {
+		sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
+		for i, o := range offs {
+			if o != int64(i) {
+				t.Fatalf("partition %d: offset %d at position %d: duplicate or gap", part, o, i)
+			}
+		}
+		total += len(offs)
+	}
+	if total != workers*each {
+		t.Fatalf("%d results, want %d", total, workers*each)
+	}
+	m := p.Metrics()
+	if m.PartitionSwitches < 2 || m.NodeOutgoingBytes == nil {
+		t.Fatalf("metrics: %+v", m)
 	}
 }

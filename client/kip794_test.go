@@ -397,6 +397,18 @@ func TestKIP794Experiment(t *testing.T) {
 	if adaptive.share[0] >= uniBW.share[0]-0.05 {
 		t.Errorf("adaptive: slow broker share %.3f, want clearly below uniform's %.3f", adaptive.share[0], uniBW.share[0])
 	}
+	// The weighting variants (an extension): same direction, logged for
+	// comparison with the batch-count rule, in both scenarios.
+	for _, w := range []string{"bytes", "bytes-inverse"} {
+		bw := runKIP794(t, with("weir.partitioner.adaptive.weighting", w), bwBrokers(), 4096, 512, dur, 2)
+		lat := runKIP794(t, with("weir.partitioner.adaptive.weighting", w), kipBrokers(), 2048, 512, dur, 1)
+		t.Logf("adaptive weighting %s: slow bandwidth shares %.3f (p99 %v); slow latency shares %.3f (p99 %v)", w, bw.share, bw.p99, lat.share, lat.p99)
+		if bw.share[0] >= uniBW.share[0]-0.05 {
+			t.Errorf("weighting %s: slow broker share %.3f, want clearly below uniform's %.3f", w, bw.share[0], uniBW.share[0])
+		}
+	}
+	adaptiveLat := runKIP794(t, with(), kipBrokers(), 2048, 512, dur, 1)
+	t.Logf("adaptive (batches) on the slow-latency run: shares %.3f (p99 %v); uniform p99 %v", adaptiveLat.share, adaptiveLat.p99, uniform.p99)
 	if adaptive.sent != uniBW.sent {
 		t.Errorf("adaptive delivered %d records, uniform %d: both must deliver everything", adaptive.sent, uniBW.sent)
 	}
