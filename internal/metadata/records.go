@@ -1,0 +1,365 @@
+package metadata
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+)
+
+// Kind identifies a record type. The values are part of the encoding
+// written to the metadata log and to snapshots: never renumber them.
+type Kind uint8
+
+// The record kinds.
+const (
+	KindRegisterBroker     Kind = 1
+	KindUnregisterBroker   Kind = 2
+	KindFenceBroker        Kind = 3
+	KindUnfenceBroker      Kind = 4
+	KindControlledShutdown Kind = 5
+	KindTopic              Kind = 6
+	KindPartition          Kind = 7
+	KindPartitionChange    Kind = 8
+	KindRemoveTopic        Kind = 9
+	KindConfig             Kind = 10
+	KindProducerIDs        Kind = 11
+)
+
+var kindNames = [...]string{
+	KindRegisterBroker:     "register-broker",
+	KindUnregisterBroker:   "unregister-broker",
+	KindFenceBroker:        "fence-broker",
+	KindUnfenceBroker:      "unfence-broker",
+	KindControlledShutdown: "controlled-shutdown",
+	KindTopic:              "topic",
+	KindPartition:          "partition",
+	KindPartitionChange:    "partition-change",
+	KindRemoveTopic:        "remove-topic",
+	KindConfig:             "config",
+	KindProducerIDs:        "producer-ids",
+}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Special leader values.
+const (
+	// NoLeader is the leader of a partition that has none (every ISR
+	// member is fenced or shutting down).
+	NoLeader int32 = -1
+	// NoLeaderChange in a PartitionChangeRecord keeps the current leader.
+	NoLeaderChange int32 = -2
+)
+
+// Leader recovery states (KIP-704): a leader chosen by an unclean
+// election is RECOVERING until it has recovered its log; meanwhile its ISR
+// may hold only itself.
+const (
+	Recovered  int8 = 0
+	Recovering int8 = 1
+	// NoRecoveryChange in a PartitionChangeRecord keeps the current state.
+	NoRecoveryChange int8 = -1
+)
+
+// ResourceType is a config resource type, with Kafka's numbering.
+type ResourceType int8
+
+// The config resource types kept in the image.
+const (
+	ResourceTopic  ResourceType = 2
+	ResourceBroker ResourceType = 4
+)
+
+func (t ResourceType) String() string {
+	switch t {
+	case ResourceTopic:
+		return "topic"
+	case ResourceBroker:
+		return "broker"
+	}
+	return fmt.Sprintf("resource(%d)", int8(t))
+}
+
+// TopicID is a topic's 16-byte id. The zero id means "no id".
+type TopicID [16]byte
+
+// String is Kafka's text form of an id: URL-safe base64 without padding.
+func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// Record is one metadata record. The set of record types is closed: they
+// are the exported structs of this package.
+type Record interface {
+	Kind() Kind
+	fmt.Stringer
+	encode(w *writer)
+	decode(r *reader, version uint8)
+}
+
+// Endpoint is one listener of a broker.
+type Endpoint struct {
+	Listener         string
+	Host             string
+	Port             uint16
+	SecurityProtocol int16
+}
+
+// RegisterBrokerRecord registers (or re-registers) a broker. A registration
+// with a new incarnation replaces the old one; one with the same
+// incarnation amends endpoints and rack. It carries the fencing state so
+// that a snapshot can restore a broker with one record.
+type RegisterBrokerRecord struct {
+	ID                   int32
+	Incarnation          [16]byte
+	Epoch                int64
+	Endpoints            []Endpoint
+	Rack                 string
+	Fenced               bool
+	InControlledShutdown bool
+}
+
+// UnregisterBrokerRecord removes a broker's registration.
+type UnregisterBrokerRecord struct {
+	ID    int32
+	Epoch int64
+}
+
+// FenceBrokerRecord fences a broker: it may lead nothing and be in no new ISR.
+type FenceBrokerRecord struct {
+	ID    int32
+	Epoch int64
+}
+
+// UnfenceBrokerRecord lifts a broker's fence.
+type UnfenceBrokerRecord struct {
+	ID    int32
+	Epoch int64
+}
+
+// ControlledShutdownRecord marks a broker as shutting down: it stays
+// registered and unfenced but is no longer eligible as leader or as a
+// new ISR member.
+type ControlledShutdownRecord struct {
+	ID    int32
+	Epoch int64
+}
+
+// TopicRecord creates a topic. Its partitions follow as PartitionRecord records.
+type TopicRecord struct {
+	Name string
+	ID   TopicID
+}
+
+// PartitionRecord creates a partition with its full state. Partitions of a
+// topic are created in index order.
+type PartitionRecord struct {
+	TopicID        TopicID
+	Partition      int32
+	Replicas       []int32
+	ISR            []int32
+	Adding         []int32
+	Removing       []int32
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	LeaderRecovery int8
+}
+
+// PartitionChangeRecord changes a partition. A nil list and NoLeaderChange /
+// NoRecoveryChange keep the current value; an empty, non-nil list clears
+// it. The epochs are the partition's new epochs, decided by the
+// controller: PartitionEpoch always grows, LeaderEpoch grows whenever the
+// leader changes.
+type PartitionChangeRecord struct {
+	TopicID        TopicID
+	Partition      int32
+	Leader         int32
+	ISR            []int32
+	Replicas       []int32
+	Adding         []int32
+	Removing       []int32
+	LeaderRecovery int8
+	LeaderEpoch    int32
+	PartitionEpoch int32
+}
+
+// RemoveTopicRecord deletes a topic, its partitions and its configs.
+type RemoveTopicRecord struct {
+	ID TopicID
+}
+
+// ConfigRecord sets (or, with Delete, removes) one config key of a resource.
+// A broker resource's name is the broker id in decimal, or "" for the
+// cluster-wide default.
+type ConfigRecord struct {
+	Resource ResourceType
+	Name     string
+	Key      string
+	Value    string
+	Delete   bool
+}
+
+// ProducerIDsRecord records that a block of producer ids was handed to a
+// broker: ids below Next are never handed out again.
+type ProducerIDsRecord struct {
+	BrokerID    int32
+	BrokerEpoch int64
+	Next        int64
+}
+
+func (*RegisterBrokerRecord) Kind() Kind     { return KindRegisterBroker }
+func (*UnregisterBrokerRecord) Kind() Kind   { return KindUnregisterBroker }
+func (*FenceBrokerRecord) Kind() Kind        { return KindFenceBroker }
+func (*UnfenceBrokerRecord) Kind() Kind      { return KindUnfenceBroker }
+func (*ControlledShutdownRecord) Kind() Kind { return KindControlledShutdown }
+func (*TopicRecord) Kind() Kind              { return KindTopic }
+func (*PartitionRecord) Kind() Kind          { return KindPartition }
+func (*PartitionChangeRecord) Kind() Kind    { return KindPartitionChange }
+func (*RemoveTopicRecord) Kind() Kind        { return KindRemoveTopic }
+func (*ConfigRecord) Kind() Kind             { return KindConfig }
+func (*ProducerIDsRecord) Kind() Kind        { return KindProducerIDs }
+
+// newRecord returns an empty record of a kind, or nil for an unknown one.
+func newRecord(k Kind) Record {
+	switch k {
+	case KindRegisterBroker:
+		return new(RegisterBrokerRecord)
+	case KindUnregisterBroker:
+		return new(UnregisterBrokerRecord)
+	case KindFenceBroker:
+		return new(FenceBrokerRecord)
+	case KindUnfenceBroker:
+		return new(UnfenceBrokerRecord)
+	case KindControlledShutdown:
+		return new(ControlledShutdownRecord)
+	case KindTopic:
+		return new(TopicRecord)
+	case KindPartition:
+		return new(PartitionRecord)
+	case KindPartitionChange:
+		return new(PartitionChangeRecord)
+	case KindRemoveTopic:
+		return new(RemoveTopicRecord)
+	case KindConfig:
+		return new(ConfigRecord)
+	case KindProducerIDs:
+		return new(ProducerIDsRecord)
+	}
+	return nil
+}
+
+// The String forms are for logs and tests: one line, stable field order.
+
+func (r *RegisterBrokerRecord) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "register-broker id=%d epoch=%d incarnation=%s", r.ID, r.Epoch, TopicID(r.Incarnation))
+	for _, e := range r.Endpoints {
+		fmt.Fprintf(&b, " endpoint=%s://%s:%d/%d", e.Listener, e.Host, e.Port, e.SecurityProtocol)
+	}
+	if r.Rack != "" {
+		fmt.Fprintf(&b, " rack=%s", r.Rack)
+	}
+	if r.Fenced {
+		b.WriteString(" fenced")
+	}
+	if r.InControlledShutdown {
+		b.WriteString(" shutting-down")
+	}
+	return b.String()
+}
+
+func brokerEpochString(name string, id int32, epoch int64) string {
+	return fmt.Sprintf("%s id=%d epoch=%d", name, id, epoch)
+}
+
+func (r *UnregisterBrokerRecord) String() string {
+	return brokerEpochString("unregister-broker", r.ID, r.Epoch)
+}
+func (r *FenceBrokerRecord) String() string { return brokerEpochString("fence-broker", r.ID, r.Epoch) }
+func (r *UnfenceBrokerRecord) String() string {
+	return brokerEpochString("unfence-broker", r.ID, r.Epoch)
+}
+func (r *ControlledShutdownRecord) String() string {
+	return brokerEpochString("controlled-shutdown", r.ID, r.Epoch)
+}
+
+func (r *TopicRecord) String() string { return fmt.Sprintf("topic name=%s id=%s", r.Name, r.ID) }
+
+func (r *PartitionRecord) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "partition topic=%s p=%d replicas=%s isr=%s leader=%d leader_epoch=%d partition_epoch=%d",
+		r.TopicID, r.Partition, FormatIDs(r.Replicas), FormatIDs(r.ISR), r.Leader, r.LeaderEpoch, r.PartitionEpoch)
+	if len(r.Adding) > 0 || len(r.Removing) > 0 {
+		fmt.Fprintf(&b, " adding=%s removing=%s", FormatIDs(r.Adding), FormatIDs(r.Removing))
+	}
+	if r.LeaderRecovery == Recovering {
+		b.WriteString(" recovering")
+	}
+	return b.String()
+}
+
+func (r *PartitionChangeRecord) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "partition-change topic=%s p=%d", r.TopicID, r.Partition)
+	r.formatFields(&b)
+	return b.String()
+}
+
+// formatFields writes the changed fields of a PartitionChange.
+func (r *PartitionChangeRecord) formatFields(b *strings.Builder) {
+	if r.Leader != NoLeaderChange {
+		fmt.Fprintf(b, " leader=%d", r.Leader)
+	}
+	lists := []struct {
+		name string
+		ids  []int32
+	}{{"isr", r.ISR}, {"replicas", r.Replicas}, {"adding", r.Adding}, {"removing", r.Removing}}
+	for _, l := range lists {
+		if l.ids != nil {
+			fmt.Fprintf(b, " %s=%s", l.name, FormatIDs(l.ids))
+		}
+	}
+	if r.LeaderRecovery != NoRecoveryChange {
+		fmt.Fprintf(b, " recovery=%d", r.LeaderRecovery)
+	}
+	fmt.Fprintf(b, " leader_epoch=%d partition_epoch=%d", r.LeaderEpoch, r.PartitionEpoch)
+}
+
+// FormatChange formats a PartitionChangeRecord naming its topic, for logs and
+// transcripts that know the name.
+func FormatChange(topic string, r *PartitionChangeRecord) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "partition-change %s-%d", topic, r.Partition)
+	r.formatFields(&b)
+	return b.String()
+}
+
+func (r *RemoveTopicRecord) String() string { return fmt.Sprintf("remove-topic id=%s", r.ID) }
+
+func (r *ConfigRecord) String() string {
+	if r.Delete {
+		return fmt.Sprintf("config %s=%q delete %s", r.Resource, r.Name, r.Key)
+	}
+	return fmt.Sprintf("config %s=%q set %s=%s", r.Resource, r.Name, r.Key, r.Value)
+}
+
+func (r *ProducerIDsRecord) String() string {
+	return fmt.Sprintf("producer-ids broker=%d epoch=%d next=%d", r.BrokerID, r.BrokerEpoch, r.Next)
+}
+
+// FormatIDs formats a list of broker ids as [1,2,3].
+func FormatIDs(ids []int32) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprint(&b, id)
+	}
+	b.WriteByte(']')
+	return b.String()
+}
