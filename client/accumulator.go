@@ -30,8 +30,21 @@ func newBufferPool(total int64) *bufferPool {
 	return &bufferPool{avail: total, freed: make(chan struct{})}
 }
 
-func (b *bufferPool) reserve(ctx context.Context, n int64) error {
+func (b *bufferPool) reserve(bctx *blockCtx, n int64) error {
 	b.mu.Lock()
+	if b.avail < n {
+		b.mu.Unlock()
+		ctx := bctx.get()
+		b.mu.Lock()
+		return b.waitLocked(ctx, n)
+	}
+	b.avail -= n
+	b.mu.Unlock()
+	return nil
+}
+
+// waitLocked waits for n bytes, b.mu held; it returns with b.mu released.
+func (b *bufferPool) waitLocked(ctx context.Context, n int64) error {
 	for b.avail < n {
 		ch := b.freed
 		b.waiters++

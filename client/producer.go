@@ -196,11 +196,16 @@ func (p *Producer) send(ctx context.Context, pr *pendingRecord) error {
 		return ErrProducerClosed
 	}
 	r := pr.rec
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.maxBlock)
-	defer cancel()
-	tm, err := p.cl.waitTopic(ctx, r.Topic)
-	if err != nil {
-		return err
+	// Blocking (metadata, memory) is bounded by max.block.ms; the bounded
+	// context is made only when something has to wait.
+	bctx := &blockCtx{parent: ctx, max: p.cfg.maxBlock}
+	defer bctx.release()
+	tm := p.cl.meta.Load().topics[r.Topic]
+	if tm == nil || len(tm.partitions) == 0 || tm.err != nil {
+		var err error
+		if tm, err = p.cl.waitTopic(bctx.get(), r.Topic); err != nil {
+			return err
+		}
 	}
 	pr.hdrs = make([]records.Header, len(r.Headers))
 	for i, h := range r.Headers {
@@ -223,18 +228,40 @@ func (p *Producer) send(ctx context.Context, pr *pendingRecord) error {
 		if err := partitioner.Check(*r.Partition, view); err != nil {
 			return err
 		}
-		return p.appendTo(ctx, ts, *r.Partition, pr, size)
+		return p.appendTo(bctx, ts, *r.Partition, pr, size)
 	case ts.custom != nil:
 		part := ts.custom.Partition(prec, view)
 		if err := partitioner.Check(part, view); err != nil {
 			return err
 		}
-		return p.appendCustom(ctx, ts, part, prec, view, pr, size)
+		return p.appendCustom(bctx, ts, part, prec, view, pr, size)
 	}
 	if part, ok := ts.sticky.KeyedPartition(prec, view); ok {
-		return p.appendTo(ctx, ts, part, pr, size)
+		return p.appendTo(bctx, ts, part, pr, size)
 	}
-	return p.appendSticky(ctx, ts, view, pr, size)
+	return p.appendSticky(bctx, ts, view, pr, size)
+}
+
+// blockCtx is the caller's context bounded by max.block.ms, created on
+// first use: most sends never wait and so never pay for a timer.
+type blockCtx struct {
+	parent context.Context
+	max    time.Duration
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (b *blockCtx) get() context.Context {
+	if b.ctx == nil {
+		b.ctx, b.cancel = context.WithTimeout(b.parent, b.max)
+	}
+	return b.ctx
+}
+
+func (b *blockCtx) release() {
+	if b.cancel != nil {
+		b.cancel()
+	}
 }
 
 // topic returns the accumulator state of a topic, creating it.
@@ -274,7 +301,7 @@ func (p *Producer) topic(name string) *topicState {
 // estimate; a switch deferred while the last batch is open completes once
 // every batch is full; a new batch's memory is reserved outside the lock and
 // the sticky choice re-checked after.
-func (p *Producer) appendSticky(ctx context.Context, ts *topicState, view *partitioner.Topic, pr *pendingRecord, size int) error {
+func (p *Producer) appendSticky(bctx *blockCtx, ts *topicState, view *partitioner.Topic, pr *pendingRecord, size int) error {
 	var reserved int64
 	defer func() { p.mem.release(reserved) }()
 	for {
@@ -297,7 +324,7 @@ func (p *Producer) appendSticky(ctx context.Context, ts *topicState, view *parti
 		q.mu.Unlock()
 		if reserved == 0 {
 			need := int64(max(p.cfg.batchSize, size))
-			if err := p.mem.reserve(ctx, need); err != nil {
+			if err := p.mem.reserve(bctx, need); err != nil {
 				return err
 			}
 			reserved = need
@@ -320,7 +347,7 @@ func (p *Producer) appendSticky(ctx context.Context, ts *topicState, view *parti
 }
 
 // appendTo appends to a known partition (explicit or keyed).
-func (p *Producer) appendTo(ctx context.Context, ts *topicState, part int32, pr *pendingRecord, size int) error {
+func (p *Producer) appendTo(bctx *blockCtx, ts *topicState, part int32, pr *pendingRecord, size int) error {
 	q := ts.queue(part)
 	q.mu.Lock()
 	if _, ok := q.tryAppend(pr); ok {
@@ -330,7 +357,7 @@ func (p *Producer) appendTo(ctx context.Context, ts *topicState, part int32, pr 
 	}
 	q.mu.Unlock()
 	need := int64(max(p.cfg.batchSize, size))
-	if err := p.mem.reserve(ctx, need); err != nil {
+	if err := p.mem.reserve(bctx, need); err != nil {
 		return err
 	}
 	q.mu.Lock()
@@ -349,7 +376,7 @@ func (p *Producer) appendTo(ctx context.Context, ts *topicState, part int32, pr 
 // appendCustom is the partitioner.class path: when the chosen partition
 // needs a new batch, a BatchAware partitioner is asked once where the record
 // goes instead (KIP-480's onNewBatch, without Java's second partition call).
-func (p *Producer) appendCustom(ctx context.Context, ts *topicState, part int32, prec partitioner.Record, view *partitioner.Topic, pr *pendingRecord, size int) error {
+func (p *Producer) appendCustom(bctx *blockCtx, ts *topicState, part int32, prec partitioner.Record, view *partitioner.Topic, pr *pendingRecord, size int) error {
 	q := ts.queue(part)
 	q.mu.Lock()
 	if _, ok := q.tryAppend(pr); ok {
@@ -365,7 +392,7 @@ func (p *Producer) appendCustom(ctx context.Context, ts *topicState, part int32,
 		}
 		part = next
 	}
-	return p.appendTo(ctx, ts, part, pr, size)
+	return p.appendTo(bctx, ts, part, pr, size)
 }
 
 // newBatch opens a batch on q holding pr; q.mu is held. It returns the
