@@ -1,13 +1,18 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/client/internal/wire"
 )
 
 func newTestAdmin(t *testing.T) *Admin {
@@ -90,7 +95,7 @@ func TestIntegrationAdminTopics(t *testing.T) {
 	if err := a.CreatePartitions(ctx, topic, 4); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10e9, func() error {
+	eventually(t, 10*time.Second, func() error {
 		ds, err := a.DescribeTopics(ctx, topic)
 		if err != nil {
 			return err
@@ -182,4 +187,78 @@ func TestIntegrationConcurrentSends(t *testing.T) {
 	if m.PartitionSwitches < 2 || m.NodeOutgoingBytes == nil {
 		t.Fatalf("metrics: %+v", m)
 	}
+}
+
+func TestIntegrationAdminConfigs(t *testing.T) {
+	a := newTestAdmin(t)
+	ctx := testCtx(t)
+	topic := uniqueTopic(t)
+	createTopic(t, a, topic, 1)
+	err := a.AlterConfigs(ctx, TopicResource, topic, AlterConfigOp{Name: "retention.ms", Value: kmsg.StringPtr("3600000")})
+	if errors.Is(err, wire.ErrUnsupported) {
+		t.Skipf("broker lacks IncrementalAlterConfigs: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		cfgs, err := a.DescribeConfigs(ctx, TopicResource, topic)
+		if err != nil {
+			return err
+		}
+		for _, c := range cfgs {
+			if c.Name == "retention.ms" {
+				if c.Value == nil || *c.Value != "3600000" || c.IsDefault {
+					return fmt.Errorf("retention.ms = %v (default %v)", c.Value, c.IsDefault)
+				}
+				return nil
+			}
+		}
+		return errors.New("retention.ms not described")
+	})
+}
+
+func TestIntegrationAdminGroups(t *testing.T) {
+	a := newTestAdmin(t)
+	ctx := testCtx(t)
+	topic := uniqueTopic(t)
+	createTopic(t, a, topic, 2)
+	group := "admin-" + topic
+	c, err := NewConsumer(map[string]string{"bootstrap.servers": bootstrap(t), "group.id": group, "auto.offset.reset": "earliest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe([]string{topic}, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		if _, err := c.Poll(pctx); err != nil {
+			return err
+		}
+		if len(c.Assignment()) != 2 {
+			return fmt.Errorf("assignment %v", c.Assignment())
+		}
+		return nil
+	})
+	ds, err := a.DescribeGroups(ctx, group)
+	if err != nil || len(ds) != 1 || ds[0].Err != nil || ds[0].State != "Stable" || len(ds[0].Members) != 1 || len(ds[0].Members[0].Assignment) != 2 {
+		t.Fatalf("DescribeGroups: %v %+v", err, ds)
+	}
+	ls, err := a.ListGroups(ctx)
+	found := false
+	for _, g := range ls {
+		found = found || g.Group == group
+	}
+	if err != nil || !found {
+		t.Fatalf("ListGroups: %v, %s missing from %+v", err, group, ls)
+	}
+	if err := a.DeleteGroups(ctx, group); !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("deleting a group with a member: %v, want NON_EMPTY_GROUP", err)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error { return a.DeleteGroups(ctx, group) })
 }
