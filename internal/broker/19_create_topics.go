@@ -78,8 +78,8 @@ func (b *Broker) createTopic(rt *kmsg.CreateTopicsRequestTopic, validateOnly, du
 		if _, ok := b.topics[rt.Topic]; ok {
 			return fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, rt.Topic)
 		}
-		if n <= 0 {
-			return fmt.Errorf("%w: number of partitions must be larger than 0", kerr.InvalidPartitions)
+		if err := b.checkPartitionCount(n); err != nil {
+			return err
 		}
 	} else {
 		t, err := b.createTopicLocked(rt.Topic, n, configs, false)

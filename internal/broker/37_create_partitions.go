@@ -46,6 +46,9 @@ func (b *Broker) createPartitions(rt *kmsg.CreatePartitionsRequestTopic, validat
 	if rt.Count <= have {
 		return fmt.Errorf("%w: topic has %d partitions, cannot change to %d", kerr.InvalidPartitions, have, rt.Count)
 	}
+	if err := b.checkPartitionCount(rt.Count); err != nil {
+		return err
+	}
 	if rt.Assignment != nil && int32(len(rt.Assignment)) != rt.Count-have {
 		return fmt.Errorf("%w: %d assignments for %d new partitions", kerr.InvalidReplicaAssignment, len(rt.Assignment), rt.Count-have)
 	}

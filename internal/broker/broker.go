@@ -37,6 +37,10 @@ type Config struct {
 	AutoCreateTopics  bool  // auto.create.topics.enable
 	NumPartitions     int32 // num.partitions
 	OffsetsPartitions int32 // offsets.topic.num.partitions
+	// MaxPartitionsPerTopic bounds CreateTopics and CreatePartitions:
+	// each partition is a directory of files today, so an absurd count
+	// from a client must not be attempted.
+	MaxPartitionsPerTopic int32
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
 	// Settings is the broker configuration under Kafka's property names
@@ -60,6 +64,8 @@ func DefaultConfig() Config {
 		AutoCreateTopics:  true,
 		NumPartitions:     1,
 		OffsetsPartitions: 1,
+
+		MaxPartitionsPerTopic: 100000,
 
 		RetentionCheckInterval: 5 * time.Minute,
 	}
@@ -101,6 +107,9 @@ func New(cfg Config) (*Broker, error) {
 	}
 	if cfg.OffsetsPartitions <= 0 {
 		cfg.OffsetsPartitions = 1
+	}
+	if cfg.MaxPartitionsPerTopic <= 0 {
+		cfg.MaxPartitionsPerTopic = DefaultConfig().MaxPartitionsPerTopic
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data directory: %w", err)

@@ -32,6 +32,7 @@ func FuzzServe(f *testing.F) {
 	}
 	tb := startBroker(f, f.TempDir(), func(c *Config) {
 		c.Group.NoInitialRebalanceDelay = true
+		c.MaxPartitionsPerTopic = 16
 	})
 	conn := server.ConnInfo{ID: 1, Remote: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}}
 	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {

@@ -111,6 +111,7 @@ func TestTopicAdminErrors(t *testing.T) {
 		{"bad name", "bad/name", 1, 1, kerr.InvalidTopicException},
 		{"too many replicas", "rf3", 1, 3, kerr.InvalidReplicationFactor},
 		{"zero partitions", "zero", 0, 1, kerr.InvalidPartitions},
+		{"absurd partition count", "huge", 1 << 30, 1, kerr.InvalidPartitions},
 	}
 	for _, tc := range cases {
 		resp, err := adm.CreateTopic(ctx, tc.parts, tc.rf, nil, tc.topic)

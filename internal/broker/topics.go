@@ -161,8 +161,8 @@ func (b *Broker) createTopicLocked(name string, n int32, configs map[string]stri
 	if _, ok := b.topics[name]; ok {
 		return nil, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, name)
 	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%w: number of partitions must be larger than 0", kerr.InvalidPartitions)
+	if err := b.checkPartitionCount(n); err != nil {
+		return nil, err
 	}
 	cfg, err := b.topicLogConfig(configs)
 	if err != nil {
@@ -210,4 +210,15 @@ func (b *Broker) partitionOf(t *topic, p int32) (*partition, bool) {
 		return nil, false
 	}
 	return t.partitions[p], true
+}
+
+// checkPartitionCount refuses counts below 1 or above the per-topic cap.
+func (b *Broker) checkPartitionCount(n int32) error {
+	if n <= 0 {
+		return fmt.Errorf("%w: number of partitions must be larger than 0", kerr.InvalidPartitions)
+	}
+	if n > b.cfg.MaxPartitionsPerTopic {
+		return fmt.Errorf("%w: %d partitions exceed this broker's limit of %d per topic", kerr.InvalidPartitions, n, b.cfg.MaxPartitionsPerTopic)
+	}
+	return nil
 }
