@@ -28,6 +28,7 @@ func commands() []command {
 		{"topic", "create, list, describe, delete or alter topics", runTopic},
 		{"produce", "write lines from stdin to a topic", runProduce},
 		{"consume", "print records of a topic", runConsume},
+		{"perf", "producer and consumer load tests (Kafka's perf tools' flags and output)", runPerf},
 		{"version", "print the version", runVersion},
 	}
 }

@@ -111,3 +111,29 @@ func TestConsoleTools(t *testing.T) {
 		t.Fatalf("bad producer property: exit %d\n%s", code, out)
 	}
 }
+
+func TestPerfTools(t *testing.T) {
+	addr := startServe(t)
+	mustWeir(t, "", "topic", "create", "--topic", "perf", "--partitions", "3", "--bootstrap-server", addr)
+	out := mustWeir(t, "", "perf", "produce", "--topic", "perf", "--num-records", "20000", "--record-size", "100",
+		"--throughput", "-1", "--producer-props", "bootstrap.servers="+addr, "acks=all", "linger.ms=2", "--print-metrics")
+	summary := regexp.MustCompile(`(?m)^20000 records sent, [0-9.]+ records/sec \([0-9.]+ MB/sec\), [0-9.]+ ms avg latency, [0-9.]+ ms max latency, \d+ ms 50th, \d+ ms 95th, \d+ ms 99th, \d+ ms 99.9th\.$`)
+	if !summary.MatchString(out) || !strings.Contains(out, "outgoing-byte-total") {
+		t.Fatalf("perf produce output:\n%s", out)
+	}
+	out = mustWeir(t, "", "perf", "consume", "--topic", "perf", "--messages", "20000", "--bootstrap-server", addr)
+	if !strings.Contains(out, "data.consumed.in.nMsg") || !regexp.MustCompile(`, 20000, `).MatchString(out) {
+		t.Fatalf("perf consume output:\n%s", out)
+	}
+	out = mustWeir(t, "", "perf", "consume", "--topic", "perf", "--messages", "20000", "--group", "pg", "--bootstrap-server", addr)
+	if !regexp.MustCompile(`, 20000, `).MatchString(out) {
+		t.Fatalf("perf consume with a group:\n%s", out)
+	}
+	// Throttled: about 2000 records at 1000/s take about two seconds.
+	start := time.Now()
+	mustWeir(t, "", "perf", "produce", "--topic", "perf", "--num-records", "2000", "--record-size", "10", "--throughput", "1000",
+		"--producer-props", "bootstrap.servers="+addr)
+	if took := time.Since(start); took < 1500*time.Millisecond {
+		t.Fatalf("throttled run finished in %v; the throttle did not hold", took)
+	}
+}

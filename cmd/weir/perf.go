@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"weir/perf"
+)
+
+func runPerf(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(stdout, "Usage: weir perf produce|consume [flags]")
+		fmt.Fprintln(stdout, "Flags and output follow Kafka's producer and consumer performance tools.")
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	switch args[0] {
+	case "produce":
+		return perfProduce(ctx, args[1:], stdout, stderr)
+	case "consume":
+		return perfConsume(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "weir perf: unknown subcommand %q (want produce or consume)\n", args[0])
+	return errUsage
+}
+
+// spreadMultiValue rewrites Kafka's "--producer-props a=1 b=2" (several
+// values after one flag) into "--producer-props a=1 --producer-props b=2"
+// so the flag package can read it.
+func spreadMultiValue(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		out = append(out, a)
+		if a != "--"+name && a != "-"+name {
+			continue
+		}
+		first := true
+		for i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			if !first {
+				out = append(out, a)
+			}
+			out = append(out, args[i+1])
+			first = false
+			i++
+		}
+	}
+	return out
+}
+
+func perfProduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("perf produce", "perf produce --topic T --num-records N --record-size S --throughput R [--producer-props k=v ...] [--print-metrics]", stderr)
+	topic := fs.String("topic", "", "topic to produce to (required)")
+	num := fs.Int64("num-records", 0, "number of records to produce (required)")
+	size := fs.Int("record-size", 0, "bytes per record (required)")
+	throughput := fs.Float64("throughput", -1, "target records/sec; -1 means unthrottled")
+	props := kvFlags{}
+	fs.Var(props, "producer-props", "producer properties key=value ... (Kafka names; bootstrap.servers defaults to 127.0.0.1:9092)")
+	printMetrics := fs.Bool("print-metrics", false, "print the producer's metrics at the end")
+	every := fs.Duration("report-interval", 5*time.Second, "interval between progress lines")
+	if err := parseFlags(fs, spreadMultiValue(args, "producer-props")); err != nil {
+		return err
+	}
+	if err := requireFlag(fs, "topic", *topic); err != nil {
+		return err
+	}
+	if *num <= 0 || *size <= 0 {
+		fmt.Fprintln(stderr, "--num-records and --record-size must be positive")
+		return errUsage
+	}
+	if _, ok := props["bootstrap.servers"]; !ok {
+		props["bootstrap.servers"] = "127.0.0.1:9092"
+	}
+	res, err := perf.Produce(ctx, perf.ProduceConfig{
+		Topic: *topic, NumRecords: *num, RecordSize: *size, Throughput: *throughput, Props: props, ReportEvery: *every,
+	}, stdout)
+	if err != nil {
+		return err
+	}
+	res.WriteSummary(stdout)
+	if *printMetrics {
+		res.Metrics.WriteTo(stdout)
+	}
+	if res.Errors > 0 {
+		return fmt.Errorf("%d records failed, first: %v", res.Errors, res.FirstError)
+	}
+	return nil
+}
+
+func perfConsume(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("perf consume", "perf consume --topic T --messages N [--group G] [--consumer-props k=v ...]", stderr)
+	topic := fs.String("topic", "", "topic to consume (required)")
+	num := fs.Int64("messages", 0, "number of records to consume (required)")
+	group := fs.String("group", "", "consume as a member of this group (default: assign every partition, no group)")
+	bootstrap := fs.String("bootstrap-server", "127.0.0.1:9092", "broker(s) to connect to")
+	props := kvFlags{}
+	fs.Var(props, "consumer-props", "consumer properties key=value ... (Kafka names)")
+	timeout := fs.Duration("timeout", 10*time.Second, "stop when no record arrives for this long")
+	if err := parseFlags(fs, spreadMultiValue(args, "consumer-props")); err != nil {
+		return err
+	}
+	if err := requireFlag(fs, "topic", *topic); err != nil {
+		return err
+	}
+	if *num <= 0 {
+		fmt.Fprintln(stderr, "--messages must be positive")
+		return errUsage
+	}
+	if _, ok := props["bootstrap.servers"]; !ok {
+		props["bootstrap.servers"] = *bootstrap
+	}
+	res, err := perf.Consume(ctx, perf.ConsumeConfig{Topic: *topic, NumRecords: *num, Group: *group, Props: props, Timeout: *timeout})
+	if err != nil {
+		return err
+	}
+	res.WriteSummary(stdout)
+	if res.Records < *num {
+		return fmt.Errorf("only %d of %d records arrived within %v of the last one", res.Records, *num, *timeout)
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package perf
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"weir/client"
+)
+
+// ProduceConfig describes a producer test.
+type ProduceConfig struct {
+	Topic      string
+	NumRecords int64
+	RecordSize int
+	// Throughput is the target records per second; <= 0 is unthrottled.
+	Throughput float64
+	Props      map[string]string
+	// ReportEvery is the interval of progress lines (Kafka prints every
+	// 5 s).
+	ReportEvery time.Duration
+	Now         func() time.Time
+}
+
+// ProduceResult is a producer test's outcome.
+type ProduceResult struct {
+	Records, Errors int64
+	Bytes           int64
+	Elapsed         time.Duration
+	AvgLatency      time.Duration
+	MaxLatency      time.Duration
+	P50, P95, P99   time.Duration
+	P999            time.Duration
+	FirstError      error
+	Metrics         client.ProducerMetrics
+}
+
+// RecordsPerSec and MBPerSec are the summary rates.
+func (r ProduceResult) RecordsPerSec() float64 { return float64(r.Records) / r.Elapsed.Seconds() }
+func (r ProduceResult) MBPerSec() float64 {
+	return float64(r.Bytes) / (1024 * 1024) / r.Elapsed.Seconds()
+}
+
+// window accumulates one progress interval.
+type window struct {
+	start          time.Time
+	count, bytes   int64
+	latSum, latMax time.Duration
+}
+
+// Produce runs the test and writes Kafka-style progress lines to out.
+func Produce(ctx context.Context, cfg ProduceConfig, out io.Writer) (ProduceResult, error) {
+	if cfg.NumRecords <= 0 || cfg.RecordSize <= 0 || cfg.Topic == "" {
+		return ProduceResult{}, fmt.Errorf("perf: topic, a positive record count and a positive record size are required")
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	if cfg.ReportEvery <= 0 {
+		cfg.ReportEvery = 5 * time.Second
+	}
+	p, err := client.NewProducer(cfg.Props)
+	if err != nil {
+		return ProduceResult{}, err
+	}
+	payload := make([]byte, cfg.RecordSize)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range payload {
+		payload[i] = byte('A' + rng.IntN(26))
+	}
+
+	var (
+		mu        sync.Mutex
+		latencies = make([]int32, 0, min(cfg.NumRecords, 20_000_000)) // microseconds
+		res       ProduceResult
+		win       = window{start: now()}
+	)
+	report := func(t time.Time) {
+		el := t.Sub(win.start).Seconds()
+		if win.count > 0 && el > 0 {
+			fmt.Fprintf(out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, %.1f ms max latency.\n",
+				win.count, float64(win.count)/el, float64(win.bytes)/(1024*1024)/el,
+				ms(win.latSum)/float64(win.count), ms(win.latMax))
+		}
+		win = window{start: t}
+	}
+	start := now()
+	for i := int64(0); i < cfg.NumRecords; i++ {
+		intended := start
+		if cfg.Throughput > 0 {
+			intended = start.Add(time.Duration(float64(i) / cfg.Throughput * float64(time.Second)))
+			if d := intended.Sub(now()); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					return res, ctx.Err()
+				}
+			}
+		}
+		sendAt := now()
+		from := sendAt
+		if cfg.Throughput > 0 {
+			from = intended
+		}
+		p.Send(ctx, &client.Record{Topic: cfg.Topic, Value: payload}, func(_ client.RecordMetadata, err error) {
+			t := now()
+			lat := t.Sub(from)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				res.Errors++
+				if res.FirstError == nil {
+					res.FirstError = err
+				}
+				return
+			}
+			res.Records++
+			res.Bytes += int64(cfg.RecordSize)
+			res.AvgLatency += lat
+			res.MaxLatency = max(res.MaxLatency, lat)
+			if len(latencies) < cap(latencies) {
+				latencies = append(latencies, int32(min(lat.Microseconds(), 1<<31-1)))
+			}
+			win.count++
+			win.bytes += int64(cfg.RecordSize)
+			win.latSum += lat
+			win.latMax = max(win.latMax, lat)
+			if t.Sub(win.start) >= cfg.ReportEvery {
+				report(t)
+			}
+		})
+	}
+	if err := p.Flush(ctx); err != nil {
+		return res, err
+	}
+	end := now()
+	res.Metrics = p.Metrics()
+	if err := p.Close(ctx); err != nil {
+		return res, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	res.Elapsed = end.Sub(start)
+	if res.Records > 0 {
+		res.AvgLatency /= time.Duration(res.Records)
+	}
+	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	pct := func(q float64) time.Duration {
+		if len(latencies) == 0 {
+			return 0
+		}
+		return time.Duration(latencies[int(q*float64(len(latencies)-1))]) * time.Microsecond
+	}
+	res.P50, res.P95, res.P99, res.P999 = pct(0.5), pct(0.95), pct(0.99), pct(0.999)
+	return res, nil
+}
+
+// WriteSummary prints the final line in ProducerPerformance's format.
+func (r ProduceResult) WriteSummary(w io.Writer) {
+	fmt.Fprintf(w, "%d records sent, %f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %d ms 50th, %d ms 95th, %d ms 99th, %d ms 99.9th.\n",
+		r.Records, r.RecordsPerSec(), r.MBPerSec(), ms(r.AvgLatency), ms(r.MaxLatency),
+		r.P50.Milliseconds(), r.P95.Milliseconds(), r.P99.Milliseconds(), r.P999.Milliseconds())
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
