@@ -23,6 +23,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	listen := fs.String("listen", "127.0.0.1:9092", "address the Kafka listener binds (host:port; port 0 picks a free one)")
 	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the bound listener)")
 	nodeID := fs.Int("node-id", 1, "this broker's node id (node.id)")
+	nullStorage := fs.Bool("null-storage", false, "benchmarking only: acknowledge produce without storing anything, to measure the client and loopback ceiling")
 	confFile := fs.String("config", "", "server.properties-style file with Kafka broker property names; flags override it")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
@@ -50,6 +51,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := brokerConfig(settings)
 	cfg.DataDir = dir
 	cfg.Logger = logger
+	cfg.NullStorage = *nullStorage
+	if *nullStorage {
+		logger.Warn("null storage: produced records are acknowledged and thrown away")
+	}
 	b, err := broker.New(cfg)
 	if err != nil {
 		return err

@@ -41,6 +41,10 @@ type Config struct {
 	// each partition is a directory of files today, so an absurd count
 	// from a client must not be attempted.
 	MaxPartitionsPerTopic int32
+	// NullStorage acknowledges produce requests without validating or
+	// storing them (offsets still advance), to measure the ceiling a
+	// client and loopback reach on this machine. Never for real data.
+	NullStorage bool
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
 	// Settings is the broker configuration under Kafka's property names

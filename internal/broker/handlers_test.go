@@ -316,3 +316,19 @@ func TestFetchSessionsRefused(t *testing.T) {
 		t.Fatalf("session-creating fetch must be answered without a session: %v %+v", err, resp)
 	}
 }
+
+func TestNullStorageAcknowledgesWithoutStoring(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), func(c *Config) { c.NullStorage = true })
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr)
+	createTopic(t, ctx, c, "null", 1, nil)
+	for i := range 3 {
+		r, err := c.ProduceSync(ctx, &kgo.Record{Topic: "null", Value: []byte("x")}).First()
+		if err != nil || r.Offset != int64(i) {
+			t.Fatalf("produce %d: offset %d, %v", i, r.Offset, err)
+		}
+	}
+	if size := tb.b.lookupTopic("null").partitions[0].log.Size(); size != 0 {
+		t.Fatalf("null storage wrote %d bytes", size)
+	}
+}

@@ -18,6 +18,7 @@ type partition struct {
 
 	leaderEpoch atomic.Int32
 	hw          atomic.Int64
+	nullEnd     atomic.Int64 // offsets handed out in NullStorage mode
 
 	// producers is the idempotent-producer state, touched only inside the
 	// log's append hooks (see internal/producer).
