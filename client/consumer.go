@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -72,6 +73,7 @@ type Consumer struct {
 	data     chan struct{}  // signalled when a fetch completes
 
 	lastAutoCommit time.Time
+	lastPoll       atomic.Int64 // unix nanos of the last Poll, for max.poll.interval.ms
 	closed         bool
 	wg             sync.WaitGroup
 }
@@ -212,6 +214,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]*ConsumerRecord, error) {
 	if c.closed {
 		return nil, ErrConsumerClosed
 	}
+	c.lastPoll.Store(time.Now().UnixNano())
 	for {
 		if c.group != nil {
 			if err := c.group.poll(ctx); err != nil {
@@ -700,6 +703,14 @@ func (c *Consumer) positions(only []TopicPartition) map[TopicPartition]int64 {
 		}
 	}
 	return out
+}
+
+// pollOverdue reports whether the application has not called Poll for
+// longer than max.poll.interval.ms: the member is then considered stuck and
+// gives up its membership, as in the Java client.
+func (c *Consumer) pollOverdue() bool {
+	last := c.lastPoll.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) > c.cfg.maxPollInterval
 }
 
 // Close commits (with auto-commit on), leaves the group and closes

@@ -239,3 +239,72 @@ func TestIntegrationGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationMaxPollInterval stops polling past max.poll.interval.ms: the
+// member leaves, the next Poll reports the partitions lost and rejoins.
+func TestIntegrationMaxPollInterval(t *testing.T) {
+	for _, protocol := range []string{"classic", "consumer"} {
+		t.Run(protocol, func(t *testing.T) {
+			a := newTestAdmin(t)
+			topic := uniqueTopic(t)
+			createTopic(t, a, topic, 2)
+			props := map[string]string{
+				"bootstrap.servers": bootstrap(t), "group.id": "mpi-" + topic, "group.protocol": protocol,
+				"max.poll.interval.ms": "1500",
+			}
+			if protocol == "classic" {
+				props["heartbeat.interval.ms"], props["session.timeout.ms"] = "100", "10000"
+			}
+			c, err := NewConsumer(props)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := testCtx(t)
+			defer c.Close(ctx)
+			var mu sync.Mutex
+			lost := 0
+			l := &RebalanceListener{OnLost: func(_ context.Context, _ *Consumer, tps []TopicPartition) {
+				mu.Lock()
+				lost += len(tps)
+				mu.Unlock()
+			}}
+			if err := c.Subscribe([]string{topic}, l); err != nil {
+				t.Fatal(err)
+			}
+			pollUntilAssigned := func() {
+				eventually(t, 30*time.Second, func() error {
+					pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+					defer cancel()
+					if _, err := c.Poll(pctx); err != nil {
+						return err
+					}
+					if len(c.Assignment()) != 2 {
+						return fmt.Errorf("assignment %v", c.Assignment())
+					}
+					return nil
+				})
+			}
+			pollUntilAssigned()
+			// Stay away from Poll until the member has left.
+			eventually(t, 20*time.Second, func() error {
+				if !c.pollOverdue() {
+					return fmt.Errorf("not overdue yet")
+				}
+				id, member := c.group.identity()
+				if protocol == "classic" && member != "" {
+					return fmt.Errorf("still member %s generation %d", member, id)
+				}
+				if protocol == "consumer" && id != 0 {
+					return fmt.Errorf("still at epoch %d", id)
+				}
+				return nil
+			})
+			pollUntilAssigned()
+			mu.Lock()
+			defer mu.Unlock()
+			if lost != 2 {
+				t.Fatalf("%d partitions reported lost, want 2", lost)
+			}
+		})
+	}
+}

@@ -133,7 +133,10 @@
 // caller's goroutine. CommitSync, Committed, Seek, SeekToBeginning,
 // SeekToEnd, Position, Pause and Resume work as in Java.
 // isolation.level=read_committed skips aborted transactional records and
-// control batches. A Consumer is used from one goroutine at a time.
+// control batches. A member that does not call Poll for
+// max.poll.interval.ms leaves the group, and its next Poll reports the
+// partitions lost (OnLost) and rejoins. A Consumer is used from one
+// goroutine at a time.
 //
 // # Admin
 //

@@ -373,6 +373,17 @@ func (g *classicGroup) heartbeatLoop(hbCtx context.Context, stop, done chan stru
 		if !joined {
 			continue
 		}
+		if g.c.pollOverdue() {
+			g.c.log.Warn("max.poll.interval.ms passed without a poll: leaving the group", "group", g.co.group, "member", member)
+			ctx, cancel := context.WithTimeout(hbCtx, g.c.cfg.requestTimeout)
+			g.sendLeave(ctx, member)
+			cancel()
+			g.mu.Lock()
+			g.memberID, g.generation, g.rejoin, g.lost = "", -1, true, true
+			g.mu.Unlock()
+			g.signal()
+			continue
+		}
 		req := kmsg.NewPtrHeartbeatRequest()
 		req.Group, req.Generation, req.MemberID = g.co.group, gen, member
 		if g.c.cfg.instanceID != "" {
@@ -426,9 +437,16 @@ func (g *classicGroup) leave(ctx context.Context) error {
 	if !joined || member == "" || g.c.cfg.instanceID != "" {
 		return nil
 	}
+	return g.sendLeave(ctx, member)
+}
+
+func (g *classicGroup) sendLeave(ctx context.Context, member string) error {
 	req := kmsg.NewPtrLeaveGroupRequest()
 	req.Group, req.MemberID = g.co.group, member
-	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: member, Reason: kmsg.StringPtr("the consumer is being closed")}}
+	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: member, Reason: kmsg.StringPtr("the consumer is leaving")}}
+	if g.c.cfg.instanceID != "" {
+		req.Members[0].InstanceID = kmsg.StringPtr(g.c.cfg.instanceID)
+	}
 	_, err := g.co.do(ctx, req, g.c.cfg.requestTimeout, func(r kmsg.Response) error {
 		return kerr.ErrorForCode(r.(*kmsg.LeaveGroupResponse).ErrorCode)
 	})

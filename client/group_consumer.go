@@ -116,6 +116,27 @@ func (g *consumerGroup) heartbeat() error {
 		g.mu.Unlock()
 		return nil
 	}
+	if g.lost {
+		g.mu.Unlock()
+		return nil // rejoin after Poll has handed the lost partitions back
+	}
+	if g.epoch > 0 && g.c.pollOverdue() {
+		// Stuck application: leave (epoch -1) and rejoin with epoch 0 at
+		// the next Poll, losing the partitions, as the Java client does.
+		member := g.memberID
+		g.epoch, g.lost = 0, true
+		g.mu.Unlock()
+		g.c.log.Warn("max.poll.interval.ms passed without a poll: leaving the group", "group", g.co.group, "member", member)
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch = g.co.group, member, -1
+		ctx, cancel := context.WithTimeout(g.ctx, g.c.cfg.requestTimeout)
+		defer cancel()
+		_, err := g.co.do(ctx, req, g.c.cfg.requestTimeout, func(r kmsg.Response) error {
+			return kerr.ErrorForCode(r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)
+		})
+		poke(g.wakeCh)
+		return err
+	}
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch = g.co.group, g.memberID, g.epoch
 	if g.c.cfg.instanceID != "" {
@@ -137,9 +158,7 @@ func (g *consumerGroup) heartbeat() error {
 	g.mu.Unlock()
 	ctx, cancel := context.WithTimeout(g.ctx, g.c.cfg.requestTimeout)
 	defer cancel()
-	raw, err := g.co.do(ctx, req, g.c.cfg.requestTimeout, func(r kmsg.Response) error {
-		return kerr.ErrorForCode(r.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)
-	})
+	raw, err := g.co.do(ctx, req, g.c.cfg.requestTimeout, heartbeatErr)
 	if err != nil {
 		switch {
 		case errors.Is(err, kerr.FencedMemberEpoch) || errors.Is(err, kerr.UnknownMemberID):
@@ -214,12 +233,16 @@ func (g *consumerGroup) poll(ctx context.Context) error {
 	if lost {
 		g.mu.Lock()
 		owned := sortedKeys(g.owned)
-		g.owned, g.lost = map[TopicPartition]bool{}, false
+		// A target assignment received before the loss belonged to the old
+		// membership: drop it, the rejoin brings a new one.
+		g.owned, g.lost, g.target = map[TopicPartition]bool{}, false, nil
+		target = nil
 		g.mu.Unlock()
 		if len(owned) > 0 {
 			g.c.removePartitions(owned)
 			g.c.callListener(ctx, "lost", owned)
 		}
+		poke(g.hbNow) // rejoin
 	}
 	if target == nil {
 		return nil
@@ -267,6 +290,17 @@ func (g *consumerGroup) poll(ctx context.Context) error {
 	g.c.callListener(ctx, "assigned", added)
 	poke(g.hbNow) // acknowledge
 	return nil
+}
+
+// heartbeatErr is a ConsumerGroupHeartbeat response's error with the
+// broker's message.
+func heartbeatErr(r kmsg.Response) error {
+	resp := r.(*kmsg.ConsumerGroupHeartbeatResponse)
+	err := kerr.ErrorForCode(resp.ErrorCode)
+	if err != nil && resp.ErrorMessage != nil {
+		return fmt.Errorf("%w (%s)", err, *resp.ErrorMessage)
+	}
+	return err
 }
 
 func sortedKeys(m map[TopicPartition]bool) []TopicPartition {
