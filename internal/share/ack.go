@@ -2,6 +2,7 @@ package share
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -48,17 +49,36 @@ func (p *Partition) Acknowledge(member string, batches []AckBatch, now time.Time
 			p.ackRange(lo, b.Last, b.Types[0], nowN)
 			continue
 		}
-		for off := lo; off <= b.Last; {
+		p.ackOffsets(lo, b, nowN)
+	}
+	return p.finish(), nil
+}
+
+// ackOffsets applies per-offset types to [lo, b.Last] in one pass: the runs
+// covering the range are rebuilt into a scratch list (one piece per stretch
+// of equal type) that replaces them at once, so that alternating types
+// cost linear time, not a split of the run list per offset.
+func (p *Partition) ackOffsets(lo int64, b *AckBatch, now int64) {
+	i, j := p.span(lo, b.Last)
+	scratch := p.scratch[:0]
+	for k := i; k < j; k++ {
+		r := p.runs[k]
+		for off := r.first; off <= r.last; {
 			t := b.Types[off-b.First]
 			end := off
-			for end < b.Last && b.Types[end+1-b.First] == t {
+			for end < r.last && b.Types[end+1-b.First] == t {
 				end++
 			}
-			p.ackRange(off, end, t, nowN)
+			piece := r
+			piece.first, piece.last = off, end
+			p.ackRun(&piece, t, now)
+			scratch = append(scratch, piece)
 			off = end + 1
 		}
 	}
-	return p.finish(), nil
+	p.runs = slices.Replace(p.runs, i, j, scratch...)
+	clear(scratch)
+	p.scratch = scratch[:0]
 }
 
 // checkAckBatches is the request validation Kafka does before looking at
@@ -115,30 +135,29 @@ func (p *Partition) checkHeld(member string, b *AckBatch, now int64) error {
 // ackRange applies t to [first, last], all acquired by the caller.
 func (p *Partition) ackRange(first, last int64, t AckType, now int64) {
 	i, j := p.span(first, last)
-	n := last - first + 1
-	if t == AckRenew {
-		deadline := now + int64(p.cfg.LockDuration)
-		for k := i; k < j; k++ {
-			p.runs[k].deadline = deadline
-		}
-		p.stats.renewed += n
-		return
-	}
 	for k := i; k < j; k++ {
-		r := &p.runs[k]
-		switch t {
-		case AckAccept:
-			r.state, r.member, r.deadline = Acknowledged, "", 0
-			p.stats.acknowledged += r.last - r.first + 1
-			p.touch(r.first, r.last)
-		case AckRelease:
-			p.stats.released += r.last - r.first + 1
-			p.releaseRun(r)
-		default: // AckReject, AckGap
-			r.state, r.member, r.deadline = Archived, "", 0
-			p.stats.rejected += r.last - r.first + 1
-			p.stats.archived += r.last - r.first + 1
-			p.touch(r.first, r.last)
-		}
+		p.ackRun(&p.runs[k], t, now)
+	}
+}
+
+// ackRun applies t to r, acquired by the caller.
+func (p *Partition) ackRun(r *run, t AckType, now int64) {
+	n := r.last - r.first + 1
+	switch t {
+	case AckRenew:
+		r.deadline = now + int64(p.cfg.LockDuration)
+		p.stats.renewed += n
+	case AckAccept:
+		r.state, r.member, r.deadline = Acknowledged, "", 0
+		p.stats.acknowledged += n
+		p.touch(r.first, r.last)
+	case AckRelease:
+		p.stats.released += n
+		p.releaseRun(r)
+	default: // AckReject, AckGap
+		r.state, r.member, r.deadline = Archived, "", 0
+		p.stats.rejected += n
+		p.stats.archived += n
+		p.touch(r.first, r.last)
 	}
 }

@@ -241,8 +241,14 @@ func (w *acquireWalk) present(bi int, lo, hi int64) {
 
 // fresh takes records past the end offset, from off to at most hi.
 func (w *acquireWalk) fresh(bi int, off, hi int64) {
-	if off > w.p.next { // cannot happen: absent() filled or skipped the gap
-		panic(fmt.Sprintf("share: fresh offset %d past end %d", off, w.p.next))
+	if off > w.p.next {
+		// absent() leaves a gap untracked only while a batch is being
+		// completed, and what follows the gap is another batch.
+		if w.finishAt < 0 {
+			panic(fmt.Sprintf("share: fresh offset %d past end %d", off, w.p.next))
+		}
+		w.done = true
+		return
 	}
 	n := w.allow(bi, off, 0, hi-off+1, true)
 	if n > 0 {

@@ -89,6 +89,8 @@ type Partition struct {
 	// durably; moved records whether it moved the start offset.
 	touched []interval
 	moved   bool
+	// scratch is reused by ackOffsets.
+	scratch []run
 }
 
 // New returns a partition that has never delivered anything, starting at
@@ -202,13 +204,18 @@ func (p *Partition) span(first, last int64) (i, j int) {
 	return i, j
 }
 
-// appendRun extends the window with r, which must start at next.
+// appendRun extends the window with r, which must start at next; it
+// lengthens the last run instead when r is in the same state.
 func (p *Partition) appendRun(r run) {
 	if r.first != p.next {
 		panic(fmt.Sprintf("share: run %d-%d appended at end offset %d", r.first, r.last, p.next-1))
 	}
-	p.runs = append(p.runs, r)
 	p.next = r.last + 1
+	if n := len(p.runs); n > 0 && p.runs[n-1].sameAs(&r) {
+		p.runs[n-1].last = r.last
+		return
+	}
+	p.runs = append(p.runs, r)
 }
 
 // coalesce merges neighbouring runs in the same state.
@@ -294,11 +301,12 @@ func (p *Partition) finish() StateRecord {
 	ivs := mergeIntervals(p.touched)
 	for _, iv := range ivs {
 		lo, hi := max(iv.first, p.start), min(iv.last, p.next-1)
-		for off := lo; off <= hi; {
-			r := &p.runs[p.index(off)]
-			end := min(r.last, hi)
-			rec.Batches = appendBatch(rec.Batches, StateBatch{First: off, Last: end, State: r.state, DeliveryCount: r.count})
-			off = end + 1
+		if lo > hi {
+			continue
+		}
+		for k := p.index(lo); k < len(p.runs) && p.runs[k].first <= hi; k++ {
+			r := &p.runs[k]
+			rec.Batches = appendBatch(rec.Batches, StateBatch{First: max(r.first, lo), Last: min(r.last, hi), State: r.state, DeliveryCount: r.count})
 		}
 	}
 	p.touched = p.touched[:0]
@@ -420,8 +428,10 @@ func (p *Partition) Expire(now time.Time) StateRecord {
 // ReleaseMember hands back every record member holds, as Kafka does when a
 // member's share session closes or it leaves the group: the records become
 // available and their delivery count goes back down by one, since they are
-// taken as never having reached the application.
-func (p *Partition) ReleaseMember(member string) StateRecord {
+// taken as never having reached the application. Locks that expired by now
+// end as expiries first.
+func (p *Partition) ReleaseMember(member string, now time.Time) StateRecord {
+	p.expire(now.UnixNano())
 	for i := range p.runs {
 		r := &p.runs[i]
 		if r.state != Acquired || r.member != member {

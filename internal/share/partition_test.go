@@ -289,7 +289,7 @@ func (h *partHarness) do(t *testing.T, c *tcase) string {
 		return strings.Join(nonEmpty(h.persist(t, h.p.Expire(h.now)), h.state()), "\n")
 
 	case "leave":
-		return strings.Join(nonEmpty(h.persist(t, h.p.ReleaseMember(c.arg("member", "A"))), h.state()), "\n")
+		return strings.Join(nonEmpty(h.persist(t, h.p.ReleaseMember(c.arg("member", "A"), h.now)), h.state()), "\n")
 
 	case "logstart":
 		h.log.start = mustInt(t, c, "offset", 0)

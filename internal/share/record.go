@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // RecordKind tells a snapshot from a delta.
@@ -145,12 +146,10 @@ func DecodeStateRecord(b []byte) (StateRecord, error) {
 	if r.StartOffset < 0 {
 		return StateRecord{}, fmt.Errorf("%w: start offset %d", ErrCorrupt, r.StartOffset)
 	}
-	b = b[headerLen:]
-	n, k := binary.Uvarint(b)
+	n, b, k := uvarint(b[headerLen:])
 	if k <= 0 {
-		return StateRecord{}, ErrTruncated
+		return StateRecord{}, uvarintErr(k)
 	}
-	b = b[k:]
 	if n > uint64(len(b)/minBatchLen) {
 		return StateRecord{}, fmt.Errorf("%w: %d batches in %d bytes", ErrTruncated, n, len(b))
 	}
@@ -161,10 +160,10 @@ func DecodeStateRecord(b []byte) (StateRecord, error) {
 	for range n {
 		var d, span, count uint64
 		if d, b, k = uvarint(b); k <= 0 {
-			return StateRecord{}, ErrTruncated
+			return StateRecord{}, uvarintErr(k)
 		}
 		if span, b, k = uvarint(b); k <= 0 {
-			return StateRecord{}, ErrTruncated
+			return StateRecord{}, uvarintErr(k)
 		}
 		if len(b) == 0 {
 			return StateRecord{}, ErrTruncated
@@ -172,7 +171,7 @@ func DecodeStateRecord(b []byte) (StateRecord, error) {
 		st := RecordState(int8(b[0]))
 		b = b[1:]
 		if count, b, k = uvarint(b); k <= 0 {
-			return StateRecord{}, ErrTruncated
+			return StateRecord{}, uvarintErr(k)
 		}
 		if !st.valid() || count > math.MaxInt16 {
 			return StateRecord{}, fmt.Errorf("%w: state %d, delivery count %d", ErrCorrupt, st, count)
@@ -196,12 +195,29 @@ func DecodeStateRecord(b []byte) (StateRecord, error) {
 	return r, nil
 }
 
-func uvarint(b []byte) (uint64, []byte, int) {
-	v, k := binary.Uvarint(b)
+// uvarint reads a uvarint in its shortest form: a longer form of the same
+// value would give a second encoding of one record or key, and keys must
+// compare equal byte for byte. k is 0 when b is too short, -1 when the
+// encoding is not the shortest or overflows.
+func uvarint(b []byte) (v uint64, rest []byte, k int) {
+	v, k = binary.Uvarint(b)
 	if k <= 0 {
+		if k < 0 {
+			k = -1
+		}
 		return 0, b, k
 	}
+	if k != (bits.Len64(v|1)+6)/7 {
+		return 0, b, -1
+	}
 	return v, b[k:], k
+}
+
+func uvarintErr(k int) error {
+	if k == 0 {
+		return ErrTruncated
+	}
+	return fmt.Errorf("%w: malformed varint", ErrCorrupt)
 }
 
 // StateKey names the partition a StateRecord belongs to, like Kafka's
@@ -238,11 +254,10 @@ func DecodeStateKey(b []byte) (StateKey, error) {
 	if b[0] != recordVersion {
 		return k, fmt.Errorf("%w: %d", ErrUnknownVersion, b[0])
 	}
-	n, used := binary.Uvarint(b[1:])
+	n, b, used := uvarint(b[1:])
 	if used <= 0 {
-		return k, ErrTruncated
+		return k, uvarintErr(used)
 	}
-	b = b[1+used:]
 	if n > maxGroupLen {
 		return k, fmt.Errorf("%w: group id of %d bytes", ErrCorrupt, n)
 	}
