@@ -91,6 +91,7 @@ type batch struct {
 	recs     []*pendingRecord
 	created  time.Time
 	memBytes int64
+	num      uint64 // creation number (Flush waits for batches up to a number)
 
 	// Sender state, guarded by pq.mu.
 	attempts       int

@@ -42,7 +42,8 @@
 // delivery.timeout.ms (120 s) fails; failed attempts are retried with
 // exponential backoff from retry.backoff.ms to retry.backoff.max.ms with
 // ±20% jitter. Flush sends everything queued and waits; Close does the same
-// within its context's deadline and then fails what is left.
+// within its context's deadline and then fails what is left. A batch the
+// broker rejects as too large is split and sent again.
 //
 // Idempotence is on by default, as in Java: the producer asks the broker for
 // a producer id (InitProducerId), numbers each partition's batches, keeps a
@@ -183,7 +184,6 @@
 // consumer, Consumer.mu is a leaf; group state has its own leaf mutex.
 //
 // Not done yet: transactions (transactional.id), fetch sessions (every
-// fetch is a full fetch), SASL/TLS, splitting a batch the broker rejects as
-// too large, and the compression level properties (accepted, the codecs'
-// defaults are used).
+// fetch is a full fetch), SASL/TLS, and the compression level properties
+// (accepted, the codecs' defaults are used).
 package client

@@ -96,6 +96,7 @@ type Producer struct {
 	closing    bool
 	flushing   int
 	incomplete map[*batch]struct{}
+	batchSeq   uint64 // numbers batches in creation order, for Flush
 	drainIdx   map[int32]int
 
 	wake   chan struct{}
@@ -415,6 +416,8 @@ func (p *Producer) newBatch(q *partQueue, pr *pendingRecord, mem int64, size int
 	b.recs = append(b.recs, pr)
 	q.batches = append(q.batches, b)
 	p.mu.Lock()
+	p.batchSeq++
+	b.num = p.batchSeq
 	p.incomplete[b] = struct{}{}
 	p.mu.Unlock()
 	return grew
@@ -440,10 +443,7 @@ func (p *Producer) appended(q *partQueue, created bool) {
 func (p *Producer) Flush(ctx context.Context) error {
 	p.mu.Lock()
 	p.flushing++
-	waits := make([]chan struct{}, 0, len(p.incomplete))
-	for b := range p.incomplete {
-		waits = append(waits, b.done)
-	}
+	upTo := p.batchSeq // batches created so far; splits keep their origin's number
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -451,14 +451,29 @@ func (p *Producer) Flush(ctx context.Context) error {
 		p.mu.Unlock()
 	}()
 	p.wakeup()
-	for _, ch := range waits {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("client: flush: %w", ctx.Err())
+	// A batch split after a MESSAGE_TOO_LARGE completes its own channel and
+	// hands its records to new batches with its number: look again until
+	// nothing old enough is left.
+	for {
+		var waits []chan struct{}
+		p.mu.Lock()
+		for b := range p.incomplete {
+			if b.num <= upTo {
+				waits = append(waits, b.done)
+			}
+		}
+		p.mu.Unlock()
+		if len(waits) == 0 {
+			return nil
+		}
+		for _, ch := range waits {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return fmt.Errorf("client: flush: %w", ctx.Err())
+			}
 		}
 	}
-	return nil
 }
 
 // Close stops accepting records, sends what is queued and waits for the

@@ -51,7 +51,9 @@ type ProducerMetrics struct {
 	// partitioner.availability.timeout.ms.
 	AvailabilityExclusions int64
 	// LeaderHints counts leaders moved by KIP-951 response hints.
-	LeaderHints       int64
+	LeaderHints int64
+	// BatchSplits counts batches split after MESSAGE_TOO_LARGE.
+	BatchSplits       int64
 	RecordSendLatency LatencyStats
 }
 
@@ -62,6 +64,7 @@ type producerMetrics struct {
 	switches            atomic.Int64
 	exclusions          atomic.Int64
 	leaderHints         atomic.Int64
+	splits              atomic.Int64
 
 	mu    sync.Mutex
 	parts map[TopicPartition]*PartitionMetrics
@@ -105,6 +108,7 @@ func (p *Producer) Metrics() ProducerMetrics {
 		PartitionSwitches:      m.switches.Load(),
 		AvailabilityExclusions: m.exclusions.Load(),
 		LeaderHints:            m.leaderHints.Load(),
+		BatchSplits:            m.splits.Load(),
 		RecordSendLatency:      m.latency.stats(),
 	}
 	if out.BatchesSent > 0 {

@@ -306,3 +306,58 @@ func TestAvailabilityTimeout(t *testing.T) {
 		t.Fatalf("partition 2 got %d records after recovery, want it back in use", after-before)
 	}
 }
+
+// TestSplitTooLarge: the broker rejects batches of more than 10 records with
+// MESSAGE_TOO_LARGE; the producer splits until they fit, keeping order and
+// (with idempotence) a gap-free sequence.
+func TestSplitTooLarge(t *testing.T) {
+	p, sim, step := simProducer(t, map[string]string{"linger.ms": "20"})
+	next := int32(0)
+	sim.hook = func(_ *simBroker, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) {
+		for ti, topic := range req.Topics {
+			for pi, part := range topic.Partitions {
+				if part.Partition != 0 {
+					continue
+				}
+				rp := &resp.Topics[ti].Partitions[pi]
+				rb := part.Records
+				seq := int32(uint32(rb[53])<<24 | uint32(rb[54])<<16 | uint32(rb[55])<<8 | uint32(rb[56]))
+				switch {
+				case recordCount(rb) > 10:
+					rp.ErrorCode = 10 // MESSAGE_TOO_LARGE
+				case seq != next:
+					rp.ErrorCode = 45
+				default:
+					next += int32(recordCount(rb))
+				}
+			}
+		}
+	}
+	ctx := context.Background()
+	var futs []*Future
+	for i := 0; i < 300; i++ {
+		futs = append(futs, p.Send(ctx, &Record{Topic: "t", Partition: PartitionOf(0), Value: make([]byte, 100)}, nil))
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- p.Flush(ctx) }()
+	for i := 0; i < 2000; i++ {
+		step()
+	}
+	select {
+	case err := <-flushed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Flush did not return after the split batches completed")
+	}
+	for i, f := range futs {
+		md, err := f.Get(ctx)
+		if err != nil || md.Offset != int64(i) {
+			t.Fatalf("record %d: offset %d err %v", i, md.Offset, err)
+		}
+	}
+	if p.Metrics().BatchSplits == 0 {
+		t.Fatal("no split counted")
+	}
+}

@@ -397,6 +397,8 @@ func (p *Producer) handleProduce(node int32, m *metadata, bs []*batch, raw kmsg.
 			p.finish(b, rp.BaseOffset, rp.LogAppendTime, nil)
 		case errors.Is(perr, kerr.DuplicateSequenceNumber):
 			p.finish(b, -1, -1, nil) // already written by an earlier attempt
+		case (errors.Is(perr, kerr.MessageTooLarge) || errors.Is(perr, kerr.RecordListTooLarge)) && len(b.recs) > 1:
+			p.split(b, now)
 		case errors.Is(perr, kerr.OutOfOrderSequenceNumber) || errors.Is(perr, kerr.UnknownProducerID):
 			p.sequenceError(b, perr, now)
 		default:
@@ -410,6 +412,74 @@ func (p *Producer) handleProduce(node int32, m *metadata, bs []*batch, raw kmsg.
 			p.retryOrFail(b, perr, now)
 		}
 	}
+}
+
+// split breaks a batch the broker found too large into batches of at most
+// half its size (or batch.size) and puts them at the head of the queue.
+// Nothing of the original was written, so with idempotence the pieces take
+// over its sequence range in order and later batches keep theirs.
+func (p *Producer) split(b *batch, now time.Time) {
+	q := b.pq
+	limit := max(1, min(p.cfg.batchSize, b.b.Estimated()/2))
+	ratio := q.topic.compressionRatio()
+	var parts []*batch
+	var cur *batch
+	for _, pr := range b.recs {
+		if cur != nil {
+			if _, ok := cur.b.TryAppend(pr.ts, pr.rec.Key, pr.rec.Value, pr.hdrs); ok {
+				pr.batch, pr.index = cur, int32(len(cur.recs))
+				cur.recs = append(cur.recs, pr)
+				continue
+			}
+		}
+		cur = &batch{
+			pq: q, created: b.created, num: b.num, seq: -1, pid: -1, epoch: -1,
+			leaderEpoch: b.leaderEpoch, attempts: b.attempts, attemptsAtMove: b.attemptsAtMove,
+			lastAttempt: now, done: make(chan struct{}),
+			b: records.NewBuilder(p.cfg.codec, max(limit, records.UpperBound(pr.rec.Key, pr.rec.Value, pr.hdrs)), ratio),
+		}
+		cur.b.TryAppend(pr.ts, pr.rec.Key, pr.rec.Value, pr.hdrs)
+		pr.batch, pr.index = cur, 0
+		cur.recs = append(cur.recs, pr)
+		parts = append(parts, cur)
+	}
+	for _, nb := range parts {
+		nb.b.Close()
+	}
+	q.mu.Lock()
+	if b.finished {
+		q.mu.Unlock()
+		return
+	}
+	b.finished, b.inflight = true, false
+	if i := slices.Index(q.inflight, b); i >= 0 {
+		q.inflight = slices.Delete(q.inflight, i, i+1)
+	}
+	if b.seq >= 0 {
+		seq := b.seq
+		for _, nb := range parts {
+			nb.seq, nb.pid, nb.epoch = seq, b.pid, b.epoch
+			seq += int32(nb.b.Len())
+		}
+		q.inflight = append(q.inflight, parts...)
+		slices.SortFunc(q.inflight, func(x, y *batch) int { return int(x.seq - y.seq) })
+	}
+	i := 0
+	for i < len(q.batches) && q.batches[i].seq >= 0 && (b.seq < 0 || q.batches[i].seq < b.seq) {
+		i++
+	}
+	q.batches = slices.Insert(q.batches, i, parts...)
+	q.mu.Unlock()
+	parts[0].memBytes = b.memBytes
+	p.mu.Lock()
+	delete(p.incomplete, b)
+	for _, nb := range parts {
+		p.incomplete[nb] = struct{}{}
+	}
+	p.mu.Unlock()
+	p.m.splits.Add(1)
+	p.log.Debug("batch split after a size rejection", "topic", q.topic.name, "partition", q.partition, "records", len(b.recs), "batches", len(parts))
+	close(b.done)
 }
 
 // sequenceError handles OUT_OF_ORDER_SEQUENCE_NUMBER and UNKNOWN_PRODUCER_ID.
