@@ -56,7 +56,8 @@
 // idempotence, unless it was explicitly enabled. compression.type takes
 // none, gzip, snappy, lz4 or zstd; snappy is written in the chunked framing
 // the Java client uses (weir.compression.snappy.framing=raw writes one raw
-// block instead). Decoding accepts both.
+// block instead). Decoding accepts both. compression.gzip.level,
+// compression.lz4.level and compression.zstd.level set the levels.
 //
 // # Partitioning
 //
@@ -184,6 +185,5 @@
 // consumer, Consumer.mu is a leaf; group state has its own leaf mutex.
 //
 // Not done yet: transactions (transactional.id), fetch sessions (every
-// fetch is a full fetch), SASL/TLS, and the compression level properties
-// (accepted, the codecs' defaults are used).
+// fetch is a full fetch), SASL/TLS.
 package client

@@ -163,7 +163,7 @@ func TestKIP951Fetch(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		b.TryAppend(1000, nil, []byte{byte('a' + i)}, nil)
 	}
-	batch, _, err := b.Build(nil, records.NoProducer, records.SnappyXerial)
+	batch, _, err := b.Build(nil, records.NoProducer, records.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ type producerConfig struct {
 	maxInFlight      int
 	maxRequestSize   int
 	codec            records.Codec
-	snappyFraming    records.SnappyFraming
+	codecOpts        records.Options
 	deliveryTimeout  time.Duration
 	retries          int
 	idempotent       bool
@@ -95,7 +95,15 @@ func parseProducerConfig(m map[string]string, o options) (producerConfig, error)
 	}
 	c.codec, _ = records.ParseCodec(strings.ToLower(p.str("compression.type")))
 	if p.str("weir.compression.snappy.framing") == "raw" {
-		c.snappyFraming = records.SnappyRaw
+		c.codecOpts.Snappy = records.SnappyRaw
+	}
+	switch c.codec {
+	case records.Gzip:
+		c.codecOpts.Level = p.int("compression.gzip.level")
+	case records.LZ4:
+		c.codecOpts.Level = p.int("compression.lz4.level")
+	case records.Zstd:
+		c.codecOpts.Level = p.int("compression.zstd.level")
 	}
 	c.part = partitioner.Config{
 		BatchSize:             c.batchSize,

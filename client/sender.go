@@ -289,7 +289,7 @@ func (p *Producer) sendBatches(node int32, conn brokerConn, m *metadata, bs []*b
 			prod = records.Producer{ID: b.pid, Epoch: b.epoch, BaseSequence: b.seq}
 		}
 		if b.wire == nil || b.wireFor != prod {
-			raw, ratio, err := b.b.Build(nil, prod, p.cfg.snappyFraming)
+			raw, ratio, err := b.b.Build(nil, prod, p.cfg.codecOpts)
 			if err != nil {
 				p.finish(b, -1, -1, err)
 				continue

@@ -191,13 +191,13 @@ var NoProducer = Producer{ID: -1, Epoch: -1, BaseSequence: -1}
 // dst, and the compression ratio observed (compressed/uncompressed records).
 // It can be called again with another Producer (a retry after an epoch bump
 // re-encodes the header only in Java; here the whole batch is rebuilt).
-func (b *Builder) Build(dst []byte, p Producer, framing SnappyFraming) ([]byte, float64, error) {
+func (b *Builder) Build(dst []byte, p Producer, o Options) ([]byte, float64, error) {
 	start := len(dst)
 	dst = append(dst, make([]byte, HeaderSize)...)
 	var err error
 	if b.codec == None {
 		dst = append(dst, b.buf...)
-	} else if dst, err = Compress(dst, b.buf, b.codec, framing); err != nil {
+	} else if dst, err = Compress(dst, b.buf, b.codec, o); err != nil {
 		return nil, 0, err
 	}
 	ratio := 1.0

@@ -22,7 +22,7 @@ func buildBatch(t testing.TB, codec Codec, framing SnappyFraming, n int) []byte 
 			t.Fatalf("record %d did not fit", i)
 		}
 	}
-	raw, _, err := b.Build(nil, Producer{ID: 7, Epoch: 2, BaseSequence: 40}, framing)
+	raw, _, err := b.Build(nil, Producer{ID: 7, Epoch: 2, BaseSequence: 40}, Options{Snappy: framing})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestCRCMismatch(t *testing.T) {
 func TestDecompressLimit(t *testing.T) {
 	src := bytes.Repeat([]byte("a"), 10000)
 	for _, c := range []Codec{Gzip, Snappy, LZ4, Zstd} {
-		z, err := Compress(nil, src, c, SnappyXerial)
+		z, err := Compress(nil, src, c, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,4 +137,23 @@ func FuzzDecode(f *testing.F) {
 			_, _ = Decompress(b, c, 1<<16)
 		}
 	})
+}
+
+func TestCompressionLevels(t *testing.T) {
+	src := bytes.Repeat([]byte("abcdefgh12345678"), 4096)
+	for _, tc := range []struct {
+		codec  Codec
+		levels []int
+	}{{Gzip, []int{0, 1, 9}}, {LZ4, []int{0, 1, 5, 17}}, {Zstd, []int{0, 1, 19, -5}}} {
+		for _, lv := range tc.levels {
+			z, err := Compress(nil, src, tc.codec, Options{Level: lv})
+			if err != nil {
+				t.Fatalf("%v level %d: %v", tc.codec, lv, err)
+			}
+			out, err := Decompress(z, tc.codec, len(src))
+			if err != nil || !bytes.Equal(out, src) {
+				t.Fatalf("%v level %d: round trip failed: %v", tc.codec, lv, err)
+			}
+		}
+	}
 }

@@ -76,20 +76,72 @@ var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 // xerialBlock is the uncompressed chunk size snappy-java uses.
 const xerialBlock = 32 << 10
 
+// Options tune compression. The zero value uses each codec's default level
+// and the xerial snappy framing.
+type Options struct {
+	Snappy SnappyFraming
+	// Level is compression.gzip.level, compression.lz4.level or
+	// compression.zstd.level for the codec in use; 0 means the default.
+	Level int
+}
+
+// Writers and encoders are pooled per level.
 var (
-	gzipWriters = sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression); return w }}
-	lz4Writers  = sync.Pool{New: func() any { return lz4.NewWriter(nil) }}
-	zstdEncOnce sync.Once
-	zstdEnc     *zstd.Encoder
+	gzipPools   sync.Map // level -> *sync.Pool of *gzip.Writer
+	lz4Pools    sync.Map // level -> *sync.Pool of *lz4.Writer
+	zstdEncs    sync.Map // level -> *zstd.Encoder
 	zstdDecOnce sync.Once
 	zstdDec     *zstd.Decoder
 )
 
-func zstdEncoder() *zstd.Encoder {
-	zstdEncOnce.Do(func() {
-		zstdEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
-	})
-	return zstdEnc
+func gzipPool(level int) *sync.Pool {
+	if level == 0 || level < gzip.HuffmanOnly || level > gzip.BestCompression {
+		level = gzip.DefaultCompression
+	}
+	if p, ok := gzipPools.Load(level); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := gzipPools.LoadOrStore(level, &sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(nil, level); return w }})
+	return p.(*sync.Pool)
+}
+
+// lz4Levels maps Kafka's lz4 levels (1-17, default 9) onto the library's.
+func lz4Level(level int) lz4.CompressionLevel {
+	switch {
+	case level <= 0:
+		return lz4.Level9
+	case level < 3:
+		return lz4.Fast
+	case level >= 9:
+		return lz4.Level9
+	}
+	return lz4.CompressionLevel(1 << (8 + level))
+}
+
+func lz4Pool(level int) *sync.Pool {
+	if p, ok := lz4Pools.Load(level); ok {
+		return p.(*sync.Pool)
+	}
+	lv := lz4Level(level)
+	p, _ := lz4Pools.LoadOrStore(level, &sync.Pool{New: func() any {
+		w := lz4.NewWriter(nil)
+		_ = w.Apply(lz4.CompressionLevelOption(lv))
+		return w
+	}})
+	return p.(*sync.Pool)
+}
+
+func zstdEncoder(level int) *zstd.Encoder {
+	if level == 0 {
+		level = 3
+	}
+	if e, ok := zstdEncs.Load(level); ok {
+		return e.(*zstd.Encoder)
+	}
+	e, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true),
+		zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)))
+	got, _ := zstdEncs.LoadOrStore(level, e)
+	return got.(*zstd.Encoder)
 }
 
 func zstdDecoder() *zstd.Decoder {
@@ -100,14 +152,15 @@ func zstdDecoder() *zstd.Decoder {
 }
 
 // Compress appends src compressed with c to dst.
-func Compress(dst, src []byte, c Codec, framing SnappyFraming) ([]byte, error) {
+func Compress(dst, src []byte, c Codec, o Options) ([]byte, error) {
 	switch c {
 	case None:
 		return append(dst, src...), nil
 	case Gzip:
 		buf := bytes.NewBuffer(dst)
-		w := gzipWriters.Get().(*gzip.Writer)
-		defer gzipWriters.Put(w)
+		pool := gzipPool(o.Level)
+		w := pool.Get().(*gzip.Writer)
+		defer pool.Put(w)
 		w.Reset(buf)
 		if _, err := w.Write(src); err != nil {
 			return nil, err
@@ -117,7 +170,7 @@ func Compress(dst, src []byte, c Codec, framing SnappyFraming) ([]byte, error) {
 		}
 		return buf.Bytes(), nil
 	case Snappy:
-		if framing == SnappyRaw {
+		if o.Snappy == SnappyRaw {
 			return append(dst, snappy.Encode(nil, src)...), nil
 		}
 		dst = append(dst, xerialMagic...)
@@ -133,8 +186,9 @@ func Compress(dst, src []byte, c Codec, framing SnappyFraming) ([]byte, error) {
 		return dst, nil
 	case LZ4:
 		buf := bytes.NewBuffer(dst)
-		w := lz4Writers.Get().(*lz4.Writer)
-		defer lz4Writers.Put(w)
+		pool := lz4Pool(o.Level)
+		w := pool.Get().(*lz4.Writer)
+		defer pool.Put(w)
 		w.Reset(buf)
 		if _, err := w.Write(src); err != nil {
 			return nil, err
@@ -144,7 +198,7 @@ func Compress(dst, src []byte, c Codec, framing SnappyFraming) ([]byte, error) {
 		}
 		return buf.Bytes(), nil
 	case Zstd:
-		return zstdEncoder().EncodeAll(src, dst), nil
+		return zstdEncoder(o.Level).EncodeAll(src, dst), nil
 	}
 	return nil, fmt.Errorf("%w: %d", ErrCodec, c)
 }
