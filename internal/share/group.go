@@ -107,13 +107,17 @@ func (g *Group) Epoch() int32 { return g.epoch }
 // and DeleteShareGroupOffsets need it (NON_EMPTY_GROUP otherwise).
 func (g *Group) Empty() bool { return len(g.members) == 0 }
 
-// MemberAssignment returns a member's current assignment.
+// MemberAssignment returns a copy of a member's current assignment.
 func (g *Group) MemberAssignment(id string) (Assignment, bool) {
 	m, ok := g.members[id]
 	if !ok {
 		return nil, false
 	}
-	return m.assigned, true
+	out := make(Assignment, len(m.assigned))
+	for i, t := range m.assigned {
+		out[i] = TopicAssignment{ID: t.ID, Name: t.Name, Partitions: slices.Clone(t.Partitions)}
+	}
+	return out, true
 }
 
 // ValidateHeartbeat checks a ShareGroupHeartbeat as Kafka does before it
@@ -165,7 +169,8 @@ func (g *Group) Heartbeat(req *kmsg.ShareGroupHeartbeatRequest, client ClientInf
 			return errorResponse(resp, fmt.Errorf("member %s is not in share group %s: %w", req.MemberID, g.id, kerr.UnknownMemberID))
 		}
 		g.remove(m.id)
-		resp.MemberID = &req.MemberID
+		id := req.MemberID
+		resp.MemberID = &id
 		resp.MemberEpoch = -1
 		return resp
 	}
@@ -222,7 +227,8 @@ func (g *Group) Heartbeat(req *kmsg.ShareGroupHeartbeatRequest, client ClientInf
 	}
 	m.deadline = now.Add(g.cfg.SessionTimeout)
 
-	resp.MemberID = &m.id
+	id := m.id
+	resp.MemberID = &id
 	resp.MemberEpoch = m.epoch
 	resp.HeartbeatIntervalMillis = int32(g.cfg.HeartbeatInterval / time.Millisecond)
 	if req.MemberEpoch == 0 || !old.Equal(m.assigned) {
@@ -333,7 +339,10 @@ func (g *Group) Describe() kmsg.ShareGroupDescribeResponseGroup {
 		m := g.members[id]
 		dm := kmsg.NewShareGroupDescribeResponseGroupMember()
 		dm.MemberID = m.id
-		dm.RackID = m.rack
+		if m.rack != nil {
+			rack := *m.rack
+			dm.RackID = &rack
+		}
 		dm.MemberEpoch = m.epoch
 		dm.ClientID = m.clientID
 		dm.ClientHost = m.clientHost

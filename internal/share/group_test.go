@@ -2,6 +2,7 @@ package share
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -186,4 +187,142 @@ func TestGroupTranscripts(t *testing.T) {
 	transcripts(t, "group_*.txt", func(t *testing.T) func(t *testing.T, c *tcase) string {
 		return newGroupHarness().do
 	})
+}
+
+// TestGroupProperties drives a Group with random joins, heartbeats (with
+// current and future epochs), leaves, topic changes and session expiry,
+// and checks: the group epoch never goes back; members answer with epochs
+// no greater than it; a future epoch is fenced; and once every member has
+// heartbeated after the last change, the members' assignments follow the
+// simple assignor's rule.
+func TestGroupProperties(t *testing.T) {
+	for seed := range 200 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 11))
+		h := newGroupHarness()
+		h.g = NewGroup("workers", GroupConfig{MaxSize: 8})
+		ids := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
+		names := []string{"t0", "t1", "t2"}
+		epochs := map[string]int32{} // what each live member last heard
+		subs := map[string][]string{}
+		lastEpoch := int32(0)
+		for step := range 300 {
+			id := ids[rng.IntN(len(ids))]
+			req := kmsg.NewPtrShareGroupHeartbeatRequest()
+			req.GroupID, req.MemberID = "workers", id
+			switch k := rng.IntN(100); {
+			case k < 8: // topics change
+				name := names[rng.IntN(len(names))]
+				n := rng.IntN(6)
+				if n == 0 {
+					delete(h.topics, name)
+				} else {
+					h.topics[name] = TopicInfo{ID: topicID(name, 1), Partitions: int32(n)}
+				}
+				continue
+			case k < 12:
+				h.now = h.now.Add(time.Duration(rng.IntN(50)) * time.Second)
+				for _, f := range h.g.Expire(h.now) {
+					delete(epochs, f)
+				}
+				continue
+			case k < 30: // join
+				req.MemberEpoch = 0
+				for _, n := range names {
+					if rng.IntN(2) == 0 {
+						req.SubscribedTopicNames = append(req.SubscribedTopicNames, n)
+					}
+				}
+				if len(req.SubscribedTopicNames) == 0 {
+					req.SubscribedTopicNames = names[:1]
+				}
+			case k < 36:
+				req.MemberEpoch = -1
+			default:
+				e, ok := epochs[id]
+				if !ok {
+					continue
+				}
+				req.MemberEpoch = e
+				if rng.IntN(10) == 0 {
+					req.MemberEpoch = e + 1 + int32(rng.IntN(3)) // from the future
+				}
+				if rng.IntN(6) == 0 {
+					req.SubscribedTopicNames = []string{names[rng.IntN(len(names))]}
+				}
+			}
+			resp := h.g.Heartbeat(req, ClientInfo{}, h.lookup, h.now)
+			if h.g.Epoch() < lastEpoch {
+				t.Fatalf("seed %d step %d: group epoch went from %d to %d", seed, step, lastEpoch, h.g.Epoch())
+			}
+			lastEpoch = h.g.Epoch()
+			if resp.ErrorCode != 0 {
+				if _, live := epochs[id]; live && req.MemberEpoch > epochs[id] && resp.ErrorCode != kerr.FencedMemberEpoch.Code {
+					t.Fatalf("seed %d step %d: future epoch answered with %d", seed, step, resp.ErrorCode)
+				}
+				if resp.ErrorCode == kerr.FencedMemberEpoch.Code {
+					// A fenced client forgets its epoch and rejoins later.
+					delete(epochs, id)
+					h.g.Heartbeat(&kmsg.ShareGroupHeartbeatRequest{GroupID: "workers", MemberID: id, MemberEpoch: -1}, ClientInfo{}, h.lookup, h.now)
+				}
+				continue
+			}
+			if req.MemberEpoch == -1 {
+				delete(epochs, id)
+				delete(subs, id)
+				continue
+			}
+			if resp.MemberEpoch > h.g.Epoch() {
+				t.Fatalf("seed %d step %d: member epoch %d above group epoch %d", seed, step, resp.MemberEpoch, h.g.Epoch())
+			}
+			epochs[id] = resp.MemberEpoch
+			if req.SubscribedTopicNames != nil {
+				s := slices.Clone(req.SubscribedTopicNames)
+				slices.Sort(s)
+				subs[id] = slices.Compact(s)
+			}
+		}
+		// Everyone heartbeats until nothing changes, then the assignment
+		// must follow the rule.
+		for range 3 {
+			for id, e := range epochs {
+				resp := h.g.Heartbeat(&kmsg.ShareGroupHeartbeatRequest{GroupID: "workers", MemberID: id, MemberEpoch: e}, ClientInfo{}, h.lookup, h.now)
+				if resp.ErrorCode != 0 {
+					t.Fatalf("seed %d: final heartbeat of %s at %d: %d", seed, id, e, resp.ErrorCode)
+				}
+				epochs[id] = resp.MemberEpoch
+			}
+		}
+		var members []AssignMember
+		got := map[string]Assignment{}
+		for id := range epochs {
+			members = append(members, AssignMember{ID: id, Topics: subs[id]})
+			a, ok := h.g.MemberAssignment(id)
+			if !ok {
+				t.Fatalf("seed %d: %s missing", seed, id)
+			}
+			got[id] = a
+			if epochs[id] != h.g.Epoch() {
+				t.Fatalf("seed %d: %s at epoch %d, group at %d", seed, id, epochs[id], h.g.Epoch())
+			}
+		}
+		checkAssignment(t, members, h.topics, got)
+		if d := h.g.Describe(); len(d.Members) != len(epochs) || (d.GroupState == "Empty") != (len(epochs) == 0) {
+			t.Fatalf("seed %d: describe has %d members in state %s, want %d", seed, len(d.Members), d.GroupState, len(epochs))
+		}
+	}
+}
+
+func TestMemberAssignmentIsACopy(t *testing.T) {
+	g := NewGroup("g", GroupConfig{})
+	lookup := func(string) (TopicInfo, bool) { return TopicInfo{ID: topicID("t", 1), Partitions: 2}, true }
+	g.Heartbeat(&kmsg.ShareGroupHeartbeatRequest{GroupID: "g", MemberID: "m", SubscribedTopicNames: []string{"t"}}, ClientInfo{}, lookup, testStart)
+	a, _ := g.MemberAssignment("m")
+	a[0].Partitions[0] = 99
+	b, _ := g.MemberAssignment("m")
+	if b[0].Partitions[0] != 0 {
+		t.Fatalf("changing a returned assignment changed the group: %v", b)
+	}
+	if g.Empty() {
+		t.Fatal("group with a member is empty")
+	}
 }

@@ -304,10 +304,23 @@ func (h *partHarness) do(t *testing.T, c *tcase) string {
 	case "state":
 		return h.state()
 
+	case "config":
+		h.cfg = Config{
+			LockDuration:       mustDuration(t, c, "lock", 0),
+			DeliveryCountLimit: int16(mustInt(t, c, "limit", 0)),
+			MaxRecordLocks:     int32(mustInt(t, c, "locks", 0)),
+		}
+		h.p.SetConfig(h.cfg)
+		cfg := h.p.Config()
+		return fmt.Sprintf("lock=%s limit=%d locks=%d", cfg.LockDuration, cfg.DeliveryCountLimit, cfg.MaxRecordLocks)
+
+	case "can-acquire":
+		return fmt.Sprint(h.p.CanAcquire(h.now))
+
 	case "stats":
 		s := h.p.Stats()
-		return fmt.Sprintf("in-flight=%d acquired=%d available=%d\nacquired-total=%d redeliveries=%d acknowledged=%d released=%d rejected=%d archived=%d lock-expiries=%d renewed=%d",
-			s.InFlight, s.Acquired, s.Available, s.AcquiredTotal, s.Redeliveries, s.AcknowledgedTotal, s.ReleasedTotal, s.RejectedTotal, s.ArchivedTotal, s.LockExpiries, s.RenewedTotal)
+		return fmt.Sprintf("in-flight=%d acquired=%d available=%d lag=%d\nacquired-total=%d redeliveries=%d acknowledged=%d released=%d rejected=%d archived=%d lock-expiries=%d renewed=%d",
+			s.InFlight, s.Acquired, s.Available, h.p.Lag(h.log.hwm), s.AcquiredTotal, s.Redeliveries, s.AcknowledgedTotal, s.ReleasedTotal, s.RejectedTotal, s.ArchivedTotal, s.LockExpiries, s.RenewedTotal)
 
 	case "restart":
 		// Decode every stored record and rebuild, as a broker does after a

@@ -22,7 +22,8 @@ import (
 //   - an acknowledgement succeeds exactly when the member holds every
 //     offset it names (at or above the SPSO), and a failed one changes
 //     nothing;
-//   - no pending record lies below the SPSO, and the window is well formed;
+//   - no pending record lies below the SPSO, the window is well formed and
+//     within the in-flight cap (plus the rest of one log batch);
 //   - a restart from the encoded durable records gives back the same
 //     state, locks ended as expiries;
 //   - at the end, acquiring and accepting until nothing is left drains the
@@ -358,6 +359,11 @@ func (m *propModel) check() {
 	}
 	if want != p.next {
 		m.t.Fatalf("runs end at %d, end offset %d", want-1, p.next-1)
+	}
+	// The in-flight cap holds, give or take the rest of the log batch that
+	// reached it in batch_optimized mode.
+	if p.InFlight() > int64(m.cfg.MaxRecordLocks)+m.maxLen-1 {
+		m.t.Fatalf("%d in flight, cap %d, batches up to %d", p.InFlight(), m.cfg.MaxRecordLocks, m.maxLen)
 	}
 	if p.next > m.log.hwm && p.next > p.start {
 		m.t.Fatalf("end offset %d at or past the high watermark %d", p.next-1, m.log.hwm)

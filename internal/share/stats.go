@@ -73,3 +73,24 @@ func (p *Partition) Stats() Stats {
 	}
 	return s
 }
+
+// Lag is what DescribeShareGroupOffsets v1 reports as Lag: the records
+// from the SPSO up to the high watermark that are not delivery complete
+// (neither acknowledged nor archived). Offsets archived as missing from
+// the log count as complete.
+func (p *Partition) Lag(highWatermark int64) int64 {
+	if highWatermark <= p.start {
+		return 0
+	}
+	lag := highWatermark - p.start
+	for i := range p.runs {
+		r := &p.runs[i]
+		if r.first >= highWatermark {
+			break
+		}
+		if r.state.terminal() {
+			lag -= min(r.last, highWatermark-1) - r.first + 1
+		}
+	}
+	return lag
+}
