@@ -53,35 +53,52 @@ func bootstrap(t testing.TB) string {
 	return BrokerForExample()
 }
 
-// startWeir builds cmd/weir and runs `weir serve` on a free port with a
-// temporary data directory, returning its address and a stop function.
-func startWeir() (string, func(), error) {
-	dir, err := os.MkdirTemp("", "weir-client-test-")
+// weirBinary builds cmd/weir once per test binary.
+var (
+	weirBuildOnce sync.Once
+	weirBin       string
+	weirBuildErr  error
+	weirBuildDir  string
+)
+
+func buildWeir() (string, error) {
+	weirBuildOnce.Do(func() {
+		weirBuildDir, weirBuildErr = os.MkdirTemp("", "weir-client-bin-")
+		if weirBuildErr != nil {
+			return
+		}
+		weirBin = filepath.Join(weirBuildDir, "weir")
+		build := exec.Command("go", "build", "-o", weirBin, "./cmd/weir")
+		build.Dir = ".."
+		if out, err := build.CombinedOutput(); err != nil {
+			weirBuildErr = fmt.Errorf("go build ./cmd/weir: %v\n%s", err, out)
+		}
+	})
+	return weirBin, weirBuildErr
+}
+
+// weirProc is one `weir serve` process.
+type weirProc struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+// runWeir starts `weir serve` on listen (port 0 picks one) with dataDir and
+// waits for its listening line.
+func runWeir(listen, dataDir string) (*weirProc, error) {
+	bin, err := buildWeir()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	bin := filepath.Join(dir, "weir")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/weir")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("go build ./cmd/weir: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--log-level", "warn")
+	cmd := exec.Command(bin, "serve", "--listen", listen, "--data-dir", dataDir, "--log-level", "warn")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, err
-	}
-	stop := func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		os.RemoveAll(dir)
+		return nil, err
 	}
 	found := make(chan string, 1)
 	go func() {
@@ -94,11 +111,39 @@ func startWeir() (string, func(), error) {
 	}()
 	select {
 	case addr := <-found:
-		return addr, stop, nil
+		return &weirProc{cmd: cmd, addr: addr}, nil
 	case <-time.After(30 * time.Second):
-		stop()
-		return "", nil, fmt.Errorf("weir serve printed no listening line in 30s; stderr:\n%s", stderr.String())
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("weir serve printed no listening line in 30s; stderr:\n%s", stderr.String())
 	}
+}
+
+// kill stops the process with SIGKILL and waits for it.
+func (w *weirProc) kill() {
+	_ = w.cmd.Process.Kill()
+	_ = w.cmd.Wait()
+}
+
+// startWeir runs the shared test broker with a temporary data directory,
+// returning its address and a stop function.
+func startWeir() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "weir-client-test-")
+	if err != nil {
+		return "", nil, err
+	}
+	w, err := runWeir("127.0.0.1:0", filepath.Join(dir, "data"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return w.addr, func() {
+		w.kill()
+		os.RemoveAll(dir)
+		if weirBuildDir != "" {
+			os.RemoveAll(weirBuildDir)
+		}
+	}, nil
 }
 
 // eventually polls fn every 20 ms until it returns nil or timeout passes.
