@@ -129,11 +129,12 @@ type acquireWalk struct {
 	// finishAt is the log batch being completed past a cap in
 	// BatchOptimized mode, -1 otherwise.
 	finishAt int
-	// throttled is the log batch a throttled acquisition is confined to,
-	// -1 when none; set through the throttled flag.
+	// throttled confines the acquisition to log batch throttledIdx once
+	// it met a record in trouble (delivered at least half the limit).
 	throttled    bool
 	throttledIdx int
-	done         bool
+	// done ends the walk.
+	done bool
 
 	out []AcquiredRange
 }
