@@ -58,6 +58,7 @@ type nodeConn struct {
 	err      error         // last dial error
 	next     time.Time     // no dial before this (reconnect backoff)
 	failures int
+	out      *atomic.Pointer[atomic.Int64] // where the connection counts its writes
 }
 
 func newCluster(cfg commonConfig, o options, autoCreate bool) *cluster {
@@ -168,19 +169,23 @@ func (c *cluster) tryConnLocked(node int32) brokerConn {
 	if c.o.manual {
 		// The simulation's dialer answers at once; dial inline so the run
 		// stays deterministic.
+		count, ref := c.outCounter(node)
 		c.mu.Unlock()
-		conn, err := c.o.dial(c.ctx, node, addr, c.outCounter(node))
+		conn, err := c.o.dial(c.ctx, node, addr, count)
 		c.mu.Lock()
+		nc.out = ref
 		c.dialed(node, nc, conn, err)
 		return nc.conn
 	}
+	count, ref := c.outCounter(node)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.dialTimeout+time.Second)
-		conn, err := c.o.dial(ctx, node, addr, c.outCounter(node))
+		conn, err := c.o.dial(ctx, node, addr, count)
 		cancel()
 		c.mu.Lock()
+		nc.out = ref
 		c.dialed(node, nc, conn, err)
 		hook := c.onConnect
 		c.mu.Unlock()
@@ -191,15 +196,22 @@ func (c *cluster) tryConnLocked(node int32) brokerConn {
 	return nil
 }
 
-// outCounter returns the function a connection to node calls with the
-// size of every write; c.mu is held.
-func (c *cluster) outCounter(node int32) func(int) {
+// outCounter returns the function a connection to node calls with the size
+// of every write, and the switch that points it at another node's counter
+// (a bootstrap connection adopted by its broker); c.mu is held.
+func (c *cluster) outCounter(node int32) (func(int), *atomic.Pointer[atomic.Int64]) {
+	ref := new(atomic.Pointer[atomic.Int64])
+	ref.Store(c.counterLocked(node))
+	return func(n int) { ref.Load().Add(int64(n)) }, ref
+}
+
+func (c *cluster) counterLocked(node int32) *atomic.Int64 {
 	ctr := c.outBytes[node]
 	if ctr == nil {
 		ctr = new(atomic.Int64)
 		c.outBytes[node] = ctr
 	}
-	return func(n int) { ctr.Add(int64(n)) }
+	return ctr
 }
 
 // outgoing returns the bytes written to each node so far, like the Java
@@ -377,9 +389,35 @@ func (c *cluster) changedCh() <-chan struct{} {
 func (c *cluster) publish(m *metadata) {
 	c.meta.Store(m)
 	c.mu.Lock()
+	c.adoptBootstrapLocked(m)
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
+}
+
+// adoptBootstrapLocked moves a live bootstrap connection into the slot of
+// the broker at the same address, so each broker keeps one connection;
+// c.mu is held.
+func (c *cluster) adoptBootstrapLocked(m *metadata) {
+	for i, addr := range c.cfg.bootstrap {
+		boot := c.conns[int32(-i-1)]
+		if boot == nil || boot.conn == nil {
+			continue
+		}
+		for id, b := range m.brokers {
+			if b.addr() != addr {
+				continue
+			}
+			if nc := c.conns[id]; nc == nil || (nc.conn == nil && nc.dialing == nil) {
+				if boot.out != nil {
+					boot.out.Store(c.counterLocked(id))
+				}
+				c.conns[id] = &nodeConn{conn: boot.conn, out: boot.out}
+				boot.conn, boot.out = nil, nil
+			}
+			break
+		}
+	}
 }
 
 func (c *cluster) refresher() {

@@ -102,8 +102,15 @@ func (s *simCluster) options(seed uint64) []Option {
 	}
 }
 
-func (s *simCluster) dial(_ context.Context, node int32, _ string, onWrite func(int)) (brokerConn, error) {
-	return &simConn{s: s, node: node, onWrite: onWrite, done: make(chan struct{})}, nil
+// dial connects to the simulated broker at addr (sim:9092+id), whatever
+// node id the client has in mind: a bootstrap connection is a connection to
+// a broker like any other.
+func (s *simCluster) dial(_ context.Context, _ int32, addr string, onWrite func(int)) (brokerConn, error) {
+	var port int32
+	if _, err := fmt.Sscanf(addr, "sim:%d", &port); err != nil {
+		return nil, fmt.Errorf("sim: bad address %q", addr)
+	}
+	return &simConn{s: s, node: port - 9092, onWrite: onWrite, done: make(chan struct{})}, nil
 }
 
 func (s *simCluster) broker(id int32) *simBroker {

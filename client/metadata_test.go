@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -71,5 +72,32 @@ func TestBackoff(t *testing.T) {
 	hi := backoff(100*time.Millisecond, time.Second, 1, func() uint32 { return 1<<32 - 1 })
 	if lo != 80*time.Millisecond || hi < 119*time.Millisecond || hi > 120*time.Millisecond {
 		t.Fatalf("jitter range [%v, %v], want [80ms, 120ms]", lo, hi)
+	}
+}
+
+// TestOneConnectionPerBroker: the bootstrap connection becomes the broker's
+// connection once metadata names the broker at that address.
+func TestOneConnectionPerBroker(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	sim := newSimCluster(clock, "t", []*simBroker{{id: 0}})
+	dials := 0
+	opts := append(sim.options(1), func(o *options) {
+		inner := o.dial
+		o.dial = func(ctx context.Context, node int32, addr string, onWrite func(int)) (brokerConn, error) {
+			dials++
+			return inner(ctx, node, addr, onWrite)
+		}
+	})
+	// The simulated broker 0 advertises sim:9092, the bootstrap address.
+	c := newCluster(commonConfig{bootstrap: []string{"sim:9092"}, requestTimeout: time.Second, dialTimeout: time.Second}, buildOptions(opts), false)
+	defer c.close()
+	if _, err := c.waitTopic(context.Background(), "t"); err != nil {
+		t.Fatal(err)
+	}
+	if conn := c.tryConn(0); conn == nil {
+		t.Fatal("broker 0 has no connection")
+	}
+	if dials != 1 {
+		t.Fatalf("%d dials, want 1: the bootstrap connection should serve broker 0", dials)
 	}
 }
