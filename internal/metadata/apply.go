@@ -29,7 +29,7 @@ func (img *Image) Apply(offset int64, recs []Record) (*Image, *Delta, error) {
 	if offset < img.offset {
 		return nil, nil, fmt.Errorf("%w: offset %d is below the image's %d", ErrInvalidRecord, offset, img.offset)
 	}
-	b := newBuilder(img, true)
+	b := newBuilder(img, len(recs))
 	for i, r := range recs {
 		if err := b.Apply(r); err != nil {
 			return nil, nil, fmt.Errorf("record %d of %d: %w", i, len(recs), err)
@@ -54,12 +54,14 @@ type Builder struct {
 }
 
 // NewBuilder starts from base, which it never modifies.
-func NewBuilder(base *Image) *Builder { return newBuilder(base, false) }
+func NewBuilder(base *Image) *Builder { return newBuilder(base, -1) }
 
-func newBuilder(base *Image, track bool) *Builder {
+// newBuilder tracks changes for a Delta when expect, the number of
+// records expected, is not negative.
+func newBuilder(base *Image, expect int) *Builder {
 	b := &Builder{e: new(edit), img: *base}
-	if track {
-		b.t = newTracker()
+	if expect >= 0 {
+		b.t = newTracker(expect)
 	}
 	return b
 }
@@ -83,13 +85,9 @@ func (b *Builder) TopicByName(name string) (*Topic, bool) { return b.img.TopicBy
 // Topic returns a topic by id, as TopicByName.
 func (b *Builder) Topic(id TopicID) (*Topic, bool) { return b.img.Topic(id) }
 
-// Partition returns a copy of a partition's state being built.
+// Partition returns a partition's state being built.
 func (b *Builder) Partition(topic TopicID, p int32) (Partition, bool) {
-	s, ok := b.img.Partition(topic, p)
-	if !ok {
-		return Partition{}, false
-	}
-	return *s, true
+	return b.img.Partition(topic, p)
 }
 
 // Apply applies one record. A record that does not apply changes nothing
@@ -232,16 +230,20 @@ func (b *Builder) topicForWrite(t *Topic) *Topic {
 	return c
 }
 
-// partitionForWrite returns a pointer to partition p in the builder's own
-// copy of its chunk.
-func (b *Builder) partitionForWrite(t *Topic, p int32) *Partition {
+// chunkForWrite returns the builder's own copy of partition p's chunk,
+// and whether the builder had not written partition p before (since its
+// last Image).
+func (b *Builder) chunkForWrite(t *Topic, p int32) (*chunk, bool) {
 	ci := p >> chunkBits
 	c := t.chunks[ci]
 	if c.owner != b.e {
-		c = &chunk{parts: slices.Clone(c.parts), owner: b.e}
+		c = c.clone(b.e, 0)
 		t.chunks[ci] = c
 	}
-	return &c.parts[p&(chunkSize-1)]
+	bit := uint16(1) << (p & (chunkSize - 1))
+	first := c.written&bit == 0
+	c.written |= bit
+	return c, first
 }
 
 func (b *Builder) createPartition(r *PartitionRecord) error {
@@ -252,23 +254,25 @@ func (b *Builder) createPartition(r *PartitionRecord) error {
 	if r.Partition != t.n {
 		return invalidf("topic %s has %d partitions: cannot create partition %d", t.name, t.n, r.Partition)
 	}
-	s := NewPartition(r.Replicas, r.ISR, r.Adding, r.Removing, r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.LeaderRecovery)
 	if err := validState(r.Replicas, r.ISR, r.Adding, r.Removing, r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.LeaderRecovery); err != nil {
 		return invalidf("%s-%d: %v", t.name, r.Partition, err)
 	}
 	t = b.topicForWrite(t)
-	if t.n&(chunkSize-1) == 0 {
-		t.chunks = append(t.chunks, &chunk{parts: make([]Partition, 0, min(chunkSize, 4)), owner: b.e})
+	i := int(t.n & (chunkSize - 1))
+	if i == 0 {
+		t.chunks = append(t.chunks, &chunk{owner: b.e})
 	}
 	last := len(t.chunks) - 1
 	c := t.chunks[last]
 	if c.owner != b.e {
-		c = &chunk{parts: slices.Grow(slices.Clone(c.parts), 1), owner: b.e}
+		c = c.clone(b.e, chunkSize-i)
 		t.chunks[last] = c
 	}
-	c.parts = append(c.parts, s)
+	c.set(i, r.Replicas, r.ISR, r.Adding, r.Removing, r.Leader, r.LeaderEpoch, r.PartitionEpoch, r.LeaderRecovery)
+	c.written |= 1 << i
 	t.n++
 	b.img.partitions++
+	s := c.view(i)
 	b.count(&s, 1)
 	if b.t != nil {
 		b.t.partition(t, r.Partition, Partition{}, true)
@@ -323,15 +327,16 @@ func (b *Builder) changePartition(r *PartitionChangeRecord) error {
 	if err := validState(replicas, isr, adding, removing, leader, r.LeaderEpoch, r.PartitionEpoch, recovery); err != nil {
 		return invalidf("%s-%d: %v", t.name, r.Partition, err)
 	}
-	s := NewPartition(replicas, isr, adding, removing, leader, r.LeaderEpoch, r.PartitionEpoch, recovery)
-	if b.t != nil {
-		b.t.partition(t, r.Partition, *old, false)
-	}
 	t = b.topicForWrite(t)
-	p := b.partitionForWrite(t, r.Partition)
-	b.count(p, -1)
-	*p = s
-	b.count(p, 1)
+	c, first := b.chunkForWrite(t, r.Partition)
+	if first && b.t != nil {
+		b.t.partition(t, r.Partition, old, false)
+	}
+	b.count(&old, -1)
+	i := int(r.Partition & (chunkSize - 1))
+	c.set(i, replicas, isr, adding, removing, leader, r.LeaderEpoch, r.PartitionEpoch, recovery)
+	s := c.view(i)
+	b.count(&s, 1)
 	return nil
 }
 
@@ -408,7 +413,7 @@ func (b *Builder) removeTopic(r *RemoveTopicRecord) error {
 	if !ok {
 		return invalidf("remove unknown topic %s", r.ID)
 	}
-	t.EachPartition(func(_ int32, s *Partition) bool { b.count(s, -1); return true })
+	t.EachPartition(func(_ int32, s Partition) bool { b.count(&s, -1); return true })
 	b.img.partitions -= int(t.n)
 	b.img.topics = b.img.topics.delete(b.e, r.ID)
 	b.img.names = b.img.names.delete(b.e, t.name)

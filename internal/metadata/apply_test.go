@@ -349,3 +349,23 @@ func TestBrokerLifecycle(t *testing.T) {
 		t.Fatalf("highest epoch %d", img.HighestBrokerEpoch())
 	}
 }
+
+// TestDeltaRecreatedTopic: a batch that changes a topic, removes it and
+// creates one with the same id reports the old topic deleted and the new
+// one created, with only the new one's partitions.
+func TestDeltaRecreatedTopic(t *testing.T) {
+	img := baseImage(t)
+	a := topicID(1)
+	_, d := mustApply(t, img,
+		change(a, 0, NoLeaderChange, []int32{0, 1}, 0, 1),
+		&RemoveTopicRecord{ID: a},
+		&TopicRecord{Name: "a2", ID: a},
+		&PartitionRecord{TopicID: a, Replicas: []int32{2}, ISR: []int32{2}, Leader: 2},
+	)
+	if len(d.TopicsDeleted) != 1 || d.TopicsDeleted[0].Name() != "a" || len(d.TopicsCreated) != 1 || d.TopicsCreated[0].Name() != "a2" {
+		t.Fatalf("deleted %v created %v", d.TopicsDeleted, d.TopicsCreated)
+	}
+	if len(d.Partitions) != 1 || !d.Partitions[0].Created || d.Partitions[0].New.Leader() != 2 {
+		t.Fatalf("partitions %+v", d.Partitions)
+	}
+}

@@ -55,7 +55,7 @@ var recordVersions = [...]uint8{
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // EncodeBatch encodes records as one batch.
-func EncodeBatch(recs []Record) []byte { return AppendBatch(nil, recs) }
+func EncodeBatch(recs []Record) []byte { return AppendBatch(make([]byte, 0, 16+32*len(recs)), recs) }
 
 // AppendBatch appends the batch encoding of recs to dst.
 func AppendBatch(dst []byte, recs []Record) []byte {

@@ -78,7 +78,7 @@ type StoppedReplica struct {
 func (d *Delta) Local(node int32) LocalChanges {
 	var lc LocalChanges
 	for _, t := range d.TopicsDeleted {
-		t.EachPartition(func(p int32, s *Partition) bool {
+		t.EachPartition(func(p int32, s Partition) bool {
 			if slices.Contains(s.Replicas(), node) {
 				lc.Stop = append(lc.Stop, StoppedReplica{TopicID: t.id, TopicName: t.name, Partition: p, Deleted: true})
 			}
@@ -106,9 +106,9 @@ type partKey struct {
 }
 
 // tracker records, during a batch, the first state of everything the
-// batch touches; finish compares with the end state.
+// batch touches; finish compares with the end state. The builder calls
+// partition once per partition (chunk.written remembers which).
 type tracker struct {
-	parts        map[partKey]int
 	partList     []partEntry
 	brokers      map[int32]*Broker
 	brokerOrder  []int32
@@ -126,9 +126,11 @@ type partEntry struct {
 	created bool
 }
 
-func newTracker() *tracker {
+// newTracker sizes its partition index for n records: most records of a
+// large batch are partition changes.
+func newTracker(n int) *tracker {
 	return &tracker{
-		parts: make(map[partKey]int), brokers: make(map[int32]*Broker),
+		partList: make([]partEntry, 0, n), brokers: make(map[int32]*Broker),
 		created: make(map[TopicID]bool), configs: make(map[ConfigResource]bool),
 	}
 }
@@ -141,11 +143,7 @@ func (t *tracker) broker(id int32, old *Broker) {
 }
 
 func (t *tracker) partition(tp *Topic, p int32, old Partition, created bool) {
-	k := partKey{tp.id, p}
-	if _, seen := t.parts[k]; !seen {
-		t.parts[k] = len(t.partList)
-		t.partList = append(t.partList, partEntry{key: k, old: old, created: created || t.created[tp.id]})
-	}
+	t.partList = append(t.partList, partEntry{key: partKey{tp.id, p}, old: old, created: created})
 }
 
 func (t *tracker) removed(tp *Topic) {
@@ -185,18 +183,22 @@ func (t *tracker) finish(next *Image) *Delta {
 		if !ok {
 			continue
 		}
-		// A topic created by this batch is new whole, even if an older
-		// topic of the same id was touched and removed earlier in it.
-		created := e.created || t.created[e.key.topic]
+		// A topic created by this batch is new whole: the changes of an
+		// older topic of the same id, removed earlier in the batch, are
+		// not its own.
+		if t.created[e.key.topic] && !e.created {
+			continue
+		}
+		created := e.created
 		s, ok := tp.Partition(e.key.p)
-		if !ok || !created && s.Equal(&e.old) {
+		if !ok || !created && s.Equal(e.old) {
 			continue
 		}
 		old := e.old
 		if created {
 			old = Partition{}
 		}
-		d.Partitions = append(d.Partitions, PartitionDelta{Topic: tp, Partition: e.key.p, Created: created, Old: old, New: *s})
+		d.Partitions = append(d.Partitions, PartitionDelta{Topic: tp, Partition: e.key.p, Created: created, Old: old, New: s})
 	}
 	return d
 }

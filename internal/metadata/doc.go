@@ -33,13 +33,16 @@
 // # Scale
 //
 // Topics, names and configs live in persistent hash tries (hamt.go), a
-// topic's partitions in chunks of 16. Apply copies only the path to what
-// a batch touches: one topic header and chunk table per touched topic, one
-// 768-byte chunk per touched chunk, a few trie nodes. Within a batch the
-// builder changes its own copies in place (nodes are tagged with the
-// builder that made them), so a batch that moves 30,000 leaders copies
-// each touched chunk once and never the whole image. A partition costs
-// about 85 bytes of heap with three replicas (bench_test.go measures it).
+// topic's partitions in chunks of 16 (chunk.go). Apply copies only the
+// path to what a batch touches: one topic header and chunk table per
+// touched topic, one chunk per touched chunk, a few trie nodes. Within a
+// batch the builder changes its own copies in place (nodes are tagged
+// with the builder that made them), so a batch that moves 30,000 leaders
+// copies each touched chunk once and never the whole image. A chunk
+// stores its partitions without pointers, their replica lists in one
+// arena, so the garbage collector scans one object per 16 partitions and
+// a partition with three replicas costs about 60 bytes
+// (BenchmarkImageMemory).
 //
 // # What it does not own
 //

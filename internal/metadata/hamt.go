@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
 	"slices"
@@ -18,9 +19,28 @@ type edit struct{ _ byte }
 // A nil root is the empty map. Keys are spread by a 64-bit hash, five
 // bits per level; keys whose hashes are equal in all 64 bits share a
 // collision node at the bottom, searched linearly.
-type pmap[K comparable, V any] struct {
+type pmap[K comparable, V any, H hasher[K]] struct {
 	root *pnode[K, V]
 	n    int
+}
+
+// hasher spreads keys; a zero-size type, so that hashing is a static
+// call.
+type hasher[K any] interface{ hash(K) uint64 }
+
+// seeded hashes with a per-process seed: iteration order differs between
+// processes, and crafted keys cannot collide on purpose.
+type seeded[K comparable] struct{}
+
+func (seeded[K]) hash(k K) uint64 { return maphash.Comparable(hashSeed, k) }
+
+// idHash hashes a topic id by its own bits, which are random: the order
+// in which topics are visited, and so the order of the records a scan
+// decides, is the same in every process for the same ids.
+type idHash struct{}
+
+func (idHash) hash(id TopicID) uint64 {
+	return binary.LittleEndian.Uint64(id[:8]) ^ bits.RotateLeft64(binary.LittleEndian.Uint64(id[8:]), 31)
 }
 
 type pnode[K comparable, V any] struct {
@@ -45,15 +65,16 @@ const (
 
 var hashSeed = maphash.MakeSeed()
 
-func hashKey[K comparable](k K) uint64 { return maphash.Comparable(hashSeed, k) }
+func (m pmap[K, V, H]) len() int { return m.n }
 
-func (m pmap[K, V]) len() int { return m.n }
-
-func (m pmap[K, V]) get(k K) (V, bool) { return m.getHash(hashKey(k), k) }
+func (m pmap[K, V, H]) get(k K) (V, bool) {
+	var h H
+	return m.getHash(h.hash(k), k)
+}
 
 // getHash, setHash and deleteHash take the key's hash, so that tests can
 // force collisions.
-func (m pmap[K, V]) getHash(h uint64, k K) (V, bool) {
+func (m pmap[K, V, H]) getHash(h uint64, k K) (V, bool) {
 	n := m.root
 	for shift := uint(0); n != nil; shift += pmapBits {
 		if shift >= pmapCollision {
@@ -84,9 +105,12 @@ func (m pmap[K, V]) getHash(h uint64, k K) (V, bool) {
 
 // set returns the map with k bound to v. Nodes owned by e are updated in
 // place, all others copied.
-func (m pmap[K, V]) set(e *edit, k K, v V) pmap[K, V] { return m.setHash(e, hashKey(k), k, v) }
+func (m pmap[K, V, H]) set(e *edit, k K, v V) pmap[K, V, H] {
+	var h H
+	return m.setHash(e, h.hash(k), k, v)
+}
 
-func (m pmap[K, V]) setHash(e *edit, h uint64, k K, v V) pmap[K, V] {
+func (m pmap[K, V, H]) setHash(e *edit, h uint64, k K, v V) pmap[K, V, H] {
 	root := m.root
 	if root == nil {
 		root = &pnode[K, V]{owner: e}
@@ -148,9 +172,12 @@ func (n *pnode[K, V]) set(e *edit, shift uint, h uint64, k K, v V) (*pnode[K, V]
 }
 
 // delete returns the map without k.
-func (m pmap[K, V]) delete(e *edit, k K) pmap[K, V] { return m.deleteHash(e, hashKey(k), k) }
+func (m pmap[K, V, H]) delete(e *edit, k K) pmap[K, V, H] {
+	var h H
+	return m.deleteHash(e, h.hash(k), k)
+}
 
-func (m pmap[K, V]) deleteHash(e *edit, h uint64, k K) pmap[K, V] {
+func (m pmap[K, V, H]) deleteHash(e *edit, h uint64, k K) pmap[K, V, H] {
 	if m.root == nil {
 		return m
 	}
@@ -220,7 +247,7 @@ func (n *pnode[K, V]) delete(e *edit, shift uint, h uint64, k K) (*pnode[K, V], 
 
 // each calls fn for every entry, in no particular order, until fn
 // returns false. It reports whether it went through all entries.
-func (m pmap[K, V]) each(fn func(K, V) bool) bool {
+func (m pmap[K, V, H]) each(fn func(K, V) bool) bool {
 	if m.root == nil {
 		return true
 	}

@@ -11,11 +11,11 @@ import (
 type pmapModel struct {
 	t        *testing.T
 	hash     func(int) uint64
-	versions []pmap[int, int]
+	versions []pmap[int, int, seeded[int]]
 	models   []map[int]int
 }
 
-func (m *pmapModel) check(pm pmap[int, int], want map[int]int) {
+func (m *pmapModel) check(pm pmap[int, int, seeded[int]], want map[int]int) {
 	m.t.Helper()
 	if pm.len() != len(want) {
 		m.t.Fatalf("len %d, want %d", pm.len(), len(want))
@@ -33,7 +33,7 @@ func (m *pmapModel) check(pm pmap[int, int], want map[int]int) {
 }
 
 func (m *pmapModel) run(rng *rand.Rand, ops, keys int) {
-	cur := pmap[int, int]{}
+	cur := pmap[int, int, seeded[int]]{}
 	model := map[int]int{}
 	e := new(edit)
 	for i := range ops {
@@ -67,7 +67,7 @@ func TestPmapAgainstMap(t *testing.T) {
 		name string
 		fn   func(int) uint64
 	}{
-		{"maphash", func(k int) uint64 { return hashKey(k) }},
+		{"maphash", func(k int) uint64 { return seeded[int]{}.hash(k) }},
 		// Few distinct hashes: most keys land in collision nodes.
 		{"collisions", func(k int) uint64 { return uint64(k % 3) }},
 		// Hashes equal in the low 60 bits: deep tries, then the last
@@ -86,7 +86,7 @@ func TestPmapAgainstMap(t *testing.T) {
 
 func TestPmapDeleteAbsentCopiesNothing(t *testing.T) {
 	e := new(edit)
-	m := pmap[int, int]{}
+	m := pmap[int, int, seeded[int]]{}
 	for k := range 100 {
 		m = m.set(e, k, k)
 	}

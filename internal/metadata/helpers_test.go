@@ -63,7 +63,7 @@ func imageInvariants(img *Image) error {
 			err = fmt.Errorf("topic %s: name maps to %v, %v", tp.name, id, ok)
 			return false
 		}
-		tp.EachPartition(func(p int32, s *Partition) bool {
+		tp.EachPartition(func(p int32, s Partition) bool {
 			parts++
 			if s.leader == NoLeader {
 				offline++

@@ -18,9 +18,9 @@ type Image struct {
 	nextPID     int64
 
 	brokers map[int32]*Broker // replaced, never modified, when a broker changes
-	topics  pmap[TopicID, *Topic]
-	names   pmap[string, TopicID]
-	configs pmap[ConfigResource, map[string]string] // maps replaced, never modified
+	topics  pmap[TopicID, *Topic, idHash]
+	names   pmap[string, TopicID, seeded[string]]
+	configs pmap[ConfigResource, map[string]string, seeded[ConfigResource]] // maps replaced, never modified
 
 	partitions   int
 	offline      int // partitions without a leader
@@ -55,21 +55,6 @@ type Topic struct {
 	owner  *edit
 }
 
-// Partitions are kept in chunks so that a change to one partition copies
-// its chunk, not the whole topic. A batch copies each topic it touches
-// once (its chunk table: 8 bytes per 16 partitions) and each chunk it
-// touches once (768 bytes); smaller chunks measured no faster, larger ones
-// slower.
-const (
-	chunkBits = 4
-	chunkSize = 1 << chunkBits
-)
-
-type chunk struct {
-	parts []Partition
-	owner *edit
-}
-
 // Name is the topic's name.
 func (t *Topic) Name() string { return t.name }
 
@@ -79,20 +64,20 @@ func (t *Topic) ID() TopicID { return t.id }
 // NumPartitions is the number of partitions; they are numbered from 0.
 func (t *Topic) NumPartitions() int32 { return t.n }
 
-// Partition returns partition p. The state must not be modified.
-func (t *Topic) Partition(p int32) (*Partition, bool) {
+// Partition returns partition p.
+func (t *Topic) Partition(p int32) (Partition, bool) {
 	if p < 0 || p >= t.n {
-		return nil, false
+		return Partition{}, false
 	}
-	return &t.chunks[p>>chunkBits].parts[p&(chunkSize-1)], true
+	return t.chunks[p>>chunkBits].view(int(p & (chunkSize - 1))), true
 }
 
 // EachPartition calls fn for every partition in index order until fn
-// returns false. The states must not be modified.
-func (t *Topic) EachPartition(fn func(p int32, s *Partition) bool) bool {
+// returns false, and reports whether it went through all of them.
+func (t *Topic) EachPartition(fn func(p int32, s Partition) bool) bool {
 	for ci, c := range t.chunks {
 		for i := range c.parts {
-			if !fn(int32(ci<<chunkBits+i), &c.parts[i]) {
+			if !fn(int32(ci<<chunkBits+i), c.view(i)) {
 				return false
 			}
 		}
@@ -102,9 +87,9 @@ func (t *Topic) EachPartition(fn func(p int32, s *Partition) bool) bool {
 
 // Partition is one partition: its replicas (the first is the
 // preferred leader), in-sync replicas, the replicas a reassignment is
-// adding and removing, its leader and its epochs. The lists are packed in
-// one array; the slices the accessors return share it and must not be
-// modified. A Partition is a small value: copy it freely.
+// adding and removing, its leader and its epochs. The lists share one
+// array, which is part of an image: the slices the accessors return must
+// not be modified. A Partition is a small value: copy it freely.
 type Partition struct {
 	nodes          []int32 // replicas, isr, adding, removing
 	nReplicas      uint16
@@ -120,18 +105,7 @@ type Partition struct {
 // int16).
 const MaxReplicas = 1<<15 - 1
 
-// NewPartition builds a state from its lists, which it copies.
-func NewPartition(replicas, isr, adding, removing []int32, leader, leaderEpoch, partitionEpoch int32, recovery int8) Partition {
-	nodes := make([]int32, 0, len(replicas)+len(isr)+len(adding)+len(removing))
-	nodes = append(append(append(append(nodes, replicas...), isr...), adding...), removing...)
-	return Partition{
-		nodes:     nodes,
-		nReplicas: uint16(len(replicas)), nISR: uint16(len(isr)), nAdding: uint16(len(adding)),
-		leader: leader, leaderEpoch: leaderEpoch, partitionEpoch: partitionEpoch, leaderRecovery: recovery,
-	}
-}
-
-func (p *Partition) bounds() (r, i, a int) {
+func (p Partition) bounds() (r, i, a int) {
 	r = int(p.nReplicas)
 	i = r + int(p.nISR)
 	a = i + int(p.nAdding)
@@ -139,46 +113,46 @@ func (p *Partition) bounds() (r, i, a int) {
 }
 
 // Replicas are the partition's replicas, preferred leader first.
-func (p *Partition) Replicas() []int32 {
+func (p Partition) Replicas() []int32 {
 	r, _, _ := p.bounds()
 	return p.nodes[:r:r]
 }
 
 // ISR is the in-sync replica set.
-func (p *Partition) ISR() []int32 {
+func (p Partition) ISR() []int32 {
 	r, i, _ := p.bounds()
 	return p.nodes[r:i:i]
 }
 
 // Adding are the replicas an ongoing reassignment adds.
-func (p *Partition) Adding() []int32 {
+func (p Partition) Adding() []int32 {
 	_, i, a := p.bounds()
 	return p.nodes[i:a:a]
 }
 
 // Removing are the replicas an ongoing reassignment removes.
-func (p *Partition) Removing() []int32 {
+func (p Partition) Removing() []int32 {
 	_, _, a := p.bounds()
 	return p.nodes[a:len(p.nodes):len(p.nodes)]
 }
 
 // Leader is the leader's broker id, or NoLeader.
-func (p *Partition) Leader() int32 { return p.leader }
+func (p Partition) Leader() int32 { return p.leader }
 
 // LeaderEpoch grows with every leader change.
-func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch }
+func (p Partition) LeaderEpoch() int32 { return p.leaderEpoch }
 
 // PartitionEpoch grows with every change of the partition.
-func (p *Partition) PartitionEpoch() int32 { return p.partitionEpoch }
+func (p Partition) PartitionEpoch() int32 { return p.partitionEpoch }
 
 // LeaderRecovery is Recovered or Recovering.
-func (p *Partition) LeaderRecovery() int8 { return p.leaderRecovery }
+func (p Partition) LeaderRecovery() int8 { return p.leaderRecovery }
 
 // Reassigning reports whether a reassignment is in progress.
-func (p *Partition) Reassigning() bool { return int(p.nReplicas)+int(p.nISR) < len(p.nodes) }
+func (p Partition) Reassigning() bool { return int(p.nReplicas)+int(p.nISR) < len(p.nodes) }
 
 // PreferredLeader is the first replica.
-func (p *Partition) PreferredLeader() int32 {
+func (p Partition) PreferredLeader() int32 {
 	if p.nReplicas == 0 {
 		return NoLeader
 	}
@@ -186,7 +160,7 @@ func (p *Partition) PreferredLeader() int32 {
 }
 
 // Record returns the Partition record that creates this state.
-func (p *Partition) Record(topic TopicID, index int32) *PartitionRecord {
+func (p Partition) Record(topic TopicID, index int32) *PartitionRecord {
 	return &PartitionRecord{
 		TopicID: topic, Partition: index,
 		Replicas: slices.Clone(p.Replicas()), ISR: slices.Clone(p.ISR()),
@@ -204,14 +178,14 @@ func nilIfEmpty(ids []int32) []int32 {
 }
 
 // Equal reports whether two states are the same.
-func (p *Partition) Equal(q *Partition) bool {
+func (p Partition) Equal(q Partition) bool {
 	return p.nReplicas == q.nReplicas && p.nISR == q.nISR && p.nAdding == q.nAdding &&
 		p.leader == q.leader && p.leaderEpoch == q.leaderEpoch && p.partitionEpoch == q.partitionEpoch &&
 		p.leaderRecovery == q.leaderRecovery && slices.Equal(p.nodes, q.nodes)
 }
 
 // String formats the state on one line.
-func (p *Partition) String() string {
+func (p Partition) String() string {
 	var b strings.Builder
 	b.WriteString("replicas=" + FormatIDs(p.Replicas()) + " isr=" + FormatIDs(p.ISR()))
 	if p.Reassigning() {
@@ -266,8 +240,9 @@ func (img *Image) TopicByName(name string) (*Topic, bool) {
 // NumTopics is the number of topics.
 func (img *Image) NumTopics() int { return img.topics.len() }
 
-// EachTopic calls fn for every topic, in no particular order, until fn
-// returns false.
+// EachTopic calls fn for every topic until fn returns false, in an order
+// that depends only on the topic ids (not on the process or on the order
+// of creation): decisions that scan topics are reproducible.
 func (img *Image) EachTopic(fn func(*Topic) bool) bool {
 	return img.topics.each(func(_ TopicID, t *Topic) bool { return fn(t) })
 }
@@ -280,11 +255,11 @@ func (img *Image) Topics() []*Topic {
 	return out
 }
 
-// Partition returns a partition's state. It must not be modified.
-func (img *Image) Partition(topic TopicID, p int32) (*Partition, bool) {
+// Partition returns a partition's state.
+func (img *Image) Partition(topic TopicID, p int32) (Partition, bool) {
 	t, ok := img.topics.get(topic)
 	if !ok {
-		return nil, false
+		return Partition{}, false
 	}
 	return t.Partition(p)
 }
@@ -357,7 +332,7 @@ func (img *Image) Equal(o *Image) bool {
 		if oid, ok := o.names.get(t.name); !ok || oid != id {
 			return false
 		}
-		return t.EachPartition(func(p int32, s *Partition) bool {
+		return t.EachPartition(func(p int32, s Partition) bool {
 			os, _ := ot.Partition(p)
 			return s.Equal(os)
 		})

@@ -47,7 +47,7 @@ func (img *Image) EachRecord(fn func(Record) error) error {
 			return err
 		}
 		var err error
-		t.EachPartition(func(p int32, s *Partition) bool {
+		t.EachPartition(func(p int32, s Partition) bool {
 			err = fn(s.Record(t.id, p))
 			return err == nil
 		})
