@@ -72,7 +72,11 @@ func TestStickySwitchAccounting(t *testing.T) {
 			p, _, step := simProducer(t, map[string]string{"compression.type": codec, "linger.ms": "3"}, WithLogger(slog.New(log)))
 			r := rand.New(rand.NewPCG(1, 2))
 			ctx := context.Background()
-			for i := 0; i < 20_000; i++ {
+			n := 20_000
+			if raceBuild {
+				n = 4_000
+			}
+			for i := 0; i < n; i++ {
 				v := make([]byte, 50+r.IntN(1500))
 				for j := range v {
 					v[j] = byte(r.IntN(4)) // compressible
@@ -84,7 +88,7 @@ func TestStickySwitchAccounting(t *testing.T) {
 			}
 			log.mu.Lock()
 			defer log.mu.Unlock()
-			if len(log.produced) < 50 {
+			if len(log.produced) < n/400 {
 				t.Fatalf("only %d switches", len(log.produced))
 			}
 			for i, n := range log.produced[1:] { // the first is the initial choice
