@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
 	"testing"
@@ -261,4 +262,59 @@ func TestIntegrationAdminGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, func() error { return a.DeleteGroups(ctx, group) })
+}
+
+// TestIntegrationNoGoroutineLeak closes a producer, a group consumer and an
+// admin and checks every goroutine they started has stopped.
+func TestIntegrationNoGoroutineLeak(t *testing.T) {
+	addr := bootstrap(t)
+	a := newTestAdmin(t)
+	topic := uniqueTopic(t)
+	createTopic(t, a, topic, 1)
+	ctx := testCtx(t)
+	before := runtime.NumGoroutine()
+	p, err := NewProducer(map[string]string{"bootstrap.servers": addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.SendSync(ctx, &Record{Topic: topic, Value: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewConsumer(map[string]string{"bootstrap.servers": addr, "group.id": "leak-" + topic, "auto.offset.reset": "earliest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe([]string{topic}, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		recs, err := c.Poll(pctx)
+		if err != nil || len(recs) == 0 {
+			return fmt.Errorf("no record yet (%v)", err)
+		}
+		return nil
+	})
+	ad, err := NewAdmin(map[string]string{"bootstrap.servers": addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ad.ListTopics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ad.Close()
+	eventually(t, 5*time.Second, func() error {
+		if n := runtime.NumGoroutine(); n > before {
+			buf := make([]byte, 1<<16)
+			return fmt.Errorf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+		}
+		return nil
+	})
 }
