@@ -147,14 +147,10 @@ func (c *Controller) ElectLeaders(req *kmsg.ElectLeadersRequest) (*kmsg.ElectLea
 		return resp, nil
 	}
 	t := c.begin()
-	elect := func(topic string, p int32) (*kerr.Error, string) {
-		tp, ok := t.b.TopicByName(topic)
-		if !ok {
-			return kerr.UnknownTopicOrPartition, "No such topic as " + topic
-		}
+	elect := func(tp *metadata.Topic, p int32) (*kerr.Error, string) {
 		ch, ok := t.change(tp.ID(), p)
 		if !ok {
-			return kerr.UnknownTopicOrPartition, fmt.Sprintf("No such partition as %s-%d", topic, p)
+			return kerr.UnknownTopicOrPartition, fmt.Sprintf("No such partition as %s-%d", tp.Name(), p)
 		}
 		if kind == electionPreferred && ch.cur.Leader() == ch.cur.PreferredLeader() ||
 			kind == electionUnclean && ch.cur.Leader() != metadata.NoLeader {
@@ -190,7 +186,7 @@ func (c *Controller) ElectLeaders(req *kmsg.ElectLeadersRequest) (*kmsg.ElectLea
 			rt := kmsg.NewElectLeadersResponseTopic()
 			rt.Topic = tp.Name()
 			for p := range tp.NumPartitions() {
-				if err, msg := elect(tp.Name(), p); err != kerr.ElectionNotNeeded {
+				if err, msg := elect(tp, p); err != kerr.ElectionNotNeeded {
 					result(&rt, p, err, msg)
 				}
 			}
@@ -200,8 +196,13 @@ func (c *Controller) ElectLeaders(req *kmsg.ElectLeadersRequest) (*kmsg.ElectLea
 		for _, rtq := range req.Topics {
 			rt := kmsg.NewElectLeadersResponseTopic()
 			rt.Topic = rtq.Topic
+			tp, ok := t.b.TopicByName(rtq.Topic)
 			for _, p := range rtq.Partitions {
-				err, msg := elect(rtq.Topic, p)
+				if !ok {
+					result(&rt, p, kerr.UnknownTopicOrPartition, "No such topic as "+rtq.Topic)
+					continue
+				}
+				err, msg := elect(tp, p)
 				result(&rt, p, err, msg)
 			}
 			resp.Topics = append(resp.Topics, rt)

@@ -1,5 +1,7 @@
 package metadata
 
+import "slices"
+
 // Partitions are stored in chunks of chunkSize, so that a change to one
 // partition copies its chunk, not the whole topic. A batch copies each
 // topic it touches once (its chunk table: 8 bytes per 16 partitions) and
@@ -65,6 +67,9 @@ func (c *chunk) set(i int, replicas, isr, adding, removing []int32, leader, lead
 		nReplicas: uint16(len(replicas)), nISR: uint16(len(isr)), nAdding: uint16(len(adding)), nRemoving: uint16(len(removing)),
 		leader: leader, leaderEpoch: leaderEpoch, partitionEpoch: partitionEpoch, leaderRecovery: recovery,
 	}
+	// One growth for the four lists: chunks of equal partitions then fill
+	// their arena exactly.
+	c.arena = slices.Grow(c.arena, len(replicas)+len(isr)+len(adding)+len(removing))
 	c.arena = append(append(append(append(c.arena, replicas...), isr...), adding...), removing...)
 	if i == len(c.parts) {
 		c.parts = append(c.parts, s)
@@ -74,15 +79,17 @@ func (c *chunk) set(i int, replicas, isr, adding, removing []int32, leader, lead
 }
 
 // clone copies a chunk for a builder, compacting its arena, with room
-// for extra more partitions.
+// for extra more partitions. The arena keeps room for one changed
+// partition's lists too: a builder copies a chunk to change it.
 func (c *chunk) clone(e *edit, extra int) *chunk {
-	live := 0
+	live, widest := 0, 0
 	for i := range c.parts {
 		live += c.parts[i].lists()
+		widest = max(widest, c.parts[i].lists())
 	}
 	n := &chunk{
 		parts: make([]pstate, len(c.parts), len(c.parts)+extra),
-		arena: make([]int32, 0, live+extra*3),
+		arena: make([]int32, 0, live+widest+extra*4),
 		owner: e,
 	}
 	for i := range c.parts {
