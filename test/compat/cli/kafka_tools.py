@@ -14,6 +14,7 @@ GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 CONFIGS = "kafka.admin.ConfigCommand"
 PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
 CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
 
 
 class Tools:

@@ -2,7 +2,7 @@
 import re
 
 from compat_helpers import eventually, unique
-from kafka_tools import CONFIGS, CONSUMER, GROUPS, PRODUCER, TOPICS
+from kafka_tools import CONFIGS, CONSUMER, GROUPS, OFFSETS, PRODUCER, TOPICS
 
 
 def describe_partitions(tools, topic):
@@ -82,6 +82,13 @@ def test_console_round_trip_and_group_command(tools):
     n, topic, group = 200, unique("console"), unique("group")
     tools.run(TOPICS, "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1")
     try:
+        # Metadata can name a leader before the leader has created the partition:
+        # produce once GetOffsetShell (ListOffsets, answered by the partition) works.
+        def ready():
+            out = tools.run(OFFSETS, "--topic", topic).stdout
+            assert sorted(out.split()) == [f"{topic}:0:0", f"{topic}:1:0"], out
+        eventually(ready)
+
         lines = [f"seq:{i},src:cli\tk-{i}\tvalue-{i}" for i in range(n)]
         tools.run(PRODUCER, "--topic", topic, "--compression-codec", "zstd",
                   "--reader-property", "parse.key=true", "--reader-property", "parse.headers=true",

@@ -3,6 +3,9 @@
 Record i has key "k-%08d", a 16..271 byte value derived from i, and headers seq,
 parity and empty: the same shape as the Go and Java suites.
 """
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import OffsetSpec
+
 from compat_helpers import eventually
 
 
@@ -14,6 +17,11 @@ def wait_leaders(admin, topic, partitions):
         assert len(t.partitions) == partitions, f"{len(t.partitions)} partitions, want {partitions}"
         for p in t.partitions.values():
             assert p.error is None and p.leader >= 0, f"partition {p.id}: leader {p.leader} error {p.error}"
+        # Metadata can name a leader before the leader has created the partition;
+        # ListOffsets is answered by the partition itself.
+        specs = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+        for f in admin.list_offsets(specs).values():
+            f.result(10)
     eventually(check)
 
 

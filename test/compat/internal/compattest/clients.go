@@ -75,7 +75,8 @@ func Topic(t testing.TB, adm *kadm.Client, prefix string, partitions int32, conf
 	return name
 }
 
-// WaitLeaders waits until topic has exactly n partitions, each with a leader.
+// WaitLeaders waits until topic has exactly n partitions, each with a leader
+// that answers for it.
 func WaitLeaders(t testing.TB, adm *kadm.Client, topic string, n int) {
 	t.Helper()
 	Eventually(t, 30*time.Second, func() error {
@@ -101,6 +102,15 @@ func WaitLeaders(t testing.TB, adm *kadm.Client, topic string, n int) {
 		if len(missing) > 0 {
 			return fmt.Errorf("partitions without leader: %s", strings.Join(missing, " "))
 		}
-		return nil
+		// Metadata can name a leader before the leader has created the
+		// partition. ListOffsets is answered by the partition itself.
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if len(ends[topic]) != n {
+			return fmt.Errorf("end offsets listed for %d of %d partitions", len(ends[topic]), n)
+		}
+		return ends.Error()
 	})
 }

@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -15,11 +16,13 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -81,7 +84,7 @@ final class Compat {
         return p;
     }
 
-    /** Creates a topic (replication factor 1) and waits until every partition has a leader. */
+    /** Creates a topic (replication factor 1) and waits until every partition's leader serves it. */
     static String createTopic(Admin admin, String prefix, int partitions, Map<String, String> configs)
             throws Exception {
         String topic = name(prefix);
@@ -101,6 +104,14 @@ final class Compat {
                     throw new AssertionError("partition " + p.partition() + " has no leader");
                 }
             });
+            // Metadata can name a leader before the leader has created the partition; a
+            // first produce then gets NOT_LEADER_OR_FOLLOWER, and an idempotent producer
+            // with batches in flight can stay stuck on OUT_OF_ORDER_SEQUENCE_NUMBER until
+            // delivery.timeout.ms (seen with Apache Kafka 4.3). ListOffsets is answered by
+            // the partition itself, so success means it is ready.
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            d.partitions().forEach(p -> latest.put(new TopicPartition(topic, p.partition()), OffsetSpec.latest()));
+            admin.listOffsets(latest).all().get(10, TimeUnit.SECONDS);
         });
     }
 
