@@ -60,8 +60,8 @@
 // earlier batches are in flight: the controller's view (Image) already
 // includes them, so decisions build on each other. Tick should be called
 // about once a second, or at NextDeadline. The clock and the random
-// source are in Config, so that tests (and the transcripts in testdata/)
-// replay exactly.
+// source are in Config, so that tests, and the transcripts in
+// testdata/transcripts, replay exactly.
 //
 // # State that is not in the log
 //

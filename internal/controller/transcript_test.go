@@ -16,15 +16,15 @@ import (
 	"weir/internal/metadata"
 )
 
-// TestTranscripts runs the transcripts in testdata/: events in, the
-// controller's reply and record batch out. Every batch is committed at
+// TestTranscripts runs the transcripts in testdata/transcripts: events
+// in, the controller's reply and record batch out. Every batch is committed at
 // once (applied to a committed image at the next offset and reported to
 // the controller), after checking that it rebuilds exactly the
 // controller's view and keeps the controller's invariants. Rewrite the
 // expected output with -rewrite after a deliberate change, and read the
 // diff.
 func TestTranscripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata/transcripts", func(t *testing.T, path string) {
 		h := newHarness(t, Config{})
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			return h.run(t, d)
