@@ -48,7 +48,13 @@
 // Idempotence is on by default, as in Java: the producer asks the broker for
 // a producer id (InitProducerId), numbers each partition's batches, keeps a
 // retried batch's sequence and sends a retry only when it is the oldest
-// batch of its partition in flight, so records land once and in order. It
+// batch of its partition in flight, so records land once and in order. If
+// the broker's sequence state and the producer's disagree
+// (OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID for the oldest batch
+// in flight, as when a new topic's first batch fails while the next is
+// accepted), the producer takes a new producer id and retries, as Java does
+// with an epoch bump: nothing is lost, though those two batches may land in
+// the other order. It
 // turns itself off, as Java does, when acks is not all or more than five
 // requests may be in flight, unless enable.idempotence=true was set
 // explicitly (then the combination is a ConfigError). If the broker does not

@@ -36,10 +36,20 @@ type classicGroup struct {
 	fatal      error
 	owned      map[TopicPartition]bool
 
-	wakeCh   chan struct{}
-	hbCancel context.CancelFunc
-	stopHB   chan struct{}
-	hbDone   chan struct{}
+	joining bool        // a join goroutine is running (guarded by mu)
+	joinRes *joinResult // its outcome, waiting for Poll (guarded by mu)
+
+	wakeCh chan struct{}
+	ctx    context.Context // ends at leave: stops the heartbeat and a join
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the heartbeat and join goroutines
+	hbOn   bool
+}
+
+// joinResult is what a join goroutine hands to Poll.
+type joinResult struct {
+	asg kmsg.ConsumerMemberAssignment
+	err error
 }
 
 func newClassicGroup(c *Consumer, topics []string) *classicGroup {
@@ -51,6 +61,7 @@ func newClassicGroup(c *Consumer, topics []string) *classicGroup {
 		owned:      map[TopicPartition]bool{},
 		wakeCh:     make(chan struct{}, 1),
 	}
+	g.ctx, g.cancel = context.WithCancel(c.cl.ctx)
 	// The cooperative protocol is used only if every configured assignor
 	// supports it, as in the Java client.
 	g.cooperative = true
@@ -83,9 +94,14 @@ func (g *classicGroup) subscribe(topics []string) {
 	g.signal()
 }
 
+// poll runs on the consumer's goroutine. JoinGroup and SyncGroup run in a
+// goroutine of their own, so a Poll with a short deadline does not cut a
+// rebalance short; Poll starts the join, and a later Poll applies its result
+// (running the callbacks).
 func (g *classicGroup) poll(ctx context.Context) error {
 	g.mu.Lock()
-	fatal, lost, need := g.fatal, g.lost, !g.joined || g.rejoin
+	fatal, lost, res := g.fatal, g.lost, g.joinRes
+	g.joinRes = nil
 	g.mu.Unlock()
 	if fatal != nil {
 		return fatal
@@ -93,10 +109,47 @@ func (g *classicGroup) poll(ctx context.Context) error {
 	if lost {
 		g.loseAll(ctx)
 	}
+	if res != nil {
+		if res.err != nil {
+			if g.ctx.Err() == nil && !isRetriable(res.err) {
+				return res.err
+			}
+			g.c.log.Debug("join failed, retrying", "group", g.co.group, "err", res.err)
+			g.mu.Lock()
+			g.rejoin = true
+			g.mu.Unlock()
+		} else {
+			g.apply(ctx, res.asg)
+			g.startHeartbeat()
+		}
+	}
+	g.mu.Lock()
+	need := (!g.joined || g.rejoin) && !g.joining
+	g.mu.Unlock()
 	if !need {
 		return nil
 	}
-	return g.join(ctx)
+	if !g.cooperative {
+		// Eager protocols give everything up before rejoining.
+		g.mu.Lock()
+		owned := g.ownedList()
+		g.mu.Unlock()
+		g.revoke(ctx, owned)
+	}
+	g.mu.Lock()
+	g.joining = true
+	g.mu.Unlock()
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		asg, err := g.join(g.ctx)
+		g.mu.Lock()
+		g.joining = false
+		g.joinRes = &joinResult{asg: asg, err: err}
+		g.mu.Unlock()
+		g.signal()
+	}()
+	return nil
 }
 
 // loseAll gives up every partition without committing.
@@ -165,14 +218,8 @@ func (g *classicGroup) memberMetadata() []byte {
 
 // join runs JoinGroup and SyncGroup until this member holds an assignment
 // of the current generation.
-func (g *classicGroup) join(ctx context.Context) error {
-	if !g.cooperative {
-		// Eager protocols give everything up before rejoining.
-		g.mu.Lock()
-		owned := g.ownedList()
-		g.mu.Unlock()
-		g.revoke(ctx, owned)
-	}
+func (g *classicGroup) join(ctx context.Context) (kmsg.ConsumerMemberAssignment, error) {
+	var none kmsg.ConsumerMemberAssignment
 	cfg := g.c.cfg
 	for attempt := 1; ; attempt++ {
 		g.mu.Lock()
@@ -210,7 +257,7 @@ func (g *classicGroup) join(ctx context.Context) error {
 			case errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.IllegalGeneration):
 				continue
 			}
-			return fmt.Errorf("client: join group %s: %w", cfg.groupID, err)
+			return none, fmt.Errorf("client: join group %s: %w", cfg.groupID, err)
 		}
 		resp := raw.(*kmsg.JoinGroupResponse)
 		g.mu.Lock()
@@ -222,7 +269,7 @@ func (g *classicGroup) join(ctx context.Context) error {
 		var plan []kmsg.SyncGroupRequestGroupAssignment
 		if resp.LeaderID == resp.MemberID && !resp.SkipAssignment {
 			if plan, err = g.lead(ctx, resp); err != nil {
-				return err
+				return none, err
 			}
 		}
 		sreq := kmsg.NewPtrSyncGroupRequest()
@@ -242,17 +289,15 @@ func (g *classicGroup) join(ctx context.Context) error {
 				}
 				continue
 			}
-			return fmt.Errorf("client: sync group %s: %w", cfg.groupID, err)
+			return none, fmt.Errorf("client: sync group %s: %w", cfg.groupID, err)
 		}
 		var asg kmsg.ConsumerMemberAssignment
 		if b := sraw.(*kmsg.SyncGroupResponse).MemberAssignment; len(b) > 0 {
 			if err := asg.ReadFrom(b); err != nil {
-				return fmt.Errorf("client: group %s: undecodable assignment: %w", cfg.groupID, err)
+				return none, fmt.Errorf("client: group %s: undecodable assignment: %w", cfg.groupID, err)
 			}
 		}
-		g.apply(ctx, asg)
-		g.startHeartbeat()
-		return nil
+		return asg, nil
 	}
 }
 
@@ -348,27 +393,27 @@ func (g *classicGroup) apply(ctx context.Context, asg kmsg.ConsumerMemberAssignm
 }
 
 func (g *classicGroup) startHeartbeat() {
-	if g.stopHB != nil {
+	if g.hbOn {
 		return
 	}
-	g.stopHB, g.hbDone = make(chan struct{}), make(chan struct{})
-	var ctx context.Context
-	ctx, g.hbCancel = context.WithCancel(g.c.cl.ctx)
-	go g.heartbeatLoop(ctx, g.stopHB, g.hbDone)
+	g.hbOn = true
+	g.wg.Add(1)
+	go g.heartbeatLoop()
 }
 
-func (g *classicGroup) heartbeatLoop(hbCtx context.Context, stop, done chan struct{}) {
-	defer close(done)
+func (g *classicGroup) heartbeatLoop() {
+	defer g.wg.Done()
+	hbCtx := g.ctx
 	t := time.NewTicker(g.c.cfg.heartbeat)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-hbCtx.Done():
 			return
 		case <-t.C:
 		}
 		g.mu.Lock()
-		gen, member, joined := g.generation, g.memberID, g.joined && !g.rejoin
+		gen, member, joined := g.generation, g.memberID, g.joined && !g.rejoin && !g.joining
 		g.mu.Unlock()
 		if !joined {
 			continue
@@ -421,12 +466,8 @@ func (g *classicGroup) heartbeatLoop(hbCtx context.Context, stop, done chan stru
 // leave stops heartbeating and leaves the group (static members stay, as in
 // Java, so a restart within the session timeout keeps the assignment).
 func (g *classicGroup) leave(ctx context.Context) error {
-	if g.stopHB != nil {
-		close(g.stopHB)
-		g.hbCancel()
-		<-g.hbDone
-		g.stopHB = nil
-	}
+	g.cancel()
+	g.wg.Wait()
 	g.mu.Lock()
 	member, joined := g.memberID, g.joined
 	owned := g.ownedList()

@@ -66,6 +66,8 @@ type simCluster struct {
 	fetch func(node int32, req *kmsg.FetchRequest) *kmsg.FetchResponse
 	// metadataCalls counts Metadata requests answered.
 	metadataCalls int
+	// producerIDs counts producer ids handed out (1000, 1001, ...).
+	producerIDs int64
 	// leaders maps partition -> node; default partition i on node i.
 	leaders []int32
 	epochs  []int32
@@ -190,7 +192,8 @@ func (c *simConn) Do(_ context.Context, req kmsg.Request) (kmsg.Response, error)
 		return c.s.metadata(), nil
 	case *kmsg.InitProducerIDRequest:
 		resp := kmsg.NewPtrInitProducerIDResponse()
-		resp.ProducerID, resp.ProducerEpoch = 1000, 0
+		resp.ProducerID, resp.ProducerEpoch = 1000+c.s.producerIDs, 0
+		c.s.producerIDs++
 		return resp, nil
 	default:
 		return nil, fmt.Errorf("sim: unexpected %T", r)

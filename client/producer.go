@@ -144,7 +144,9 @@ func NewProducer(props map[string]string, opts ...Option) (*Producer, error) {
 		closed:     make(chan struct{}),
 	}
 	p.cl = newCluster(cfg.commonConfig, o, cfg.autoCreate)
+	p.cl.mu.Lock() // the refresher may already be dialing
 	p.cl.onConnect = func(int32) { p.wakeup() }
+	p.cl.mu.Unlock()
 	if !o.manual {
 		p.wg.Add(1)
 		go p.senderLoop()

@@ -365,3 +365,71 @@ func TestSplitTooLarge(t *testing.T) {
 		t.Fatal("no split counted")
 	}
 }
+
+// TestSequenceRecoveryAfterFirstBatchFails reproduces a race seen against
+// Apache Kafka on a new topic: a partition's first batch fails with a
+// retriable error while the next, pipelined behind it, is accepted (a broker
+// takes any sequence from a producer it has no state for); the retried first
+// batch then gets OUT_OF_ORDER_SEQUENCE_NUMBER. The producer must recover
+// with a new producer id and deliver every record.
+func TestSequenceRecoveryAfterFirstBatchFails(t *testing.T) {
+	p, sim, step := simProducer(t, map[string]string{"linger.ms": "0", "retry.backoff.ms": "10"})
+	for _, b := range sim.brokers {
+		b.latency = 5 * time.Millisecond
+	}
+	type state struct{ next int32 }
+	brokerState := map[int64]*state{} // per producer id, partition 0 only
+	failedFirst := false
+	sim.hook = func(_ *simBroker, req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) {
+		for ti, topic := range req.Topics {
+			for pi, part := range topic.Partitions {
+				if part.Partition != 0 {
+					continue
+				}
+				rp := &resp.Topics[ti].Partitions[pi]
+				rb := part.Records
+				var pid int64
+				for i := 43; i < 51; i++ {
+					pid = pid<<8 | int64(rb[i])
+				}
+				seq := int32(uint32(rb[53])<<24 | uint32(rb[54])<<16 | uint32(rb[55])<<8 | uint32(rb[56]))
+				if !failedFirst {
+					failedFirst = true
+					rp.ErrorCode = 6 // NOT_LEADER_OR_FOLLOWER, nothing written
+					continue
+				}
+				st := brokerState[pid]
+				switch {
+				case st == nil: // unknown producer: any sequence goes
+					brokerState[pid] = &state{next: seq + int32(recordCount(rb))}
+				case seq == st.next:
+					st.next += int32(recordCount(rb))
+				default:
+					rp.ErrorCode = 45 // OUT_OF_ORDER_SEQUENCE_NUMBER
+				}
+			}
+		}
+	}
+	ctx := context.Background()
+	var futs []*Future
+	for i := 0; i < 20; i++ {
+		futs = append(futs, p.Send(ctx, &Record{Topic: "t", Partition: PartitionOf(0), Value: []byte("v")}, nil))
+		step()
+	}
+	for i := 0; i < 2000; i++ {
+		step()
+	}
+	for i, f := range futs {
+		select {
+		case <-f.Done():
+		default:
+			t.Fatalf("record %d has no result", i)
+		}
+		if _, err := f.Get(ctx); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if sim.producerIDs < 2 {
+		t.Fatalf("%d producer ids requested, want a new one after the sequence error", sim.producerIDs)
+	}
+}

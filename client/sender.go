@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"time"
@@ -483,34 +484,45 @@ func (p *Producer) split(b *batch, now time.Time) {
 }
 
 // sequenceError handles OUT_OF_ORDER_SEQUENCE_NUMBER and UNKNOWN_PRODUCER_ID.
-// When an earlier batch of the partition is still unresolved, this one was
-// rejected only because that one failed first: retry it after. Otherwise
-// the sequence state is lost: fail the batch and start over with a new
-// producer id (sequences then restart at 0).
+// Either way the batch was not written. When an earlier batch of the
+// partition is still unresolved, this one was rejected only because that one
+// failed first: retry it after. Otherwise the broker's sequence state and
+// ours disagree, which happens when a partition's first batch fails (say,
+// NOT_LEADER_OR_FOLLOWER on a new topic) while a later one, pipelined behind
+// it, is accepted: a broker takes any sequence from a producer it has no
+// state for. As the Java client does with an epoch bump, start over: a new
+// producer id, sequences from 0, and the batch retried at the head of its
+// queue (records of the two batches then land in the other order).
 func (p *Producer) sequenceError(b *batch, err error, now time.Time) {
 	q := b.pq
 	q.mu.Lock()
 	earlier := len(q.inflight) > 0 && q.inflight[0] != b
 	q.mu.Unlock()
 	if earlier {
-		p.retryOrFail(b, err, now)
+		p.retry(b, err, now, true)
 		return
 	}
-	p.finish(b, -1, -1, fmt.Errorf("client: produce to %s/%d: %w", q.topic.name, q.partition, err))
 	p.resetProducerID()
+	p.retry(b, err, now, true)
 }
 
-// retryOrFail puts b back at the head of its queue (in sequence order) with
-// an exponential backoff, or fails it once retries or delivery.timeout.ms are
-// exhausted.
+// retryOrFail retries b if err is retriable, else fails it.
 func (p *Producer) retryOrFail(b *batch, err error, now time.Time) {
+	p.retry(b, err, now, false)
+}
+
+// retry puts b back at the head of its queue (in sequence order) with an
+// exponential backoff, or fails it once retries or delivery.timeout.ms are
+// exhausted or err is final. force retries even an error not marked
+// retriable, for a batch known not to be written.
+func (p *Producer) retry(b *batch, err error, now time.Time, force bool) {
 	q := b.pq
 	q.mu.Lock()
 	if b.finished {
 		q.mu.Unlock()
 		return
 	}
-	if b.attempts+1 > p.cfg.retries || now.Sub(b.created) >= p.cfg.deliveryTimeout || !isRetriable(err) {
+	if b.attempts+1 > p.cfg.retries || now.Sub(b.created) >= p.cfg.deliveryTimeout || !(force || isRetriable(err)) {
 		q.mu.Unlock()
 		if now.Sub(b.created) >= p.cfg.deliveryTimeout {
 			err = fmt.Errorf("%w: last error: %w", ErrDeliveryTimeout, err)
@@ -530,6 +542,9 @@ func (p *Producer) retryOrFail(b *batch, err error, now time.Time) {
 	q.batches = slices.Insert(q.batches, i, b)
 	q.mu.Unlock()
 	p.m.retries.Add(1)
+	if p.log.Enabled(context.Background(), slog.LevelDebug) {
+		p.log.Debug("batch retry", "topic", q.topic.name, "partition", q.partition, "seq", b.seq, "attempt", b.attempts, "backoff", b.backoff, "err", err)
+	}
 }
 
 // expire fails queued batches older than delivery.timeout.ms. In-flight
