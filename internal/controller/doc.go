@@ -56,6 +56,29 @@
 //     never commit. The next leader builds a new one with New from its
 //     committed image.
 //
+// The owner's loop looks like this (r is the raft node; applied carries
+// the FSM's committed images and deltas, in log order):
+//
+//	c := controller.New(cfg, committedImage) // on becoming leader, after a barrier
+//	for {
+//		select {
+//		case req := <-requests: // forwarded broker and admin requests
+//			resp, recs := dispatch(c, req) // c.Heartbeat, c.CreateTopics, ...
+//			if len(recs) == 0 {
+//				req.reply(resp)
+//				continue
+//			}
+//			inflight.push(req, resp, r.Apply(metadata.EncodeBatch(recs), timeout))
+//		case <-ticker.C:
+//			propose(c.Tick())
+//		case a := <-applied:
+//			c.Committed(a.Image, a.Delta)
+//			inflight.popReply() // the entry's reply may go now
+//		case <-leadershipLost: // or any proposal error
+//			return // drop c; the next leader starts a new one
+//		}
+//	}
+//
 // Replies without records can be sent at once. Calls may be made while
 // earlier batches are in flight: the controller's view (Image) already
 // includes them, so decisions build on each other. Tick should be called
@@ -76,9 +99,17 @@
 // # Cost
 //
 // Decisions that concern one broker (fencing, controlled shutdown,
-// unregistration) scan every partition once, without allocating for the
-// partitions they do not change, and change the ones they do through the
-// builder: see bench_test.go for the time to decide and apply a
-// controlled shutdown of a broker leading 10,000 and 33,000 partitions and
-// a fencing at 1,000,000 partitions. No decision logs per partition.
+// unregistration) scan every partition once and change the ones they
+// must through the builder; no decision logs per partition. Measured on a
+// shared 2-core machine (go test -bench . -benchtime=5x, bench_test.go),
+// deciding, encoding, decoding and applying the batch:
+//
+//   - controlled shutdown of a broker leading 10,000 partitions (50,000
+//     RF 2 topics on 5 brokers, 20,000 partition changes): about 0.14 s;
+//     the seed post's cluster (25,000 topics, the broker leads 5,000):
+//     about 0.05 s;
+//   - controlled shutdown of a broker leading 33,333 of 100,000 RF 3
+//     partitions on 3 brokers (every partition changes): about 0.25 s;
+//   - fencing a broker at 1,000,000 partitions on 3 brokers: about 0.6 s
+//     with RF 1 (333,334 leaderships), 1.7 s with RF 3 (every partition).
 package controller
