@@ -1,0 +1,27 @@
+// Package quorum runs one node of the replicated metadata log on
+// hashicorp/raft: a small set of voters (1 or 3) elects a leader, which
+// the controller runs on; every other broker follows the log as a
+// non-voter. A single node is a one-voter quorum on the same code path.
+//
+// # What it owns
+//
+// The raft node: its transport (TCP on its own address), its durable log
+// and stable store (raft-wal in the node's directory), its snapshot store
+// (files), bootstrap of the first configuration, membership changes and
+// leadership observation. Entries are opaque bytes; the state machine
+// that gives them meaning (the metadata image) is supplied by the caller
+// as an FSM.
+//
+// # What it does not own
+//
+// What an entry means, how state is encoded in a snapshot, or who may
+// propose: the controller proposes on the leader; Propose elsewhere fails
+// with ErrNotLeader naming the leader.
+//
+// # Concurrency
+//
+// hashicorp/raft calls FSM.Apply, Snapshot and Restore from its own
+// goroutines, one at a time. Propose is safe from any goroutine and
+// returns once the entry is committed and applied on this node. Close
+// stops every goroutine the node started and waits for them.
+package quorum

@@ -1,0 +1,312 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+)
+
+// FSM is the replicated state machine. Apply runs for every committed
+// entry, in log order, on every node. Snapshot captures the state as of
+// the last applied entry and returns a function that writes it (called
+// later, concurrently with further Applies, so it must write the captured
+// state, not the live one). Restore replaces the state with a snapshot's.
+type FSM interface {
+	Apply(index uint64, data []byte) any
+	Snapshot() (func(w io.Writer) error, error)
+	Restore(r io.Reader) error
+}
+
+// Peer is one voter of the initial configuration.
+type Peer struct {
+	ID   int32
+	Addr string
+}
+
+// Config configures a node.
+type Config struct {
+	ID   int32
+	Dir  string
+	Addr string // host:port the raft transport binds and advertises
+	// Bootstrap lists the initial voters; a node whose directory holds no
+	// state and that is one of them bootstraps the cluster with them. A
+	// node not listed starts empty and waits to be added.
+	Bootstrap []Peer
+	Logger    *slog.Logger
+
+	// Timing. Zero values pick defaults tuned for fast failover on a LAN
+	// or loopback: heartbeat 300 ms, election 300 ms, lease 150 ms.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	// SnapshotThreshold is how many entries since the last snapshot
+	// trigger a new one (default 8192); TrailingLogs how many entries a
+	// snapshot leaves in the log for followers that lag a little (default
+	// 10240). A node further behind is sent the snapshot.
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+}
+
+// ErrNotLeader is returned by Propose on a node that is not the leader.
+type ErrNotLeader struct {
+	LeaderID   int32 // -1 when unknown
+	LeaderAddr string
+}
+
+func (e *ErrNotLeader) Error() string {
+	return fmt.Sprintf("quorum: not the leader (leader %d at %q)", e.LeaderID, e.LeaderAddr)
+}
+
+// Node is one running raft node.
+type Node struct {
+	cfg       Config
+	r         *raft.Raft
+	transport *raft.NetworkTransport
+	logs      *wal.WAL
+	meta      *metadb.BoltMetaDB
+	fsm       *fsmAdapter
+}
+
+// Open starts a node.
+func Open(cfg Config, fsm FSM) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "wal"), 0o755); err != nil {
+		return nil, err
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = serverID(cfg.ID)
+	rc.HeartbeatTimeout = orDefault(cfg.HeartbeatTimeout, 300*time.Millisecond)
+	rc.ElectionTimeout = orDefault(cfg.ElectionTimeout, 300*time.Millisecond)
+	rc.LeaderLeaseTimeout = orDefault(cfg.LeaderLeaseTimeout, 150*time.Millisecond)
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	if rc.SnapshotThreshold == 0 {
+		rc.SnapshotThreshold = 8192
+	}
+	rc.SnapshotInterval = 10 * time.Second
+	rc.TrailingLogs = cfg.TrailingLogs
+	if rc.TrailingLogs == 0 {
+		rc.TrailingLogs = 10240
+	}
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{cfg.Logger}})
+
+	// raft-wal's Close leaves its meta store open (and its file locked),
+	// so the node owns the meta store and closes it itself.
+	meta := &metadb.BoltMetaDB{}
+	logs, err := wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithMetaStore(meta))
+	if err != nil {
+		meta.Close()
+		return nil, fmt.Errorf("quorum: open log: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, rc.Logger)
+	if err != nil {
+		logs.Close()
+		meta.Close()
+		return nil, fmt.Errorf("quorum: snapshot store: %w", err)
+	}
+	addr, err := net.ResolveTCPAddr("tcp", cfg.Addr)
+	if err != nil {
+		logs.Close()
+		meta.Close()
+		return nil, err
+	}
+	transport, err := raft.NewTCPTransportWithLogger(cfg.Addr, addr, 8, 5*time.Second, rc.Logger)
+	if err != nil {
+		logs.Close()
+		meta.Close()
+		return nil, fmt.Errorf("quorum: transport: %w", err)
+	}
+	ad := &fsmAdapter{fsm: fsm}
+	r, err := raft.NewRaft(rc, ad, logs, logs, snaps, transport)
+	if err != nil {
+		transport.Close()
+		logs.Close()
+		meta.Close()
+		return nil, fmt.Errorf("quorum: %w", err)
+	}
+	n := &Node{cfg: cfg, r: r, transport: transport, logs: logs, meta: meta, fsm: ad}
+	if err := n.maybeBootstrap(logs, snaps); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) maybeBootstrap(logs *wal.WAL, snaps raft.SnapshotStore) error {
+	member := false
+	var servers []raft.Server
+	for _, p := range n.cfg.Bootstrap {
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: serverID(p.ID), Address: raft.ServerAddress(p.Addr)})
+		member = member || p.ID == n.cfg.ID
+	}
+	if !member {
+		return nil
+	}
+	has, err := raft.HasExistingState(logs, logs, snaps)
+	if err != nil || has {
+		return err
+	}
+	f := n.r.BootstrapCluster(raft.Configuration{Servers: servers})
+	if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("quorum: bootstrap: %w", err)
+	}
+	return nil
+}
+
+// Propose replicates data and returns once it is committed and applied
+// here, with the FSM's result for it.
+func (n *Node) Propose(ctx context.Context, data []byte) (uint64, any, error) {
+	timeout := time.Duration(0)
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+		if timeout <= 0 {
+			return 0, nil, ctx.Err()
+		}
+	}
+	f := n.r.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			id, addr := n.Leader()
+			return 0, nil, &ErrNotLeader{LeaderID: id, LeaderAddr: addr}
+		}
+		return 0, nil, err
+	}
+	return f.Index(), f.Response(), nil
+}
+
+// IsLeader reports whether this node leads.
+func (n *Node) IsLeader() bool { return n.r.State() == raft.Leader }
+
+// LeaderCh delivers leadership changes of this node (true: became
+// leader). hashicorp/raft drops values the reader does not take, so read
+// it continuously or poll IsLeader.
+func (n *Node) LeaderCh() <-chan bool { return n.r.LeaderCh() }
+
+// Leader returns the current leader's id and address (-1, "" if none).
+func (n *Node) Leader() (int32, string) {
+	addr, id := n.r.LeaderWithID()
+	if id == "" {
+		return -1, ""
+	}
+	v, err := strconv.Atoi(string(id))
+	if err != nil {
+		return -1, string(addr)
+	}
+	return int32(v), string(addr)
+}
+
+// Barrier waits until every entry committed before the call is applied to
+// this node's FSM; a new leader calls it before trusting its state.
+func (n *Node) Barrier(ctx context.Context) error {
+	timeout := time.Duration(0)
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	return n.r.Barrier(timeout).Error()
+}
+
+// AppliedIndex is the index of the last entry applied to the FSM.
+func (n *Node) AppliedIndex() uint64 { return n.r.AppliedIndex() }
+
+// AddVoter and AddNonvoter change membership (leader only).
+func (n *Node) AddVoter(id int32, addr string) error {
+	return n.r.AddVoter(serverID(id), raft.ServerAddress(addr), 0, 10*time.Second).Error()
+}
+
+func (n *Node) AddNonvoter(id int32, addr string) error {
+	return n.r.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, 10*time.Second).Error()
+}
+
+// RemoveServer removes a member (leader only).
+func (n *Node) RemoveServer(id int32) error {
+	return n.r.RemoveServer(serverID(id), 0, 10*time.Second).Error()
+}
+
+// Snapshot asks for a snapshot now (tests and operators).
+func (n *Node) Snapshot() error { return n.r.Snapshot().Error() }
+
+// Close stops the node and waits for its goroutines.
+func (n *Node) Close() error {
+	err := n.r.Shutdown().Error()
+	n.transport.Close()
+	if cerr := n.logs.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := n.meta.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// fsmAdapter turns raft's FSM calls into ours.
+type fsmAdapter struct{ fsm FSM }
+
+func (a *fsmAdapter) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	return a.fsm.Apply(l.Index, l.Data)
+}
+
+func (a *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
+	write, err := a.fsm.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return snapshot{write}, nil
+}
+
+func (a *fsmAdapter) Restore(r io.ReadCloser) error {
+	defer r.Close()
+	return a.fsm.Restore(r)
+}
+
+type snapshot struct{ write func(io.Writer) error }
+
+func (s snapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.write(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (snapshot) Release() {}
+
+// slogWriter forwards hclog's lines to slog.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Warn(string(trimNewline(p)), "component", "raft")
+	return len(p), nil
+}
+
+func trimNewline(p []byte) []byte {
+	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
+		p = p[:len(p)-1]
+	}
+	return p
+}
