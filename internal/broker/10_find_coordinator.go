@@ -13,8 +13,10 @@ import (
 // group. weir has no transaction coordinator yet: transaction keys (type 1)
 // get TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the answer InitProducerId
 // gives a transactional id too, which clients treat as fatal at once
-// instead of retrying until max.block.ms. Share-group keys (type 2) get
-// COORDINATOR_NOT_AVAILABLE until share groups exist.
+// instead of retrying until max.block.ms. Share keys (type 2,
+// "group:topicId:partition", which locate a share partition's state) are
+// coordinated here too: this node keeps the state of the share partitions
+// it serves.
 var _ = register(handler{key: 10, min: 0, max: 6, serve: (*Broker).handleFindCoordinator})
 
 func (b *Broker) handleFindCoordinator(_ context.Context, req *server.Request) *server.Reply {
@@ -23,7 +25,7 @@ func (b *Broker) handleFindCoordinator(_ context.Context, req *server.Request) *
 	host, port := b.advertised()
 	answer := func(keyType int8) (int16, *string) {
 		switch keyType {
-		case 0:
+		case 0, 2:
 		case 1:
 			msg := "transactions are not supported by this broker"
 			return kerr.TransactionalIDAuthorizationFailed.Code, &msg

@@ -53,6 +53,8 @@ type Config struct {
 	// Group configures the group coordinator (its Store and Topics are
 	// filled in by the broker).
 	Group group.Config
+	// Share configures share groups (share_config.go).
+	Share ShareConfig
 
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -90,6 +92,7 @@ type Broker struct {
 	topicsByID map[[16]byte]*topic
 
 	groups      *group.Coordinator
+	shares      *shareCoordinator
 	producerIDs *producer.Allocator
 
 	ctx    context.Context
@@ -157,6 +160,12 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: load groups: %w", err)
 	}
 	b.groups = g
+	b.shares = newShareCoordinator(b, cfg.Share)
+	if err := b.shares.start(b.ctx); err != nil {
+		g.Close()
+		b.closeLogs()
+		return nil, fmt.Errorf("broker: load share groups: %w", err)
+	}
 	if cfg.RetentionCheckInterval > 0 {
 		b.wg.Add(1)
 		go b.retentionLoop(cfg.RetentionCheckInterval)
@@ -225,6 +234,9 @@ func (b *Broker) load() error {
 func (b *Broker) Close() error {
 	b.cancel()
 	b.wg.Wait()
+	if b.shares != nil {
+		b.shares.close()
+	}
 	if b.groups != nil {
 		b.groups.Close()
 	}

@@ -37,14 +37,16 @@ var (
 	_ = register(handler{key: 47, min: 0, max: 0, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 		return b.groups.OffsetDelete(ctx, r)
 	})})
+	// DescribeGroups, ListGroups and DeleteGroups cover share groups too
+	// (share_groups.go).
 	_ = register(handler{key: 15, min: 0, max: 6, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
-		return b.groups.DescribeGroups(ctx, r)
+		return b.describeGroups(ctx, r)
 	})})
 	_ = register(handler{key: 16, min: 0, max: 5, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.ListGroupsRequest) (kmsg.Response, error) {
-		return b.groups.ListGroups(ctx, r)
+		return b.listGroups(ctx, r)
 	})})
 	_ = register(handler{key: 42, min: 0, max: 3, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
-		return b.groups.DeleteGroups(ctx, r)
+		return b.deleteGroups(ctx, r)
 	})})
 	_ = register(handler{key: 68, min: 0, max: 1, serve: groupCall(func(b *Broker, ctx context.Context, req *server.Request, r *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
 		return b.groups.ConsumerGroupHeartbeat(ctx, groupClient(req), r)

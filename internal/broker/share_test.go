@@ -1,0 +1,436 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/share"
+)
+
+// shareSetup starts a broker that allows short share locks, creates topic
+// "q" with parts partitions and sets the group's configs (earliest start
+// plus kv).
+func shareSetup(t *testing.T, dir string, parts int32, group string, kv ...string) (*testBroker, *kgo.Client) {
+	t.Helper()
+	tb := startBroker(t, dir, shortShareLocks)
+	ctx := testCtx(t)
+	p := manualProducer(t, tb)
+	if tb.b.lookupTopic("q") == nil {
+		createTopic(t, ctx, p, "q", parts, nil)
+	}
+	setGroupConfigs(t, ctx, p, group, append([]string{"share.auto.offset.reset", "earliest"}, kv...)...)
+	return tb, p
+}
+
+func offsetsOf(ds []delivered) []int64 {
+	var out []int64
+	for _, d := range ds {
+		out = append(out, d.offset)
+	}
+	return out
+}
+
+func TestShareTwoMembersShareOnePartition(t *testing.T) {
+	tb, p := shareSetup(t, t.TempDir(), 1, "g")
+	ctx := testCtx(t)
+	produceN(t, ctx, p, "q", 0, 0, 100, 10)
+	a, b := newShareMember(t, tb, "g", "member-a"), newShareMember(t, tb, "g", "member-b")
+	a.join(ctx, "q")
+	b.join(ctx, "q")
+	a.heartbeat(ctx) // a learns the assignment of the group's new epoch
+	if !slices.Equal(a.parts, []int32{0}) || !slices.Equal(b.parts, []int32{0}) {
+		t.Fatalf("both members must be assigned the one partition: %v %v", a.parts, b.parts)
+	}
+	owner := map[int64]string{}
+	var pending = map[*shareMember][]delivered{}
+	for round := 0; len(owner) < 100 && round < 50; round++ {
+		for _, m := range []*shareMember{a, b} {
+			resp := m.fetch(ctx, fetchOpts{maxRecords: 10, acks: ackAll(pending[m], 1)})
+			if err := ackErrors(resp); err != nil {
+				t.Fatal(err)
+			}
+			got := records(t, resp)
+			for _, d := range got {
+				if prev, dup := owner[d.offset]; dup {
+					t.Fatalf("offset %d delivered to %s after %s", d.offset, m.id, prev)
+				}
+				if d.value != fmt.Sprint("v", d.offset) || d.count != 1 {
+					t.Fatalf("bad record %+v", d)
+				}
+				owner[d.offset] = m.id
+			}
+			pending[m] = got
+		}
+	}
+	if len(owner) != 100 {
+		t.Fatalf("%d of 100 records delivered", len(owner))
+	}
+	per := map[string]int{}
+	for _, m := range owner {
+		per[m]++
+	}
+	if per["member-a"] == 0 || per["member-b"] == 0 {
+		t.Fatalf("records were not shared: %v", per)
+	}
+}
+
+func TestShareReleaseRejectAndLockExpiry(t *testing.T) {
+	tb, p := shareSetup(t, t.TempDir(), 1, "g", "share.record.lock.duration.ms", "1000")
+	ctx := testCtx(t)
+	produceN(t, ctx, p, "q", 0, 0, 3, 3)
+	m := newShareMember(t, tb, "g", "m")
+	m.join(ctx, "q")
+	first := m.fetch(ctx, fetchOpts{maxWait: time.Second})
+	if first.AcquisitionLockTimeoutMillis != 1000 {
+		t.Fatalf("AcquisitionLockTimeoutMs %d, want the group's 1000", first.AcquisitionLockTimeoutMillis)
+	}
+	if got := offsetsOf(records(t, first)); !slices.Equal(got, []int64{0, 1, 2}) {
+		t.Fatalf("first delivery %v", got)
+	}
+	// RELEASE 0, REJECT 1, nothing for 2.
+	resp := m.fetch(ctx, fetchOpts{acks: map[int32][]ack{0: {{0, 1, []int8{2, 3}}}}})
+	if err := ackErrors(resp); err != nil {
+		t.Fatal(err)
+	}
+	got := records(t, resp)
+	if len(got) != 1 || got[0].offset != 0 || got[0].count != 2 {
+		t.Fatalf("after release: %+v, want offset 0 again with delivery count 2", got)
+	}
+	// Offset 2's lock expires; it comes back, offset 1 never does.
+	var seen []delivered
+	eventually(t, 5*time.Second, func() error {
+		seen = append(seen, records(t, m.fetch(ctx, fetchOpts{maxWait: 200 * time.Millisecond}))...)
+		for _, d := range seen {
+			if d.offset == 1 {
+				t.Fatalf("rejected offset 1 delivered again: %+v", d)
+			}
+			if d.offset == 2 {
+				if d.count != 2 {
+					return fmt.Errorf("offset 2 came back with delivery count %d", d.count)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("offset 2 not redelivered yet (%v)", seen)
+	})
+	st := tb.b.shares.describeOffset(shareKey(t, tb, "g", 0))
+	if st.start != 0 {
+		t.Fatalf("start offset %d while 0 and 2 are in flight", st.start)
+	}
+}
+
+func shareKey(t *testing.T, tb *testBroker, group string, partition int32) share.StateKey {
+	return share.StateKey{Group: group, TopicID: topicIDOf(t, tb, "q"), Partition: partition}
+}
+
+func TestShareArchivedAfterDeliveryLimit(t *testing.T) {
+	tb, p := shareSetup(t, t.TempDir(), 1, "g")
+	ctx := testCtx(t)
+	produceN(t, ctx, p, "q", 0, 0, 2, 1)
+	m := newShareMember(t, tb, "g", "m")
+	m.join(ctx, "q")
+	var prev []delivered
+	for i := 1; i <= 5; i++ {
+		resp := m.fetch(ctx, fetchOpts{maxWait: time.Second, maxRecords: 1, acks: ackAll(prev, 2)})
+		if err := ackErrors(resp); err != nil {
+			t.Fatal(err)
+		}
+		got := records(t, resp)
+		if len(got) != 1 || got[0].offset != 0 || got[0].count != int16(i) {
+			t.Fatalf("delivery %d: %+v", i, got)
+		}
+		prev = got
+	}
+	// The fifth release archives offset 0; offset 1 is next.
+	resp := m.fetch(ctx, fetchOpts{maxWait: time.Second, acks: ackAll(prev, 2)})
+	got := records(t, resp)
+	if len(got) != 1 || got[0].offset != 1 || got[0].count != 1 {
+		t.Fatalf("after the fifth release: %+v, want only offset 1", got)
+	}
+	if st := tb.b.shares.describeOffset(shareKey(t, tb, "g", 0)); st.start != 1 {
+		t.Fatalf("start offset %d, want 1 past the archived record", st.start)
+	}
+}
+
+func TestShareRestartKeepsAcknowledgements(t *testing.T) {
+	dir := t.TempDir()
+	tb, p := shareSetup(t, dir, 1, "g")
+	ctx := testCtx(t)
+	produceN(t, ctx, p, "q", 0, 0, 20, 5)
+	m := newShareMember(t, tb, "g", "m")
+	m.join(ctx, "q")
+	got := records(t, m.fetch(ctx, fetchOpts{maxWait: time.Second}))
+	if len(got) != 20 {
+		t.Fatalf("got %d records", len(got))
+	}
+	// Accept 0-9 and 15, release 10; 11-14 and 16-19 stay acquired.
+	acks := map[int32][]ack{0: {{0, 10, []int8{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2}}, {15, 15, []int8{1}}}}
+	resp := m.fetch(ctx, fetchOpts{acks: acks, maxRecords: 1})
+	if err := ackErrors(resp); err != nil {
+		t.Fatal(err)
+	}
+	if got := records(t, resp); len(got) != 1 || got[0].offset != 10 || got[0].count != 2 {
+		t.Fatalf("the released offset 10 was not acquired again: %+v", got)
+	}
+	// The member's connection closes: its session ends and what it holds
+	// is released, the deliveries taken back (offset 10 was delivered
+	// twice, the others once).
+	m.c.Close()
+	sp := sharePartOf(t, tb, shareKey(t, tb, "g", 0))
+	eventually(t, 5*time.Second, func() error {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		if n := sp.p.Stats().Acquired; n != 0 {
+			return fmt.Errorf("%d records still acquired", n)
+		}
+		return nil
+	})
+	tb.stop()
+
+	tb2, _ := shareSetup(t, dir, 1, "g")
+	m2 := newShareMember(t, tb2, "g", "m2")
+	m2.join(ctx, "q")
+	var again []delivered
+	eventually(t, 5*time.Second, func() error {
+		again = append(again, records(t, m2.fetch(ctx, fetchOpts{maxWait: 200 * time.Millisecond}))...)
+		if len(again) < 9 {
+			return fmt.Errorf("%d records redelivered so far", len(again))
+		}
+		return nil
+	})
+	want := []int64{10, 11, 12, 13, 14, 16, 17, 18, 19}
+	if got := offsetsOf(again); !slices.Equal(got, want) {
+		t.Fatalf("after restart: %v, want %v", got, want)
+	}
+	for _, d := range again {
+		wantCount := int16(1)
+		if d.offset == 10 {
+			wantCount = 2
+		}
+		if d.count != wantCount {
+			t.Fatalf("offset %d delivery count %d, want %d", d.offset, d.count, wantCount)
+		}
+	}
+	if st := tb2.b.shares.describeOffset(shareKey(t, tb2, "g", 0)); st.start != 10 {
+		t.Fatalf("start offset %d after restart, want 10", st.start)
+	}
+}
+
+func TestShareAcquireModes(t *testing.T) {
+	tb, p := shareSetup(t, t.TempDir(), 1, "strict")
+	ctx := testCtx(t)
+	setGroupConfigs(t, ctx, p, "soft", "share.auto.offset.reset", "earliest")
+	produceN(t, ctx, p, "q", 0, 0, 50, 50)
+	for _, tc := range []struct {
+		group string
+		mode  int8
+		want  int
+	}{
+		{"strict", 1, 7},
+		{"soft", 0, 50}, // the batch that reaches MaxRecords is completed
+	} {
+		m := newShareMember(t, tb, tc.group, "m")
+		m.join(ctx, "q")
+		got := records(t, m.fetch(ctx, fetchOpts{maxWait: time.Second, maxRecords: 7, mode: tc.mode}))
+		if len(got) != tc.want {
+			t.Errorf("mode %d: %d records acquired, want %d", tc.mode, len(got), tc.want)
+		}
+		if tc.mode == 1 {
+			more := records(t, m.fetch(ctx, fetchOpts{maxRecords: 7, mode: 1}))
+			if len(more) != 7 || more[0].offset != 7 {
+				t.Errorf("strict mode second fetch: %v", offsetsOf(more))
+			}
+		}
+	}
+}
+
+func TestShareLongPollWokenByProduce(t *testing.T) {
+	tb, p := shareSetup(t, t.TempDir(), 1, "g")
+	ctx := testCtx(t)
+	m := newShareMember(t, tb, "g", "m")
+	m.join(ctx, "q")
+	if got := records(t, m.fetch(ctx, fetchOpts{})); len(got) != 0 {
+		t.Fatalf("empty topic delivered %v", got)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		time.Sleep(200 * time.Millisecond)
+		produceN(t, ctx, p, "q", 0, 0, 3, 3)
+	}()
+	start := time.Now()
+	got := records(t, m.fetch(ctx, fetchOpts{maxWait: 20 * time.Second}))
+	elapsed := time.Since(start)
+	wg.Wait()
+	if len(got) != 3 {
+		t.Fatalf("woken fetch delivered %v", got)
+	}
+	if elapsed > 10*time.Second {
+		t.Fatalf("fetch answered after %v: it waited out its max wait instead of being woken", elapsed)
+	}
+}
+
+func TestShareLongPollWokenByRelease(t *testing.T) {
+	tb, p := shareSetup(t, t.TempDir(), 1, "g")
+	ctx := testCtx(t)
+	produceN(t, ctx, p, "q", 0, 0, 5, 5)
+	a, b := newShareMember(t, tb, "g", "a"), newShareMember(t, tb, "g", "b")
+	a.join(ctx, "q")
+	b.join(ctx, "q")
+	held := records(t, a.fetch(ctx, fetchOpts{maxWait: time.Second}))
+	if len(held) != 5 {
+		t.Fatalf("a got %d", len(held))
+	}
+	if got := records(t, b.fetch(ctx, fetchOpts{})); len(got) != 0 {
+		t.Fatalf("b got records a holds: %v", got)
+	}
+	done := make(chan []delivered, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		done <- records(t, b.fetch(ctx, fetchOpts{maxWait: 15 * time.Second}))
+	}()
+	time.Sleep(200 * time.Millisecond) // let b park
+	start := time.Now()
+	if resp := a.acknowledge(ctx, ackAll(held, 2), false); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("release: %+v", resp)
+	}
+	got := <-done
+	if len(got) != 5 || got[0].count != 2 {
+		t.Fatalf("b after a's release: %+v", got)
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("b was woken %v after the release", waited)
+	}
+}
+
+func TestShareSessionErrors(t *testing.T) {
+	tb, p := shareSetup(t, t.TempDir(), 1, "g")
+	ctx := testCtx(t)
+	produceN(t, ctx, p, "q", 0, 0, 5, 5)
+	m := newShareMember(t, tb, "g", "m")
+	m.join(ctx, "q")
+	epoch := func(e int32) *int32 { return &e }
+	code := func(resp *kmsg.ShareFetchResponse) error { return kerr.ErrorForCode(resp.ErrorCode) }
+	if err := code(m.fetch(ctx, fetchOpts{epoch: epoch(3)})); err != kerr.ShareSessionNotFound {
+		t.Fatalf("fetch without a session: %v", err)
+	}
+	if err := code(m.fetch(ctx, fetchOpts{acks: map[int32][]ack{0: {{0, 0, []int8{1}}}}})); err != kerr.InvalidRequest {
+		t.Fatalf("acks in the opening fetch: %v", err)
+	}
+	got := records(t, m.fetch(ctx, fetchOpts{maxWait: time.Second}))
+	if len(got) != 5 {
+		t.Fatalf("got %d", len(got))
+	}
+	if err := code(m.fetch(ctx, fetchOpts{epoch: epoch(m.session + 1)})); err != kerr.InvalidShareSessionEpoch {
+		t.Fatalf("wrong epoch: %v", err)
+	}
+	// An acknowledgement of a record the member does not hold.
+	other := newShareMember(t, tb, "g", "other")
+	other.topic, other.parts = m.topic, m.parts
+	other.fetch(ctx, fetchOpts{})
+	ar := other.acknowledge(ctx, map[int32][]ack{0: {{0, 0, []int8{1}}}}, false)
+	if err := kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode); err != kerr.InvalidRecordState {
+		t.Fatalf("ack of another member's record: %v", err)
+	}
+	// RENEW needs IsRenewAck.
+	ar = m.acknowledge(ctx, map[int32][]ack{0: {{0, 0, []int8{4}}}}, false)
+	if err := kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode); err != kerr.InvalidRequest {
+		t.Fatalf("renew without IsRenewAck: %v", err)
+	}
+	ar = m.acknowledge(ctx, map[int32][]ack{0: {{0, 4, []int8{4}}}}, true)
+	if err := kerr.ErrorForCode(ar.Topics[0].Partitions[0].ErrorCode); err != nil || ar.AcquisitionLockTimeoutMillis != 30000 {
+		t.Fatalf("renew: %v, lock timeout %d", err, ar.AcquisitionLockTimeoutMillis)
+	}
+	// Closing the session releases what the member holds.
+	resp := m.fetch(ctx, fetchOpts{epoch: epoch(-1)})
+	if resp.ErrorCode != 0 {
+		t.Fatalf("close: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	got = records(t, other.fetch(ctx, fetchOpts{maxWait: time.Second}))
+	if len(got) != 5 || got[0].count != 1 {
+		t.Fatalf("after the session closed, the other member got %+v (count back to 1: the release took the delivery back)", got)
+	}
+}
+
+func sharePartOf(t *testing.T, tb *testBroker, k share.StateKey) *sharePart {
+	t.Helper()
+	c := tb.b.shares
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sp, ok := c.parts[k]
+	if !ok {
+		t.Fatalf("no share partition %+v", k)
+	}
+	return sp
+}
+
+// copyDir copies a broker's data directory while it runs: what a crash
+// would leave on disk (appends already written, nothing flushed on close).
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		if strings.HasSuffix(path, ".lock") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestShareCrashKeepsDeliveries(t *testing.T) {
+	dir := t.TempDir()
+	tb, p := shareSetup(t, dir, 1, "g")
+	ctx := testCtx(t)
+	produceN(t, ctx, p, "q", 0, 0, 5, 5)
+	m := newShareMember(t, tb, "g", "m")
+	m.join(ctx, "q")
+	if got := records(t, m.fetch(ctx, fetchOpts{maxWait: time.Second})); len(got) != 5 {
+		t.Fatalf("got %d", len(got))
+	}
+	if err := ackErrors(m.fetch(ctx, fetchOpts{acks: map[int32][]ack{0: {{0, 1, []int8{1}}}}})); err != nil {
+		t.Fatal(err)
+	}
+	crashed := t.TempDir()
+	copyDir(t, dir, crashed)
+
+	tb2, _ := shareSetup(t, crashed, 1, "g")
+	m2 := newShareMember(t, tb2, "g", "m2")
+	m2.join(ctx, "q")
+	got := records(t, m2.fetch(ctx, fetchOpts{maxWait: time.Second}))
+	if !slices.Equal(offsetsOf(got), []int64{2, 3, 4}) {
+		t.Fatalf("after the crash: %v, want 2-4", offsetsOf(got))
+	}
+	for _, d := range got {
+		if d.count != 2 {
+			t.Fatalf("offset %d delivery count %d: the delivery before the crash was lost", d.offset, d.count)
+		}
+	}
+}
