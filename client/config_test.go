@@ -97,3 +97,27 @@ func typeName(v any) string {
 	}
 	return strings.TrimPrefix(fmt.Sprintf("%T", v), "*")
 }
+
+// FuzzParseProducerConfig feeds arbitrary values to every producer property:
+// construction either succeeds or fails with a ConfigError naming a key that
+// was given, never a panic.
+func FuzzParseProducerConfig(f *testing.F) {
+	f.Add("batch.size", "16384", "linger.ms", "5")
+	f.Add("acks", "all", "enable.idempotence", "false")
+	f.Add("partitioner.class", "RoundRobinPartitioner", "delivery.timeout.ms", "1")
+	f.Add("compression.zstd.level", "-131073", "retries", "0")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		props := map[string]string{"bootstrap.servers": "a:1", k1: v1, k2: v2}
+		_, err := parseProducerConfig(props, buildOptions(nil))
+		if err == nil {
+			return
+		}
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			t.Fatalf("error %v is not a ConfigError", err)
+		}
+		if _, ok := props[ce.Key]; !ok && ce.Key != "acks" && ce.Key != "retries" && ce.Key != "max.in.flight.requests.per.connection" {
+			t.Fatalf("error names %q, which was not given", ce.Key)
+		}
+	})
+}
