@@ -223,8 +223,8 @@ func (c *Consumer) Poll(ctx context.Context) ([]*ConsumerRecord, error) {
 				}
 				return nil, err
 			}
-			c.maybeAutoCommit(ctx)
 		}
+		c.maybeAutoCommit(ctx)
 		if err := c.initPositions(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil, nil
@@ -721,12 +721,12 @@ func (c *Consumer) Close(ctx context.Context) error {
 	}
 	c.closed = true
 	var errs []error
-	if c.group != nil {
-		if c.cfg.autoCommit {
-			if err := c.CommitSync(ctx, nil); err != nil && !errors.Is(err, ErrNoGroup) {
-				errs = append(errs, err)
-			}
+	if c.cfg.autoCommit && c.cfg.groupID != "" {
+		if err := c.CommitSync(ctx, nil); err != nil {
+			errs = append(errs, err)
 		}
+	}
+	if c.group != nil {
 		errs = append(errs, c.group.leave(ctx))
 	}
 	c.cl.close()
@@ -739,6 +739,10 @@ func (c *Consumer) maybeAutoCommit(ctx context.Context) {
 		return
 	}
 	now := time.Now()
+	if c.lastAutoCommit.IsZero() {
+		c.lastAutoCommit = now // the first interval starts with the first Poll
+		return
+	}
 	if now.Sub(c.lastAutoCommit) < c.cfg.autoCommitEvery {
 		return
 	}

@@ -308,3 +308,52 @@ func TestIntegrationMaxPollInterval(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegrationAssignAutoCommit: a consumer with group.id and Assign
+// commits its position on Close (auto-commit), and a second one resumes
+// there.
+func TestIntegrationAssignAutoCommit(t *testing.T) {
+	a := newTestAdmin(t)
+	topic := uniqueTopic(t)
+	createTopic(t, a, topic, 1)
+	produceN(t, topic, 50)
+	props := map[string]string{"bootstrap.servers": bootstrap(t), "group.id": "assign-" + topic, "auto.offset.reset": "earliest", "max.poll.records": "20"}
+	ctx := testCtx(t)
+	tp := []TopicPartition{{topic, 0}}
+	c, err := NewConsumer(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Assign(tp); err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	eventually(t, 20*time.Second, func() error {
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		recs, err := c.Poll(pctx)
+		if err != nil {
+			return err
+		}
+		got += len(recs)
+		if got == 0 {
+			return fmt.Errorf("nothing yet")
+		}
+		return nil
+	})
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := NewConsumer(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close(ctx)
+	if err := c2.Assign(tp); err != nil {
+		t.Fatal(err)
+	}
+	pos, err := c2.Position(ctx, tp[0])
+	if err != nil || pos != int64(got) {
+		t.Fatalf("second consumer starts at %d (%v), want %d", pos, err, got)
+	}
+}
