@@ -539,9 +539,6 @@ func (p *Producer) finish(b *batch, baseOffset int64, logAppendMs int64, err err
 		}
 	}
 	q.mu.Unlock()
-	p.mu.Lock()
-	delete(p.incomplete, b)
-	p.mu.Unlock()
 	p.mem.release(b.memBytes)
 	now := p.now()
 	topic := q.topic.name
@@ -565,6 +562,11 @@ func (p *Producer) finish(b *batch, baseOffset int64, logAppendMs int64, err err
 		}
 		pr.complete(md, err)
 	}
+	// Only now does the batch stop counting for Flush: callbacks run before
+	// Flush returns, as in the Java client.
+	p.mu.Lock()
+	delete(p.incomplete, b)
+	p.mu.Unlock()
 	close(b.done)
 }
 

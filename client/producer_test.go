@@ -433,3 +433,34 @@ func TestSequenceRecoveryAfterFirstBatchFails(t *testing.T) {
 		t.Fatalf("%d producer ids requested, want a new one after the sequence error", sim.producerIDs)
 	}
 }
+
+// TestFlushWaitsForCallbacks: Flush returns only after the callbacks of
+// everything it waited for have run, as in the Java client.
+func TestFlushWaitsForCallbacks(t *testing.T) {
+	p, _, step := simProducer(t, map[string]string{"linger.ms": "0"})
+	entered, release := make(chan struct{}), make(chan struct{})
+	p.Send(context.Background(), &Record{Topic: "t", Partition: PartitionOf(0), Value: []byte("x")}, func(RecordMetadata, error) {
+		close(entered)
+		<-release
+	})
+	flushed := make(chan error, 1)
+	go func() { flushed <- p.Flush(context.Background()) }()
+	stepped := make(chan struct{})
+	go func() {
+		defer close(stepped)
+		for i := 0; i < 20; i++ {
+			step()
+		}
+	}()
+	<-entered
+	select {
+	case err := <-flushed:
+		t.Fatalf("Flush returned (%v) while a callback was still running", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	<-stepped
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+}

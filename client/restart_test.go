@@ -66,6 +66,37 @@ func TestIntegrationBrokerRestart(t *testing.T) {
 		defer mu.Unlock()
 		return len(offsets[0]) + len(offsets[1])
 	}
+	// A consumer reads along through the restart.
+	cons, err := NewConsumer(map[string]string{"bootstrap.servers": addr, "auto.offset.reset": "earliest", "reconnect.backoff.ms": "50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close(ctx)
+	if err := cons.Assign([]TopicPartition{{topic, 0}, {topic, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	seenLive := map[string]int{}
+	consumed := make(chan error, 1)
+	go func() {
+		deadline := time.Now().Add(40 * time.Second)
+		for len(seenLive) < n {
+			if time.Now().After(deadline) {
+				consumed <- fmt.Errorf("consumer read %d distinct values of %d", len(seenLive), n)
+				return
+			}
+			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			recs, err := cons.Poll(pctx)
+			cancel()
+			if err != nil {
+				consumed <- err
+				return
+			}
+			for _, r := range recs {
+				seenLive[string(r.Value)]++
+			}
+		}
+		consumed <- nil
+	}()
 	// Keep requests in flight: wait for every 50th record before going on,
 	// from a goroutine, while the test kills and restarts the broker.
 	done := make(chan struct{})
@@ -114,6 +145,14 @@ func TestIntegrationBrokerRestart(t *testing.T) {
 	}
 	m := p.Metrics()
 	t.Logf("retries %d, batches %d", m.RecordRetries, m.BatchesSent)
+	if err := <-consumed; err != nil {
+		t.Fatalf("live consumer: %v", err)
+	}
+	for v, k := range seenLive {
+		if k != 1 {
+			t.Fatalf("live consumer read %s %d times", v, k)
+		}
+	}
 	// The log holds every value once: retries across the restart wrote
 	// nothing twice.
 	c, err := NewConsumer(map[string]string{"bootstrap.servers": addr, "auto.offset.reset": "earliest"})
