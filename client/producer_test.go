@@ -443,8 +443,6 @@ func TestFlushWaitsForCallbacks(t *testing.T) {
 		close(entered)
 		<-release
 	})
-	flushed := make(chan error, 1)
-	go func() { flushed <- p.Flush(context.Background()) }()
 	stepped := make(chan struct{})
 	go func() {
 		defer close(stepped)
@@ -453,6 +451,9 @@ func TestFlushWaitsForCallbacks(t *testing.T) {
 		}
 	}()
 	<-entered
+	// The batch's result is being delivered right now: Flush must wait.
+	flushed := make(chan error, 1)
+	go func() { flushed <- p.Flush(context.Background()) }()
 	select {
 	case err := <-flushed:
 		t.Fatalf("Flush returned (%v) while a callback was still running", err)
