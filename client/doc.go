@@ -41,7 +41,8 @@
 // for at most max.block.ms. A batch that has no answer within
 // delivery.timeout.ms (120 s) fails; failed attempts are retried with
 // exponential backoff from retry.backoff.ms to retry.backoff.max.ms with
-// ±20% jitter. Flush sends everything queued and waits; Close does the same
+// ±20% jitter. Flush sends everything queued and waits until every result
+// has been delivered, callbacks included; Close does the same
 // within its context's deadline and then fails what is left. A batch the
 // broker rejects as too large is split and sent again.
 //
@@ -54,10 +55,10 @@
 // in flight, as when a new topic's first batch fails while the next is
 // accepted), the producer takes a new producer id and retries, as Java does
 // with an epoch bump: nothing is lost, though those two batches may land in
-// the other order. It
-// turns itself off, as Java does, when acks is not all or more than five
-// requests may be in flight, unless enable.idempotence=true was set
-// explicitly (then the combination is a ConfigError). If the broker does not
+// the other order. Idempotence turns itself off, as in Java, when acks is
+// not all or more than five requests may be in flight, unless
+// enable.idempotence=true was set explicitly (then the combination is a
+// ConfigError). If the broker does not
 // serve InitProducerId the producer logs a warning and continues without
 // idempotence, unless it was explicitly enabled. compression.type takes
 // none, gzip, snappy, lz4 or zstd; snappy is written in the chunked framing

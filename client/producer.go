@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -99,6 +100,8 @@ type Producer struct {
 	batchSeq   uint64 // numbers batches in creation order, for Flush
 	drainIdx   map[int32]int
 
+	aborted atomic.Bool // Close has failed what was left; later appends fail too
+
 	wake   chan struct{}
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -174,6 +177,12 @@ func (p *Producer) Send(ctx context.Context, r *Record, cb func(RecordMetadata, 
 	if err := p.send(ctx, pr); err != nil {
 		p.m.recordErrors.Add(1)
 		pr.complete(RecordMetadata{Topic: r.Topic, Partition: -1, Offset: -1}, err)
+		return pr.fut
+	}
+	if p.aborted.Load() {
+		// Close finished while this record was being appended: nothing
+		// will send it now.
+		p.abortAll(ErrProducerClosed)
 	}
 	return pr.fut
 }
@@ -492,6 +501,7 @@ func (p *Producer) Close(ctx context.Context) error {
 		close(p.stop)
 		p.cl.cancel() // ends a producer id request still waiting for a broker
 		p.wg.Wait()
+		p.aborted.Store(true)
 		p.abortAll(ErrProducerClosed)
 		p.cl.close()
 		close(p.closed)
