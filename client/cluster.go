@@ -237,7 +237,7 @@ func (c *cluster) dialed(node int32, nc *nodeConn, conn brokerConn, err error) {
 		nc.err = err
 		nc.failures++
 		nc.next = c.now().Add(backoff(c.cfg.reconnectBackoff, c.cfg.reconnectMax, nc.failures, c.o.rand))
-		c.log.Debug("dial failed", "node", node, "err", err)
+		c.log.Debug("dial failed", logNode, node, logErr, err)
 		return
 	}
 	nc.conn, nc.err, nc.failures = conn, nil, 0
@@ -444,7 +444,7 @@ func (c *cluster) refresher() {
 			continue
 		}
 		if err := c.refresh(c.ctx); err != nil && c.ctx.Err() == nil {
-			c.log.Debug("metadata refresh failed", "err", err)
+			c.log.Debug("metadata refresh failed", logErr, err)
 		}
 		timer.Reset(c.cfg.metadataMaxAge)
 		c.mu.Lock()
@@ -571,7 +571,7 @@ func (c *cluster) applyLeaderHints(hints []leaderHint, eps []nodeEndpoint) int {
 			c.signal()
 			c.mu.Unlock()
 			for _, h := range hints {
-				c.log.Debug("leader moved by response hint", "topic", h.topic, "partition", h.partition, "node", h.leader, "epoch", h.epoch)
+				c.log.Debug("leader moved by response hint", logTopic, h.topic, logPartition, h.partition, logNode, h.leader, logEpoch, h.epoch)
 			}
 			return applied
 		}

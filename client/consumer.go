@@ -484,13 +484,13 @@ func (c *Consumer) fetch(node int32, conn brokerConn, m *metadata, pss []*partSt
 // connection's reader goroutine.
 func (c *Consumer) handleFetch(node int32, m *metadata, pss []*partState, offsets map[TopicPartition]int64, raw kmsg.Response, err error) {
 	if err != nil {
-		c.log.Debug("fetch failed", "node", node, "err", err)
+		c.log.Debug("fetch failed", logNode, node, logErr, err)
 		c.cl.requestRefresh()
 		return
 	}
 	resp := raw.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		c.log.Debug("fetch error", "node", node, "err", err)
+		c.log.Debug("fetch error", logNode, node, logErr, err)
 		return
 	}
 	var hints []leaderHint
@@ -748,6 +748,6 @@ func (c *Consumer) maybeAutoCommit(ctx context.Context) {
 	}
 	c.lastAutoCommit = now
 	if err := c.CommitSync(ctx, nil); err != nil {
-		c.log.Debug("auto-commit failed", "group", c.cfg.groupID, "err", err)
+		c.log.Debug("auto-commit failed", logGroup, c.cfg.groupID, logErr, err)
 	}
 }

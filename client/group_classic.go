@@ -114,7 +114,7 @@ func (g *classicGroup) poll(ctx context.Context) error {
 			if g.ctx.Err() == nil && !isRetriable(res.err) {
 				return res.err
 			}
-			g.c.log.Debug("join failed, retrying", "group", g.co.group, "err", res.err)
+			g.c.log.Debug("join failed, retrying", logGroup, g.co.group, logErr, res.err)
 			g.mu.Lock()
 			g.rejoin = true
 			g.mu.Unlock()
@@ -181,7 +181,7 @@ func (g *classicGroup) revoke(ctx context.Context, tps []TopicPartition) {
 	}
 	if g.c.cfg.autoCommit {
 		if err := g.c.CommitSync(ctx, g.c.positions(tps)); err != nil {
-			g.c.log.Debug("commit before revoke failed", "group", g.co.group, "err", err)
+			g.c.log.Debug("commit before revoke failed", logGroup, g.co.group, logErr, err)
 		}
 	}
 	g.c.callListener(ctx, "revoked", tps)
@@ -329,7 +329,7 @@ func (g *classicGroup) lead(ctx context.Context, resp *kmsg.JoinGroupResponse) (
 		tm, err := g.c.cl.waitTopic(tctx, t)
 		cancel()
 		if err != nil {
-			g.c.log.Debug("leader: topic without metadata left out", "topic", t, "err", err)
+			g.c.log.Debug("leader: topic without metadata left out", logTopic, t, logErr, err)
 			continue
 		}
 		counts[t] = int32(len(tm.partitions))
@@ -386,9 +386,10 @@ func (g *classicGroup) apply(ctx context.Context, asg kmsg.ConsumerMemberAssignm
 	g.mu.Lock()
 	g.owned = next
 	g.joined = true
+	gen := g.generation
 	g.mu.Unlock()
 	g.c.addPartitions(added)
-	g.c.log.Info("group assignment", "group", g.co.group, "generation", g.generation, "assigned", len(next), "added", len(added), "revoked", len(revoked))
+	g.c.log.Info("group assignment", logGroup, g.co.group, logGeneration, gen, "assigned", len(next), "added", len(added), "revoked", len(revoked))
 	g.c.callListener(ctx, "assigned", added)
 }
 
@@ -419,7 +420,7 @@ func (g *classicGroup) heartbeatLoop() {
 			continue
 		}
 		if g.c.pollOverdue() {
-			g.c.log.Warn("max.poll.interval.ms passed without a poll: leaving the group", "group", g.co.group, "member", member)
+			g.c.log.Warn("max.poll.interval.ms passed without a poll: leaving the group", logGroup, g.co.group, logMember, member)
 			ctx, cancel := context.WithTimeout(hbCtx, g.c.cfg.requestTimeout)
 			g.sendLeave(ctx, member)
 			cancel()
@@ -458,7 +459,7 @@ func (g *classicGroup) heartbeatLoop() {
 			g.mu.Unlock()
 			g.signal()
 		default:
-			g.c.log.Debug("heartbeat failed", "group", g.co.group, "err", err)
+			g.c.log.Debug("heartbeat failed", logGroup, g.co.group, logErr, err)
 		}
 	}
 }

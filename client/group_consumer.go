@@ -126,7 +126,7 @@ func (g *consumerGroup) heartbeat() error {
 		member := g.memberID
 		g.epoch, g.lost = 0, true
 		g.mu.Unlock()
-		g.c.log.Warn("max.poll.interval.ms passed without a poll: leaving the group", "group", g.co.group, "member", member)
+		g.c.log.Warn("max.poll.interval.ms passed without a poll: leaving the group", logGroup, g.co.group, logMember, member)
 		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 		req.Group, req.MemberID, req.MemberEpoch = g.co.group, member, -1
 		ctx, cancel := context.WithTimeout(g.ctx, g.c.cfg.requestTimeout)
@@ -174,7 +174,7 @@ func (g *consumerGroup) heartbeat() error {
 			g.mu.Unlock()
 			poke(g.wakeCh)
 		default:
-			g.c.log.Debug("group heartbeat failed", "group", g.co.group, "err", err)
+			g.c.log.Debug("group heartbeat failed", logGroup, g.co.group, logErr, err)
 		}
 		return err
 	}
@@ -273,7 +273,7 @@ func (g *consumerGroup) poll(ctx context.Context) error {
 	if len(revoked) > 0 {
 		if g.c.cfg.autoCommit {
 			if err := g.c.CommitSync(ctx, g.c.positions(revoked)); err != nil {
-				g.c.log.Debug("commit before revoke failed", "group", g.co.group, "err", err)
+				g.c.log.Debug("commit before revoke failed", logGroup, g.co.group, logErr, err)
 			}
 		}
 		g.c.callListener(ctx, "revoked", revoked)
@@ -285,7 +285,7 @@ func (g *consumerGroup) poll(ctx context.Context) error {
 	epoch := g.epoch
 	g.mu.Unlock()
 	if len(added)+len(revoked) > 0 {
-		g.c.log.Info("group assignment", "group", g.co.group, "epoch", epoch, "assigned", len(next), "added", len(added), "revoked", len(revoked))
+		g.c.log.Info("group assignment", logGroup, g.co.group, logEpoch, epoch, "assigned", len(next), "added", len(added), "revoked", len(revoked))
 	}
 	g.c.callListener(ctx, "assigned", added)
 	poke(g.hbNow) // acknowledge

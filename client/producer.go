@@ -298,7 +298,7 @@ func (p *Producer) topic(name string) *topicState {
 			t.switches.Add(1)
 			p.m.switches.Add(1)
 			if p.log.Enabled(context.Background(), slog.LevelDebug) {
-				p.log.Debug("partitioner switch", "topic", name, "from", from, "partition", to, "produced", produced)
+				p.log.Debug("partitioner switch", logTopic, name, "from", from, logPartition, to, "produced", produced)
 			}
 		}
 		t.sticky = partitioner.NewUniformSticky(pc, p.o.rand)

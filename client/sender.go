@@ -166,7 +166,7 @@ func (p *Producer) trackExclusions(t *topicState, view *partitioner.Topic, loads
 		q.mu.Lock()
 		if out && !q.excluded {
 			p.m.exclusions.Add(1)
-			p.log.Debug("partitioner exclusion", "topic", t.name, "partition", l.Partition, "node", leader)
+			p.log.Debug("partitioner exclusion", logTopic, t.name, logPartition, l.Partition, logNode, leader)
 		}
 		q.excluded = out
 		q.mu.Unlock()
@@ -479,7 +479,7 @@ func (p *Producer) split(b *batch, now time.Time) {
 	}
 	p.mu.Unlock()
 	p.m.splits.Add(1)
-	p.log.Debug("batch split after a size rejection", "topic", q.topic.name, "partition", q.partition, "records", len(b.recs), "batches", len(parts))
+	p.log.Debug("batch split after a size rejection", logTopic, q.topic.name, logPartition, q.partition, "records", len(b.recs), "batches", len(parts))
 	close(b.done)
 }
 
@@ -543,7 +543,7 @@ func (p *Producer) retry(b *batch, err error, now time.Time, force bool) {
 	q.mu.Unlock()
 	p.m.retries.Add(1)
 	if p.log.Enabled(context.Background(), slog.LevelDebug) {
-		p.log.Debug("batch retry", "topic", q.topic.name, "partition", q.partition, "seq", b.seq, "attempt", b.attempts, "backoff", b.backoff, "err", err)
+		p.log.Debug("batch retry", logTopic, q.topic.name, logPartition, q.partition, "seq", b.seq, "attempt", b.attempts, "backoff", b.backoff, logErr, err)
 	}
 }
 
@@ -630,7 +630,7 @@ func (p *Producer) initProducerID() {
 				p.mu.Lock()
 				p.pid, p.epoch, p.pidState = resp.ProducerID, resp.ProducerEpoch, pidReady
 				p.mu.Unlock()
-				p.log.Info("producer id assigned", "producer_id", resp.ProducerID, "epoch", resp.ProducerEpoch)
+				p.log.Info("producer id assigned", "producer_id", resp.ProducerID, logEpoch, resp.ProducerEpoch)
 				return
 			}
 		}
@@ -640,7 +640,7 @@ func (p *Producer) initProducerID() {
 				p.pidState, p.pidErr = pidFailed, fmt.Errorf("client: enable.idempotence=true but the broker does not serve InitProducerId: %w", err)
 			} else {
 				p.idempotent, p.pidState = false, pidReady
-				p.log.Warn("broker does not serve InitProducerId: producing without idempotence", "err", err)
+				p.log.Warn("broker does not serve InitProducerId: producing without idempotence", logErr, err)
 			}
 			p.mu.Unlock()
 			return
