@@ -30,8 +30,8 @@ import (
 // Each sharePart has its own mutex, taken after mu when both are needed.
 // smu guards the share sessions and is never held with the others. The
 // store's queue and the timers' queue are leaf locks taken under any of
-// these. Broker.mu is never held together with a share lock: topic
-// lookups are done before or after. Two goroutines belong to the
+// these. Broker.mu may be read-locked under a share lock (topic lookups),
+// never the other way round (docs/LOCKS.md). Two goroutines belong to the
 // coordinator, the store's writer and the timers; close stops both after
 // the broker's request goroutines are gone.
 type shareCoordinator struct {
