@@ -46,6 +46,7 @@ func TestIntegrationProduceAcks(t *testing.T) {
 		{"snappy", map[string]string{"compression.type": "snappy"}},
 		{"lz4-linger0", map[string]string{"compression.type": "lz4", "linger.ms": "0"}},
 		{"zstd", map[string]string{"compression.type": "zstd"}},
+		{"acks0", map[string]string{"acks": "0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			props := map[string]string{"bootstrap.servers": bootstrap(t)}
@@ -71,6 +72,12 @@ func TestIntegrationProduceAcks(t *testing.T) {
 				md, err := f.Get(ctx)
 				if err != nil {
 					t.Fatalf("record %d: %v", i, err)
+				}
+				if tc.name == "acks0" {
+					if md.Offset != -1 {
+						t.Fatalf("acks=0 record %d reports offset %d, want -1 (unknown)", i, md.Offset)
+					}
+					continue
 				}
 				if md.Offset <= last[md.Partition]-1 && last[md.Partition] != 0 {
 					t.Fatalf("record %d: offset %d after %d on partition %d", i, md.Offset, last[md.Partition], md.Partition)
