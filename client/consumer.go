@@ -66,11 +66,12 @@ type Consumer struct {
 	plainCoord *coordinator
 	listener   *RebalanceListener
 
-	mu       sync.Mutex // guards parts and fetch bookkeeping (touched by fetch callbacks)
-	parts    map[TopicPartition]*partState
-	fetching map[int32]bool // node -> a fetch is outstanding
-	fetchErr error          // a fatal error seen by a fetch, returned by the next Poll
-	data     chan struct{}  // signalled when a fetch completes
+	mu         sync.Mutex // guards parts and fetch bookkeeping (touched by fetch callbacks)
+	parts      map[TopicPartition]*partState
+	fetching   map[int32]bool // node -> a fetch is outstanding
+	fetchErr   error          // a fatal error seen by a fetch, returned by the next Poll
+	drainStart int            // rotates the partition Poll serves first
+	data       chan struct{}  // signalled when a fetch completes
 
 	lastAutoCommit time.Time
 	lastPoll       atomic.Int64 // unix nanos of the last Poll, for max.poll.interval.ms
@@ -265,6 +266,13 @@ func (c *Consumer) drainBuffered() ([]*ConsumerRecord, error) {
 		}
 	}
 	sortTPs(tps)
+	// Start after the partition served first last time, so one busy
+	// partition cannot keep the others waiting.
+	if len(tps) > 0 {
+		c.drainStart++
+		k := c.drainStart % len(tps)
+		tps = append(tps[k:], tps[:k]...)
+	}
 	for _, tp := range tps {
 		ps := c.parts[tp]
 		n := min(len(ps.buffered), c.cfg.maxPollRecords-len(out))
