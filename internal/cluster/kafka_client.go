@@ -1,0 +1,189 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// KafkaClientConfig configures a KafkaClient.
+type KafkaClientConfig struct {
+	// Leader returns the id of the node running the active controller as
+	// this broker knows it (its raft node's leader: Node.Leader), or -1.
+	// Nil means unknown: Bootstrap is tried in turn.
+	Leader func() int32
+	// Resolve returns the Kafka listener address of a node
+	// (ListenerResolver, or a static table).
+	Resolve func(id int32) (string, bool)
+	// Bootstrap addresses are tried in turn while the leader is unknown
+	// or cannot be resolved.
+	Bootstrap []string
+	// Local, if set, takes requests without a socket when the leader is
+	// Local itself.
+	Local *Node
+
+	ClientID string
+	// Dial connects; nil uses net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// DialTimeout bounds a connection and its ApiVersions exchange
+	// (default 5 s).
+	DialTimeout time.Duration
+	// MinBackoff and MaxBackoff pace retries (defaults 10 ms and 100 ms).
+	MinBackoff, MaxBackoff time.Duration
+	Logger                 *slog.Logger
+}
+
+// KafkaClient is the ControllerClient of a broker whose controller runs
+// elsewhere: requests go over the Kafka protocol (plaintext, our own
+// framing, kmsg bodies) to the Kafka listener of the node running the
+// active controller, found through Leader and Resolve. Requests that get
+// NOT_CONTROLLER or cannot reach that node are retried, following the
+// leader, until their context ends; a request that may have reached a
+// controller before its connection failed is retried only if resending
+// it is harmless (BrokerRegistration, BrokerHeartbeat,
+// ListPartitionReassignments), else the error is returned.
+//
+// Connections are kept per address, one per concurrent request, so a
+// slow CreateTopics does not hold back a heartbeat. Safe for concurrent
+// use; Close closes the idle connections and fails later requests.
+type KafkaClient struct {
+	retrier
+	cfg KafkaClientConfig
+	log *slog.Logger
+
+	mu     sync.Mutex // leaf
+	idle   map[string][]*kconn
+	next   int // the next Bootstrap address to try
+	closed bool
+}
+
+// NewKafkaClient returns a client; it connects on first use.
+func NewKafkaClient(cfg KafkaClientConfig) *KafkaClient {
+	if cfg.Dial == nil {
+		var d net.Dialer
+		cfg.Dial = d.DialContext
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = defaultMinBackoff
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = defaultMaxBackoff
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	k := &KafkaClient{cfg: cfg, log: cfg.Logger, idle: map[string][]*kconn{}}
+	k.retrier = retrier{try: k.attempt, minBackoff: cfg.MinBackoff, maxBackoff: cfg.MaxBackoff}
+	return k
+}
+
+// maxIdlePerAddr bounds the idle connections kept per address.
+const maxIdlePerAddr = 4
+
+// safeToResend lists the requests that may be sent again after a
+// connection failed with the request possibly delivered.
+func safeToResend(key int16) bool { return key == 46 || key == 62 || key == 63 }
+
+func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Response, bool, error) {
+	leader := int32(-1)
+	if k.cfg.Leader != nil {
+		leader = k.cfg.Leader()
+	}
+	if l := k.cfg.Local; l != nil && leader == l.ID() {
+		return localAttempt(l)(ctx, req)
+	}
+	addr, ok := "", false
+	if leader >= 0 && k.cfg.Resolve != nil {
+		addr, ok = k.cfg.Resolve(leader)
+	}
+	if !ok {
+		if addr, ok = k.bootstrap(); !ok {
+			return nil, true, fmt.Errorf("cluster: no known controller (leader %d)", leader)
+		}
+	}
+	c, err := k.get(ctx, addr)
+	if err != nil {
+		return nil, ctx.Err() == nil && !errors.Is(err, ErrClosed), err
+	}
+	resp, written, err := c.roundTrip(ctx, req)
+	if errors.Is(err, ErrUnsupportedRequest) {
+		k.put(c)
+		return nil, false, err
+	}
+	if err != nil {
+		c.close()
+		return nil, ctx.Err() == nil && (!written || safeToResend(req.Key())), err
+	}
+	k.put(c)
+	return resp, false, nil
+}
+
+func (k *KafkaClient) bootstrap() (string, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.cfg.Bootstrap) == 0 {
+		return "", false
+	}
+	addr := k.cfg.Bootstrap[k.next%len(k.cfg.Bootstrap)]
+	k.next++
+	return addr, true
+}
+
+func (k *KafkaClient) get(ctx context.Context, addr string) (*kconn, error) {
+	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		return nil, ErrClosed
+	}
+	for cs := k.idle[addr]; len(cs) > 0; cs = k.idle[addr] {
+		c := cs[len(cs)-1]
+		k.idle[addr] = cs[:len(cs)-1]
+		if idleConnAlive(c.nc) {
+			k.mu.Unlock()
+			return c, nil
+		}
+		c.close()
+	}
+	k.mu.Unlock()
+	dctx, cancel := context.WithTimeout(ctx, k.cfg.DialTimeout)
+	defer cancel()
+	c, err := dialKafka(dctx, k.cfg.Dial, addr, k.cfg.ClientID)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: connect to controller at %s: %w", addr, err)
+	}
+	k.log.Debug("connected to controller", "addr", addr)
+	return c, nil
+}
+
+func (k *KafkaClient) put(c *kconn) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed || len(k.idle[c.addr]) >= maxIdlePerAddr {
+		c.close()
+		return
+	}
+	k.idle[c.addr] = append(k.idle[c.addr], c)
+}
+
+// Close closes idle connections; connections in use close when their
+// request ends.
+func (k *KafkaClient) Close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.closed = true
+	for addr, cs := range k.idle {
+		for _, c := range cs {
+			c.close()
+		}
+		delete(k.idle, addr)
+	}
+}

@@ -1,0 +1,275 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/server"
+)
+
+// frame is a response frame: size, correlation id, header tags when
+// flexible, body.
+func frame(id int32, flexibleHeader bool, body []byte) []byte {
+	b := binary.BigEndian.AppendUint32(nil, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(id))
+	if flexibleHeader {
+		b = append(b, 0)
+	}
+	b = append(b, body...)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+func TestReadResponse(t *testing.T) {
+	hb := kmsg.NewPtrBrokerHeartbeatRequest()
+	hb.Version = 1
+	ok := kmsg.NewPtrBrokerHeartbeatResponse()
+	ok.Version, ok.IsCaughtUp = 1, true
+	good := frame(7, true, ok.AppendTo(nil))
+	withTags := frame(7, false, append([]byte{1, 5, 2, 'x', 'y'}, ok.AppendTo(nil)...))
+	short := binary.BigEndian.AppendUint32(nil, 3)
+	huge := binary.BigEndian.AppendUint32(nil, maxResponseSize+1)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		id   int32
+		want error
+	}{
+		{"good", good, 7, nil},
+		{"header tags", withTags, 7, nil},
+		{"other correlation id", good, 8, errCorrelation},
+		{"size below the header", short, 7, errResponseSize},
+		{"size above the limit", huge, 7, errResponseSize},
+		{"truncated", good[:len(good)-2], 7, io.ErrUnexpectedEOF},
+		{"empty", nil, 7, io.EOF},
+		{"bad header tags", frame(7, false, []byte{1, 5, 9}), 7, errShortResponse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := readResponse(bytes.NewReader(tc.in), hb, tc.id)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r := resp.(*kmsg.BrokerHeartbeatResponse); !r.IsCaughtUp || r.Version != 1 {
+					t.Fatalf("decoded %+v", r)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzReadResponse: whatever the bytes, reading a response frame returns
+// a response or an error, never panics, and allocates no more than the
+// frame declares. Bodies are decoded by kmsg at versions without tagged
+// fields (kmsg trusts tag counts; the controller's own responses are
+// trusted, the framing and header are ours).
+func FuzzReadResponse(f *testing.F) {
+	ok := kmsg.NewPtrCreateTopicsResponse()
+	ok.Version = 4
+	f.Add(frame(1, false, ok.AppendTo(nil)))
+	av := kmsg.NewPtrApiVersionsResponse()
+	av.ApiKeys = append(av.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: 19, MaxVersion: 7})
+	f.Add(frame(1, false, av.AppendTo(nil)))
+	f.Add(frame(1, false, []byte{0, 0, 0, 1}))
+	f.Add([]byte{0, 0, 0, 4, 0, 0, 0, 1})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, req := range []kmsg.Request{&kmsg.CreateTopicsRequest{Version: 4}, &kmsg.ApiVersionsRequest{Version: 0}} {
+			resp, err := readResponse(bytes.NewReader(in), req, 1)
+			if (resp == nil) == (err == nil) {
+				t.Fatalf("response %v and error %v", resp, err)
+			}
+		}
+		if rest, err := skipTags(in); err == nil && len(rest) > len(in) {
+			t.Fatal("skipTags grew its input")
+		}
+	})
+}
+
+// scripted is a Kafka listener whose answers a test decides.
+type scripted struct {
+	keys   []APIKeyRange
+	answer func(req kmsg.Request) kmsg.Response
+
+	mu   sync.Mutex
+	seen []kmsg.Request
+}
+
+func (s *scripted) Versions() []server.APIVersionRange { return controllerVersions(s.keys) }
+
+func (s *scripted) Serve(_ context.Context, req *server.Request) *server.Reply {
+	if req.Key == 18 {
+		return apiVersions(req, s.Versions())
+	}
+	s.mu.Lock()
+	s.seen = append(s.seen, req.Body)
+	s.mu.Unlock()
+	return server.Ready(s.answer(req.Body))
+}
+
+func (s *scripted) requests() []kmsg.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]kmsg.Request(nil), s.seen...)
+}
+
+func heartbeatAnswer(code int16) func(kmsg.Request) kmsg.Response {
+	return func(req kmsg.Request) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
+		resp.ErrorCode = code
+		return resp
+	}
+}
+
+func TestKafkaClientFindsTheController(t *testing.T) {
+	notc := &scripted{keys: ControllerKeys, answer: NotControllerResponse}
+	ctrl := &scripted{keys: []APIKeyRange{{Key: 63, Min: 0, Max: 1}}, answer: heartbeatAnswer(0)}
+	a, b := serve(t, notc, "127.0.0.1:0"), serve(t, ctrl, "127.0.0.1:0")
+	defer a.stop()
+	defer b.stop()
+
+	// Leader unknown: the bootstrap addresses are tried in turn.
+	cl := NewKafkaClient(KafkaClientConfig{Bootstrap: []string{a.srv.Addr().String(), b.srv.Addr().String()}})
+	defer cl.Close()
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID = 3
+	resp, err := cl.Heartbeat(ctxTimeout(t, 5*time.Second), req)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	// Version 0 means "the highest both speak": this controller stops at 1.
+	if got := ctrl.requests(); len(got) != 1 || got[0].GetVersion() != 1 || got[0].(*kmsg.BrokerHeartbeatRequest).BrokerID != 3 {
+		t.Fatalf("controller saw %+v", got)
+	}
+	if len(notc.requests()) != 1 {
+		t.Fatalf("the other node saw %d requests", len(notc.requests()))
+	}
+
+	// A request above the peer's highest version goes at that version and
+	// comes back at its own.
+	req2 := kmsg.NewPtrBrokerHeartbeatRequest()
+	req2.Version = 2
+	resp, err = cl.Heartbeat(ctxTimeout(t, 5*time.Second), req2)
+	if err != nil || resp.Version != 2 || req2.Version != 2 {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	if got := ctrl.requests(); got[len(got)-1].GetVersion() != 1 {
+		t.Fatalf("sent at v%d", got[len(got)-1].GetVersion())
+	}
+
+	// With a known leader, requests go straight to it.
+	direct := NewKafkaClient(KafkaClientConfig{
+		Leader:  func() int32 { return 2 },
+		Resolve: func(id int32) (string, bool) { return b.srv.Addr().String(), id == 2 },
+	})
+	defer direct.Close()
+	before := len(notc.requests())
+	if resp, err := direct.Heartbeat(ctxTimeout(t, 5*time.Second), kmsg.NewPtrBrokerHeartbeatRequest()); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	if len(notc.requests()) != before {
+		t.Fatal("a request went to the node that is not the leader")
+	}
+	// A key the peer does not serve fails at once, without retries.
+	start := time.Now()
+	if _, err := direct.Admin(ctxTimeout(t, 5*time.Second), kmsg.NewPtrCreateTopicsRequest()); !errors.Is(err, ErrUnsupportedRequest) {
+		t.Fatalf("create topics at a peer without it: %v", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Fatal("an unsupported request was retried")
+	}
+}
+
+func TestKafkaClientGivesUpWithTheLastAnswer(t *testing.T) {
+	notc := &scripted{keys: ControllerKeys, answer: heartbeatAnswer(kerr.NotController.Code)}
+	a := serve(t, notc, "127.0.0.1:0")
+	defer a.stop()
+	cl := NewKafkaClient(KafkaClientConfig{Bootstrap: []string{a.srv.Addr().String()}})
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	resp, err := cl.Heartbeat(ctx, kmsg.NewPtrBrokerHeartbeatRequest())
+	if err != nil || resp.ErrorCode != kerr.NotController.Code {
+		t.Fatalf("%+v %v: want the NOT_CONTROLLER answer", resp, err)
+	}
+	if n := len(notc.requests()); n < 2 {
+		t.Fatalf("%d attempts in 200ms", n)
+	}
+
+	// Nothing listening: the error names the cause once ctx ends.
+	dead := NewKafkaClient(KafkaClientConfig{Bootstrap: []string{freeAddr(t)}})
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	if _, err := dead.Heartbeat(ctx2, kmsg.NewPtrBrokerHeartbeatRequest()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("no listener: %v", err)
+	}
+	cl.Close()
+	if _, err := cl.Heartbeat(ctxTimeout(t, time.Second), kmsg.NewPtrBrokerHeartbeatRequest()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed client: %v", err)
+	}
+}
+
+// TestKafkaClientDropsDeadIdleConnections: a connection the peer closed
+// while idle is not used again, so the next request is not lost to it.
+func TestKafkaClientDropsDeadIdleConnections(t *testing.T) {
+	ctrl := &scripted{keys: ControllerKeys, answer: func(req kmsg.Request) kmsg.Response { return req.ResponseKind() }}
+	addr := freeAddr(t)
+	a := serve(t, ctrl, addr)
+	cl := NewKafkaClient(KafkaClientConfig{Bootstrap: []string{addr}})
+	defer cl.Close()
+	create := func() error {
+		_, err := cl.Admin(ctxTimeout(t, 5*time.Second), kmsg.NewPtrCreateTopicsRequest())
+		return err
+	}
+	if err := create(); err != nil {
+		t.Fatal(err)
+	}
+	a.stop()
+	a = serve(t, ctrl, addr)
+	defer a.stop()
+	// CreateTopics is not resent after a failure, so only a fresh
+	// connection makes this succeed.
+	if err := create(); err != nil {
+		t.Fatalf("after the peer restarted: %v", err)
+	}
+	if n := len(ctrl.requests()); n != 2 {
+		t.Fatalf("%d requests served", n)
+	}
+}
+
+func TestIdleConnAlive(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	peer := <-accepted
+	if !idleConnAlive(c) {
+		t.Fatal("an open idle connection reads as dead")
+	}
+	peer.Close()
+	eventually(t, 5*time.Second, "closed peer seen", func() bool { return !idleConnAlive(c) })
+}
