@@ -212,6 +212,14 @@ func (f *shareFetch) attempt(ctx context.Context) shareFetchResult {
 	}
 	b := f.c.b
 	n := len(f.parts)
+	// Acquire everywhere first, then wait for the writes together, so
+	// that the partitions' records share the store's appends.
+	type held struct {
+		i  int
+		sp *sharePart
+		a  acquired
+	}
+	var pending []held
 	for i := range n {
 		tp := f.parts[(i+f.rotate)%n]
 		fp := shareFetchPart{tp: tp}
@@ -229,23 +237,32 @@ func (f *shareFetch) attempt(ctx context.Context) shareFetchResult {
 					member: f.member, maxBytes: budget, maxRecords: int32(left),
 					batchSize: f.r.BatchSize, mode: mode, reset: f.settings.offsetReset,
 				})
-				if err == nil {
-					err = a.ticket.wait(ctx)
-					if err != nil && ctx.Err() == nil {
-						sp.failed()
-						err = fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-					}
-				}
 				if err != nil {
 					fp.code, fp.msg = shareErrCode(err), errMessage(err)
-				} else if a.records > 0 {
-					fp.ranges, fp.recs = a.ranges, a.recs
-					res.records += a.records
-					budget -= a.recs.size
+				} else {
+					pending = append(pending, held{len(res.parts), sp, a})
+					if a.records > 0 {
+						res.records += a.records
+						budget -= a.recs.size
+					}
 				}
 			}
 		}
 		res.parts = append(res.parts, fp)
+	}
+	for _, h := range pending {
+		fp := &res.parts[h.i]
+		if err := h.a.ticket.wait(ctx); err != nil {
+			if ctx.Err() == nil {
+				h.sp.failed()
+			}
+			fp.code, fp.msg = kerr.KafkaStorageError.Code, errMessage(err)
+			res.records -= h.a.records
+			continue
+		}
+		if h.a.records > 0 {
+			fp.ranges, fp.recs = h.a.ranges, h.a.recs
+		}
 	}
 	return res
 }

@@ -434,3 +434,121 @@ func TestShareCrashKeepsDeliveries(t *testing.T) {
 		}
 	}
 }
+
+func TestShareRecordLimitIsSharedByPartitions(t *testing.T) {
+	tb, p := shareSetup(t, t.TempDir(), 3, "g")
+	ctx := testCtx(t)
+	for part := range int32(3) {
+		produceN(t, ctx, p, "q", part, 0, 10, 10)
+	}
+	m := newShareMember(t, tb, "g", "m")
+	m.join(ctx, "q")
+	total := 0
+	for range 6 {
+		got := records(t, m.fetch(ctx, fetchOpts{maxWait: 100 * time.Millisecond, maxRecords: 5, mode: 1}))
+		if len(got) > 5 {
+			t.Fatalf("record_limit fetch acquired %d records, MaxRecords is 5", len(got))
+		}
+		total += len(got)
+	}
+	if total != 30 {
+		t.Fatalf("%d records in six fetches of 5, want all 30", total)
+	}
+}
+
+func TestShareFencedMemberReleases(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), func(c *Config) {
+		c.Share.MinSessionTimeout = 100 * time.Millisecond
+		c.Share.MinHeartbeatInterval = 50 * time.Millisecond
+	})
+	ctx := testCtx(t)
+	p := manualProducer(t, tb)
+	createTopic(t, ctx, p, "q", 1, nil)
+	setGroupConfigs(t, ctx, p, "g", "share.auto.offset.reset", "earliest", "share.session.timeout.ms", "300", "share.heartbeat.interval.ms", "100")
+	produceN(t, ctx, p, "q", 0, 0, 4, 4)
+	gone, stays := newShareMember(t, tb, "g", "gone"), newShareMember(t, tb, "g", "stays")
+	gone.join(ctx, "q")
+	if got := records(t, gone.fetch(ctx, fetchOpts{maxWait: time.Second})); len(got) != 4 {
+		t.Fatalf("got %d", len(got))
+	}
+	stays.join(ctx, "q")
+	// "gone" stops heartbeating; "stays" keeps its membership and waits.
+	var got []delivered
+	eventually(t, 10*time.Second, func() error {
+		if resp := stays.heartbeat(ctx); resp.ErrorCode != 0 {
+			t.Fatalf("heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		got = append(got, records(t, stays.fetch(ctx, fetchOpts{maxWait: 50 * time.Millisecond}))...)
+		if len(got) < 4 {
+			return fmt.Errorf("%d records back from the fenced member", len(got))
+		}
+		return nil
+	})
+	if got[0].count != 1 {
+		t.Fatalf("a fenced member's records come back with their delivery taken back: %+v", got[0])
+	}
+	if resp := gone.heartbeat(ctx); resp.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("fenced member heartbeat: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+}
+
+func TestShareSessionLimit(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), func(c *Config) { c.Share.MaxSessions = 1 })
+	ctx := testCtx(t)
+	p := manualProducer(t, tb)
+	createTopic(t, ctx, p, "q", 1, nil)
+	a, b := newShareMember(t, tb, "g", "a"), newShareMember(t, tb, "g", "b")
+	a.join(ctx, "q")
+	b.join(ctx, "q")
+	if resp := a.fetch(ctx, fetchOpts{}); resp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+	}
+	start := time.Now()
+	resp := b.fetch(ctx, fetchOpts{maxWait: 300 * time.Millisecond})
+	if resp.ErrorCode != kerr.ShareSessionLimitReached.Code {
+		t.Fatalf("second session: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	if waited := time.Since(start); waited < 250*time.Millisecond {
+		t.Fatalf("the refusal came after %v, not after MaxWaitMs", waited)
+	}
+}
+
+func TestShareStateLogStaysShort(t *testing.T) {
+	dir := t.TempDir()
+	small := func(c *Config) {
+		shortShareLocks(c)
+		c.Share.SnapshotEvery = 10
+		c.Share.StateLogRecords = 50
+	}
+	tb := startBroker(t, dir, small)
+	ctx := testCtx(t)
+	p := manualProducer(t, tb)
+	createTopic(t, ctx, p, "q", 1, nil)
+	setGroupConfigs(t, ctx, p, "g", "share.auto.offset.reset", "earliest")
+	produceN(t, ctx, p, "q", 0, 0, 300, 1)
+	m := newShareMember(t, tb, "g", "m")
+	m.join(ctx, "q")
+	var prev []delivered
+	for range 300 {
+		resp := m.fetch(ctx, fetchOpts{maxRecords: 1, maxWait: time.Second, acks: ackAll(prev, 1)})
+		if err := ackErrors(resp); err != nil {
+			t.Fatal(err)
+		}
+		prev = records(t, resp)
+		if len(prev) == 0 {
+			break
+		}
+	}
+	if err := ackErrors(m.fetch(ctx, fetchOpts{acks: ackAll(prev, 1)})); err != nil {
+		t.Fatal(err)
+	}
+	state := tb.b.lookupTopic(shareStateTopic).partitions[0].log
+	if start, end := state.StartOffset(), state.EndOffset(); start == 0 || end-start > 200 {
+		t.Fatalf("__share_group_state holds [%d, %d): the log start did not follow the snapshots", start, end)
+	}
+	tb.stop()
+	tb2 := startBroker(t, dir, small)
+	if st := tb2.b.shares.describeOffset(shareKey(t, tb2, "g", 0)); st.start != 300 {
+		t.Fatalf("after restart from the shortened log: start offset %d, want 300", st.start)
+	}
+}
