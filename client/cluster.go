@@ -288,9 +288,7 @@ func (c *cluster) do(ctx context.Context, node int32, req kmsg.Request) (kmsg.Re
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout)
-	defer cancel()
-	return conn.Do(ctx, req)
+	return conn.Do(ctx, req, c.cfg.requestTimeout)
 }
 
 // anyNodes lists nodes to try for a request any broker can answer:

@@ -230,7 +230,20 @@ func (c *Consumer) Poll(ctx context.Context) ([]*ConsumerRecord, error) {
 			if ctx.Err() != nil {
 				return nil, nil
 			}
-			return nil, err
+			if errors.Is(err, ErrNoOffset) || !isRetriable(err) {
+				return nil, err
+			}
+			// A transient failure (a leader moving, a connection lost):
+			// try again after the backoff, within this Poll.
+			c.log.Debug("finding positions failed, retrying", logErr, err)
+			t := time.NewTimer(c.cfg.retryBackoff)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, nil
+			}
+			continue
 		}
 		if recs, err := c.drainBuffered(); len(recs) > 0 || err != nil {
 			return recs, err

@@ -76,9 +76,7 @@ func (co *coordinator) do(ctx context.Context, req kmsg.Request, timeout time.Du
 			if cerr != nil {
 				err = cerr
 			} else {
-				rctx, cancel := context.WithTimeout(ctx, timeout)
-				resp, err = conn.Do(rctx, req)
-				cancel()
+				resp, err = conn.Do(ctx, req, timeout)
 				if err == nil {
 					err = check(resp)
 					if err == nil || !isCoordinatorErr(err) {

@@ -76,7 +76,9 @@ func (wallClock) Now() time.Time { return time.Now() }
 // real one, the simulation supplies fakes.
 type brokerConn interface {
 	Send(req kmsg.Request, timeout time.Duration, noResponse bool, cb wire.Callback)
-	Do(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	// Do waits for req's response or ctx; timeout > 0 closes the connection
+	// when it passes first (request.timeout.ms), ctx ending does not.
+	Do(ctx context.Context, req kmsg.Request, timeout time.Duration) (kmsg.Response, error)
 	Version(key int16) (int16, bool)
 	Done() <-chan struct{}
 	Close()

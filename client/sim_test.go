@@ -180,7 +180,7 @@ func (c *simConn) Version(key int16) (int16, bool) {
 func (c *simConn) Done() <-chan struct{} { return c.done }
 func (c *simConn) Close()                {}
 
-func (c *simConn) Do(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (c *simConn) Do(_ context.Context, req kmsg.Request, _ time.Duration) (kmsg.Response, error) {
 	switch r := req.(type) {
 	case *kmsg.MetadataRequest:
 		c.s.metadataCalls++

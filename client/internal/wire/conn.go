@@ -149,7 +149,11 @@ func (c *Conn) negotiate(ctx context.Context, cfg Config) error {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.SetVersion(v)
 		req.ClientSoftwareName, req.ClientSoftwareVersion = name, ver
-		raw, err := c.do(ctx, req, 0)
+		timeout := time.Duration(0)
+		if d, ok := ctx.Deadline(); ok {
+			timeout = max(time.Until(d), time.Millisecond) // a silent broker fails the dial
+		}
+		raw, err := c.do(ctx, req, timeout)
 		if err != nil {
 			return err
 		}
@@ -237,12 +241,15 @@ func (c *Conn) Send(req kmsg.Request, timeout time.Duration, noResponse bool, cb
 	c.sendRaw(req, timeout, noResponse, cb)
 }
 
-// Do sends req and waits for its response or ctx.
-func (c *Conn) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+// Do sends req and waits for its response or ctx. timeout > 0 is the
+// request timeout of Send: past it the connection is closed. Ending ctx
+// only stops the wait; the connection and the requests behind this one are
+// unaffected, and the late response is dropped.
+func (c *Conn) Do(ctx context.Context, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	if err := c.pickVersion(req); err != nil {
 		return nil, err
 	}
-	return c.do(ctx, req, 0)
+	return c.do(ctx, req, timeout)
 }
 
 func (c *Conn) do(ctx context.Context, req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
@@ -251,9 +258,6 @@ func (c *Conn) do(ctx context.Context, req kmsg.Request, timeout time.Duration) 
 		err error
 	}
 	ch := make(chan result, 1)
-	if d, ok := ctx.Deadline(); ok && timeout == 0 {
-		timeout = max(time.Until(d), time.Millisecond)
-	}
 	c.sendRaw(req, timeout, false, func(r kmsg.Response, err error) { ch <- result{r, err} })
 	select {
 	case res := <-ch:

@@ -213,7 +213,7 @@ func TestRequestTimeout(t *testing.T) {
 		t.Fatal("no timeout")
 	}
 	// A dead connection fails later requests at once.
-	_, err = c.Do(context.Background(), kmsg.NewPtrMetadataRequest())
+	_, err = c.Do(context.Background(), kmsg.NewPtrMetadataRequest(), time.Second)
 	if err == nil {
 		t.Fatal("request on a dead connection succeeded")
 	}
@@ -226,7 +226,7 @@ func TestUnsupportedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Do(context.Background(), kmsg.NewPtrProduceRequest()); !errors.Is(err, ErrUnsupported) {
+	if _, err := c.Do(context.Background(), kmsg.NewPtrProduceRequest(), 0); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("err %v, want ErrUnsupported", err)
 	}
 }
@@ -241,4 +241,25 @@ func FuzzSkipTags(f *testing.F) {
 			t.Fatal("grew")
 		}
 	})
+}
+
+// TestDoContextLeavesConnection: a caller giving up (ctx) does not close the
+// connection; only a request timeout does.
+func TestDoContextLeavesConnection(t *testing.T) {
+	fb := &fakeBroker{maxAPIVer: 4, silentKey: 3}
+	c, err := Dial(context.Background(), startFake(t, fb), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if _, err := c.Do(ctx, kmsg.NewPtrMetadataRequest(), 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want the context's", err)
+	}
+	select {
+	case <-c.Done():
+		t.Fatalf("connection closed: %v", c.Err())
+	default:
+	}
 }
