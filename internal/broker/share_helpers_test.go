@@ -24,13 +24,13 @@ func shortShareLocks(c *Config) {
 }
 
 // shareClient is one client connection to the test broker.
-func shareClient(t *testing.T, tb *testBroker) *kgo.Client {
+func shareClient(t testing.TB, tb *testBroker) *kgo.Client {
 	t.Helper()
 	return newClient(t, tb.addr, kgo.RetryTimeout(5*time.Second))
 }
 
 // request sends req to node 1 (every test broker's id).
-func request[R kmsg.Response](t *testing.T, ctx context.Context, c *kgo.Client, req kmsg.Request) R {
+func request[R kmsg.Response](t testing.TB, ctx context.Context, c *kgo.Client, req kmsg.Request) R {
 	t.Helper()
 	resp, err := c.Broker(1).Request(ctx, req)
 	if err != nil {
@@ -40,7 +40,7 @@ func request[R kmsg.Response](t *testing.T, ctx context.Context, c *kgo.Client, 
 }
 
 // setGroupConfigs sets share group configs with IncrementalAlterConfigs.
-func setGroupConfigs(t *testing.T, ctx context.Context, c *kgo.Client, group string, kv ...string) {
+func setGroupConfigs(t testing.TB, ctx context.Context, c *kgo.Client, group string, kv ...string) {
 	t.Helper()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -66,7 +66,7 @@ func deref(s *string) string {
 
 // produceN produces n records with values "v<i>" to one partition, in
 // batches of batch records, and returns the topic id.
-func produceN(t *testing.T, ctx context.Context, c *kgo.Client, topic string, partition int32, from, n, batch int) {
+func produceN(t testing.TB, ctx context.Context, c *kgo.Client, topic string, partition int32, from, n, batch int) {
 	t.Helper()
 	for i := from; i < from+n; i += batch {
 		var recs []*kgo.Record
@@ -81,11 +81,11 @@ func produceN(t *testing.T, ctx context.Context, c *kgo.Client, topic string, pa
 
 // manualProducer produces to the partition named in each record, in one
 // batch per ProduceSync call.
-func manualProducer(t *testing.T, tb *testBroker) *kgo.Client {
+func manualProducer(t testing.TB, tb *testBroker) *kgo.Client {
 	return newClient(t, tb.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 }
 
-func topicIDOf(t *testing.T, tb *testBroker, name string) [16]byte {
+func topicIDOf(t testing.TB, tb *testBroker, name string) [16]byte {
 	t.Helper()
 	tp := tb.b.lookupTopic(name)
 	if tp == nil {
@@ -96,7 +96,7 @@ func topicIDOf(t *testing.T, tb *testBroker, name string) [16]byte {
 
 // shareMember is one share-group member speaking the protocol by hand.
 type shareMember struct {
-	t       *testing.T
+	t       testing.TB
 	c       *kgo.Client
 	group   string
 	id      string
@@ -106,7 +106,7 @@ type shareMember struct {
 	parts   []int32
 }
 
-func newShareMember(t *testing.T, tb *testBroker, group, id string) *shareMember {
+func newShareMember(t testing.TB, tb *testBroker, group, id string) *shareMember {
 	return &shareMember{t: t, c: shareClient(t, tb), group: group, id: id}
 }
 
@@ -254,7 +254,7 @@ type delivered struct {
 
 // records decodes a ShareFetch response: the acquired records only, in
 // order. It fails the test on partition errors.
-func records(t *testing.T, resp *kmsg.ShareFetchResponse) []delivered {
+func records(t testing.TB, resp *kmsg.ShareFetchResponse) []delivered {
 	t.Helper()
 	if resp.ErrorCode != 0 {
 		t.Fatalf("share fetch: %v %s", kerr.ErrorForCode(resp.ErrorCode), deref(resp.ErrorMessage))
@@ -330,7 +330,7 @@ func ackErrors(resp *kmsg.ShareFetchResponse) error {
 }
 
 // eventually retries fn until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, fn func() error) {
+func eventually(t testing.TB, timeout time.Duration, fn func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(20 * time.Millisecond)
