@@ -120,7 +120,7 @@ func (b *Broker) handleShareFetch(ctx context.Context, req *server.Request) *ser
 		return f.reply(resp, shareFetchResult{})
 	}
 	res := f.attempt(ctx)
-	if res.records > 0 || r.MaxWaitMillis <= 0 || len(parts) == 0 {
+	if res.records > 0 || res.failed() || r.MaxWaitMillis <= 0 || len(parts) == 0 {
 		return f.reply(resp, res)
 	}
 	reply := server.NewPendingReply()
@@ -193,6 +193,17 @@ type shareFetchPart struct {
 type shareFetchResult struct {
 	parts   []shareFetchPart
 	records int64
+}
+
+// failed reports whether a partition has an error, which is answered at
+// once as Fetch does.
+func (r *shareFetchResult) failed() bool {
+	for _, p := range r.parts {
+		if p.code != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // attempt fetches every session partition once, acquiring what it can.
@@ -319,7 +330,7 @@ func (f *shareFetch) wait(ctx context.Context) (shareFetchResult, bool) {
 	for {
 		select {
 		case <-w.ch:
-			if res := f.attempt(ctx); res.records > 0 {
+			if res := f.attempt(ctx); res.records > 0 || res.failed() {
 				return res, true
 			}
 		case <-timer.C:

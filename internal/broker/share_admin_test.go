@@ -19,12 +19,9 @@ import (
 func TestShareKgoConsumers(t *testing.T) {
 	for _, strict := range []bool{false, true} {
 		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
-			tb, p := shareSetup(t, t.TempDir(), 3, "kg")
+			tb, p := shareSetup(t, t.TempDir(), 3, "kg", "share.heartbeat.interval.ms", "100")
 			ctx := testCtx(t)
 			const n = 600
-			for part := range int32(3) {
-				produceN(t, ctx, p, "q", part, int(part)*n/3, n/3, 25)
-			}
 			var mu sync.Mutex
 			seen := map[string]int{}
 			by := map[int]int{}
@@ -50,6 +47,23 @@ func TestShareKgoConsumers(t *testing.T) {
 						})
 					}
 				}()
+			}
+			// Produce once both members are in the group, so that both get
+			// records.
+			eventually(t, 30*time.Second, func() error {
+				d := tb.b.shares.describe("kg")
+				if len(d.Members) != 2 {
+					return fmt.Errorf("%d members in the group", len(d.Members))
+				}
+				for _, m := range d.Members {
+					if m.MemberEpoch != d.AssignmentEpoch {
+						return fmt.Errorf("member %s at epoch %d, assignment epoch %d", m.MemberID, m.MemberEpoch, d.AssignmentEpoch)
+					}
+				}
+				return nil
+			})
+			for part := range int32(3) {
+				produceN(t, ctx, p, "q", part, int(part)*n/3, n/3, 25)
 			}
 			eventually(t, 30*time.Second, func() error {
 				mu.Lock()

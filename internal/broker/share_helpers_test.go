@@ -18,9 +18,12 @@ import (
 // Helpers that drive share groups with raw kmsg requests, the way a share
 // consumer does, over a real server.
 
-// shortShareLocks lets tests use lock durations down to 100ms.
+// shortShareLocks lets tests use lock durations down to Kafka's floor of
+// 1s, and heartbeat intervals and session timeouts down to 50ms.
 func shortShareLocks(c *Config) {
 	c.Share.MinRecordLockDuration = 100 * time.Millisecond
+	c.Share.MinHeartbeatInterval = 50 * time.Millisecond
+	c.Share.MinSessionTimeout = 100 * time.Millisecond
 }
 
 // shareClient is one client connection to the test broker.

@@ -457,14 +457,8 @@ func TestShareRecordLimitIsSharedByPartitions(t *testing.T) {
 }
 
 func TestShareFencedMemberReleases(t *testing.T) {
-	tb := startBroker(t, t.TempDir(), func(c *Config) {
-		c.Share.MinSessionTimeout = 100 * time.Millisecond
-		c.Share.MinHeartbeatInterval = 50 * time.Millisecond
-	})
+	tb, p := shareSetup(t, t.TempDir(), 1, "g", "share.session.timeout.ms", "300", "share.heartbeat.interval.ms", "100")
 	ctx := testCtx(t)
-	p := manualProducer(t, tb)
-	createTopic(t, ctx, p, "q", 1, nil)
-	setGroupConfigs(t, ctx, p, "g", "share.auto.offset.reset", "earliest", "share.session.timeout.ms", "300", "share.heartbeat.interval.ms", "100")
 	produceN(t, ctx, p, "q", 0, 0, 4, 4)
 	gone, stays := newShareMember(t, tb, "g", "gone"), newShareMember(t, tb, "g", "stays")
 	gone.join(ctx, "q")

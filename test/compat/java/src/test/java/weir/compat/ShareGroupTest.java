@@ -176,7 +176,12 @@ class ShareGroupTest {
             t.start();
         }
         try {
-            // Spread the records over a few seconds so both members are in the group.
+            // Produce once both members are in the group, and spread the records over a few
+            // seconds, so that both get some.
+            Compat.eventually(Duration.ofSeconds(60), () -> assertEquals(2,
+                    admin.describeShareGroups(List.of(group)).describedGroups().get(group)
+                            .get(10, TimeUnit.SECONDS).members().size(), "members of " + group));
+            ph.mark("both members joined");
             for (int i = 0; i < n; i += 300) {
                 produce(topic, i, 300);
                 Thread.sleep(200);
