@@ -324,6 +324,7 @@ func (f *shareFetch) wait(ctx context.Context) (shareFetchResult, bool) {
 	}()
 	timer := time.NewTimer(msDuration(f.r.MaxWaitMillis))
 	defer timer.Stop()
+	start := time.Now()
 	// Something may have changed between the first attempt and the
 	// waiters' registration: look once more.
 	w.wake()
@@ -331,10 +332,13 @@ func (f *shareFetch) wait(ctx context.Context) (shareFetchResult, bool) {
 		select {
 		case <-w.ch:
 			if res := f.attempt(ctx); res.records > 0 || res.failed() {
+				f.c.waits.record(time.Since(start), false)
 				return res, true
 			}
 		case <-timer.C:
-			return f.attempt(ctx), true
+			res := f.attempt(ctx)
+			f.c.waits.record(time.Since(start), res.records == 0)
+			return res, true
 		case <-ctx.Done():
 			return shareFetchResult{}, false
 		}

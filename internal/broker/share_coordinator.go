@@ -54,6 +54,8 @@ type shareCoordinator struct {
 	sessions   map[shareSessionKey]*shareSession
 	sessionGen uint64
 
+	waits shareWaitStats
+
 	wg sync.WaitGroup
 }
 

@@ -281,6 +281,13 @@ func TestShareLongPollWokenByProduce(t *testing.T) {
 	if elapsed > 10*time.Second {
 		t.Fatalf("fetch answered after %v: it waited out its max wait instead of being woken", elapsed)
 	}
+	st := tb.b.ShareStats()
+	if st.Parked != 1 || st.ParkedEmpty != 0 || st.ParkedTime <= 0 || st.ParkedTime > elapsed {
+		t.Fatalf("wait stats %+v after one woken fetch of %v", st, elapsed)
+	}
+	if len(st.Partitions) != 1 || st.Partitions[0].Topic != "q" || st.Partitions[0].Acquired != 3 || st.Partitions[0].AcquiredTotal != 3 {
+		t.Fatalf("partition stats %+v", st.Partitions)
+	}
 }
 
 func TestShareLongPollWokenByRelease(t *testing.T) {
