@@ -168,6 +168,7 @@ func (n *Node) runController(ctx context.Context) error {
 	}()
 
 	n.active.Store(a)
+	n.started.Add(1)
 	n.log.Info("controller active", "offset", start.Offset(), "brokers", start.NumBrokers(), "partitions", start.NumPartitions())
 
 	committed := start.Offset()
