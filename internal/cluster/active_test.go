@@ -173,3 +173,58 @@ func TestCloseFailsWaitingRequests(t *testing.T) {
 		t.Fatalf("request to a dropped controller: %v", err)
 	}
 }
+
+// TestSessionExpiryFences: a broker that stops heartbeating is fenced
+// when its session lapses, by a tick at the controller's deadline (the
+// regular tick is too far off to do it), and its leaderships move in the
+// same batch. The Kafka client with a Local node takes the local path.
+func TestSessionExpiryFences(t *testing.T) {
+	raftAddr := freeAddr(t)
+	cfg := Config{ID: 1, Dir: t.TempDir(), RaftAddr: raftAddr, Voters: []quorum.Peer{{ID: 1, Addr: raftAddr}}, Logger: testLogger(t),
+		TickInterval: time.Hour}
+	cfg.Controller.SessionTimeout = 500 * time.Millisecond
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	// No Resolve and no Bootstrap: only the local path can answer.
+	cl := NewKafkaClient(KafkaClientConfig{Leader: n.Leader, Local: n})
+	defer cl.Close()
+	var lives []*BrokerLifecycle
+	for id := int32(1); id <= 2; id++ {
+		life, err := StartLifecycle(LifecycleConfig{BrokerID: id, Client: cl, Metadata: n.FSM(), HeartbeatInterval: 100 * time.Millisecond, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer life.Close()
+		waitUnfenced(t, life)
+		lives = append(lives, life)
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "x", -1, -1
+	for p := range 4 {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(p), []int32{2, 1}
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	req.Topics = append(req.Topics, rt)
+	mustOK(t, cl, req)
+	if leaderships(n.Image(), 2) != 4 {
+		t.Fatal("broker 2 does not lead the topic")
+	}
+	stopped := time.Now()
+	lives[1].Close()
+	eventually(t, 5*time.Second, "broker 2 fenced", func() bool {
+		b, _ := n.Image().Broker(2)
+		return b.Fenced
+	})
+	t.Logf("fenced %v after the last heartbeat stopped", time.Since(stopped))
+	if leaderships(n.Image(), 2) != 0 || leaderships(n.Image(), 1) != 4 {
+		t.Fatalf("after fencing: broker 2 leads %d, broker 1 %d", leaderships(n.Image(), 2), leaderships(n.Image(), 1))
+	}
+	if b, _ := n.Image().Broker(1); b.Fenced {
+		t.Fatal("the broker that kept heartbeating was fenced")
+	}
+}
