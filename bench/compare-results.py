@@ -114,8 +114,12 @@ def report(path):
         ("broker peak RSS, MiB", "rss_peak_mib", "lower", 0.25),
         ("broker RSS after start-up, MiB", "rss_idle_mib", "lower", None),
         ("start-up to first ack, ms", "startup_ms", "lower", 0.05),
-        ("start-up to first ack incl. storage format, ms", "startup_with_format_ms", "lower", None),
+        ("start-up from the start command (Kafka: incl. storage format), ms", "startup_with_format_ms", "lower", None),
         ("unthrottled acks=1 p99 ms (queueing in the client)", "produce_acks1.p99_ms", "lower", None),
+        ("broker CPU s, unthrottled acks=1 produce", "produce_acks1.broker_cpu_s", "lower", None),
+        ("broker CPU s, unthrottled acks=all produce", "produce_acksall.broker_cpu_s", "lower", None),
+        ("broker CPU s, consume", "consume.broker_cpu_s", "lower", None),
+        (f"broker CPU s, {rate} rec/s latency run", "latency.broker_cpu_s", "lower", None),
     ]
     unsustained = []
     if rate.isdigit():
@@ -127,6 +131,8 @@ def report(path):
     for label, metric, better, target in rows:
         w, k = median("weir", metric), median("kafka", metric)
         ratio = w / k if w is not None and k else None
+        if metric.endswith("_ms") and metric.startswith("latency.") and w is not None and k is not None and max(w, k) < 2:
+            ratio = None  # the tool reports whole milliseconds
         if target is None:
             goal, met = "", ""
         else:
@@ -148,6 +154,11 @@ def report(path):
             if short:
                 notes.append(f"{broker} did not sustain {rate} records/s in {len(short)} of {len(got)} latency runs "
                              f"({', '.join(fmt(g) for g in short)} records/s): its latencies there include queueing.")
+            burst = [g for g in got if g > 1.03 * want]
+            if burst:
+                notes.append(f"{broker}: in {len(burst)} of {len(got)} latency runs the load generator fell behind "
+                             f"after its warm-up and caught up in a burst ({', '.join(fmt(g) for g in burst)} "
+                             "records/s over the measured part): those latencies include the burst.")
         slower = min((median(b, "produce_acksall.rps") or 0) for b in ("weir", "kafka"))
         if slower:
             notes.append(f"the fixed rate {rate} records/s is {want / slower:.0%} of the slower broker's "
@@ -178,7 +189,9 @@ def report(path):
             if wall is None:
                 continue
             b, g, i, o = (median(broker, f"{phase}.{k}_cpu_s") or 0 for k in ("broker", "loadgen", "irq", "other"))
-            busy = f"{(b + g + i + max(o, 0)) / (wall * cores):.0%}" if cores and wall else "n/a"
+            # Process times and machine counters are sampled differently:
+            # a saturated machine can add up to a little over 100%.
+            busy = f"{min(1.0, (b + g + i + max(o, 0)) / (wall * cores)):.0%}" if cores and wall else "n/a"
             out.append(f"| {phase} | {broker} | {wall:.1f} | {b:.1f} | {g:.1f} | {i:.1f} | {o:.1f} | {busy} |")
     for (broker, metric), v in sorted(values.items()):
         if not metric.endswith(".other_cpu_s"):
