@@ -260,16 +260,6 @@ func (c *shareCoordinator) settings(group string) (groupSettings, bool) {
 	return c.cfg.settingsFor(c.configs[group]), false
 }
 
-// groupParts lists a group's share partitions.
-func (c *shareCoordinator) groupParts(group string) []*sharePart {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if g, ok := c.groups[group]; ok {
-		return slices.Collect(maps.Values(g.parts))
-	}
-	return nil
-}
-
 // releaseMember hands back what member holds in parts and closes its
 // share session.
 func (c *shareCoordinator) releaseMember(group, member string, parts []*sharePart) {
@@ -366,8 +356,6 @@ func (c *shareCoordinator) heartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 		if c.otherGroupExists(ctx, req.GroupID) {
 			return fail(fmt.Errorf("%w: Group %s is not a share group.", kerr.GroupIDNotFound, req.GroupID))
 		}
-	}
-	if !exists {
 		if err := c.ensureStore(); err != nil {
 			return fail(fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err))
 		}
