@@ -1,0 +1,791 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/client/internal/records"
+)
+
+// A share consumer (KIP-932) is a member of a share group: the group's
+// coordinator assigns partitions through ShareGroupHeartbeat, possibly the
+// same partition to several members, and each partition's leader hands out
+// records under acquisition locks through ShareFetch. The member
+// acknowledges each record (accept, release, reject), piggy-backed on its
+// next ShareFetch to that leader or sent with ShareAcknowledge. Each leader
+// keeps one share session per member; its epoch (ShareSessionEpoch) starts
+// at 0, counts up with every request and -1 closes it.
+//
+// # Fetch policy
+//
+// Every Poll fetches from all leaders of the assigned partitions at once,
+// one request per leader, and waits for all of them. Two rules decide what
+// each request asks for:
+//
+//   - Records (MaxRecords). With share.acquire.mode=record_limit the
+//     strict cap max.poll.records is split across the requests of the
+//     round, so the records acquired by one round never exceed it (leaders
+//     beyond the budget, when there are more leaders than records, get no
+//     fetch that round; the starting leader rotates). With batch_optimized
+//     every request asks for max.poll.records, a soft cap, as Kafka does;
+//     records beyond max.poll.records wait in the consumer for the next
+//     Poll, still locked.
+//   - Waiting (MaxWaitMs). A request waits up to fetch.max.wait.ms only
+//     when the whole previous round came back empty; after a round that
+//     brought records from any leader, every request has MaxWaitMs 0. So a
+//     leader that has nothing never holds a Poll for fetch.max.wait.ms
+//     while another leader has records: in steady state a backlog on one
+//     leader is drained at one round trip per Poll, and an idle consumer
+//     long-polls. The price is one round of 0-wait requests after the
+//     records run out, and, when records come back after a fully idle
+//     period, one Poll that may wait for the slowest empty leader.
+//
+// Java's record_limit rotates one fetch per Poll across brokers, each
+// waiting fetch.max.wait.ms, so a consumer facing one busy and N empty
+// brokers spends N×fetch.max.wait.ms idle out of every N+1 Polls. The
+// policy above is planShareFetches, a pure function with its own tests.
+
+// AckType is how a share consumer acknowledges a record.
+type AckType int8
+
+// Acknowledgement types, numbered as on the wire.
+const (
+	// AckAccept: processed; the record is not delivered again.
+	AckAccept AckType = 1
+	// AckRelease: give the record back; it is delivered again (to any
+	// member) with a higher delivery count.
+	AckRelease AckType = 2
+	// AckReject: unprocessable; the record is archived, never delivered
+	// again.
+	AckReject AckType = 3
+)
+
+// ShareRecord is one record delivered to a share consumer.
+type ShareRecord struct {
+	ConsumerRecord
+	// DeliveryCount is how many times the record has been acquired,
+	// counting this delivery.
+	DeliveryCount int16
+}
+
+// Errors of the share consumer.
+var (
+	ErrNotExplicit    = errors.New("client: Acknowledge needs share.acknowledgement.mode=explicit")
+	ErrNotDelivered   = errors.New("client: record was not delivered by the last Poll or was already acknowledged")
+	ErrShareAckFailed = errors.New("client: acknowledgement failed")
+)
+
+type shareTP struct {
+	id   [16]byte
+	part int32
+}
+
+// shareLeader is the consumer's share session with one leader.
+type shareLeader struct {
+	epoch   int32            // next ShareSessionEpoch
+	parts   map[shareTP]bool // partitions in the session
+	hadData bool             // the last fetch acquired records
+}
+
+// ShareConsumer is a member of a share group. Like Consumer it is meant for
+// one goroutine: Poll, Acknowledge, CommitSync and Close must not run
+// concurrently. A heartbeat goroutine keeps the membership; Close stops it.
+type ShareConsumer struct {
+	cfg shareConfig
+	o   options
+	log *slog.Logger
+	cl  *cluster
+	co  *coordinator
+
+	memberID string
+
+	// sessMu serializes requests on the share sessions (a Poll's round, a
+	// commit); it is taken before mu.
+	sessMu  sync.Mutex
+	leaders map[int32]*shareLeader
+
+	mu          sync.Mutex // leaf: membership, acknowledgements, buffers
+	topics      []string
+	epoch       int32 // member epoch
+	assigned    map[shareTP]bool
+	hbErr       error
+	pending     map[shareTP]map[int64]AckType // acknowledgements not sent yet
+	delivered   map[shareTP]map[int64]bool    // handed out, not yet acknowledged
+	buffered    []*ShareRecord
+	ackErrs     []error
+	lastRoundOK bool // the previous round acquired records
+	rotate      int
+	closed      bool
+
+	wake     chan struct{}
+	hbCtx    context.Context // ends at Close, stopping the heartbeat
+	hbCancel context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// NewShareConsumer validates props (Kafka's names: group.id,
+// share.acquire.mode, share.acknowledgement.mode, max.poll.records,
+// fetch.max.wait.ms, fetch.min.bytes, ...) and returns a consumer; it
+// connects lazily.
+func NewShareConsumer(props map[string]string, opts ...Option) (*ShareConsumer, error) {
+	o := buildOptions(opts)
+	cfg, err := parseShareConfig(props)
+	if err != nil {
+		return nil, err
+	}
+	s := &ShareConsumer{
+		cfg:       cfg,
+		o:         o,
+		log:       o.logger,
+		memberID:  newMemberID(),
+		leaders:   map[int32]*shareLeader{},
+		assigned:  map[shareTP]bool{},
+		pending:   map[shareTP]map[int64]AckType{},
+		delivered: map[shareTP]map[int64]bool{},
+		wake:      make(chan struct{}, 1),
+	}
+	s.hbCtx, s.hbCancel = context.WithCancel(context.Background())
+	s.cl = newCluster(cfg.commonConfig, o, cfg.autoCreate)
+	s.co = &coordinator{cl: s.cl, group: cfg.groupID, node: -1}
+	return s, nil
+}
+
+// Subscribe sets the topics of the membership; the first call starts the
+// heartbeat. The assignment arrives in the background.
+func (s *ShareConsumer) Subscribe(topics []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrConsumerClosed
+	}
+	first := s.topics == nil
+	s.topics = slices.Clone(topics)
+	s.cl.setInterest(topics, false)
+	s.cl.requestRefresh()
+	if first {
+		s.wg.Add(1)
+		go s.heartbeatLoop()
+	}
+	poke(s.wake)
+	return nil
+}
+
+// Assignment lists the partitions the coordinator gave this member whose
+// topic names are known.
+func (s *ShareConsumer) Assignment() []TopicPartition {
+	m := s.cl.meta.Load()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []TopicPartition
+	for tp := range s.assigned {
+		if name, ok := m.byID[tp.id]; ok {
+			out = append(out, TopicPartition{Topic: name, Partition: tp.part})
+		}
+	}
+	sortTPs(out)
+	return out
+}
+
+func (s *ShareConsumer) heartbeatLoop() {
+	defer s.wg.Done()
+	interval := 5 * time.Second
+	for attempt := 0; ; {
+		ctx, cancel := context.WithTimeout(s.hbCtx, s.cfg.requestTimeout)
+		next, err := s.heartbeat(ctx)
+		cancel()
+		wait := interval
+		if err != nil {
+			attempt++
+			wait = backoff(s.cfg.retryBackoff, s.cfg.retryBackoffMax, attempt, s.o.rand)
+			s.log.Debug("share heartbeat failed", "group", s.cfg.groupID, "err", err)
+		} else {
+			attempt = 0
+			if next > 0 {
+				interval = next
+			}
+			wait = interval
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-s.hbCtx.Done():
+			t.Stop()
+			return
+		case <-s.wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// heartbeat sends one ShareGroupHeartbeat and applies its answer.
+func (s *ShareConsumer) heartbeat(ctx context.Context) (time.Duration, error) {
+	s.mu.Lock()
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.MemberEpoch = s.cfg.groupID, s.memberID, s.epoch
+	req.SubscribedTopicNames = slices.Clone(s.topics)
+	if s.cfg.rack != "" {
+		req.RackID = &s.cfg.rack
+	}
+	s.mu.Unlock()
+	raw, err := s.co.do(ctx, req, s.cfg.requestTimeout, func(r kmsg.Response) error {
+		return kerr.ErrorForCode(r.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode)
+	})
+	if err != nil {
+		var ke *kerr.Error
+		s.mu.Lock()
+		switch {
+		case errors.Is(err, kerr.FencedMemberEpoch) || errors.Is(err, kerr.UnknownMemberID):
+			s.epoch = 0 // rejoin
+		case errors.As(err, &ke) && !ke.Retriable:
+			s.hbErr = fmt.Errorf("client: share group %s heartbeat: %w", s.cfg.groupID, err)
+		}
+		s.mu.Unlock()
+		return 0, err
+	}
+	resp := raw.(*kmsg.ShareGroupHeartbeatResponse)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch = resp.MemberEpoch
+	if resp.Assignment != nil {
+		s.assigned = map[shareTP]bool{}
+		m := s.cl.meta.Load()
+		for _, t := range resp.Assignment.TopicPartitions {
+			if _, ok := m.byID[t.TopicID]; !ok {
+				s.cl.requestRefresh()
+			}
+			for _, p := range t.Partitions {
+				s.assigned[shareTP{t.TopicID, p}] = true
+			}
+		}
+	}
+	return time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond, nil
+}
+
+// shareFetchPlan is one request of a round.
+type shareFetchPlan struct {
+	node       int32
+	maxRecords int32 // 0: no fetch this round, acknowledgements only
+	maxWait    time.Duration
+}
+
+// planShareFetches applies the fetch policy (see the package comment of
+// share.go) to the leaders of a round, given in order. lastRoundHadData
+// says whether the previous round acquired any record; rotate picks the
+// leader served first when record_limit's budget cannot cover them all.
+func planShareFetches(nodes []int32, maxPollRecords int, recordLimit, lastRoundHadData bool, maxWait time.Duration, rotate int) []shareFetchPlan {
+	if len(nodes) == 0 {
+		return nil
+	}
+	wait := maxWait
+	if lastRoundHadData {
+		wait = 0
+	}
+	out := make([]shareFetchPlan, len(nodes))
+	n := len(nodes)
+	start := rotate % n
+	for i := range n {
+		j := (start + i) % n
+		out[i] = shareFetchPlan{node: nodes[j], maxWait: wait, maxRecords: int32(min(maxPollRecords, math.MaxInt32))}
+		if recordLimit {
+			share := maxPollRecords / n
+			if i < maxPollRecords%n {
+				share++
+			}
+			out[i].maxRecords = int32(share)
+		}
+	}
+	return out
+}
+
+// Poll acknowledges, in implicit mode, everything the previous Poll
+// returned, and returns the next records: at most max.poll.records. It
+// returns when records arrived, or after one round that found none (which
+// waits up to fetch.max.wait.ms when the round before was empty too), or
+// when ctx ends.
+func (s *ShareConsumer) Poll(ctx context.Context) ([]*ShareRecord, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrConsumerClosed
+	}
+	if s.hbErr != nil {
+		err := s.hbErr
+		s.hbErr = nil
+		s.mu.Unlock()
+		return nil, err
+	}
+	if !s.cfg.explicit {
+		s.acceptDeliveredLocked()
+	}
+	s.mu.Unlock()
+	if recs := s.takeBuffered(); len(recs) > 0 {
+		return recs, nil
+	}
+	if err := s.round(ctx, true); err != nil {
+		return nil, err
+	}
+	return s.takeBuffered(), nil
+}
+
+// acceptDeliveredLocked turns every delivered, unacknowledged record into a
+// pending ACCEPT.
+func (s *ShareConsumer) acceptDeliveredLocked() {
+	for tp, offs := range s.delivered {
+		for off := range offs {
+			s.pendingFor(tp)[off] = AckAccept
+		}
+	}
+	s.delivered = map[shareTP]map[int64]bool{}
+}
+
+func (s *ShareConsumer) pendingFor(tp shareTP) map[int64]AckType {
+	m := s.pending[tp]
+	if m == nil {
+		m = map[int64]AckType{}
+		s.pending[tp] = m
+	}
+	return m
+}
+
+// takeBuffered hands out up to max.poll.records buffered records and notes
+// them as delivered.
+func (s *ShareConsumer) takeBuffered() []*ShareRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := min(len(s.buffered), s.cfg.maxPollRecords)
+	out := s.buffered[:n:n]
+	s.buffered = slices.Clone(s.buffered[n:])
+	for _, r := range out {
+		tp := s.tpOf(r)
+		d := s.delivered[tp]
+		if d == nil {
+			d = map[int64]bool{}
+			s.delivered[tp] = d
+		}
+		d[r.Offset] = true
+	}
+	return out
+}
+
+func (s *ShareConsumer) tpOf(r *ShareRecord) shareTP {
+	m := s.cl.meta.Load()
+	var id [16]byte
+	if t := m.topics[r.Topic]; t != nil {
+		id = t.id
+	}
+	return shareTP{id, r.Partition}
+}
+
+// Acknowledge records how r was processed (explicit mode); it is sent with
+// the next Poll or commit.
+func (s *ShareConsumer) Acknowledge(r *ShareRecord, t AckType) error {
+	if !s.cfg.explicit {
+		return ErrNotExplicit
+	}
+	if t < AckAccept || t > AckReject {
+		return fmt.Errorf("client: unknown acknowledgement type %d", t)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tp := s.tpOf(r)
+	if !s.delivered[tp][r.Offset] {
+		return ErrNotDelivered
+	}
+	delete(s.delivered[tp], r.Offset)
+	s.pendingFor(tp)[r.Offset] = t
+	return nil
+}
+
+// takeAcks removes the pending acknowledgements of the partitions led by
+// node (or all when node < 0 is not used) and returns them per partition.
+func (s *ShareConsumer) takeAcks(m *metadata, node int32) map[shareTP]map[int64]AckType {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[shareTP]map[int64]AckType{}
+	for tp, offs := range s.pending {
+		if s.leaderOf(m, tp) != node || len(offs) == 0 {
+			continue
+		}
+		out[tp] = offs
+		delete(s.pending, tp)
+	}
+	return out
+}
+
+// restoreAcks puts acknowledgements back after a request failed before the
+// broker applied them.
+func (s *ShareConsumer) restoreAcks(acks map[shareTP]map[int64]AckType) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for tp, offs := range acks {
+		p := s.pendingFor(tp)
+		for off, t := range offs {
+			if _, newer := p[off]; !newer {
+				p[off] = t
+			}
+		}
+	}
+}
+
+func (s *ShareConsumer) leaderOf(m *metadata, tp shareTP) int32 {
+	name, ok := m.byID[tp.id]
+	if !ok {
+		return -1
+	}
+	l, _ := m.leader(name, tp.part)
+	return l
+}
+
+// ackBatches encodes offsets as runs of consecutive offsets with one type.
+func ackBatches(offs map[int64]AckType) []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch {
+	keys := make([]int64, 0, len(offs))
+	for o := range offs {
+		keys = append(keys, o)
+	}
+	slices.Sort(keys)
+	var out []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch
+	for i := 0; i < len(keys); {
+		j := i + 1
+		for j < len(keys) && keys[j] == keys[j-1]+1 && offs[keys[j]] == offs[keys[i]] {
+			j++
+		}
+		b := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+		b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = keys[i], keys[j-1], []int8{int8(offs[keys[i]])}
+		out = append(out, b)
+		i = j
+	}
+	return out
+}
+
+// round runs one fetch round over every leader of the assignment (fetch
+// false: acknowledgements only, with ShareAcknowledge).
+func (s *ShareConsumer) round(ctx context.Context, fetch bool) error {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	m := s.cl.meta.Load()
+	s.mu.Lock()
+	byNode := map[int32][]shareTP{}
+	for tp := range s.assigned {
+		if l := s.leaderOf(m, tp); l >= 0 {
+			byNode[l] = append(byNode[l], tp)
+		} else {
+			s.cl.requestRefresh()
+		}
+	}
+	ackNodes := map[int32]bool{}
+	for tp, offs := range s.pending {
+		if l := s.leaderOf(m, tp); l >= 0 && len(offs) > 0 {
+			ackNodes[l] = true
+		}
+	}
+	hadData, rotate := s.lastRoundOK, s.rotate
+	s.rotate++
+	s.mu.Unlock()
+
+	var nodes []int32
+	for n := range byNode {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	var plans []shareFetchPlan
+	if fetch {
+		plans = planShareFetches(nodes, s.cfg.maxPollRecords, s.cfg.recordLimit, hadData, s.cfg.fetchMaxWait, rotate)
+	}
+	planned := map[int32]bool{}
+	for _, p := range plans {
+		planned[p.node] = p.maxRecords > 0
+	}
+	var ackOnly []int32
+	for n := range ackNodes {
+		if !planned[n] {
+			ackOnly = append(ackOnly, n)
+		}
+	}
+	if len(plans) == 0 && len(ackOnly) == 0 {
+		if fetch {
+			// Nothing assigned yet: wait a little for the heartbeat.
+			t := time.NewTimer(min(s.cfg.fetchMaxWait, 100*time.Millisecond))
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+
+	// Sessions are made here so the goroutines below only read the map.
+	for _, p := range plans {
+		s.leader(p.node)
+	}
+	for _, n := range ackOnly {
+		s.leader(n)
+	}
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var errs []error
+	got := 0
+	note := func(n int, err error) {
+		errMu.Lock()
+		got += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+		errMu.Unlock()
+	}
+	for _, p := range plans {
+		if p.maxRecords == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			note(s.fetchFrom(ctx, m, p, byNode[p.node]))
+		}()
+	}
+	for _, n := range ackOnly {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			note(0, s.acknowledgeTo(ctx, m, n, false))
+		}()
+	}
+	wg.Wait()
+	if fetch {
+		s.mu.Lock()
+		s.lastRoundOK = got > 0
+		s.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+func (s *ShareConsumer) leader(node int32) *shareLeader {
+	l := s.leaders[node]
+	if l == nil {
+		l = &shareLeader{parts: map[shareTP]bool{}}
+		s.leaders[node] = l
+	}
+	return l
+}
+
+func nextSessionEpoch(e int32) int32 {
+	if e == math.MaxInt32 {
+		return 1
+	}
+	return e + 1
+}
+
+// isSessionErr reports errors after which the share session must be opened
+// again.
+func isSessionErr(err error) bool {
+	return errors.Is(err, kerr.ShareSessionNotFound) || errors.Is(err, kerr.InvalidShareSessionEpoch)
+}
+
+// fetchFrom sends one ShareFetch to p.node for parts, with the pending
+// acknowledgements of the partitions it leads, and buffers what it
+// acquired. It is called with sessMu held; leaders[p.node] is touched by
+// this goroutine only during the round.
+func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetchPlan, parts []shareTP) (int, error) {
+	l := s.leaders[p.node]
+	acks := s.takeAcks(m, p.node)
+	req := kmsg.NewPtrShareFetchRequest()
+	group, member := s.cfg.groupID, s.memberID
+	req.GroupID, req.MemberID = &group, &member
+	req.ShareSessionEpoch = l.epoch
+	req.MaxWaitMillis = int32(p.maxWait.Milliseconds())
+	req.MinBytes, req.MaxBytes = s.cfg.fetchMinBytes, s.cfg.fetchMaxBytes
+	req.MaxRecords, req.BatchSize = p.maxRecords, p.maxRecords
+	if s.cfg.recordLimit {
+		req.ShareAcquireMode = 1
+	}
+	want := map[shareTP]bool{}
+	for _, tp := range parts {
+		want[tp] = true
+	}
+	if l.epoch == 0 {
+		// A new session: acknowledgements cannot ride on its opening.
+		if len(acks) > 0 {
+			s.restoreAcks(acks)
+			acks = nil
+		}
+		l.parts = map[shareTP]bool{}
+	}
+	send := map[shareTP]bool{}
+	for tp := range want {
+		if !l.parts[tp] {
+			send[tp] = true
+		}
+	}
+	for tp := range acks {
+		send[tp] = true
+	}
+	eachByTopic(sortedShareTPs(send), func(id [16]byte) int {
+		t := kmsg.NewShareFetchRequestTopic()
+		t.TopicID = id
+		req.Topics = append(req.Topics, t)
+		return len(req.Topics) - 1
+	}, func(i int, tp shareTP) {
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes = tp.part, s.cfg.partitionMax
+		rp.AcknowledgementBatches = ackBatches(acks[tp])
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	})
+	var forget []shareTP
+	if l.epoch != 0 {
+		for tp := range l.parts {
+			if !want[tp] {
+				forget = append(forget, tp)
+			}
+		}
+	}
+	eachByTopic(forget, func(id [16]byte) int {
+		f := kmsg.NewShareFetchRequestForgottenTopicsData()
+		f.TopicID = id
+		req.ForgottenTopicsData = append(req.ForgottenTopicsData, f)
+		return len(req.ForgottenTopicsData) - 1
+	}, func(i int, tp shareTP) {
+		req.ForgottenTopicsData[i].Partitions = append(req.ForgottenTopicsData[i].Partitions, tp.part)
+	})
+	conn, err := s.cl.conn(ctx, p.node)
+	if err != nil {
+		s.restoreAcks(acks)
+		return 0, err
+	}
+	raw, err := conn.Do(ctx, req, s.cfg.requestTimeout+p.maxWait)
+	if err != nil {
+		s.restoreAcks(acks)
+		l.epoch = 0 // the broker may or may not have seen it
+		return 0, err
+	}
+	resp := raw.(*kmsg.ShareFetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		s.restoreAcks(acks)
+		if isSessionErr(err) {
+			l.epoch = 0
+			return 0, nil
+		}
+		return 0, fmt.Errorf("client: share fetch from node %d: %w", p.node, err)
+	}
+	l.epoch = nextSessionEpoch(l.epoch)
+	for tp := range send {
+		if want[tp] {
+			l.parts[tp] = true
+		}
+	}
+	for _, tp := range forget {
+		delete(l.parts, tp)
+	}
+	n := 0
+	var errs []error
+	for _, t := range resp.Topics {
+		name := m.byID[t.TopicID]
+		for _, rp := range t.Partitions {
+			tp := shareTP{t.TopicID, rp.Partition}
+			if err := kerr.ErrorForCode(rp.AcknowledgeErrorCode); err != nil {
+				s.noteAckErr(name, tp.part, err)
+			}
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				if errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.UnknownTopicOrPartition) {
+					s.cl.requestRefresh()
+					continue
+				}
+				errs = append(errs, fmt.Errorf("client: share fetch %s/%d: %w", name, tp.part, err))
+				continue
+			}
+			recs, err := decodeAcquired(name, &rp)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			n += len(recs)
+			if len(recs) > 0 {
+				s.mu.Lock()
+				s.buffered = append(s.buffered, recs...)
+				s.mu.Unlock()
+			}
+		}
+	}
+	l.hadData = n > 0
+	return n, errors.Join(errs...)
+}
+
+func (s *ShareConsumer) noteAckErr(topic string, part int32, err error) {
+	s.mu.Lock()
+	s.ackErrs = append(s.ackErrs, fmt.Errorf("%w: %s/%d: %w", ErrShareAckFailed, topic, part, err))
+	s.mu.Unlock()
+}
+
+// decodeAcquired returns the records of rp that fall in its acquired ranges,
+// with their delivery counts.
+func decodeAcquired(topic string, rp *kmsg.ShareFetchResponseTopicPartition) ([]*ShareRecord, error) {
+	if len(rp.AcquiredRecords) == 0 {
+		return nil, nil
+	}
+	count := func(off int64) (int16, bool) {
+		i := sort.Search(len(rp.AcquiredRecords), func(i int) bool { return rp.AcquiredRecords[i].LastOffset >= off })
+		if i < len(rp.AcquiredRecords) && rp.AcquiredRecords[i].FirstOffset <= off {
+			return rp.AcquiredRecords[i].DeliveryCount, true
+		}
+		return 0, false
+	}
+	var out []*ShareRecord
+	err := records.Decode(rp.Records, 256<<20, func(b *records.Batch) {
+		if b.Control {
+			return
+		}
+		for _, r := range b.Records {
+			dc, ok := count(r.Offset)
+			if !ok {
+				continue
+			}
+			sr := &ShareRecord{ConsumerRecord: ConsumerRecord{Topic: topic, Partition: rp.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value, LeaderEpoch: r.LeaderEpoch}, DeliveryCount: dc}
+			for _, h := range r.Headers {
+				sr.Headers = append(sr.Headers, Header{Key: h.Key, Value: h.Value})
+			}
+			out = append(out, sr)
+		}
+	})
+	if err != nil {
+		return out, fmt.Errorf("client: share fetch %s/%d: %w", topic, rp.Partition, err)
+	}
+	return out, nil
+}
+
+func sortedShareTPs(set map[shareTP]bool) []shareTP {
+	out := make([]shareTP, 0, len(set))
+	for tp := range set {
+		out = append(out, tp)
+	}
+	slices.SortFunc(out, func(a, b shareTP) int {
+		if c := slices.Compare(a.id[:], b.id[:]); c != 0 {
+			return c
+		}
+		return int(a.part) - int(b.part)
+	})
+	return out
+}
+
+// eachByTopic walks tps for a request's topic list: newTopic appends a
+// topic and returns its index, the first time its id appears; add then
+// gets each partition with its topic's index.
+func eachByTopic(tps []shareTP, newTopic func(id [16]byte) int, add func(i int, tp shareTP)) {
+	idx := map[[16]byte]int{}
+	for _, tp := range tps {
+		i, ok := idx[tp.id]
+		if !ok {
+			i = newTopic(tp.id)
+			idx[tp.id] = i
+		}
+		add(i, tp)
+	}
+}

@@ -1,0 +1,376 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestPlanShareFetches(t *testing.T) {
+	const wait = 500 * time.Millisecond
+	type want struct {
+		node    int32
+		records int32
+		wait    time.Duration
+	}
+	tests := []struct {
+		name        string
+		nodes       []int32
+		max         int
+		recordLimit bool
+		hadData     bool
+		rotate      int
+		want        []want
+	}{
+		{"record_limit splits the cap, idle round long-polls", []int32{0, 1}, 10, true, false, 0,
+			[]want{{0, 5, wait}, {1, 5, wait}}},
+		{"after records nobody waits", []int32{0, 1, 2}, 10, true, true, 0,
+			[]want{{0, 4, 0}, {1, 3, 0}, {2, 3, 0}}},
+		{"more leaders than records: rotation decides who fetches", []int32{0, 1, 2}, 2, true, true, 1,
+			[]want{{1, 1, 0}, {2, 1, 0}, {0, 0, 0}}},
+		{"batch_optimized: soft cap per leader", []int32{3, 4}, 500, false, true, 0,
+			[]want{{3, 500, 0}, {4, 500, 0}}},
+		{"no leaders", nil, 10, true, false, 0, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := planShareFetches(tc.nodes, tc.max, tc.recordLimit, tc.hadData, wait, tc.rotate)
+			var g []want
+			total := 0
+			for _, p := range got {
+				g = append(g, want{p.node, p.maxRecords, p.maxWait})
+				total += int(p.maxRecords)
+			}
+			if !slices.Equal(g, tc.want) {
+				t.Fatalf("plan = %v, want %v", g, tc.want)
+			}
+			if tc.recordLimit && total > tc.max {
+				t.Fatalf("record_limit round asks for %d records, cap %d", total, tc.max)
+			}
+		})
+	}
+}
+
+func TestShareConfig(t *testing.T) {
+	tests := []struct {
+		props map[string]string
+		bad   string
+	}{
+		{map[string]string{"bootstrap.servers": "h:1"}, "group.id"},
+		{map[string]string{"bootstrap.servers": "h:1", "group.id": "g", "share.acquire.mode": "greedy"}, "share.acquire.mode"},
+		{map[string]string{"bootstrap.servers": "h:1", "group.id": "g", "share.acknowledgement.mode": "auto"}, "share.acknowledgement.mode"},
+		{map[string]string{"bootstrap.servers": "h:1", "group.id": "g", "max.poll.records": "0"}, "max.poll.records"},
+		{map[string]string{"bootstrap.servers": "h:1", "group.id": "g", "share.acquire.mode": "record_limit"}, ""},
+	}
+	for _, tc := range tests {
+		_, err := parseShareConfig(tc.props)
+		var ce *ConfigError
+		switch {
+		case tc.bad == "" && err != nil:
+			t.Errorf("%v: %v", tc.props, err)
+		case tc.bad != "" && (!errors.As(err, &ce) || ce.Key != tc.bad):
+			t.Errorf("%v: err %v, want a ConfigError for %s", tc.props, err, tc.bad)
+		}
+	}
+}
+
+func TestAckBatches(t *testing.T) {
+	got := ackBatches(map[int64]AckType{1: AckAccept, 2: AckAccept, 3: AckRelease, 5: AckAccept})
+	var s []string
+	for _, b := range got {
+		s = append(s, fmt.Sprintf("%d-%d:%v", b.FirstOffset, b.LastOffset, b.AcknowledgeTypes))
+	}
+	want := []string{"1-2:[1]", "3-3:[2]", "5-5:[1]"}
+	if !slices.Equal(s, want) {
+		t.Fatalf("batches %v, want %v", s, want)
+	}
+}
+
+// shareTopic creates a topic and makes group read it from the start
+// (share.auto.offset.reset defaults to latest).
+func shareTopic(t *testing.T, partitions int32, group string) string {
+	t.Helper()
+	ctx := testCtx(t)
+	a, err := NewAdmin(map[string]string{"bootstrap.servers": bootstrap(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	topic := uniqueTopic(t)
+	if err := a.CreateTopics(ctx, TopicSpec{Name: topic, Partitions: partitions, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	earliest := "earliest"
+	if err := a.AlterConfigs(ctx, ConfigResourceType(32), group, AlterConfigOp{Name: "share.auto.offset.reset", Value: &earliest}); err != nil {
+		t.Fatal(err)
+	}
+	return topic
+}
+
+func newShare(t *testing.T, group string, extra map[string]string) *ShareConsumer {
+	t.Helper()
+	props := map[string]string{"bootstrap.servers": bootstrap(t), "group.id": group, "fetch.max.wait.ms": "100"}
+	for k, v := range extra {
+		props[k] = v
+	}
+	s, err := NewShareConsumer(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+	})
+	return s
+}
+
+func produceTo(t *testing.T, topic string, part int32, n int) {
+	t.Helper()
+	p, err := NewProducer(map[string]string{"bootstrap.servers": bootstrap(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	defer p.Close(ctx)
+	for i := range n {
+		p.Send(ctx, &Record{Topic: topic, Partition: PartitionOf(part), Value: fmt.Appendf(nil, "%d-%d", part, i)}, func(_ RecordMetadata, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIntegrationShareTwoConsumersExactlyOnce(t *testing.T) {
+	group := "share-once-" + uniqueTopic(t)
+	topic := shareTopic(t, 3, group)
+	const perPart = 100
+	for p := range int32(3) {
+		produceTo(t, topic, p, perPart)
+	}
+	ctx := testCtx(t)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	byConsumer := [2]int{}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 2 {
+		s := newShare(t, group, nil)
+		if err := s.Subscribe([]string{topic}); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					if err := s.CommitSync(ctx); err != nil {
+						t.Errorf("commit: %v", err)
+					}
+					return
+				default:
+				}
+				recs, err := s.Poll(ctx)
+				if err != nil {
+					t.Errorf("poll: %v", err)
+					return
+				}
+				mu.Lock()
+				for _, r := range recs {
+					seen[string(r.Value)]++
+					byConsumer[i]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	eventually(t, 30*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) < 3*perPart {
+			return fmt.Errorf("%d of %d records seen", len(seen), 3*perPart)
+		}
+		return nil
+	})
+	close(done)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for v, n := range seen {
+		if n != 1 {
+			t.Errorf("record %s delivered %d times", v, n)
+		}
+	}
+	if len(seen) != 3*perPart {
+		t.Errorf("%d distinct records, want %d", len(seen), 3*perPart)
+	}
+	t.Logf("records per consumer: %v", byConsumer)
+}
+
+// pollUntil polls s until pred holds for the records gathered, or fails.
+func pollUntil(t *testing.T, s *ShareConsumer, timeout time.Duration, pred func([]*ShareRecord) bool) []*ShareRecord {
+	t.Helper()
+	ctx := testCtx(t)
+	var all []*ShareRecord
+	eventually(t, timeout, func() error {
+		recs, err := s.Poll(ctx)
+		if err != nil {
+			return err
+		}
+		all = append(all, recs...)
+		if !pred(all) {
+			return fmt.Errorf("have %d records", len(all))
+		}
+		return nil
+	})
+	return all
+}
+
+func TestIntegrationShareReleaseAndReject(t *testing.T) {
+	group := "share-ack-" + uniqueTopic(t)
+	topic := shareTopic(t, 1, group)
+	produceTo(t, topic, 0, 2) // values 0-0 and 0-1
+	ctx := testCtx(t)
+	s := newShare(t, group, map[string]string{"share.acknowledgement.mode": "explicit"})
+	if err := s.Subscribe([]string{topic}); err != nil {
+		t.Fatal(err)
+	}
+	first := pollUntil(t, s, 20*time.Second, func(r []*ShareRecord) bool { return len(r) >= 2 })
+	for _, r := range first {
+		if r.DeliveryCount != 1 {
+			t.Errorf("first delivery of %s has count %d", r.Value, r.DeliveryCount)
+		}
+		typ := AckRelease
+		if string(r.Value) == "0-1" {
+			typ = AckReject
+		}
+		if err := s.Acknowledge(r, typ); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Acknowledge(first[0], AckAccept); !errors.Is(err, ErrNotDelivered) {
+		t.Errorf("second acknowledgement of one record: %v, want ErrNotDelivered", err)
+	}
+	if err := s.CommitSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := pollUntil(t, s, 20*time.Second, func(r []*ShareRecord) bool { return len(r) >= 1 })
+	if len(again) != 1 || string(again[0].Value) != "0-0" || again[0].DeliveryCount != 2 {
+		for _, r := range again {
+			t.Errorf("redelivered %s count %d", r.Value, r.DeliveryCount)
+		}
+		t.Fatalf("want exactly the released record 0-0 with delivery count 2")
+	}
+	if err := s.Acknowledge(again[0], AckAccept); err != nil {
+		t.Fatal(err)
+	}
+	// The rejected record must not come back: poll for a while (each
+	// empty poll waits up to fetch.max.wait.ms=100).
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		recs, err := s.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			t.Errorf("record %s delivered again (count %d)", r.Value, r.DeliveryCount)
+		}
+	}
+}
+
+func TestIntegrationShareRecordLimitCap(t *testing.T) {
+	group := "share-cap-" + uniqueTopic(t)
+	topic := shareTopic(t, 2, group)
+	produceTo(t, topic, 0, 60)
+	produceTo(t, topic, 1, 60)
+	s := newShare(t, group, map[string]string{"share.acquire.mode": "record_limit", "max.poll.records": "7"})
+	if err := s.Subscribe([]string{topic}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	seen := map[string]bool{}
+	eventually(t, 30*time.Second, func() error {
+		recs, err := s.Poll(ctx)
+		if err != nil {
+			return err
+		}
+		if len(recs) > 7 {
+			t.Fatalf("poll returned %d records, max.poll.records=7", len(recs))
+		}
+		for _, r := range recs {
+			seen[string(r.Value)] = true
+		}
+		if len(seen) < 120 {
+			return fmt.Errorf("%d of 120 records", len(seen))
+		}
+		return nil
+	})
+}
+
+// TestIntegrationShareNoStall drains a backlog on one partition of a
+// two-partition topic with record_limit, fetch.max.wait.ms=500 and a small
+// max.poll.records, and checks the wait rule on the wire: no Poll that
+// returns records, and not the first empty Poll after them, waits
+// fetch.max.wait.ms; the next empty Poll does (the consumer long-polls
+// once idle).
+func TestIntegrationShareNoStall(t *testing.T) {
+	group := "share-stall-" + uniqueTopic(t)
+	topic := shareTopic(t, 2, group)
+	produceTo(t, topic, 0, 200)
+	s := newShare(t, group, map[string]string{"share.acquire.mode": "record_limit", "max.poll.records": "10", "fetch.max.wait.ms": "500"})
+	if err := s.Subscribe([]string{topic}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	// Wait for the first records (assignment takes a heartbeat).
+	got := len(pollUntil(t, s, 20*time.Second, func(r []*ShareRecord) bool { return len(r) > 0 }))
+	var slowest time.Duration
+	polls := 0
+	for got < 200 && polls < 1000 {
+		start := time.Now()
+		recs, err := s.Poll(ctx)
+		d := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		polls++
+		if len(recs) == 0 {
+			t.Fatalf("empty poll with %d of 200 records drained", got)
+		}
+		got += len(recs)
+		slowest = max(slowest, d)
+	}
+	if got != 200 {
+		t.Fatalf("drained %d of 200", got)
+	}
+	start := time.Now()
+	recs, err := s.Poll(ctx)
+	firstEmpty := time.Since(start)
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("poll after the drain: %d records, %v", len(recs), err)
+	}
+	start = time.Now()
+	if _, err := s.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	idle := time.Since(start)
+	t.Logf("%d polls while draining, slowest %v; first empty poll %v; idle poll %v", polls, slowest, firstEmpty, idle)
+	if slowest >= 400*time.Millisecond {
+		t.Errorf("a poll with records took %v: waited out fetch.max.wait.ms", slowest)
+	}
+	if firstEmpty >= 400*time.Millisecond {
+		t.Errorf("the first empty poll after records took %v, want a 0-wait round", firstEmpty)
+	}
+	if idle < 400*time.Millisecond {
+		t.Errorf("an idle poll took %v, want a long poll of fetch.max.wait.ms", idle)
+	}
+}
