@@ -14,6 +14,13 @@
 // configuration in force (static properties plus dynamic overrides,
 // replaced atomically on change).
 //
+// Share groups (KIP-932) are served here too (76-79, 90-92 and the GROUP
+// config resource): membership and share-partition state come from
+// internal/share; the broker keeps share sessions, parks ShareFetch long
+// polls on the same partition waiters as Fetch, and persists share state
+// in the internal topic __share_group_state through one writer goroutine
+// (share*.go).
+//
 // # What it does not own
 //
 // Framing, headers and reply ordering (internal/server); batch validation
