@@ -147,6 +147,37 @@
 // partitions lost (OnLost) and rejoins. A Consumer is used from one
 // goroutine at a time.
 //
+// # Share consumer (KIP-932)
+//
+// NewShareConsumer joins a share group (group.id) through
+// ShareGroupHeartbeat; several members may read one partition, and each
+// record is handed to one member at a time under an acquisition lock.
+// Poll returns ShareRecords with their DeliveryCount. With
+// share.acknowledgement.mode=implicit (the default) everything a Poll
+// returned is accepted by the next Poll, CommitSync, CommitAsync or Close;
+// with explicit, Acknowledge marks each record AckAccept, AckRelease (it
+// comes back, to any member) or AckReject (never delivered again).
+// Acknowledgements ride on the next ShareFetch to the partition's leader,
+// or go in a ShareAcknowledge on commit. Close closes every share session,
+// which releases whatever the member still holds.
+//
+// share.acquire.mode=record_limit makes max.poll.records a strict cap. The
+// Java client then fetches from one broker per Poll in turn, each fetch
+// waiting fetch.max.wait.ms, so one busy broker among empty ones is read
+// only between long idle waits. This client fetches from every leader in
+// each Poll, splitting max.poll.records across the requests, and lets a
+// request wait only when the whole previous round found nothing: while any
+// leader has records, no Poll waits for an empty one; a leader that was
+// just empty asks for one record and the busy ones share the rest of the
+// cap. share.go describes the policy. TestShareRecordLimitNoStallTwoLeaders
+// (go test -run ShareRecordLimitNoStall -v ./client/) runs it against two
+// in-memory leaders, one with 200 records and one empty, max.poll.records=10,
+// fetch.max.wait.ms=500: 200 records in 24 Polls and about 110 ms, the
+// slowest Poll under 1 ms, no waiting fetch sent to the empty leader.
+// Rotating one waiting fetch per Poll would have spent 20 × 500 ms on the
+// empty leader. TestIntegrationShareNoStall checks the same rule against
+// `weir serve`.
+//
 // # Admin
 //
 // CreateTopics, DeleteTopics, ListTopics, DescribeTopics, CreatePartitions,
@@ -180,7 +211,9 @@
 // The producer adds one sender goroutine; appenders lock only the queue of
 // the partition they append to, and response handling runs on the
 // connection's reader goroutine. The consumer adds a heartbeat goroutine
-// per group membership. Close stops every goroutine a client started and
+// per group membership; a share consumer adds one heartbeat goroutine, runs
+// each Poll's fetches on goroutines that Poll waits for, and CommitAsync on
+// a goroutine Close waits for. Close stops every goroutine a client started and
 // waits for it. Times come from an injected clock so the producer can run
 // step by step in tests.
 //

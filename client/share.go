@@ -34,9 +34,13 @@ import (
 //
 //   - Records (MaxRecords). With share.acquire.mode=record_limit the
 //     strict cap max.poll.records is split across the requests of the
-//     round, so the records acquired by one round never exceed it (leaders
-//     beyond the budget, when there are more leaders than records, get no
-//     fetch that round; the starting leader rotates). With batch_optimized
+//     round, so the records acquired by one round never exceed it. A
+//     leader whose last fetch came back empty asks for one record (a
+//     probe that costs no wait); the leaders that had records share the
+//     rest. When none or all had records, or the cap is smaller than the
+//     number of leaders, the split is even (leaders beyond the budget get
+//     no fetch that round; the starting leader rotates). A probed leader
+//     that finds records gets a full share in the next round. With batch_optimized
 //     every request asks for max.poll.records, a soft cap, as Kafka does;
 //     records beyond max.poll.records wait in the consumer for the next
 //     Poll, still locked.
@@ -144,15 +148,18 @@ func NewShareConsumer(props map[string]string, opts ...Option) (*ShareConsumer, 
 		return nil, err
 	}
 	s := &ShareConsumer{
-		cfg:       cfg,
-		o:         o,
-		log:       o.logger,
-		memberID:  newMemberID(),
-		leaders:   map[int32]*shareLeader{},
-		assigned:  map[shareTP]bool{},
-		pending:   map[shareTP]map[int64]AckType{},
-		delivered: map[shareTP]map[int64]bool{},
-		wake:      make(chan struct{}, 1),
+		cfg:      cfg,
+		o:        o,
+		log:      o.logger,
+		memberID: newMemberID(),
+		leaders:  map[int32]*shareLeader{},
+		// The first round probes without waiting, as after a round with
+		// records.
+		lastRoundOK: true,
+		assigned:    map[shareTP]bool{},
+		pending:     map[shareTP]map[int64]AckType{},
+		delivered:   map[shareTP]map[int64]bool{},
+		wake:        make(chan struct{}, 1),
 	}
 	s.hbCtx, s.hbCancel = context.WithCancel(context.Background())
 	s.cl = newCluster(cfg.commonConfig, o, cfg.autoCreate)
@@ -279,32 +286,56 @@ type shareFetchPlan struct {
 }
 
 // planShareFetches applies the fetch policy (see the package comment of
-// share.go) to the leaders of a round, given in order. lastRoundHadData
-// says whether the previous round acquired any record; rotate picks the
-// leader served first when record_limit's budget cannot cover them all.
-func planShareFetches(nodes []int32, maxPollRecords int, recordLimit, lastRoundHadData bool, maxWait time.Duration, rotate int) []shareFetchPlan {
-	if len(nodes) == 0 {
+// share.go) to the leaders of a round, given in order with hot[i] telling
+// whether leader i's last fetch acquired records. lastRoundHadData says
+// whether the previous round acquired any record; rotate picks the leader
+// served first when record_limit's budget cannot cover them all.
+func planShareFetches(nodes []int32, hot []bool, maxPollRecords int, recordLimit, lastRoundHadData bool, maxWait time.Duration, rotate int) []shareFetchPlan {
+	n := len(nodes)
+	if n == 0 {
 		return nil
 	}
 	wait := maxWait
 	if lastRoundHadData {
 		wait = 0
 	}
-	out := make([]shareFetchPlan, len(nodes))
-	n := len(nodes)
+	nHot := 0
+	for _, h := range hot {
+		if h {
+			nHot++
+		}
+	}
+	// With record_limit, a leader that was just empty gets one record to
+	// probe with and the leaders that had records share the rest, when
+	// the cap leaves room for that; otherwise the cap is split evenly.
+	skew := recordLimit && nHot > 0 && nHot < n && maxPollRecords >= n
+	out := make([]shareFetchPlan, n)
 	start := rotate % n
+	hotRank := 0
 	for i := range n {
 		j := (start + i) % n
 		out[i] = shareFetchPlan{node: nodes[j], maxWait: wait, maxRecords: int32(min(maxPollRecords, math.MaxInt32))}
-		if recordLimit {
-			share := maxPollRecords / n
-			if i < maxPollRecords%n {
-				share++
-			}
-			out[i].maxRecords = int32(share)
+		switch {
+		case !recordLimit:
+		case skew && !hot[j]:
+			out[i].maxRecords = 1
+		case skew:
+			out[i].maxRecords = int32(evenShare(maxPollRecords-(n-nHot), nHot, hotRank))
+			hotRank++
+		default:
+			out[i].maxRecords = int32(evenShare(maxPollRecords, n, i))
 		}
 	}
 	return out
+}
+
+// evenShare is the i-th of n near-equal parts of total.
+func evenShare(total, n, i int) int {
+	share := total / n
+	if i < total%n {
+		share++
+	}
+	return share
 }
 
 // Poll acknowledges, in implicit mode, everything the previous Poll
@@ -497,9 +528,13 @@ func (s *ShareConsumer) round(ctx context.Context, fetch bool) error {
 		nodes = append(nodes, n)
 	}
 	slices.Sort(nodes)
+	hot := make([]bool, len(nodes))
+	for i, n := range nodes {
+		hot[i] = s.leaders[n] != nil && s.leaders[n].hadData
+	}
 	var plans []shareFetchPlan
 	if fetch {
-		plans = planShareFetches(nodes, s.cfg.maxPollRecords, s.cfg.recordLimit, hadData, s.cfg.fetchMaxWait, rotate)
+		plans = planShareFetches(nodes, hot, s.cfg.maxPollRecords, s.cfg.recordLimit, hadData, s.cfg.fetchMaxWait, rotate)
 	}
 	planned := map[int32]bool{}
 	for _, p := range plans {

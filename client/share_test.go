@@ -20,25 +20,30 @@ func TestPlanShareFetches(t *testing.T) {
 	tests := []struct {
 		name        string
 		nodes       []int32
+		hot         []bool
 		max         int
 		recordLimit bool
 		hadData     bool
 		rotate      int
 		want        []want
 	}{
-		{"record_limit splits the cap, idle round long-polls", []int32{0, 1}, 10, true, false, 0,
+		{"record_limit splits the cap, idle round long-polls", []int32{0, 1}, []bool{false, false}, 10, true, false, 0,
 			[]want{{0, 5, wait}, {1, 5, wait}}},
-		{"after records nobody waits", []int32{0, 1, 2}, 10, true, true, 0,
+		{"after records nobody waits; all hot: even split", []int32{0, 1, 2}, []bool{true, true, true}, 10, true, true, 0,
 			[]want{{0, 4, 0}, {1, 3, 0}, {2, 3, 0}}},
-		{"more leaders than records: rotation decides who fetches", []int32{0, 1, 2}, 2, true, true, 1,
+		{"empty leaders probe with one record, hot ones share the rest", []int32{0, 1, 2}, []bool{false, true, false}, 10, true, true, 0,
+			[]want{{0, 1, 0}, {1, 8, 0}, {2, 1, 0}}},
+		{"two hot leaders share", []int32{0, 1, 2}, []bool{true, true, false}, 10, true, true, 2,
+			[]want{{2, 1, 0}, {0, 5, 0}, {1, 4, 0}}},
+		{"more leaders than records: rotation decides who fetches", []int32{0, 1, 2}, []bool{true, false, false}, 2, true, true, 1,
 			[]want{{1, 1, 0}, {2, 1, 0}, {0, 0, 0}}},
-		{"batch_optimized: soft cap per leader", []int32{3, 4}, 500, false, true, 0,
+		{"batch_optimized: soft cap per leader", []int32{3, 4}, []bool{true, false}, 500, false, true, 0,
 			[]want{{3, 500, 0}, {4, 500, 0}}},
-		{"no leaders", nil, 10, true, false, 0, nil},
+		{"no leaders", nil, nil, 10, true, false, 0, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := planShareFetches(tc.nodes, tc.max, tc.recordLimit, tc.hadData, wait, tc.rotate)
+			got := planShareFetches(tc.nodes, tc.hot, tc.max, tc.recordLimit, tc.hadData, wait, tc.rotate)
 			var g []want
 			total := 0
 			for _, p := range got {

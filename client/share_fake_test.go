@@ -1,0 +1,222 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/client/internal/records"
+	"weir/client/internal/wire"
+)
+
+// shareFake is two share-group leaders in memory: partition 0 on node 0,
+// partition 1 on node 1. A ShareFetch that finds nothing waits MaxWaitMs in
+// real time, as a broker does. available[p] records wait in partition p.
+type shareFake struct {
+	topic string
+	id    [16]byte
+
+	mu        sync.Mutex
+	available [2]int
+	next      [2]int64
+	waits     [2][]int32 // MaxWaitMs of every ShareFetch per node
+	records   [2][]int32 // MaxRecords of every ShareFetch per node
+}
+
+func (f *shareFake) options() []Option {
+	return []Option{func(o *options) {
+		o.dial = func(_ context.Context, _ int32, addr string, _ func(int)) (brokerConn, error) {
+			var port int32
+			if _, err := fmt.Sscanf(addr, "fake:%d", &port); err != nil {
+				return nil, fmt.Errorf("fake: bad address %q", addr)
+			}
+			return &shareFakeConn{f: f, node: port - 9092, done: make(chan struct{})}, nil
+		}
+	}}
+}
+
+type shareFakeConn struct {
+	f    *shareFake
+	node int32
+	done chan struct{}
+}
+
+func (c *shareFakeConn) Version(int16) (int16, bool) { return 0, true }
+func (c *shareFakeConn) Done() <-chan struct{}       { return c.done }
+func (c *shareFakeConn) Close()                      {}
+func (c *shareFakeConn) Send(req kmsg.Request, timeout time.Duration, _ bool, cb wire.Callback) {
+	resp, err := c.Do(context.Background(), req, timeout)
+	cb(resp, err)
+}
+
+func (c *shareFakeConn) Do(ctx context.Context, req kmsg.Request, _ time.Duration) (kmsg.Response, error) {
+	f := c.f
+	switch r := req.(type) {
+	case *kmsg.MetadataRequest:
+		resp := kmsg.NewPtrMetadataResponse()
+		for id := range int32(2) {
+			b := kmsg.NewMetadataResponseBroker()
+			b.NodeID, b.Host, b.Port = id, "fake", 9092+id
+			resp.Brokers = append(resp.Brokers, b)
+		}
+		t := kmsg.NewMetadataResponseTopic()
+		t.Topic, t.TopicID = kmsg.StringPtr(f.topic), f.id
+		for p := range int32(2) {
+			mp := kmsg.NewMetadataResponseTopicPartition()
+			mp.Partition, mp.Leader, mp.Replicas, mp.ISR = p, p, []int32{p}, []int32{p}
+			t.Partitions = append(t.Partitions, mp)
+		}
+		resp.Topics = append(resp.Topics, t)
+		return resp, nil
+	case *kmsg.FindCoordinatorRequest:
+		resp := kmsg.NewPtrFindCoordinatorResponse()
+		resp.NodeID, resp.Host, resp.Port = 0, "fake", 9092
+		co := kmsg.NewFindCoordinatorResponseCoordinator()
+		co.Key, co.NodeID, co.Host, co.Port = r.CoordinatorKey, 0, "fake", 9092
+		resp.Coordinators = append(resp.Coordinators, co)
+		return resp, nil
+	case *kmsg.ShareGroupHeartbeatRequest:
+		resp := kmsg.NewPtrShareGroupHeartbeatResponse()
+		resp.MemberEpoch, resp.HeartbeatIntervalMillis = max(r.MemberEpoch, 0)+1, 5000
+		if r.MemberEpoch == -1 {
+			resp.MemberEpoch = -1
+			return resp, nil
+		}
+		a := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
+		a.TopicID, a.Partitions = f.id, []int32{0, 1}
+		resp.Assignment = &kmsg.ShareGroupHeartbeatResponseAssignment{TopicPartitions: []kmsg.ShareGroupHeartbeatResponseAssignmentTopicPartition{a}}
+		return resp, nil
+	case *kmsg.ShareFetchRequest:
+		return f.shareFetch(ctx, c.node, r)
+	case *kmsg.ShareAcknowledgeRequest:
+		return kmsg.NewPtrShareAcknowledgeResponse(), nil
+	}
+	return nil, fmt.Errorf("fake: unexpected %T", req)
+}
+
+func (f *shareFake) shareFetch(ctx context.Context, node int32, r *kmsg.ShareFetchRequest) (kmsg.Response, error) {
+	f.mu.Lock()
+	f.waits[node] = append(f.waits[node], r.MaxWaitMillis)
+	f.records[node] = append(f.records[node], r.MaxRecords)
+	n := min(f.available[node], int(r.MaxRecords))
+	f.available[node] -= n
+	first := f.next[node]
+	f.next[node] += int64(n)
+	f.mu.Unlock()
+	resp := kmsg.NewPtrShareFetchResponse()
+	if n == 0 {
+		t := time.NewTimer(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return resp, nil
+	}
+	b := records.NewBuilder(records.None, 1<<20, 1)
+	for i := range n {
+		b.TryAppend(0, nil, fmt.Appendf(nil, "%d-%d", node, int(first)+i), nil)
+	}
+	raw, _, err := b.Build(nil, records.NoProducer, records.Options{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range 8 { // base offset, outside the CRC
+		raw[i] = byte(uint64(first) >> (56 - 8*i))
+	}
+	t := kmsg.NewShareFetchResponseTopic()
+	t.TopicID = f.id
+	p := kmsg.NewShareFetchResponseTopicPartition()
+	p.Partition, p.Records = node, raw
+	p.AcquiredRecords = []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{{FirstOffset: first, LastOffset: first + int64(n) - 1, DeliveryCount: 1}}
+	t.Partitions = append(t.Partitions, p)
+	resp.Topics = append(resp.Topics, t)
+	return resp, nil
+}
+
+// TestShareRecordLimitNoStallTwoLeaders is the seed's pathology: one
+// leader with a backlog, one with nothing, share.acquire.mode=record_limit,
+// fetch.max.wait.ms=500. Rotating one fetch per Poll across the leaders
+// would spend 500 ms on the empty one every other Poll; the policy keeps
+// every Poll with records far below that, never sends the empty leader a
+// waiting fetch while the other has records, and never asks for more than
+// max.poll.records in one round.
+func TestShareRecordLimitNoStallTwoLeaders(t *testing.T) {
+	f := &shareFake{topic: "backlog", id: [16]byte{1, 2, 3}}
+	f.available[0] = 200
+	s, err := NewShareConsumer(map[string]string{
+		"bootstrap.servers": "fake:9092", "group.id": "g",
+		"share.acquire.mode": "record_limit", "max.poll.records": "10", "fetch.max.wait.ms": "500",
+	}, f.options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	if err := s.Subscribe([]string{f.topic}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	got := 0
+	var slowest time.Duration
+	polls := 0
+	start := time.Now()
+	for got < 200 && polls < 500 {
+		t0 := time.Now()
+		recs, err := s.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) > 10 {
+			t.Fatalf("poll returned %d records, max.poll.records=10", len(recs))
+		}
+		if len(recs) > 0 {
+			slowest = max(slowest, time.Since(t0))
+		}
+		got += len(recs)
+		polls++
+	}
+	drain := time.Since(start)
+	if got != 200 {
+		t.Fatalf("drained %d of 200 in %d polls", got, polls)
+	}
+	f.mu.Lock()
+	waits1, recs0, recs1 := f.waits[1], f.records[0], f.records[1]
+	f.mu.Unlock()
+	t.Logf("200 records in %d polls, %v; slowest poll with records %v; fetches: node 0 %d, node 1 %d", polls, drain, slowest, len(recs0), len(waits1))
+	if slowest >= 250*time.Millisecond {
+		t.Errorf("a poll with records took %v: it waited for the empty leader", slowest)
+	}
+	for i, w := range waits1 {
+		if w != 0 {
+			t.Errorf("fetch %d to the empty leader waited %d ms while the other leader had records", i, w)
+		}
+	}
+	if len(waits1) == 0 {
+		t.Error("the empty leader was never fetched")
+	}
+	for i := range min(len(recs0), len(recs1)) {
+		if recs0[i]+recs1[i] > 10 {
+			t.Errorf("round %d asked for %d+%d records, cap 10", i, recs0[i], recs1[i])
+		}
+	}
+	// Dry now: the next round does not wait, the one after long-polls.
+	t0 := time.Now()
+	if recs, err := s.Poll(ctx); err != nil || len(recs) != 0 {
+		t.Fatalf("poll after the drain: %d records, %v", len(recs), err)
+	}
+	if d := time.Since(t0); d >= 250*time.Millisecond {
+		t.Errorf("first empty poll took %v, want a 0-wait round", d)
+	}
+	t0 = time.Now()
+	if _, err := s.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d < 450*time.Millisecond {
+		t.Errorf("idle poll took %v, want a long poll", d)
+	}
+}
