@@ -379,3 +379,38 @@ func TestIntegrationShareNoStall(t *testing.T) {
 		t.Errorf("an idle poll took %v, want a long poll of fetch.max.wait.ms", idle)
 	}
 }
+
+func TestIntegrationShareCloseReleases(t *testing.T) {
+	group := "share-close-" + uniqueTopic(t)
+	topic := shareTopic(t, 1, group)
+	produceTo(t, topic, 0, 5)
+	a := newShare(t, group, map[string]string{"share.acknowledgement.mode": "explicit"})
+	if err := a.Subscribe([]string{topic}); err != nil {
+		t.Fatal(err)
+	}
+	held := pollUntil(t, a, 20*time.Second, func(r []*ShareRecord) bool { return len(r) >= 5 })
+	ctx := testCtx(t)
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Poll(ctx); !errors.Is(err, ErrConsumerClosed) {
+		t.Errorf("poll after close: %v, want ErrConsumerClosed", err)
+	}
+	b := newShare(t, group, nil)
+	if err := b.Subscribe([]string{topic}); err != nil {
+		t.Fatal(err)
+	}
+	// Without the release the records would stay locked for
+	// share.record.lock.duration.ms (30 s), longer than this wait. A
+	// release by session close undoes the delivery, as in Kafka, so the
+	// count stays 1.
+	again := pollUntil(t, b, 20*time.Second, func(r []*ShareRecord) bool { return len(r) >= len(held) })
+	for i, r := range again {
+		if i >= len(held) || string(r.Value) != string(held[i].Value) {
+			t.Errorf("redelivery %d is %s, want the released records in order", i, r.Value)
+		}
+		if r.DeliveryCount != 1 {
+			t.Errorf("record %s: delivery count %d after a release by close, want 1", r.Value, r.DeliveryCount)
+		}
+	}
+}
