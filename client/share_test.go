@@ -414,3 +414,47 @@ func TestIntegrationShareCloseReleases(t *testing.T) {
 		}
 	}
 }
+
+func TestIntegrationShareCommitAsync(t *testing.T) {
+	group := "share-async-" + uniqueTopic(t)
+	topic := shareTopic(t, 1, group)
+	produceTo(t, topic, 0, 3)
+	implicit := newShare(t, "other-"+group, nil)
+	if err := implicit.Acknowledge(&ShareRecord{}, AckReject); !errors.Is(err, ErrNotExplicit) {
+		t.Errorf("Acknowledge in implicit mode: %v, want ErrNotExplicit", err)
+	}
+	a := newShare(t, group, map[string]string{"share.acknowledgement.mode": "explicit"})
+	if err := a.Subscribe([]string{topic}); err != nil {
+		t.Fatal(err)
+	}
+	got := pollUntil(t, a, 20*time.Second, func(r []*ShareRecord) bool { return len(r) >= 3 })
+	for _, r := range got {
+		if err := a.Acknowledge(r, AckRelease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := testCtx(t)
+	done := make(chan error, 1)
+	a.CommitAsync(ctx, func(err error) { done <- err })
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("CommitAsync: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("CommitAsync never called back")
+	}
+	// a stays open and does not poll: only the released acknowledgements
+	// sent by CommitAsync can hand the records to b before their locks
+	// (30 s) expire.
+	b := newShare(t, group, nil)
+	if err := b.Subscribe([]string{topic}); err != nil {
+		t.Fatal(err)
+	}
+	again := pollUntil(t, b, 20*time.Second, func(r []*ShareRecord) bool { return len(r) >= 3 })
+	for _, r := range again {
+		if r.DeliveryCount != 2 {
+			t.Errorf("record %s: delivery count %d after RELEASE, want 2", r.Value, r.DeliveryCount)
+		}
+	}
+}
