@@ -214,7 +214,7 @@ func probePartition(tb testing.TB, img *metadata.Image) metadata.Partition {
 // mustOK sends an admin request and fails on any error code in it.
 func mustOK(tb testing.TB, cl ControllerClient, req kmsg.Request) kmsg.Response {
 	tb.Helper()
-	resp, err := cl.Admin(ctxTimeout(tb, 20*time.Second), req)
+	resp, err := cl.Admin(ctxTimeout(tb, 120*time.Second), req)
 	if err != nil {
 		tb.Fatal(err)
 	}

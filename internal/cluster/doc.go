@@ -87,4 +87,80 @@
 //	<-life.Unfenced()               // may lead partitions
 //	life.Shutdown(ctx)              // on SIGTERM: controlled shutdown
 //	life.Close(); n.Close()
+//
+// Wiring: the broker's handlers for BrokerRegistration, BrokerHeartbeat,
+// AlterPartition, UnregisterBroker and AllocateProducerIds (requests
+// other brokers' KafkaClients send) call HandleControllerRequest. Its
+// handlers for the admin requests clients send (CreateTopics,
+// DeleteTopics, CreatePartitions, ElectLeaders, IncrementalAlterConfigs,
+// the reassignment requests) call cl.Admin: with Local set, the
+// KafkaClient takes the local path when this node leads and forwards to
+// the leader's listener otherwise, so a forwarded request reaching the
+// controller's node goes local instead of looping. The broker sets
+// Config.MergeConfigs to internal/config's validation and validates
+// CreateTopics configs before forwarding: the controller records them as
+// given.
+//
+// # Measured
+//
+// Whole clusters of three raft nodes in one test process on 127.0.0.1,
+// each node with a Kafka listener (internal/server) and a broker
+// lifecycle talking to the controller over the Kafka protocol; a 2-vCPU
+// machine shared with other work (load average 2 to 4 during the runs).
+// The commands and raw results are in testdata/bench-results.txt
+// (go test -run '^$' -bench <name> -benchtime=Nx ./internal/cluster/).
+//
+//   - Controlled shutdown, request to "may stop" (the one batch committed,
+//     every active broker has applied it, the broker is fenced), RF 3 on
+//     three brokers so the batch changes every partition: leading 10,000
+//     of 30,000 partitions, 0.16 s; 33,333 of 100,000, 0.34 s; 333,334 of
+//     1,000,000, 7.0 s. Always one committed batch with all leader moves
+//     (asserted; TestThreeVotersAndANonVoter asserts it too: 1,000
+//     partitions, about 0.05 to 0.17 s under -race).
+//   - Failover, killing the raft leader (Close) to the first leadership
+//     change the new controller accepts (a preferred election sent
+//     through a surviving broker's Kafka client): 0.73 s at 100,000
+//     partitions and 0.73 s at 1,000,000; the new controller is active
+//     after 0.63 s and 0.66 s. It does not grow with the partition count:
+//     the new leader already holds the image, so taking over is a raft
+//     election (heartbeat timeout 300 ms, randomised up to 600 ms), a
+//     barrier and controller.New. TestThreeVotersAndANonVoter logs 0.66
+//     to 0.77 s under -race.
+//   - Creating 100,000 partitions (RF 1, 2,000 topics of 50) through the
+//     controller: 0.44 s in one request (one 100,000-record batch), 0.33 s
+//     in 100 requests of 1,000, until the last answer; every node's image
+//     has them 0.36 to 0.51 s after the start. 1,000,000 partitions in 100
+//     requests: 2.9 s (3.1 s on every node).
+//   - Metadata memory per partition: 47 bytes in an image (RF 1, measured
+//     by loading the image from a snapshot; internal/metadata gives about
+//     60 with three replicas), 49 bytes of heap per partition per node in
+//     the cluster after small batches; after one 100,000-record batch the
+//     heap holds about 130 bytes per partition per node, the rest being
+//     buffers sized by the largest raft entry.
+//
+// Where the time goes at 1,000,000 partitions (CPU profile of the
+// shutdown): about a quarter in hashicorp/raft's leader re-reading the
+// previous entry from raft-wal for every append (setPreviousLog decodes
+// the whole 40 MB batch again), about a third in decoding and applying
+// the batch on three nodes, and much of the rest in garbage collection
+// over three large images in one process.
+// A log cache in front of the log store (raft.NewLogCache, in
+// internal/quorum) would remove the first part.
+//
+// # Known limits
+//
+//   - Proposals are not pipelined: quorum.Propose waits for the commit,
+//     so the loop hands raft one batch at a time (decisions continue
+//     meanwhile, against the view with the batches in flight).
+//   - raft-wal keeps serving entries below a compacted head while they
+//     sit in its unsealed tail segment (64 MiB), so a follower that falls
+//     behind by less than that is sent log entries, not the snapshot; a
+//     restarting node restores its own latest snapshot and replays only
+//     the entries after it.
+//   - A broker that dies with the raft leader keeps its leaderships until
+//     its session lapses (broker.session.timeout.ms, 9 s) unless the
+//     owner calls Active.FenceBroker; nothing here watches raft peers.
+//   - A request interrupted by a change of controller gets
+//     NOT_CONTROLLER although its batch may commit; retried, it may find
+//     its own work done (TOPIC_ALREADY_EXISTS), as with Kafka.
 package cluster
