@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -306,5 +305,3 @@ func (n *Node) reconcileMembers(ctx context.Context) {
 		}
 	}
 }
-
-func (n *Node) String() string { return fmt.Sprintf("node %d", n.cfg.ID) }
