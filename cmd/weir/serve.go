@@ -8,9 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"weir/internal/broker"
 	"weir/internal/config"
@@ -24,6 +29,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the bound listener)")
 	nodeID := fs.Int("node-id", 1, "this broker's node id (node.id)")
 	nullStorage := fs.Bool("null-storage", false, "benchmarking only: acknowledge produce without storing anything, to measure the client and loopback ceiling")
+	metricsAddr := fs.String("metrics-listen", "", "host:port serving Prometheus metrics at /metrics (default: off)")
 	confFile := fs.String("config", "", "server.properties-style file with Kafka broker property names; flags override it")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
@@ -77,6 +83,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		advertised = &net.TCPAddr{IP: net.ParseIP(host), Port: p}
 	}
 	b.SetAdvertised(advertised)
+
+	var metrics *http.Server
+	if *metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(b.Collector(), srv.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		ln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			b.Close()
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		metricsDone := make(chan struct{})
+		go func() { defer close(metricsDone); metrics.Serve(ln) }()
+		defer func() { metrics.Close(); <-metricsDone }()
+		fmt.Fprintf(stdout, "weir metrics on http://%s/metrics\n", ln.Addr())
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(context.Background()) }()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -135,5 +137,39 @@ func TestPerfTools(t *testing.T) {
 		"--producer-props", "bootstrap.servers="+addr)
 	if took := time.Since(start); took < 1500*time.Millisecond {
 		t.Fatalf("throttled run finished in %v; the throttle did not hold", took)
+	}
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "error"}, &out, &out)
+	}()
+	defer func() { cancel(); <-done }()
+	re := regexp.MustCompile(`weir metrics on (http://127\.0\.0\.1:\d+/metrics)`)
+	lis := regexp.MustCompile(`weir listening on (127\.0\.0\.1:\d+)`)
+	deadline := time.Now().Add(20 * time.Second)
+	for !lis.MatchString(out.String()) && time.Now().Before(deadline) {
+		waitABit()
+	}
+	m := re.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no metrics line:\n%s", out.String())
+	}
+	addr := lis.FindStringSubmatch(out.String())[1]
+	mustWeir(t, "", "topic", "create", "--topic", "m", "--bootstrap-server", addr)
+	mustWeir(t, "a\nb\n", "produce", "--topic", "m", "--bootstrap-server", addr)
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{`weir_partition_log_end_offset{partition="0",topic="m"} 2`, `weir_server_requests_total{api="Produce"}`, "go_goroutines"} {
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("metrics lack %q:\n%s", want, body)
+		}
 	}
 }

@@ -1,0 +1,91 @@
+package broker
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Collector exports the broker's state and counters to Prometheus, read
+// at scrape time: per partition the log end offset, high watermark, start
+// offset and size; per share partition the KIP-932 counters (in flight,
+// acquired, available, archived, lock expiries, redeliveries) and how long
+// ShareFetch requests waited empty; the group coordinator's counters.
+func (b *Broker) Collector() prometheus.Collector { return brokerCollector{b} }
+
+type brokerCollector struct{ b *Broker }
+
+var (
+	partLabels  = []string{"topic", "partition"}
+	shareLabels = []string{"group", "topic", "partition"}
+
+	descLEO       = prometheus.NewDesc("weir_partition_log_end_offset", "Offset the next record of the partition will get.", partLabels, nil)
+	descHW        = prometheus.NewDesc("weir_partition_high_watermark", "Offset below which records are visible to consumers.", partLabels, nil)
+	descLogStart  = prometheus.NewDesc("weir_partition_log_start_offset", "First offset still in the partition's log.", partLabels, nil)
+	descLogSize   = prometheus.NewDesc("weir_partition_log_size_bytes", "Bytes in the partition's segments.", partLabels, nil)
+	descFsyncs    = prometheus.NewDesc("weir_partition_fsyncs_total", "Data-file fsyncs of the partition's log.", partLabels, nil)
+	descInFlight  = prometheus.NewDesc("weir_share_partition_in_flight_records", "Records between the share-partition start and end offsets.", shareLabels, nil)
+	descAcquired  = prometheus.NewDesc("weir_share_partition_acquired_records", "Records under an acquisition lock now.", shareLabels, nil)
+	descAvailable = prometheus.NewDesc("weir_share_partition_available_records", "In-flight records waiting to be delivered again.", shareLabels, nil)
+	descArchived  = prometheus.NewDesc("weir_share_partition_archived_records_total", "Records archived (rejected or past the delivery limit).", shareLabels, nil)
+	descExpiries  = prometheus.NewDesc("weir_share_partition_lock_expiries_total", "Records whose acquisition lock expired.", shareLabels, nil)
+	descRedeliv   = prometheus.NewDesc("weir_share_partition_redeliveries_total", "Records delivered again (delivery count above 1).", shareLabels, nil)
+	descAcked     = prometheus.NewDesc("weir_share_partition_acknowledged_records_total", "Records accepted.", shareLabels, nil)
+	descParked    = prometheus.NewDesc("weir_share_fetch_parked_total", "ShareFetch requests that found nothing to acquire and waited.", nil, nil)
+	descParkedE   = prometheus.NewDesc("weir_share_fetch_parked_empty_total", "Parked ShareFetch requests that ended at MaxWaitMs with nothing.", nil, nil)
+	descParkedS   = prometheus.NewDesc("weir_share_fetch_parked_seconds_total", "Time parked ShareFetch requests waited.", nil, nil)
+	descRebal     = prometheus.NewDesc("weir_group_classic_rebalances_total", "Classic group generations completed.", nil, nil)
+	descEpochs    = prometheus.NewDesc("weir_group_consumer_epoch_bumps_total", "KIP-848 group epoch increments (new target assignments).", nil, nil)
+	descExpired   = prometheus.NewDesc("weir_group_members_expired_total", "Group members removed after their session timed out.", nil, nil)
+	descCommitted = prometheus.NewDesc("weir_group_offsets_committed_total", "Partitions whose offset was committed.", nil, nil)
+)
+
+func (c brokerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLEO, descHW, descLogStart, descLogSize, descFsyncs, descInFlight, descAcquired, descAvailable,
+		descArchived, descExpiries, descRedeliv, descAcked, descParked, descParkedE, descParkedS, descRebal, descEpochs, descExpired, descCommitted} {
+		ch <- d
+	}
+}
+
+func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
+	b := c.b
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	b.mu.RLock()
+	var parts []*partition
+	for _, t := range b.topics {
+		parts = append(parts, t.partitions...)
+	}
+	b.mu.RUnlock()
+	for _, p := range parts {
+		l := []string{p.topic.name, strconv.Itoa(int(p.index))}
+		gauge(descLEO, float64(p.log.EndOffset()), l...)
+		gauge(descHW, float64(p.highWatermark()), l...)
+		gauge(descLogStart, float64(p.log.StartOffset()), l...)
+		gauge(descLogSize, float64(p.log.Size()), l...)
+		counter(descFsyncs, float64(p.log.Fsyncs()), l...)
+	}
+	ss := b.ShareStats()
+	for _, sp := range ss.Partitions {
+		l := []string{sp.Group, sp.Topic, strconv.Itoa(int(sp.Partition))}
+		gauge(descInFlight, float64(sp.InFlight), l...)
+		gauge(descAcquired, float64(sp.Acquired), l...)
+		gauge(descAvailable, float64(sp.Available), l...)
+		counter(descArchived, float64(sp.ArchivedTotal), l...)
+		counter(descExpiries, float64(sp.LockExpiries), l...)
+		counter(descRedeliv, float64(sp.Redeliveries), l...)
+		counter(descAcked, float64(sp.AcknowledgedTotal), l...)
+	}
+	counter(descParked, float64(ss.Parked))
+	counter(descParkedE, float64(ss.ParkedEmpty))
+	counter(descParkedS, ss.ParkedTime.Seconds())
+	gs := b.groups.Stats()
+	counter(descRebal, float64(gs.ClassicRebalances))
+	counter(descEpochs, float64(gs.ConsumerEpochBumps))
+	counter(descExpired, float64(gs.MembersExpired))
+	counter(descCommitted, float64(gs.OffsetsCommitted))
+}
