@@ -35,6 +35,17 @@ func newAdmin(cf *clientFlags) (*client.Admin, error) {
 	return client.NewAdmin(cf.config())
 }
 
+// openAdmin returns an admin client and a context bounded by --timeout;
+// done releases both.
+func openAdmin(ctx context.Context, cf *clientFlags) (*client.Admin, context.Context, func(), error) {
+	adm, err := newAdmin(cf)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := cf.context(ctx)
+	return adm, ctx, func() { cancel(); adm.Close() }, nil
+}
+
 func topicCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("topic create", "topic create --topic NAME [flags]", stderr)
 	cf := addClientFlags(fs, "admin client property")
@@ -49,13 +60,11 @@ func topicCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := requireFlag(fs, "topic", *name); err != nil {
 		return err
 	}
-	adm, err := newAdmin(cf)
+	adm, ctx, done, err := openAdmin(ctx, cf)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := cf.context(ctx)
-	defer cancel()
+	defer done()
 	if err := adm.CreateTopics(ctx, client.TopicSpec{Name: *name, Partitions: int32(*parts), ReplicationFactor: int16(*rf), Configs: configs}); err != nil {
 		return err
 	}
@@ -70,13 +79,11 @@ func topicList(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	adm, err := newAdmin(cf)
+	adm, ctx, done, err := openAdmin(ctx, cf)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := cf.context(ctx)
-	defer cancel()
+	defer done()
 	names, err := adm.ListTopics(ctx)
 	if err != nil {
 		return err
@@ -98,13 +105,11 @@ func topicDescribe(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	adm, err := newAdmin(cf)
+	adm, ctx, done, err := openAdmin(ctx, cf)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := cf.context(ctx)
-	defer cancel()
+	defer done()
 	descs, err := adm.DescribeTopics(ctx, names...)
 	if err != nil {
 		return err
@@ -159,13 +164,11 @@ func topicDelete(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(names) == 0 {
 		return requireFlag(fs, "topic", "")
 	}
-	adm, err := newAdmin(cf)
+	adm, ctx, done, err := openAdmin(ctx, cf)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := cf.context(ctx)
-	defer cancel()
+	defer done()
 	if err := adm.DeleteTopics(ctx, names...); err != nil {
 		return err
 	}
@@ -194,13 +197,11 @@ func topicAlter(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stderr, "nothing to alter: give --partitions, --config or --delete-config")
 		return errUsage
 	}
-	adm, err := newAdmin(cf)
+	adm, ctx, done, err := openAdmin(ctx, cf)
 	if err != nil {
 		return err
 	}
-	defer adm.Close()
-	ctx, cancel := cf.context(ctx)
-	defer cancel()
+	defer done()
 	if *parts > 0 {
 		if err := adm.CreatePartitions(ctx, *name, int32(*parts)); err != nil {
 			return err
