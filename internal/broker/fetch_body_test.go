@@ -16,13 +16,7 @@ import (
 // that the spliced body is byte for byte what kmsg encodes when the
 // records are inline.
 func TestFetchBodyMatchesKmsgEncoding(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	data := bytes.Repeat([]byte("0123456789abcdef"), 20) // 320 bytes: a multi-byte uvarint length
-	f.Write(data)
+	f, data := segmentFile(t)
 	for v := handlers[1].min; v <= handlers[1].max; v++ {
 		build := func(withMarkers bool) (*kmsg.FetchResponse, []*fetchRecords) {
 			resp := kmsg.NewPtrFetchResponse()
@@ -67,4 +61,20 @@ func TestFetchBodyMatchesKmsgEncoding(t *testing.T) {
 			t.Fatalf("v%d: spliced body differs from kmsg's encoding (%d vs %d bytes)", v, len(got), len(wantBytes))
 		}
 	}
+}
+
+// segmentFile writes 320 bytes (a length whose uvarint takes two bytes) to
+// a file standing in for a segment, for the splice tests.
+func segmentFile(t *testing.T) (*os.File, []byte) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	data := bytes.Repeat([]byte("0123456789abcdef"), 20)
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	return f, data
 }

@@ -2,8 +2,6 @@ package broker
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -16,15 +14,7 @@ import (
 // version served, that the spliced body is byte for byte what kmsg encodes
 // when the records are inline.
 func TestShareFetchBodyMatchesKmsgEncoding(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	data := bytes.Repeat([]byte("0123456789abcdef"), 20) // 320 bytes: a two-byte uvarint length
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
+	f, data := segmentFile(t)
 	for v := handlers[78].min; v <= handlers[78].max; v++ {
 		build := func(withMarkers bool) (*kmsg.ShareFetchResponse, []*fetchRecords) {
 			resp := kmsg.NewPtrShareFetchResponse()
