@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -30,6 +32,17 @@ type Options struct {
 	// when data was flushed in between (Kafka's
 	// log.flush.offset.checkpoint.interval.ms). Zero means one minute.
 	CheckpointInterval time.Duration
+	// Syncer, when set, does this log's background work (fsyncs, group
+	// commit, flush.ms, flush.messages, checkpoints) together with many
+	// other logs on its fixed pool of goroutines. nil: the log starts a
+	// private Syncer with one goroutine and closes it in Close.
+	Syncer *Syncer
+	// Lazy makes Open of a directory that does not exist create nothing:
+	// no directory, no file, no goroutine. The log behaves as an empty log
+	// starting at offset 0 until the first append creates the directory
+	// and the first segment. A directory that exists is opened (and
+	// recovered) as usual.
+	Lazy bool
 }
 
 // Log is one partition's log: an ordered list of segments, the last of
@@ -37,10 +50,11 @@ type Options struct {
 //
 // Concurrency: appends, truncation and retention hold mu briefly and never
 // across fsync; batch validation runs before mu is taken. Reads copy the
-// segment views they need under mu and do their file I/O without it. One
-// background goroutine (the syncer) does every fsync, index write and
-// checkpoint, and closes files of deleted segments once their grace period
-// ends. Close stops it and waits for it.
+// segment views they need under mu and do their file I/O without it. The
+// log's Syncer (shared, or private to the log) does every background fsync,
+// index write and checkpoint, and closes files of deleted segments once
+// their grace period ends, in passes that never overlap for one log. Close
+// detaches the log from it, waiting for a pass in progress.
 type Log struct {
 	dir    string
 	logger *slog.Logger
@@ -56,18 +70,23 @@ type Log struct {
 	toFlush       []*segment
 	retired       []retiredSegment
 	truncations   uint64 // bumped by every truncation, so a flush in flight does not over-claim
+	armed         bool   // the Syncer will visit: background work is pending
+	closing       bool   // Close has started
 	closed        bool
 
 	durable   atomic.Int64 // everything below this offset is fsynced
 	durableMu sync.Mutex
-	durableCh chan struct{} // closed and replaced when durable advances
+	durableCh chan struct{} // closed when durable advances or the log closes; nil until a waiter needs it
+	stopped   bool          // the log closed: WaitDurable gives up (durableMu)
 
 	fsyncs atomic.Int64 // data-file fsyncs by the syncer, for metrics and tests
 
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
-	ckpt time.Duration
+	syncer  *Syncer
+	private bool      // syncer belongs to this log
+	sync    syncState // guarded by syncer.mu
+	ckpt    time.Duration
+	// Only syncPass touches these, and passes over one log never overlap.
+	lastFlush, lastCkpt time.Time
 }
 
 type retiredSegment struct {
@@ -106,23 +125,32 @@ type AppendResult struct {
 }
 
 // Open opens or creates the log in dir, recovering it first (see
-// recover.go).
+// recover.go). With opts.Lazy and no dir, nothing is created until the
+// first append.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	lazy := false
+	if opts.Lazy {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			lazy = true
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	if !lazy {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	l := &Log{
-		dir:       dir,
-		logger:    opts.Logger,
-		now:       opts.Now,
-		durableCh: make(chan struct{}),
-		kick:      make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
-		ckpt:      opts.CheckpointInterval,
+		dir:    dir,
+		logger: opts.Logger,
+		now:    opts.Now,
+		ckpt:   opts.CheckpointInterval,
+		syncer: opts.Syncer,
+		sync:   syncState{heapIdx: -1},
 	}
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
@@ -134,12 +162,52 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		l.ckpt = time.Minute
 	}
 	l.cfg.Store(&cfg)
-	if err := l.recover(); err != nil {
-		l.closeFiles()
-		return nil, err
+	if !lazy {
+		if err := l.recover(); err != nil {
+			l.closeFiles()
+			return nil, err
+		}
 	}
-	go l.syncLoop()
+	if l.syncer == nil {
+		l.syncer = newSyncer(1)
+		l.private = true
+		if !lazy {
+			l.syncer.start()
+		}
+	}
+	l.lastFlush = l.now()
+	l.lastCkpt = l.lastFlush
 	return l, nil
+}
+
+// createLocked makes the directory and first segment of a lazy log that
+// has never been written, as recovery of an empty directory would, and
+// starts its private Syncer. mu held.
+func (l *Log) createLocked(now time.Time) error {
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return err
+	}
+	seg, err := createSegment(l.dir, l.leo, now)
+	if err != nil {
+		return err
+	}
+	// The checkpoint write fsyncs the directory, so the segment's name is
+	// durable; the parent is fsynced for the directory's own name.
+	err = writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.leo, logStartOffset: l.logStart})
+	if err == nil {
+		err = syncDir(filepath.Dir(l.dir))
+	}
+	if err != nil {
+		seg.f.Close()
+		return err
+	}
+	l.segs = []*segment{seg}
+	l.recoveryPoint = l.leo
+	if l.private {
+		l.syncer.start()
+	}
+	l.logger.Debug("log: created", "dir", l.dir)
+	return nil
 }
 
 func (c *Config) validate() error {
@@ -245,6 +313,12 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config,
 			return AppendResult{}, err
 		}
 	}
+	if len(l.segs) == 0 {
+		if err := l.createLocked(now); err != nil {
+			l.mu.Unlock()
+			return AppendResult{}, fmt.Errorf("%w: create log: %v", kerr.KafkaStorageError, err)
+		}
+	}
 	if err := l.maybeRoll(len(b), int64(info.LastOffsetDelta), cfg, now); err != nil {
 		l.mu.Unlock()
 		return AppendResult{}, err
@@ -266,6 +340,7 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config,
 	}
 	l.unflushed += int64(info.NumRecords)
 	needFlush := l.unflushed >= cfg.FlushMessages
+	l.armLocked()
 	res := AppendResult{BaseOffset: base, LastOffset: info.LastOffset(), LogAppendTime: -1, LogStartOffset: l.logStart, Info: *info}
 	l.mu.Unlock()
 	if cfg.LogAppendTime {
@@ -462,6 +537,9 @@ func (l *Log) Truncate(offset int64) error {
 	if offset >= l.leo {
 		return nil
 	}
+	if len(l.segs) == 0 {
+		return nil // never written: already the empty log at offset 0
+	}
 	l.truncations++
 	now := l.now()
 	if offset <= l.segs[0].base || offset < l.logStart {
@@ -524,6 +602,7 @@ func (l *Log) afterTruncate() error {
 		l.logStart = l.leo
 	}
 	l.recoveryPoint = min(l.recoveryPoint, l.leo)
+	l.armLocked()
 	return l.writeCheckpointLocked()
 }
 
@@ -556,6 +635,7 @@ func keepSegments(list, alive []*segment) []*segment {
 func (l *Log) retire(s *segment, now time.Time) {
 	s.removeFiles()
 	l.retired = append(l.retired, retiredSegment{seg: s, deadline: now.Add(l.cfg.Load().FileDeleteDelay)})
+	l.armLocked()
 }
 
 // AdvanceStartOffset raises the log start offset (DeleteRecords). offset
@@ -655,9 +735,21 @@ func (l *Log) Flush() error {
 // syncer for an fsync; appends waiting together share one fsync.
 func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 	for {
+		if l.durable.Load() >= offset {
+			return nil
+		}
 		l.durableMu.Lock()
+		if l.stopped {
+			l.durableMu.Unlock()
+			return ErrClosed
+		}
+		if l.durableCh == nil {
+			l.durableCh = make(chan struct{})
+		}
 		ch := l.durableCh
 		l.durableMu.Unlock()
+		// advanceDurable stores durable before it closes the channel, so
+		// checking after taking ch cannot miss a wake-up.
 		if l.durable.Load() >= offset {
 			return nil
 		}
@@ -666,35 +758,56 @@ func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 		case <-ch:
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-l.done:
-			return ErrClosed
 		}
 	}
 }
 
-func (l *Log) signal() {
-	select {
-	case l.kick <- struct{}{}:
-	default:
+// wakeWaiters wakes every WaitDurable caller to look again. With stop, they
+// give up with ErrClosed.
+func (l *Log) wakeWaiters(stop bool) {
+	l.durableMu.Lock()
+	if stop {
+		l.stopped = true
 	}
+	if l.durableCh != nil {
+		close(l.durableCh)
+		l.durableCh = nil
+	}
+	l.durableMu.Unlock()
+}
+
+// signal asks the Syncer for a pass over the log now.
+func (l *Log) signal() {
+	l.syncer.request(l)
 }
 
 // Close flushes the log, writes the final checkpoint and closes its files.
+// A lazy log that was never written is left as it was: nothing on disk.
 func (l *Log) Close() error {
 	l.mu.Lock()
-	if l.closed {
+	if l.closing {
 		l.mu.Unlock()
 		return ErrClosed
 	}
+	l.closing = true
 	l.mu.Unlock()
-	close(l.stop)
-	<-l.done
+	l.stopSyncing()
 	err := l.flush(true)
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
 	l.closeFiles()
 	return err
+}
+
+// stopSyncing detaches the log from its Syncer (waiting for a pass in
+// progress), stops a private Syncer, and fails WaitDurable callers.
+func (l *Log) stopSyncing() {
+	l.syncer.detach(l)
+	if l.private {
+		l.syncer.Close()
+	}
+	l.wakeWaiters(true)
 }
 
 func (l *Log) closeFiles() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,8 +34,10 @@ func openTestLog(t testing.TB, dir string, cfg Config, clock *fakeClock) *Log {
 // crash abandons the log as a killed process would: no flush, no
 // checkpoint, files closed.
 func crash(l *Log) {
-	close(l.stop)
-	<-l.done
+	l.mu.Lock()
+	l.closing = true
+	l.mu.Unlock()
+	l.stopSyncing()
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
@@ -415,85 +418,155 @@ func TestAdvanceStartOffsetSurvivesReopen(t *testing.T) {
 	}
 }
 
+// syncModes are the two ways a log gets its background work done: its
+// own Syncer, or one shared with other logs. Durability tests run in both.
+var syncModes = []struct {
+	name string
+	opts func(t testing.TB) Options
+}{
+	{"private", func(testing.TB) Options { return Options{} }},
+	{"shared", func(t testing.TB) Options {
+		s := NewSyncer(2)
+		t.Cleanup(func() { s.Close() })
+		return Options{Syncer: s}
+	}},
+}
+
+// openLogs opens n logs in subdirectories of one temporary directory with
+// the same options; Cleanup closes them before anything registered
+// earlier (such as their Syncer).
+func openLogs(t testing.TB, n int, cfg Config, opts Options) []*Log {
+	t.Helper()
+	root := t.TempDir()
+	logs := make([]*Log, n)
+	for i := range logs {
+		l, err := Open(filepath.Join(root, strconv.Itoa(i)), cfg, opts)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		logs[i] = l
+	}
+	t.Cleanup(func() {
+		for _, l := range logs {
+			l.Close()
+		}
+	})
+	return logs
+}
+
 func TestGroupCommitSharesFsyncs(t *testing.T) {
-	clock := newFakeClock()
-	cfg := DefaultConfig()
-	cfg.SyncBeforeAck = true
-	l := openTestLog(t, t.TempDir(), cfg, clock)
-	defer l.Close()
-	const writers, each = 8, 50
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range each {
-				res, err := l.Append(simpleBatch(t, 1, testNow.UnixMilli(), 50), AppendOptions{})
-				if err == nil {
-					err = l.WaitDurable(context.Background(), res.LastOffset+1)
-				}
-				if err == nil && l.DurableOffset() <= res.LastOffset {
-					err = errors.New("WaitDurable returned before the batch was durable")
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
+	for _, mode := range syncModes {
+		t.Run(mode.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.SyncBeforeAck = true
+			opts := mode.opts(t)
+			opts.Now = newFakeClock().now
+			nlogs := 1
+			if opts.Syncer != nil {
+				nlogs = 6
 			}
-		}()
+			checkGroupCommit(t, openLogs(t, nlogs, cfg, opts), 8, 40)
+		})
+	}
+}
+
+// checkGroupCommit runs writers concurrent appenders on every log, each
+// waiting for its batch to be durable, and checks that every wait was
+// honest and that waiters shared fsyncs on every log.
+func checkGroupCommit(t *testing.T, logs []*Log, writers, each int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*len(logs))
+	for _, l := range logs {
+		for range writers {
+			wg.Go(func() {
+				for range each {
+					res, err := l.Append(simpleBatch(t, 1, testNow.UnixMilli(), 50), AppendOptions{})
+					if err == nil {
+						err = l.WaitDurable(context.Background(), res.LastOffset+1)
+					}
+					if err == nil && l.DurableOffset() <= res.LastOffset {
+						err = errors.New("WaitDurable returned before the batch was durable")
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if l.DurableOffset() != writers*each {
-		t.Fatalf("durable offset %d", l.DurableOffset())
+	appends := int64(writers * each)
+	for i, l := range logs {
+		if l.DurableOffset() != appends {
+			t.Fatalf("log %d: durable offset %d, want %d", i, l.DurableOffset(), appends)
+		}
+		// Without group commit every acknowledged append costs an fsync.
+		if f := l.Fsyncs(); f >= appends {
+			t.Fatalf("log %d: %d fsyncs for %d appends: waiters did not share them", i, f, appends)
+		}
+		t.Logf("log %d: %d appends, %d fsyncs", i, appends, l.Fsyncs())
 	}
-	// Without group commit every acknowledged append costs an fsync.
-	if f := l.Fsyncs(); f >= writers*each {
-		t.Fatalf("%d fsyncs for %d appends: waiters did not share them", f, writers*each)
-	}
-	t.Logf("%d appends, %d fsyncs", writers*each, l.Fsyncs())
 }
 
 func TestFlushMessagesAndFlushMs(t *testing.T) {
-	t.Run("flush.messages", func(t *testing.T) {
-		cfg := DefaultConfig()
-		cfg.FlushMessages = 10
-		l := openTestLog(t, t.TempDir(), cfg, newFakeClock())
-		defer l.Close()
-		for range 10 {
-			if _, err := l.Append(simpleBatch(t, 1, testNow.UnixMilli(), 5), AppendOptions{}); err != nil {
-				t.Fatal(err)
+	for _, mode := range syncModes {
+		t.Run(mode.name, func(t *testing.T) {
+			// A shared Syncer serves many logs at once; a private one, one.
+			nlogs := 1
+			if mode.name == "shared" {
+				nlogs = 50
 			}
-		}
-		eventually(t, 5*time.Second, func() bool { return l.DurableOffset() == 10 })
-	})
-	t.Run("flush.ms", func(t *testing.T) {
-		cfg := DefaultConfig()
-		cfg.FlushInterval = 5 * time.Millisecond
-		l, err := Open(t.TempDir(), cfg, Options{Now: func() time.Time { return time.Now() }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		if _, err := l.Append(simpleBatch(t, 3, time.Now().UnixMilli(), 5), AppendOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 5*time.Second, func() bool { return l.DurableOffset() == 3 })
-		ck, ok := readCheckpoint(l.Dir())
-		eventually(t, 5*time.Second, func() bool { ck, ok = readCheckpoint(l.Dir()); return ok && ck.recoveryPoint == 3 })
-	})
-	t.Run("default relies on page cache", func(t *testing.T) {
-		l := openTestLog(t, t.TempDir(), DefaultConfig(), newFakeClock())
-		defer l.Close()
-		appendN(t, l, newFakeClock(), 5, 1, 5)
-		if l.DurableOffset() != 0 {
-			t.Fatalf("durable %d without any flush setting", l.DurableOffset())
-		}
-	})
+			t.Run("flush.messages", func(t *testing.T) {
+				cfg := DefaultConfig()
+				cfg.FlushMessages = 10
+				opts := mode.opts(t)
+				opts.Now = newFakeClock().now
+				for _, l := range openLogs(t, nlogs, cfg, opts) {
+					for range 10 {
+						if _, err := l.Append(simpleBatch(t, 1, testNow.UnixMilli(), 5), AppendOptions{}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					eventually(t, 5*time.Second, func() bool { return l.DurableOffset() == 10 })
+				}
+			})
+			t.Run("flush.ms", func(t *testing.T) {
+				cfg := DefaultConfig()
+				cfg.FlushInterval = 5 * time.Millisecond
+				opts := mode.opts(t)
+				opts.Now = time.Now
+				logs := openLogs(t, nlogs, cfg, opts)
+				for _, l := range logs {
+					if _, err := l.Append(simpleBatch(t, 3, time.Now().UnixMilli(), 5), AppendOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, l := range logs {
+					eventually(t, 5*time.Second, func() bool { return l.DurableOffset() == 3 })
+					eventually(t, 5*time.Second, func() bool {
+						ck, ok := readCheckpoint(l.Dir())
+						return ok && ck.recoveryPoint == 3
+					})
+				}
+			})
+			t.Run("default relies on page cache", func(t *testing.T) {
+				opts := mode.opts(t)
+				opts.Now = newFakeClock().now
+				for _, l := range openLogs(t, nlogs, DefaultConfig(), opts) {
+					appendN(t, l, newFakeClock(), 5, 1, 5)
+					if l.DurableOffset() != 0 {
+						t.Fatalf("durable %d without any flush setting", l.DurableOffset())
+					}
+				}
+			})
+		})
+	}
 }
 
 func TestGuardAbortsAppend(t *testing.T) {

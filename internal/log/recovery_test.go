@@ -184,11 +184,16 @@ func crashChildConfig() Config {
 
 // crashChild appends one-record batches whose value is their own offset
 // and prints "ack N" once offset N is acknowledged (after an fsync when
-// WEIR_LOG_CRASH_SYNC=1), until it is killed.
+// WEIR_LOG_CRASH_SYNC=1), until it is killed. With WEIR_LOG_CRASH_SHARED=1
+// the log is lazy and uses a shared Syncer.
 func crashChild(dir string) {
 	cfg := crashChildConfig()
 	cfg.SyncBeforeAck = os.Getenv("WEIR_LOG_CRASH_SYNC") == "1"
-	l, err := Open(dir, cfg, Options{})
+	var opts Options
+	if os.Getenv("WEIR_LOG_CRASH_SHARED") == "1" {
+		opts = Options{Syncer: NewSyncer(2), Lazy: true}
+	}
+	l, err := Open(dir, cfg, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		os.Exit(3)
@@ -225,13 +230,16 @@ func TestSIGKILLRecovery(t *testing.T) {
 	if testing.Short() {
 		rounds = 8
 	}
-	dir := t.TempDir()
+	// The first child creates the directory: a lazy log's first append.
+	dir := filepath.Join(t.TempDir(), "p")
 	rng := rand.New(rand.NewPCG(3, 4))
 	acked := int64(-1)
 	for round := range rounds {
 		sync := round%2 == 0
+		shared := round%4 < 2
+		flag := map[bool]string{true: "1", false: "0"}
 		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, "WEIR_LOG_CRASH_SYNC="+map[bool]string{true: "1", false: "0"}[sync])
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, "WEIR_LOG_CRASH_SYNC="+flag[sync], "WEIR_LOG_CRASH_SHARED="+flag[shared])
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

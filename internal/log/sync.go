@@ -6,38 +6,54 @@ import (
 	"time"
 )
 
-// syncLoop is the Log's background goroutine: it serves fsync requests
+// syncPass is one visit of the log's Syncer: it serves fsync requests
 // (group commit), flushes sealed segments, honours flush.ms, rewrites the
-// checkpoint, and closes the files of retired segments.
-func (l *Log) syncLoop() {
-	defer close(l.done)
-	tick := time.NewTicker(l.tickInterval())
-	defer tick.Stop()
-	lastCkpt := l.now()
-	lastFlush := l.now()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-l.kick:
-		case <-tick.C:
-		}
-		now := l.now()
-		cfg := l.cfg.Load()
-		periodic := cfg.FlushInterval >= 0 && now.Sub(lastFlush) >= cfg.FlushInterval
-		writeCkpt := now.Sub(lastCkpt) >= l.ckpt
-		if err := l.flush(writeCkpt || periodic); err != nil {
-			l.logger.Error("log: flush failed", "dir", l.dir, "err", err)
-		}
-		if periodic {
-			lastFlush = now
-		}
-		if writeCkpt || periodic {
-			lastCkpt = now
-		}
-		l.closeRetired(now)
-		tick.Reset(l.tickInterval())
+// checkpoint, closes the files of retired segments, and asks to be visited
+// again while any of that work is left. Passes over one log never overlap.
+func (l *Log) syncPass() {
+	now := l.now()
+	cfg := l.cfg.Load()
+	periodic := cfg.FlushInterval >= 0 && now.Sub(l.lastFlush) >= cfg.FlushInterval
+	writeCkpt := now.Sub(l.lastCkpt) >= l.ckpt
+	if err := l.flush(writeCkpt || periodic); err != nil {
+		l.logger.Error("log: flush failed", "dir", l.dir, "err", err)
 	}
+	if periodic {
+		l.lastFlush = now
+	}
+	if writeCkpt || periodic {
+		l.lastCkpt = now
+	}
+	l.closeRetired(now)
+
+	l.mu.Lock()
+	l.armed = false
+	l.armLocked()
+	l.mu.Unlock()
+}
+
+// armLocked makes sure the Syncer visits the log again within
+// tickInterval while it has background work left: data not yet fsynced or
+// not yet under the recovery point, an index to write, files of deleted
+// segments to close. A log without such work is not visited at all. mu
+// held; every change that creates such work calls it.
+func (l *Log) armLocked() {
+	if l.armed || l.closed || !l.hasBackgroundWorkLocked() {
+		return
+	}
+	l.armed = true
+	l.syncer.schedule(l, time.Now().Add(l.tickInterval()))
+}
+
+func (l *Log) hasBackgroundWorkLocked() bool {
+	if len(l.retired) > 0 || len(l.toFlush) > 0 || l.recoveryPoint < l.leo {
+		return true
+	}
+	if len(l.segs) == 0 {
+		return false
+	}
+	active := l.segs[len(l.segs)-1]
+	return active.synced < active.size || active.dirty
 }
 
 func (l *Log) tickInterval() time.Duration {
@@ -57,7 +73,7 @@ func (l *Log) flush(checkpointToo bool) error {
 		ix  index
 	}
 	l.mu.Lock()
-	if l.closed {
+	if l.closed || len(l.segs) == 0 {
 		l.mu.Unlock()
 		return nil
 	}
@@ -151,13 +167,9 @@ func (l *Log) advanceDurable(leo int64, truncations uint64) {
 		l.durable.Store(leo)
 	}
 	l.mu.Unlock()
-	if !ok {
-		return
+	if ok {
+		l.wakeWaiters(false)
 	}
-	l.durableMu.Lock()
-	close(l.durableCh)
-	l.durableCh = make(chan struct{})
-	l.durableMu.Unlock()
 }
 
 // closeRetired closes the files of deleted segments whose grace period is

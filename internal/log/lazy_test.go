@@ -1,0 +1,269 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// lazyDir is a partition directory that does not exist yet.
+func lazyDir(t *testing.T) string {
+	return filepath.Join(t.TempDir(), "topic-0")
+}
+
+func mustNotExist(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s exists (or stat failed: %v); a never-written lazy log must leave nothing on disk", dir, err)
+	}
+}
+
+func openLazy(t *testing.T, dir string, cfg Config, opts Options) *Log {
+	t.Helper()
+	opts.Lazy = true
+	if opts.Now == nil {
+		opts.Now = newFakeClock().now
+	}
+	l, err := Open(dir, cfg, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return l
+}
+
+func TestLazyOpenCreatesNothingAndStartsNoGoroutine(t *testing.T) {
+	for _, mode := range syncModes {
+		t.Run(mode.name, func(t *testing.T) {
+			opts := mode.opts(t)
+			root := t.TempDir()
+			before := runtime.NumGoroutine()
+			const n = 200
+			logs := make([]*Log, n)
+			for i := range logs {
+				logs[i] = openLazy(t, filepath.Join(root, "p", strconv.Itoa(i)), DefaultConfig(), opts)
+			}
+			if after := runtime.NumGoroutine(); after-before >= n {
+				t.Fatalf("%d lazy logs added %d goroutines", n, after-before)
+			}
+			for _, l := range logs {
+				if l.private && l.syncer.started {
+					t.Fatal("private syncer of a never-written lazy log was started")
+				}
+			}
+			for _, l := range logs {
+				if err := l.Close(); err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+			}
+			mustNotExist(t, filepath.Join(root, "p"))
+		})
+	}
+}
+
+func TestLazyUnwrittenBehavesAsEmpty(t *testing.T) {
+	dir := lazyDir(t)
+	l := openLazy(t, dir, DefaultConfig(), Options{})
+	ctx := context.Background()
+	checks := []struct {
+		name string
+		fn   func() error
+	}{
+		{"offsets and size", func() error {
+			if l.EndOffset() != 0 || l.StartOffset() != 0 || l.Size() != 0 || l.DurableOffset() != 0 || l.Fsyncs() != 0 {
+				return errors.New("not an empty log at 0")
+			}
+			return nil
+		}},
+		{"read at end", func() error {
+			res, err := l.Read(nil, 0, 1<<20, 10)
+			if err == nil && (len(res.Ranges) != 0 || res.Bytes != 0) {
+				err = errors.New("read returned data")
+			}
+			return err
+		}},
+		{"read past end", func() error {
+			if _, err := l.ReadBytes(1, 1<<20, 10); !errors.Is(err, kerr.OffsetOutOfRange) {
+				return errors.New("want OFFSET_OUT_OF_RANGE")
+			}
+			return nil
+		}},
+		{"timestamps", func() error {
+			r, err := l.OffsetForTimestamp(0, 10)
+			if err == nil && (r.Found || r.Offset != -1) {
+				err = errors.New("OffsetForTimestamp found a record")
+			}
+			if err != nil {
+				return err
+			}
+			r, err = l.MaxTimestamp(10)
+			if err == nil && (r.Found || r.Offset != -1) {
+				err = errors.New("MaxTimestamp found a record")
+			}
+			return err
+		}},
+		{"scan headers", func() error {
+			return l.ScanHeaders(0, func(BatchHeader) bool { panic("no batch expected") })
+		}},
+		{"retention", func() error {
+			n, err := l.EnforceRetention(10)
+			if err == nil && n != 0 {
+				err = errors.New("deleted segments")
+			}
+			return err
+		}},
+		{"advance start", func() error {
+			if s, err := l.AdvanceStartOffset(0, 0); err != nil || s != 0 {
+				return errors.New("AdvanceStartOffset(0) changed the log")
+			}
+			if _, err := l.AdvanceStartOffset(1, 1); !errors.Is(err, kerr.OffsetOutOfRange) {
+				return errors.New("AdvanceStartOffset past the end must fail")
+			}
+			return nil
+		}},
+		{"truncate", func() error {
+			if err := l.Truncate(0); err != nil {
+				return err
+			}
+			return l.Truncate(-1)
+		}},
+		{"flush, config, wait", func() error {
+			if err := l.Flush(); err != nil {
+				return err
+			}
+			if err := l.SetConfig(DefaultConfig()); err != nil {
+				return err
+			}
+			return l.WaitDurable(ctx, 0)
+		}},
+	}
+	for _, c := range checks {
+		if err := c.fn(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		mustNotExist(t, dir)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustNotExist(t, dir)
+	if err := l.WaitDurable(ctx, 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("WaitDurable after Close: %v", err)
+	}
+}
+
+func TestLazyFirstWriteCreates(t *testing.T) {
+	first := simpleBatch(t, 3, testNow.UnixMilli(), 10)
+	cases := []struct {
+		name   string
+		cfg    func(*Config)
+		append func(t *testing.T, l *Log) []byte
+	}{
+		{"Append", nil, func(t *testing.T, l *Log) []byte {
+			b := bytes.Clone(first)
+			if _, err := l.Append(b, AppendOptions{LeaderEpoch: 2}); err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}},
+		{"Append with SyncBeforeAck", func(c *Config) { c.SyncBeforeAck = true }, func(t *testing.T, l *Log) []byte {
+			b := bytes.Clone(first)
+			res, err := l.Append(b, AppendOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.WaitDurable(t.Context(), res.LastOffset+1); err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}},
+		{"AppendReplicated", nil, func(t *testing.T, l *Log) []byte {
+			if end, err := l.AppendReplicated(first); err != nil || end != 3 {
+				t.Fatalf("AppendReplicated: end %d, %v", end, err)
+			}
+			return first
+		}},
+	}
+	for _, mode := range syncModes {
+		for _, c := range cases {
+			t.Run(mode.name+"/"+c.name, func(t *testing.T) {
+				cfg := DefaultConfig()
+				if c.cfg != nil {
+					c.cfg(&cfg)
+				}
+				dir := lazyDir(t)
+				opts := mode.opts(t)
+				l := openLazy(t, dir, cfg, opts)
+				written := c.append(t, l)
+				for _, name := range []string{"00000000000000000000.log", checkpointFile} {
+					if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+						t.Fatalf("after the first write: %v", err)
+					}
+				}
+				if got := readAll(t, l, 0); len(got) != 1 || !bytes.Equal(got[0], written) {
+					t.Fatal("read back differs from what was written")
+				}
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				// Reopening, lazily or not, is ordinary recovery.
+				for i, lazy := range []bool{true, false} {
+					opts.Lazy = lazy
+					l, err := Open(dir, cfg, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					// Each round appended one more record.
+					if got := readAll(t, l, 0); len(got) != 1+i || !bytes.Equal(got[0], written) || l.EndOffset() != int64(3+i) {
+						t.Fatalf("lazy=%v: reopened log differs", lazy)
+					}
+					appendN(t, l, newFakeClock(), 1, 1, 1)
+					if err := l.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestLazyRejectedWriteCreatesNothing(t *testing.T) {
+	dir := lazyDir(t)
+	l := openLazy(t, dir, DefaultConfig(), Options{})
+	defer l.Close()
+	guard := func(BatchInfo, int64) error { return errors.New("duplicate") }
+	if _, err := l.Append(simpleBatch(t, 1, testNow.UnixMilli(), 5), AppendOptions{Guard: guard}); err == nil {
+		t.Fatal("guard did not abort")
+	}
+	corrupt := simpleBatch(t, 1, testNow.UnixMilli(), 5)
+	corrupt[len(corrupt)-1] ^= 1
+	if _, err := l.Append(corrupt, AppendOptions{}); !errors.Is(err, kerr.CorruptMessage) {
+		t.Fatalf("corrupt batch: %v", err)
+	}
+	late := simpleBatch(t, 1, testNow.UnixMilli(), 5)
+	late[7] = 9 // base offset 9: does not continue an empty log
+	if _, err := l.AppendReplicated(late); err == nil {
+		t.Fatal("replicated batch at 9 accepted by an empty log")
+	}
+	mustNotExist(t, dir)
+}
+
+// An existing directory opens as usual under Lazy, even an empty one: the
+// first segment is created at once.
+func TestLazyExistingDirectoryRecovers(t *testing.T) {
+	dir := t.TempDir()
+	l := openLazy(t, dir, DefaultConfig(), Options{})
+	defer l.Close()
+	if _, err := os.Stat(filepath.Join(dir, "00000000000000000000.log")); err != nil {
+		t.Fatalf("existing directory not opened as usual: %v", err)
+	}
+	if l.private && !l.syncer.started {
+		t.Fatal("private syncer not started for an existing directory")
+	}
+}

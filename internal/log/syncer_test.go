@@ -1,0 +1,151 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+// timedLen is how many logs the Syncer plans to visit.
+func (s *Syncer) timedLen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.timed)
+}
+
+// A shared Syncer visits a log only while it has background work; once
+// data is flushed and checkpointed the log drops out, and logs never
+// written never enter.
+func TestSyncerForgetsIdleLogs(t *testing.T) {
+	s := NewSyncer(2)
+	defer s.Close()
+	logs := openLogs(t, 20, DefaultConfig(), Options{Syncer: s, Now: newFakeClock().now})
+	if n := s.timedLen(); n != 0 {
+		t.Fatalf("%d unwritten logs scheduled", n)
+	}
+	appendN(t, logs[3], newFakeClock(), 2, 1, 10)
+	if n := s.timedLen(); n != 1 {
+		t.Fatalf("%d logs scheduled after writing one, want 1", n)
+	}
+	if err := logs[3].Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The pass planned by the append finds nothing left and plans no more.
+	eventually(t, 10*time.Second, func() bool {
+		logs[3].mu.Lock()
+		defer logs[3].mu.Unlock()
+		return !logs[3].armed && s.timedLen() == 0
+	})
+}
+
+// Files of deleted segments are closed by the shared Syncer once
+// file.delete.delay.ms is over.
+func TestSharedSyncerClosesRetiredFiles(t *testing.T) {
+	s := NewSyncer(1)
+	defer s.Close()
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 700
+	cfg.FileDeleteDelay = 0
+	cfg.RetentionBytes = 0
+	clock := newFakeClock()
+	l := openLogs(t, 1, cfg, Options{Syncer: s, Now: clock.now})[0]
+	appendN(t, l, clock, 6, 2, 100)
+	l.mu.Lock()
+	first := l.segs[0].f
+	l.mu.Unlock()
+	if n, err := l.EnforceRetention(l.EndOffset()); err != nil || n == 0 {
+		t.Fatalf("retention deleted %d: %v", n, err)
+	}
+	eventually(t, 10*time.Second, func() bool {
+		_, err := first.Stat()
+		return errors.Is(err, os.ErrClosed)
+	})
+}
+
+// Closing logs while writers wait on them, and closing the Syncer after
+// them, ends every wait (durable or ErrClosed) and leaves no pass running.
+func TestSharedSyncerCloseUnderLoad(t *testing.T) {
+	s := NewSyncer(2)
+	cfg := DefaultConfig()
+	cfg.SyncBeforeAck = true
+	logs := openLogs(t, 8, cfg, Options{Syncer: s, Now: newFakeClock().now})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*len(logs))
+	for _, l := range logs {
+		for range 4 {
+			wg.Go(func() {
+				for {
+					res, err := l.Append(simpleBatch(t, 1, testNow.UnixMilli(), 20), AppendOptions{})
+					if err == nil {
+						err = l.WaitDurable(context.Background(), res.LastOffset+1)
+					}
+					if errors.Is(err, ErrClosed) {
+						return
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	// Let some appends through, then close every log at once.
+	eventually(t, 10*time.Second, func() bool { return logs[len(logs)-1].DurableOffset() > 10 })
+	var closers sync.WaitGroup
+	for _, l := range logs {
+		closers.Go(func() {
+			if err := l.Close(); err != nil {
+				errs <- err
+			}
+		})
+	}
+	closers.Wait()
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i, l := range logs {
+		if l.sync.running || l.sync.queued && !l.sync.detached {
+			t.Fatalf("log %d still busy in the Syncer", i)
+		}
+		if err := l.Close(); !errors.Is(err, ErrClosed) {
+			t.Fatalf("second Close of log %d: %v", i, err)
+		}
+	}
+}
+
+// A log can outlive its Syncer: its own Flush and Close still make it
+// durable.
+func TestLogOutlivesSyncer(t *testing.T) {
+	s := NewSyncer(1)
+	dir := t.TempDir()
+	clock := newFakeClock()
+	l, err := Open(dir, DefaultConfig(), Options{Syncer: s, Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	appendN(t, l, clock, 3, 1, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.WaitDurable(ctx, 3); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitDurable with nobody syncing: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ck, ok := readCheckpoint(dir); !ok || ck.recoveryPoint != 3 {
+		t.Fatalf("checkpoint %+v %v after Close", ck, ok)
+	}
+}
