@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -30,6 +32,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nodeID := fs.Int("node-id", 1, "this broker's node id (node.id)")
 	nullStorage := fs.Bool("null-storage", false, "benchmarking only: acknowledge produce without storing anything, to measure the client and loopback ceiling")
 	metricsAddr := fs.String("metrics-listen", "", "host:port serving Prometheus metrics at /metrics (default: off)")
+	pprofAddr := fs.String("pprof-listen", "", "profiling only: host:port serving net/http/pprof at /debug/pprof/, with block and mutex profiling on (default: off)")
 	confFile := fs.String("config", "", "server.properties-style file with Kafka broker property names; flags override it")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
@@ -102,6 +105,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "weir metrics on http://%s/metrics\n", ln.Addr())
 	}
 
+	if *pprofAddr != "" {
+		stop, err := servePprof(*pprofAddr, stdout)
+		if err != nil {
+			b.Close()
+			return err
+		}
+		defer stop()
+	}
+
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(context.Background()) }()
 	fmt.Fprintf(stdout, "weir listening on %s (data in %s)\n", srv.Addr(), dir)
@@ -125,6 +137,29 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger.Info("weir stopped")
 	return nil
+}
+
+// servePprof serves the runtime profiles on addr and turns on block and
+// mutex sampling, which cost a little on every contended lock; stop
+// closes the listener and waits for it.
+func servePprof(addr string, stdout io.Writer) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("pprof listener: %w", err)
+	}
+	runtime.SetBlockProfileRate(int((10 * time.Microsecond).Nanoseconds()))
+	runtime.SetMutexProfileFraction(10)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); hs.Serve(ln) }()
+	fmt.Fprintf(stdout, "weir pprof on http://%s/debug/pprof/\n", ln.Addr())
+	return func() { hs.Close(); <-done }, nil
 }
 
 // loadSettings reads the properties file, if any, lets flags given on the
