@@ -1,0 +1,147 @@
+// Package replica is one partition replica's replication logic on top of
+// its log (internal/log): the leader/follower role, the leader-epoch
+// cache, the leader's view of its followers (high watermark, ISR shrink
+// and expand decisions, acks=all waiting), the follower's truncation and
+// appends, and the fetchers that pull data from leaders.
+//
+// # What it owns
+//
+//   - The leader-epoch cache (EpochCache): (epoch, start offset) entries,
+//     persisted in the partition directory as "leader-epoch-checkpoint"
+//     (text: "v1", the count, one "epoch offset" line each), replaced
+//     atomically (temporary file, fsync, rename, directory fsync) on every
+//     change. It is written before the batches that need it, so after a
+//     crash it may only be ahead of the log; Open cuts it to the log's end
+//     and start, and rebuilds it from the batch headers if the file is
+//     missing or does not decode.
+//   - The role and leader epoch of the replica, set by the broker from the
+//     metadata image (BecomeLeader / BecomeFollower).
+//   - As leader: each follower's fetch offset and last caught-up time, the
+//     committed ISR and at most one proposed change in flight, the high
+//     watermark, and the acks=all waiters.
+//   - As follower: truncation to the divergence point, appends of the
+//     leader's batches with their offsets, the follower high watermark.
+//   - Manager: one fetcher goroutine per leader broker.
+//
+// # What it does not own
+//
+// Metadata (internal/metadata), talking to the controller (the broker sends
+// the ISRChange proposals as AlterPartition and reports the outcome), the
+// Kafka request handlers and their error-code mapping (errors returned here
+// wrap kerr errors; the broker answers with their codes), the network
+// (Transport is the broker's), persisting the high watermark (the broker
+// passes its last value to Open), and retention scheduling.
+//
+// # The API the broker calls
+//
+// Opening: Open(log, hw, Config) for every local replica. Config carries
+// the identity (LocalID, Topic, TopicID, Partition), MaxLag
+// (replica.lag.time.max.ms), MinISR (min.insync.replicas; SetMinISR on a
+// config change), Eligible (KIP-841: may a broker join an ISR), and two
+// callbacks called with no replica lock held, which must not block:
+// OnISRChange (send an AlterPartition) and OnHighWatermark (wake fetches
+// parked on the partition).
+//
+// On every metadata change of a partition with a local replica:
+//
+//   - leader is this broker: Manager.RemovePartitions([r]) first (no
+//     fetcher appends any more once it returns), then
+//     r.BecomeLeader(PartitionState). A new leader epoch assigns (epoch,
+//     LEO) in the epoch cache; the same epoch with a newer partition epoch
+//     applies replicas and ISR.
+//   - another leader (or none): r.BecomeFollower(PartitionState), then
+//     Manager.AddPartitions([{r, leader, leaderEpoch}]) (it moves the
+//     partition between fetchers and resumes one fenced by
+//     FENCED_LEADER_EPOCH).
+//   - replica deleted: Manager.RemovePartitions, then close the log.
+//
+// As leader:
+//
+//   - Produce: r.Append(batch, acks, opts) (NOT_ENOUGH_REPLICAS before the
+//     append when acks=-1 and the committed ISR is smaller than
+//     min.insync.replicas; NOT_LEADER_OR_FOLLOWER when not leading). For
+//     acks=-1 then r.WaitForHW(ctx, res.LeaderEpoch, res.LastOffset+1)
+//     with the request timeout in ctx: nil, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+//     (the high watermark passed the batch with the ISR under
+//     min.insync.replicas), NOT_LEADER_OR_FOLLOWER (leadership moved), or
+//     ctx.Err() (answer REQUEST_TIMED_OUT). No polling: waiters sleep on a
+//     channel closed when the high watermark, ISR or role changes.
+//   - Fetch with a replica id (ReplicaState.ID for v15+, ReplicaID
+//     before): for each partition r.FetchForFollower(dst, FollowerFetch{
+//     ReplicaID, FetchOffset, CurrentLeaderEpoch, LastFetchedEpoch,
+//     MaxBytes}); answer with its Err code, HighWatermark, LogStartOffset,
+//     DivergingEpoch and the file Ranges. It reads up to the log end (not
+//     the high watermark), records the follower's progress, may propose an
+//     ISR expansion and move the high watermark. When the answer is empty
+//     the broker parks the fetch as it does for consumers and calls
+//     FetchForFollower again when woken.
+//   - OffsetForLeaderEpoch: r.EndOffsetForEpoch(currentLeaderEpoch, epoch,
+//     leaderOnly).
+//   - Every MaxLag/2 for each led partition: r.MaybeShrinkISR().
+//   - For each ISRChange passed to OnISRChange: send AlterPartition with
+//     LeaderEpoch, PartitionEpoch, NewISR (and the members' broker epochs
+//     at v3), then r.CompleteISRChange(change, ISRChangeResult{Err,
+//     LeaderEpoch, PartitionEpoch, ISR}) with the partition's result.
+//   - Consumers read below r.HighWatermark(); DeleteRecords goes through
+//     r.AdvanceStartOffset so the epoch cache follows the log start.
+//
+// As follower nothing else is called: the Manager's fetcher sends Fetch
+// v17 (ReplicaState with LocalID and BrokerEpoch, topic ids, no fetch
+// session) through Transport, appends with log.AppendReplicated, sets the
+// high watermark to min(leader high watermark, log end offset), follows
+// the leader's log start offset, truncates on DivergingEpoch, resets on
+// OFFSET_OUT_OF_RANGE as Kafka does (ListOffsets v7 with the replica id:
+// latest must be the leader's log end offset, not its high watermark),
+// stops on FENCED_LEADER_EPOCH until AddPartitions brings a newer epoch,
+// and backs off (replica.fetch.backoff.ms) on other errors.
+//
+// # Kafka's rules implemented here
+//
+//   - High watermark: the smallest log end offset among the ISR members,
+//     any member of an ISR change in flight, and followers outside the ISR
+//     that are caught up and eligible (about to join); capped by the
+//     leader's log end; never lowered by the leader. A new leader epoch
+//     forgets follower offsets, so the inherited high watermark holds until
+//     every ISR member has fetched. With Config.HoldHWUnderMinISR the high
+//     watermark also stays while the ISR is under min.insync.replicas
+//     (KIP-966).
+//   - Caught up: the follower's fetch offset equals the leader's log end,
+//     or it did within MaxLag; a fetch at or past the leader's log end
+//     offset of the previous fetch dates "caught up" to that fetch.
+//   - Shrink: ISR followers not caught up within MaxLag. Expand: an
+//     eligible follower whose fetch offset reached the high watermark and
+//     the leader epoch's start offset. One change in flight; metadata
+//     (BecomeLeader) clears it.
+//   - Follower truncation: the leader answers a fetch whose last fetched
+//     epoch ends earlier on the leader (or is unknown to it) with
+//     DivergingEpoch; the follower cuts to the smaller end offset of that
+//     epoch on both sides, or, when its own largest epoch below the
+//     leader's is older, to that epoch's end and asks again.
+//
+// # Concurrency
+//
+// A Replica has two locks, taken in this order: roleMu (role and leader
+// epoch; write-held to change them and to truncate, read-held across
+// appends and fetch handling so both see one epoch), then mu (leader
+// state, high watermark publication, the waiters' channel); the epoch
+// cache's and the log's locks are leaves below them. The high watermark
+// is also an atomic for lock-free reads. Callbacks run with no lock held.
+// Each fetcher goroutine is the only writer of its partitions' logs;
+// Manager.RemovePartitions waits for an append in progress to finish, and
+// Manager.Close stops every fetcher and waits for it.
+//
+// # Known limits
+//
+//   - A follower whose log ends below the leader's log start offset
+//     (it was away longer than retention) cannot restart its log there:
+//     internal/log has no "truncate fully and start at" operation. The
+//     fetcher logs ErrCannotStartAt and backs off.
+//   - Truncation cuts at batch boundaries (log.Truncate); a divergence
+//     point inside a local batch removes the whole batch, and the leader
+//     then serves a batch that starts below the follower's end, which the
+//     append refuses. Batches copied from leaders share boundaries, so this
+//     needs a follower that led with different batching in the same range.
+//   - Before Fetch v12 (no DivergingEpoch) the follower would have to ask
+//     OffsetForLeaderEpoch first; the fetcher always sends v17, so only the
+//     leader side of OffsetForLeaderEpoch is implemented.
+package replica

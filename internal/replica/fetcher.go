@@ -1,0 +1,510 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// FetchVersion is the Fetch version followers send: v17, as Kafka 4.x
+// brokers do (v15+ carries ReplicaState, v12+ LastFetchedEpoch and
+// DivergingEpoch, v13+ topic ids).
+const FetchVersion = 17
+
+// ListOffsetsVersion is the ListOffsets version a follower uses to find
+// the leader's log end and start after OFFSET_OUT_OF_RANGE.
+const ListOffsetsVersion = 7
+
+// Defaults of Kafka's replica fetcher settings.
+const (
+	DefaultFetchMaxWait          = 500 * time.Millisecond // replica.fetch.wait.max.ms
+	DefaultFetchMinBytes         = 1                      // replica.fetch.min.bytes
+	DefaultFetchMaxBytes         = 10 << 20               // replica.fetch.response.max.bytes
+	DefaultFetchPartitionMaxByte = 1 << 20                // replica.fetch.max.bytes
+	DefaultFetchBackoff          = time.Second            // replica.fetch.backoff.ms
+)
+
+// Transport sends one request to a broker and returns its response. The
+// broker implements it over its inter-broker connections; tests plug in an
+// in-process leader. Send must return when ctx ends.
+type Transport interface {
+	Send(ctx context.Context, brokerID int32, req kmsg.Request) (kmsg.Response, error)
+}
+
+// ManagerConfig configures the follower fetchers of one broker.
+type ManagerConfig struct {
+	LocalID     int32
+	BrokerEpoch int64 // ReplicaState.ReplicaEpoch (KIP-903)
+	Transport   Transport
+	// Zero values mean Kafka's defaults (the Default* constants).
+	MaxWait           time.Duration
+	MinBytes          int32
+	MaxBytes          int32
+	PartitionMaxBytes int32
+	Backoff           time.Duration
+	Logger            *slog.Logger
+}
+
+// Follow is one partition to replicate: the local replica (already
+// switched with BecomeFollower) and the leader and leader epoch the
+// metadata names.
+type Follow struct {
+	Replica     *Replica
+	Leader      int32
+	LeaderEpoch int32
+}
+
+// orDefault replaces a zero or negative setting with its default.
+func orDefault[T int32 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+type partitionKey struct {
+	topicID   [16]byte
+	partition int32
+}
+
+func keyOf(r *Replica) partitionKey { return partitionKey{r.cfg.TopicID, r.cfg.Partition} }
+
+// Manager owns one fetcher goroutine per source leader broker; each
+// fetches, in one Fetch request, every partition this broker follows from
+// that leader. AddPartitions and RemovePartitions change the sets as
+// metadata changes; Close stops every fetcher and waits for it.
+type Manager struct {
+	cfg    ManagerConfig
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	fetchers map[int32]*fetcher
+	where    map[partitionKey]int32 // partition -> leader whose fetcher has it
+	closed   bool
+}
+
+// NewManager returns a Manager with no partitions.
+func NewManager(cfg ManagerConfig) *Manager {
+	orDefault(&cfg.MaxWait, DefaultFetchMaxWait)
+	orDefault(&cfg.MinBytes, DefaultFetchMinBytes)
+	orDefault(&cfg.MaxBytes, DefaultFetchMaxBytes)
+	orDefault(&cfg.PartitionMaxBytes, DefaultFetchPartitionMaxByte)
+	orDefault(&cfg.Backoff, DefaultFetchBackoff)
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{cfg: cfg, logger: logger, fetchers: map[int32]*fetcher{}, where: map[partitionKey]int32{}}
+}
+
+// AddPartitions starts replicating each partition from its leader, moving
+// it from the fetcher of a previous leader if any. A partition already
+// fetched from the same leader takes the new leader epoch, which also
+// resumes it after FENCED_LEADER_EPOCH. Partitions with no leader (-1) or
+// led by this broker are only removed from their old fetcher.
+func (m *Manager) AddPartitions(fs []Follow) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	for _, f := range fs {
+		k := keyOf(f.Replica)
+		if old, ok := m.where[k]; ok && old != f.Leader {
+			m.removeLocked(k)
+		}
+		if f.Leader < 0 || f.Leader == m.cfg.LocalID {
+			continue
+		}
+		ft := m.fetchers[f.Leader]
+		if ft == nil {
+			ft = m.startFetcher(f.Leader)
+		}
+		ft.add(k, f)
+		m.where[k] = f.Leader
+	}
+}
+
+// RemovePartitions stops replicating the partitions (the replica became
+// leader, or was deleted). When it returns, no fetcher appends to them any
+// more.
+func (m *Manager) RemovePartitions(rs []*Replica) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range rs {
+		m.removeLocked(keyOf(r))
+	}
+}
+
+func (m *Manager) removeLocked(k partitionKey) {
+	leader, ok := m.where[k]
+	if !ok {
+		return
+	}
+	delete(m.where, k)
+	if ft := m.fetchers[leader]; ft != nil && ft.remove(k) == 0 {
+		delete(m.fetchers, leader)
+		ft.stop()
+	}
+}
+
+// Leaders returns, for tests and metrics, how many partitions each
+// fetcher has.
+func (m *Manager) Leaders() map[int32]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[int32]int{}
+	for k := range m.where {
+		out[m.where[k]]++
+	}
+	return out
+}
+
+// Close stops every fetcher and waits for them.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	fs := m.fetchers
+	m.fetchers = map[int32]*fetcher{}
+	m.where = map[partitionKey]int32{}
+	m.mu.Unlock()
+	for _, f := range fs {
+		f.stop()
+	}
+}
+
+func (m *Manager) startFetcher(leader int32) *fetcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fetcher{
+		m:        m,
+		leader:   leader,
+		logger:   m.logger.With("leader", leader),
+		parts:    map[partitionKey]*fetchPartition{},
+		applying: map[partitionKey]bool{},
+		kick:     make(chan struct{}, 1),
+		cancel:   cancel,
+		done:     make(chan struct{}),
+	}
+	f.idle = sync.NewCond(&f.mu)
+	m.fetchers[leader] = f
+	go f.run(ctx)
+	return f
+}
+
+// fetcher replicates every partition this broker follows from one leader.
+// Its goroutine is the only writer of those partitions' logs; mu guards
+// the partition set, which the Manager changes.
+type fetcher struct {
+	m      *Manager
+	leader int32
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	parts map[partitionKey]*fetchPartition
+	// applying holds the partition the goroutine is applying a response
+	// to; remove waits on idle for it to finish so that no append follows
+	// RemovePartitions.
+	applying map[partitionKey]bool
+	idle     *sync.Cond
+
+	kick   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// fetchPartition is a fetcher's view of one partition.
+type fetchPartition struct {
+	r           *Replica
+	leaderEpoch int32
+	delayUntil  time.Time // backing off after an error
+	fenced      bool      // FENCED_LEADER_EPOCH: wait for newer metadata
+}
+
+func (f *fetcher) add(k partitionKey, fl Follow) {
+	f.mu.Lock()
+	if p := f.parts[k]; p != nil && p.r == fl.Replica && p.leaderEpoch >= fl.LeaderEpoch && !p.fenced {
+		f.mu.Unlock()
+		return
+	}
+	f.parts[k] = &fetchPartition{r: fl.Replica, leaderEpoch: fl.LeaderEpoch}
+	f.mu.Unlock()
+	f.wake()
+}
+
+// remove drops k, waiting for an application of a response to it to
+// finish, and returns how many partitions are left.
+func (f *fetcher) remove(k partitionKey) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.parts, k)
+	for f.applying[k] {
+		f.idle.Wait()
+	}
+	return len(f.parts)
+}
+
+func (f *fetcher) wake() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) stop() {
+	f.cancel()
+	<-f.done
+}
+
+func (f *fetcher) run(ctx context.Context) {
+	defer close(f.done)
+	f.logger.Info("replica: fetcher started")
+	defer f.logger.Info("replica: fetcher stopped")
+	for ctx.Err() == nil {
+		req, sent, wait := f.buildRequest()
+		if req == nil {
+			f.sleep(ctx, wait)
+			continue
+		}
+		resp, err := f.m.cfg.Transport.Send(ctx, f.leader, req)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			if fr, ok := resp.(*kmsg.FetchResponse); !ok {
+				err = fmt.Errorf("replica: fetch answered with %T", resp)
+			} else if fr.ErrorCode != 0 {
+				err = kerr.ErrorForCode(fr.ErrorCode)
+			} else {
+				f.handleResponse(ctx, sent, fr)
+				continue
+			}
+		}
+		f.logger.Warn("replica: fetch failed; backing off", "err", err)
+		f.delay(sent, nil)
+	}
+}
+
+// sleep waits for a partition change, the end of the nearest back-off, or
+// ctx.
+func (f *fetcher) sleep(ctx context.Context, wait time.Duration) {
+	var timer <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-f.kick:
+	case <-timer:
+	}
+}
+
+// sentPartition remembers what a request asked for a partition.
+type sentPartition struct {
+	p           *fetchPartition
+	fetchOffset int64
+}
+
+// buildRequest makes one Fetch for every partition ready to fetch. With
+// none ready it returns nil and how long until one may be (0: until a
+// change).
+func (f *fetcher) buildRequest() (*kmsg.FetchRequest, map[partitionKey]sentPartition, time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cfg := &f.m.cfg
+	now := time.Now()
+	var wait time.Duration
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = FetchVersion
+	req.ReplicaID = cfg.LocalID
+	req.ReplicaState.ID = cfg.LocalID
+	req.ReplicaState.Epoch = cfg.BrokerEpoch
+	req.MaxWaitMillis = int32(cfg.MaxWait / time.Millisecond)
+	req.MinBytes = cfg.MinBytes
+	req.MaxBytes = cfg.MaxBytes
+	req.SessionEpoch = -1 // no fetch session: every request is a full fetch
+	sent := map[partitionKey]sentPartition{}
+	topics := map[[16]byte]int{}
+	for k, p := range f.parts {
+		if p.fenced {
+			continue
+		}
+		if d := p.delayUntil.Sub(now); d > 0 {
+			if wait == 0 || d < wait {
+				wait = d
+			}
+			continue
+		}
+		offset, lastEpoch := p.r.fetchPosition()
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = k.partition
+		rp.CurrentLeaderEpoch = p.leaderEpoch
+		rp.FetchOffset = offset
+		rp.LastFetchedEpoch = lastEpoch
+		rp.LogStartOffset = p.r.log.StartOffset()
+		rp.PartitionMaxBytes = cfg.PartitionMaxBytes
+		i, ok := topics[k.topicID]
+		if !ok {
+			i = len(req.Topics)
+			topics[k.topicID] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.TopicID = k.topicID
+			t.Topic = p.r.cfg.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		sent[k] = sentPartition{p: p, fetchOffset: offset}
+	}
+	if len(sent) == 0 {
+		return nil, nil, wait
+	}
+	return req, sent, 0
+}
+
+// delay backs off the partitions in sent (or only keys when set).
+func (f *fetcher) delay(sent map[partitionKey]sentPartition, keys []partitionKey) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	until := time.Now().Add(f.m.cfg.Backoff)
+	mark := func(k partitionKey, sp sentPartition) {
+		if p := f.parts[k]; p == sp.p {
+			p.delayUntil = until
+		}
+	}
+	if keys == nil {
+		for k, sp := range sent {
+			mark(k, sp)
+		}
+		return
+	}
+	for _, k := range keys {
+		mark(k, sent[k])
+	}
+}
+
+// begin marks k as being applied unless it was removed or replaced since
+// the request was built.
+func (f *fetcher) begin(k partitionKey, sp sentPartition) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.parts[k] != sp.p {
+		return false
+	}
+	f.applying[k] = true
+	return true
+}
+
+func (f *fetcher) end(k partitionKey) {
+	f.mu.Lock()
+	delete(f.applying, k)
+	f.idle.Broadcast()
+	f.mu.Unlock()
+}
+
+func (f *fetcher) handleResponse(ctx context.Context, sent map[partitionKey]sentPartition, resp *kmsg.FetchResponse) {
+	var backoff []partitionKey
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			rp := &t.Partitions[j]
+			k := partitionKey{t.TopicID, rp.Partition}
+			sp, ok := sent[k]
+			if !ok || !f.begin(k, sp) {
+				continue
+			}
+			if err := f.apply(ctx, sp, rp); err != nil {
+				f.logger.Warn("replica: partition fetch failed; backing off", "topic", sp.p.r.cfg.Topic, "partition", rp.Partition, "err", err)
+				backoff = append(backoff, k)
+			}
+			f.end(k)
+		}
+	}
+	if backoff != nil {
+		f.delay(sent, backoff)
+	}
+}
+
+// apply handles one partition of a Fetch response. An error backs the
+// partition off.
+func (f *fetcher) apply(ctx context.Context, sp sentPartition, rp *kmsg.FetchResponseTopicPartition) error {
+	r, epoch := sp.p.r, sp.p.leaderEpoch
+	switch err := kerr.ErrorForCode(rp.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		return f.resetOutOfRange(ctx, sp)
+	case errors.Is(err, kerr.FencedLeaderEpoch):
+		// The leader is in a newer epoch than this broker knows: wait for
+		// the metadata to catch up (AddPartitions with the new epoch).
+		f.mu.Lock()
+		sp.p.fenced = true
+		f.mu.Unlock()
+		f.logger.Info("replica: fenced by the leader; waiting for metadata", "topic", r.cfg.Topic, "partition", r.cfg.Partition, "epoch", epoch)
+		return nil
+	default:
+		return err
+	}
+	if div := (EpochEntryEnd{rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset}); div.Diverged() {
+		return r.truncateToDivergence(epoch, div)
+	}
+	return r.appendFromLeader(epoch, rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset)
+}
+
+// resetOutOfRange is Kafka's answer to OFFSET_OUT_OF_RANGE: when the
+// leader's log ends below ours, truncate to its end (what is past it was
+// never committed); otherwise our log ends below the leader's start, and
+// the log must restart at the leader's start offset.
+func (f *fetcher) resetOutOfRange(ctx context.Context, sp sentPartition) error {
+	r, epoch := sp.p.r, sp.p.leaderEpoch
+	leaderEnd, err := f.listOffset(ctx, r, epoch, -1)
+	if err != nil {
+		return err
+	}
+	leo := r.log.EndOffset()
+	if leaderEnd < leo {
+		f.logger.Warn("replica: leader's log ends below ours; truncating", "topic", r.cfg.Topic, "partition", r.cfg.Partition, "leader_end", leaderEnd, "leo", leo)
+		return r.truncateTo(epoch, leaderEnd)
+	}
+	leaderStart, err := f.listOffset(ctx, r, epoch, -2)
+	if err != nil {
+		return err
+	}
+	if leaderStart > leo {
+		return fmt.Errorf("%w: leader starts at %d, local log ends at %d", ErrCannotStartAt, leaderStart, leo)
+	}
+	return nil // in range again (the leader moved): fetch again
+}
+
+// listOffset asks the leader for its log end (-1, LEO for a replica id)
+// or start (-2) offset.
+func (f *fetcher) listOffset(ctx context.Context, r *Replica, epoch int32, ts int64) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version = ListOffsetsVersion
+	req.ReplicaID = f.m.cfg.LocalID
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = r.cfg.Topic
+	p := kmsg.NewListOffsetsRequestTopicPartition()
+	p.Partition = r.cfg.Partition
+	p.CurrentLeaderEpoch = epoch
+	p.Timestamp = ts
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	resp, err := f.m.cfg.Transport.Send(ctx, f.leader, req)
+	if err != nil {
+		return 0, err
+	}
+	lr, ok := resp.(*kmsg.ListOffsetsResponse)
+	if !ok || len(lr.Topics) != 1 || len(lr.Topics[0].Partitions) != 1 {
+		return 0, fmt.Errorf("replica: malformed ListOffsets answer %T", resp)
+	}
+	rp := lr.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+		return 0, err
+	}
+	return rp.Offset, nil
+}

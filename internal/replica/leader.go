@@ -1,0 +1,296 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	wlog "weir/internal/log"
+)
+
+// AppendResult is a leader append: the log's result and the leader epoch
+// the batch was stamped with (WaitForHW needs it).
+type AppendResult struct {
+	wlog.AppendResult
+	LeaderEpoch int32
+}
+
+// Append appends a producer's batch as leader. acks is the request's acks;
+// with acks=-1 the append is refused with NOT_ENOUGH_REPLICAS when the
+// committed ISR is smaller than min.insync.replicas, as Kafka does before
+// writing. opts.LeaderEpoch is overwritten with the current leader epoch.
+// Not leader: NOT_LEADER_OR_FOLLOWER. After an acks=-1 append the caller
+// waits with WaitForHW(ctx, res.LeaderEpoch, res.LastOffset+1).
+func (r *Replica) Append(batch []byte, acks int16, opts wlog.AppendOptions) (AppendResult, error) {
+	r.roleMu.RLock()
+	if r.role != RoleLeader {
+		r.roleMu.RUnlock()
+		return AppendResult{}, fmt.Errorf("%w: %s is not the leader", kerr.NotLeaderForPartition, r.cfg.Topic)
+	}
+	epoch := r.leaderEpoch
+	if acks == -1 {
+		r.mu.Lock()
+		n := len(r.ls.isr)
+		r.mu.Unlock()
+		if minISR := int(r.minISR.Load()); n < minISR {
+			r.roleMu.RUnlock()
+			return AppendResult{}, fmt.Errorf("%w: ISR has %d members, min.insync.replicas is %d", kerr.NotEnoughReplicas, n, minISR)
+		}
+	}
+	opts.LeaderEpoch = epoch
+	res, err := r.log.Append(batch, opts)
+	if err != nil {
+		r.roleMu.RUnlock()
+		return AppendResult{}, err
+	}
+	moved := r.leaderLEOChanged()
+	r.roleMu.RUnlock()
+	r.notifyHW(moved)
+	return AppendResult{AppendResult: res, LeaderEpoch: epoch}, nil
+}
+
+// leaderLEOChanged re-derives the high watermark after the leader's log
+// grew (a one-replica ISR commits at once). roleMu held, role leader.
+func (r *Replica) leaderLEOChanged() bool {
+	leo := r.log.EndOffset()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ls == nil {
+		return false
+	}
+	r.ls.minISR = int(r.minISR.Load())
+	moved := r.ls.advanceHW(leo, r.now())
+	r.afterHWLocked(moved)
+	return moved
+}
+
+// WaitForHW blocks until the high watermark reaches offset (the append's
+// last offset + 1), with Kafka's acks=all outcome: nil when it did and the
+// committed ISR has at least min.insync.replicas members,
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND when it did with a smaller ISR, and
+// NOT_LEADER_OR_FOLLOWER when this replica stops leading or leads in
+// another epoch than epoch (the offset may then hold other data). It
+// returns ctx.Err() when ctx ends first (the broker answers
+// REQUEST_TIMED_OUT). It sleeps on a channel closed when the high
+// watermark, the ISR or the role changes.
+func (r *Replica) WaitForHW(ctx context.Context, epoch int32, offset int64) error {
+	for {
+		r.mu.Lock()
+		ls, ch := r.ls, r.hwCh
+		var err error
+		done := true
+		switch {
+		case ls == nil || ls.leaderEpoch != epoch:
+			err = fmt.Errorf("%w: leadership changed while waiting for replication", kerr.NotLeaderForPartition)
+		case ls.hw >= offset:
+			if n, minISR := len(ls.isr), int(r.minISR.Load()); n < minISR {
+				err = fmt.Errorf("%w: ISR has %d members, min.insync.replicas is %d", kerr.NotEnoughReplicasAfterAppend, n, minISR)
+			}
+		default:
+			done = false
+		}
+		r.mu.Unlock()
+		if done {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// FollowerFetch is one partition of a follower's Fetch request.
+type FollowerFetch struct {
+	ReplicaID          int32 // ReplicaState.ID (v15+) or ReplicaID
+	FetchOffset        int64
+	CurrentLeaderEpoch int32 // -1 when absent
+	LastFetchedEpoch   int32 // -1 when absent (before v12)
+	MaxBytes           int64
+}
+
+// FollowerFetchResult is the partition's answer. Err, when set, wraps the
+// Kafka error code; DivergingEpoch, when Epoch >= 0 or EndOffset >= 0, is
+// the v12+ DivergingEpoch field (and Ranges is empty).
+type FollowerFetchResult struct {
+	Err            error
+	HighWatermark  int64
+	LogStartOffset int64
+	LogEndOffset   int64
+	DivergingEpoch EpochEntryEnd
+	Ranges         []wlog.FileRange
+	Bytes          int64
+}
+
+// EpochEntryEnd is an (epoch, end offset) pair as OffsetForLeaderEpoch
+// and DivergingEpoch carry it.
+type EpochEntryEnd struct {
+	Epoch     int32
+	EndOffset int64
+}
+
+// Diverged reports whether the pair is set (the follower must truncate).
+func (e EpochEntryEnd) Diverged() bool { return e.Epoch >= 0 || e.EndOffset >= 0 }
+
+// FetchForFollower serves one partition of a follower's Fetch as leader,
+// in Kafka's order: not leader or not a replica: NOT_LEADER_OR_FOLLOWER;
+// the request's leader epoch is checked (FENCED_LEADER_EPOCH /
+// UNKNOWN_LEADER_EPOCH); with a last fetched epoch, a follower whose log
+// diverges gets DivergingEpoch and no records (its progress is not
+// recorded); otherwise records from FetchOffset up to the leader's log end
+// (OFFSET_OUT_OF_RANGE outside the log), then the follower's progress is
+// recorded, which may propose an ISR expansion and move the high
+// watermark. The result's high watermark is the one after that update.
+// dst is reused for the ranges.
+func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) FollowerFetchResult {
+	res := FollowerFetchResult{HighWatermark: r.hw.Load(), LogStartOffset: r.log.StartOffset(), LogEndOffset: r.log.EndOffset(), DivergingEpoch: EpochEntryEnd{UndefinedEpoch, UndefinedOffset}}
+	r.roleMu.RLock()
+	if r.role != RoleLeader {
+		r.roleMu.RUnlock()
+		res.Err = fmt.Errorf("%w: not the leader", kerr.NotLeaderForPartition)
+		return res
+	}
+	if err := checkLeaderEpoch(f.CurrentLeaderEpoch, r.leaderEpoch); err != nil {
+		r.roleMu.RUnlock()
+		res.Err = err
+		return res
+	}
+	r.mu.Lock()
+	_, known := r.ls.followers[f.ReplicaID]
+	r.mu.Unlock()
+	if !known {
+		r.roleMu.RUnlock()
+		res.Err = fmt.Errorf("%w: broker %d is not a follower of this partition", kerr.NotLeaderForPartition, f.ReplicaID)
+		return res
+	}
+	leo := r.log.EndOffset()
+	res.LogEndOffset = leo
+	if f.LastFetchedEpoch >= 0 {
+		epoch, end := r.cache.EndOffsetFor(f.LastFetchedEpoch, leo)
+		if epoch < f.LastFetchedEpoch || end < f.FetchOffset {
+			r.roleMu.RUnlock()
+			res.DivergingEpoch = EpochEntryEnd{epoch, end}
+			return res
+		}
+	}
+	read, err := r.log.Read(dst, f.FetchOffset, f.MaxBytes, leo)
+	if err != nil {
+		r.roleMu.RUnlock()
+		res.Err = err
+		return res
+	}
+	res.Ranges, res.Bytes = read.Ranges, read.Bytes
+	now := r.now()
+	r.mu.Lock()
+	r.ls.followers[f.ReplicaID].update(f.FetchOffset, leo, now)
+	change := r.ls.maybeExpand(f.ReplicaID)
+	r.ls.minISR = int(r.minISR.Load())
+	moved := r.ls.advanceHW(r.log.EndOffset(), now)
+	r.afterHWLocked(moved)
+	res.HighWatermark = r.ls.hw
+	r.mu.Unlock()
+	r.roleMu.RUnlock()
+	res.LogStartOffset = r.log.StartOffset()
+	r.notifyHW(moved)
+	r.proposeISR(change)
+	return res
+}
+
+// EndOffsetForEpoch answers one partition of OffsetForLeaderEpoch. With
+// leaderOnly (clients, and followers as Kafka sends them) a non-leader
+// answers NOT_LEADER_OR_FOLLOWER; currentLeaderEpoch is checked as in
+// Fetch. The answer is the epoch cache's (EpochCache.EndOffsetFor) against
+// the log end offset.
+func (r *Replica) EndOffsetForEpoch(currentLeaderEpoch, epoch int32, leaderOnly bool) (EpochEntryEnd, error) {
+	r.roleMu.RLock()
+	defer r.roleMu.RUnlock()
+	if leaderOnly && r.role != RoleLeader {
+		return EpochEntryEnd{UndefinedEpoch, UndefinedOffset}, fmt.Errorf("%w: not the leader", kerr.NotLeaderForPartition)
+	}
+	if err := checkLeaderEpoch(currentLeaderEpoch, r.leaderEpoch); err != nil {
+		return EpochEntryEnd{UndefinedEpoch, UndefinedOffset}, err
+	}
+	e, end := r.cache.EndOffsetFor(epoch, r.log.EndOffset())
+	return EpochEntryEnd{e, end}, nil
+}
+
+// MaybeShrinkISR proposes removing ISR followers that were not caught up
+// within replica.lag.time.max.ms (through OnISRChange). The broker calls it
+// periodically for every partition it leads; Kafka checks every half lag
+// time.
+func (r *Replica) MaybeShrinkISR() {
+	r.roleMu.RLock()
+	if r.role != RoleLeader {
+		r.roleMu.RUnlock()
+		return
+	}
+	leo := r.log.EndOffset()
+	r.mu.Lock()
+	change := r.ls.maybeShrink(leo, r.now())
+	r.mu.Unlock()
+	r.roleMu.RUnlock()
+	r.proposeISR(change)
+}
+
+// CompleteISRChange reports the controller's answer to change. A change
+// that is no longer the one in flight (leadership or metadata moved on) is
+// ignored. Success commits the returned ISR and partition epoch when they
+// belong to the current leader epoch and are not older than what the
+// replica has (a stale answer leaves the change in flight until metadata
+// arrives), then re-derives the high watermark. OPERATION_NOT_ATTEMPTED,
+// INELIGIBLE_REPLICA, transport failures and unexpected errors drop the
+// change so the next fetch or MaybeShrinkISR proposes again;
+// UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
+// NEW_LEADER_ELECTED and INVALID_REQUEST keep it in flight, blocking new
+// proposals, until metadata arrives (BecomeLeader/BecomeFollower), as Kafka
+// does.
+func (r *Replica) CompleteISRChange(change ISRChange, res ISRChangeResult) {
+	r.notifyHW(r.completeISRChange(change, res))
+}
+
+func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMoved bool) {
+	r.roleMu.RLock()
+	defer r.roleMu.RUnlock()
+	if r.role != RoleLeader {
+		return false
+	}
+	r.mu.Lock()
+	p := r.ls.pending
+	if p == nil || p.LeaderEpoch != change.LeaderEpoch || p.PartitionEpoch != change.PartitionEpoch || !slices.Equal(p.NewISR, change.NewISR) {
+		r.mu.Unlock()
+		return false
+	}
+	var ke *kerr.Error
+	switch {
+	case res.Err == nil:
+		if res.LeaderEpoch != r.ls.leaderEpoch || res.PartitionEpoch < r.ls.partitionEpoch {
+			// Stale answer: stay pending until metadata brings the truth.
+			r.mu.Unlock()
+			return false
+		}
+		r.ls.isr = slices.Clone(res.ISR)
+		r.ls.partitionEpoch = res.PartitionEpoch
+		r.ls.pending = nil
+	case errors.As(res.Err, &ke) && (ke == kerr.UnknownTopicOrPartition || ke == kerr.FencedLeaderEpoch ||
+		ke == kerr.InvalidUpdateVersion || ke == kerr.NewLeaderElected || ke == kerr.InvalidRequest):
+		r.mu.Unlock()
+		r.logger.Warn("replica: ISR change refused; waiting for metadata", "isr", change.NewISR, "err", res.Err)
+		return false
+	default:
+		r.ls.pending = nil
+		r.mu.Unlock()
+		r.logger.Warn("replica: ISR change failed; will propose again", "isr", change.NewISR, "err", res.Err)
+		return false
+	}
+	now := r.now()
+	moved := r.ls.advanceHW(r.log.EndOffset(), now)
+	r.afterHWLocked(moved)
+	r.wakeLocked() // acks=all waiters re-check the ISR size
+	r.mu.Unlock()
+	r.logger.Info("replica: ISR changed", "isr", res.ISR, "partition_epoch", res.PartitionEpoch)
+	return moved
+}

@@ -1,0 +1,146 @@
+package replica
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// TestLeaderStateTranscript drives the leader's pure state (follower
+// progress, high watermark, ISR decisions) through the transcripts in
+// testdata/leader_state.txt. Commands:
+//
+//	leader self=1 replicas=(1,2,3) isr=(1,2,3) epoch=E pepoch=P leo=N hw=N [lag=30s] [minisr=N hold] [ineligible=(3)]
+//	append n=N             leader log grows by N
+//	fetch id=2 offset=N    a follower fetch at offset
+//	advance d=15s          the clock moves
+//	shrink                 the periodic ISR check
+//	commit                 the controller accepts the proposal in flight
+//	reject                 the proposal fails in a way that allows retrying
+//	metadata isr=(1,2) pepoch=P [replicas=(...)]   metadata applies a new ISR
+//
+// Each prints the high watermark, the committed ISR, the proposal in
+// flight and any new proposal.
+func TestLeaderStateTranscript(t *testing.T) {
+	datadriven.Walk(t, "testdata/leader_state", func(t *testing.T, path string) {
+		var (
+			s   *leaderState
+			leo int64
+			now = time.Unix(1_000_000, 0)
+		)
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			var proposed *ISRChange
+			switch d.Cmd {
+			case "leader":
+				var self, epoch, pepoch int
+				var hw int64
+				d.ScanArgs(t, "self", &self)
+				d.ScanArgs(t, "epoch", &epoch)
+				d.ScanArgs(t, "pepoch", &pepoch)
+				d.ScanArgs(t, "leo", &leo)
+				d.ScanArgs(t, "hw", &hw)
+				lag := 30 * time.Second
+				if d.HasArg("lag") {
+					var ls string
+					d.ScanArgs(t, "lag", &ls)
+					lag = mustDuration(t, ls)
+				}
+				st := PartitionState{Leader: int32(self), LeaderEpoch: int32(epoch), PartitionEpoch: int32(pepoch), Replicas: ids(t, d, "replicas"), ISR: ids(t, d, "isr")}
+				s = newLeaderState(int32(self), st, leo, hw, now, lag)
+				if d.HasArg("minisr") {
+					d.ScanArgs(t, "minisr", &s.minISR)
+					s.holdUnderMinISR = d.HasArg("hold")
+				}
+				if d.HasArg("ineligible") {
+					out := ids(t, d, "ineligible")
+					s.eligible = func(id int32) bool {
+						for _, o := range out {
+							if o == id {
+								return false
+							}
+						}
+						return true
+					}
+				}
+				s.advanceHW(leo, now)
+			case "append":
+				var n int64
+				d.ScanArgs(t, "n", &n)
+				leo += n
+				s.advanceHW(leo, now)
+			case "fetch":
+				var id int
+				var off int64
+				d.ScanArgs(t, "id", &id)
+				d.ScanArgs(t, "offset", &off)
+				s.followers[int32(id)].update(off, leo, now)
+				proposed = s.maybeExpand(int32(id))
+				s.advanceHW(leo, now)
+			case "advance":
+				var ds string
+				d.ScanArgs(t, "d", &ds)
+				now = now.Add(mustDuration(t, ds))
+			case "shrink":
+				proposed = s.maybeShrink(leo, now)
+			case "commit":
+				if s.pending == nil {
+					return "error: nothing in flight"
+				}
+				s.isr = s.pending.NewISR
+				s.partitionEpoch++
+				s.pending = nil
+				s.advanceHW(leo, now)
+			case "reject":
+				s.pending = nil
+			case "metadata":
+				var pepoch int
+				d.ScanArgs(t, "pepoch", &pepoch)
+				st := PartitionState{Leader: s.self, LeaderEpoch: s.leaderEpoch, PartitionEpoch: int32(pepoch), Replicas: s.replicas, ISR: ids(t, d, "isr")}
+				if d.HasArg("replicas") {
+					st.Replicas = ids(t, d, "replicas")
+				}
+				s.setAssignment(st, now)
+				s.advanceHW(leo, now)
+			default:
+				t.Fatalf("unknown command %q", d.Cmd)
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "leo=%d hw=%d isr=%v pepoch=%d", leo, s.hw, s.isr, s.partitionEpoch)
+			if s.pending != nil {
+				fmt.Fprintf(&b, " inflight=%v", s.pending.NewISR)
+			}
+			if proposed != nil {
+				fmt.Fprintf(&b, "\npropose isr=%v epoch=%d pepoch=%d", proposed.NewISR, proposed.LeaderEpoch, proposed.PartitionEpoch)
+			}
+			return b.String()
+		})
+	})
+}
+
+func ids(t *testing.T, d *datadriven.TestData, key string) []int32 {
+	arg, ok := d.Arg(key)
+	if !ok {
+		t.Fatalf("missing %s", key)
+	}
+	var out []int32
+	for _, v := range arg.Vals {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		out = append(out, int32(n))
+	}
+	return out
+}
+
+func mustDuration(t *testing.T, s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

@@ -1,0 +1,349 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	wlog "weir/internal/log"
+)
+
+// Sentinel errors. Kafka-visible failures wrap kerr errors instead.
+var (
+	// ErrStaleState is returned when a metadata change carries an older
+	// leader epoch than the replica already has.
+	ErrStaleState = errors.New("replica: partition state is older than the current one")
+	// ErrCannotStartAt is returned when the leader's log starts past this
+	// replica's log end and the local log cannot restart there (see
+	// doc.go, Known limits).
+	ErrCannotStartAt = errors.New("replica: cannot restart the local log at the leader's log start offset")
+)
+
+// DefaultMaxLag is replica.lag.time.max.ms's default.
+const DefaultMaxLag = 30 * time.Second
+
+// Role is what a replica currently is for its partition.
+type Role int8
+
+// The roles. A replica starts as RoleNone until the broker applies the
+// partition's metadata.
+const (
+	RoleNone Role = iota
+	RoleLeader
+	RoleFollower
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleLeader:
+		return "leader"
+	case RoleFollower:
+		return "follower"
+	}
+	return "none"
+}
+
+// Config are a replica's identity and injected dependencies.
+type Config struct {
+	// LocalID is this broker's node id.
+	LocalID   int32
+	Topic     string
+	TopicID   [16]byte
+	Partition int32
+	// MaxLag is replica.lag.time.max.ms; zero means DefaultMaxLag.
+	MaxLag time.Duration
+	// MinISR is min.insync.replicas; below 1 means 1. SetMinISR changes it.
+	MinISR int
+	// HoldHWUnderMinISR applies KIP-966's rule: the high watermark does
+	// not advance while the committed ISR is smaller than MinISR.
+	HoldHWUnderMinISR bool
+	// Eligible says whether a broker may join an ISR (registered, not
+	// fenced, not shutting down, KIP-841); nil means every replica.
+	Eligible func(brokerID int32) bool
+	// OnISRChange is called, without any replica lock held, with each
+	// proposed ISR change; the broker sends it to the controller as
+	// AlterPartition and reports the outcome with CompleteISRChange. At
+	// most one change per replica is in flight. It must not block.
+	OnISRChange func(r *Replica, change ISRChange)
+	// OnHighWatermark is called, without any replica lock held, after the
+	// high watermark moved (leader or follower), so the broker can wake
+	// fetches parked on it. It must not block.
+	OnHighWatermark func(r *Replica, hw int64)
+	// Now is the clock for lag decisions; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// PartitionState is a partition's entry in the metadata image.
+type PartitionState struct {
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas       []int32
+	ISR            []int32
+}
+
+// ISRChange is a proposed ISR, for AlterPartition: the leader epoch and
+// partition epoch it was computed from and the new ISR (sorted).
+type ISRChange struct {
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	NewISR         []int32
+}
+
+// ISRChangeResult is the controller's answer to an ISRChange: Err is the
+// partition's error (a kerr error) or the transport's; on success the
+// committed leader epoch, partition epoch and ISR.
+type ISRChangeResult struct {
+	Err            error
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	ISR            []int32
+}
+
+// Replica is one partition replica on this broker: its log, leader-epoch
+// cache, role, and as leader the follower progress, ISR and high
+// watermark.
+//
+// Lock order: roleMu, then mu, then the epoch cache's, then the log's.
+// roleMu is write-held only to change role or epoch and to truncate, and
+// read-held across appends so an append is stamped with, and checked
+// against, one leader epoch.
+type Replica struct {
+	cfg    Config
+	log    *wlog.Log
+	cache  *EpochCache
+	logger *slog.Logger
+	now    func() time.Time
+	minISR atomic.Int32
+
+	roleMu         sync.RWMutex
+	role           Role
+	leader         int32
+	leaderEpoch    int32
+	partitionEpoch int32
+
+	mu   sync.Mutex
+	ls   *leaderState // nil unless leader
+	hwCh chan struct{}
+
+	hw atomic.Int64
+}
+
+// Open attaches replication state to an open log: it loads the leader-epoch
+// checkpoint from the log's directory (rebuilding it from the batch headers
+// when missing or unreadable), cuts entries past the log end or below the
+// log start, and starts with high watermark hw (the broker's persisted
+// value, clamped into the log).
+func Open(l *wlog.Log, hw int64, cfg Config) (*Replica, error) {
+	if cfg.MaxLag <= 0 {
+		cfg.MaxLag = DefaultMaxLag
+	}
+	r := &Replica{cfg: cfg, log: l, logger: cfg.Logger, now: cfg.Now, leader: -1, leaderEpoch: -1, partitionEpoch: -1, hwCh: make(chan struct{})}
+	if r.logger == nil {
+		r.logger = slog.New(slog.DiscardHandler)
+	}
+	r.logger = r.logger.With("topic", cfg.Topic, "partition", cfg.Partition)
+	if r.now == nil {
+		r.now = time.Now
+	}
+	r.SetMinISR(cfg.MinISR)
+	cache, ok, err := openEpochCache(l.Dir())
+	if err != nil {
+		return nil, err
+	}
+	r.cache = cache
+	if !ok {
+		entries, err := epochsFromLog(l)
+		if err != nil {
+			return nil, err
+		}
+		if err := cache.reset(entries); err != nil {
+			return nil, err
+		}
+	}
+	if err := cache.TruncateFromEnd(l.EndOffset()); err != nil {
+		return nil, err
+	}
+	if err := cache.TruncateFromStart(l.StartOffset()); err != nil {
+		return nil, err
+	}
+	r.hw.Store(min(max(hw, l.StartOffset()), l.EndOffset()))
+	return r, nil
+}
+
+// epochsFromLog rebuilds the cache from the epochs stamped on the batches.
+func epochsFromLog(l *wlog.Log) ([]EpochEntry, error) {
+	var out []EpochEntry
+	err := l.ScanHeaders(l.StartOffset(), func(h wlog.BatchHeader) bool {
+		if h.LeaderEpoch >= 0 && (len(out) == 0 || h.LeaderEpoch > out[len(out)-1].Epoch) {
+			out = append(out, EpochEntry{Epoch: h.LeaderEpoch, StartOffset: h.BaseOffset})
+		}
+		return true
+	})
+	return out, err
+}
+
+// Log is the replica's log.
+func (r *Replica) Log() *wlog.Log { return r.log }
+
+// EpochCache is the replica's leader-epoch cache.
+func (r *Replica) EpochCache() *EpochCache { return r.cache }
+
+// Config is the configuration the replica was opened with.
+func (r *Replica) Config() Config { return r.cfg }
+
+// HighWatermark is the offset below which records are committed: what
+// consumers may read.
+func (r *Replica) HighWatermark() int64 { return r.hw.Load() }
+
+// SetMinISR changes min.insync.replicas (a topic config change).
+func (r *Replica) SetMinISR(n int) { r.minISR.Store(int32(max(n, 1))) }
+
+// State returns the role, leader and leader epoch.
+func (r *Replica) State() (role Role, leader, leaderEpoch int32) {
+	r.roleMu.RLock()
+	defer r.roleMu.RUnlock()
+	return r.role, r.leader, r.leaderEpoch
+}
+
+// ISR returns the committed ISR and, when a change is in flight, the
+// proposed one; both nil unless leader.
+func (r *Replica) ISR() (committed, pending []int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ls == nil {
+		return nil, nil
+	}
+	if r.ls.pending != nil {
+		pending = slices.Clone(r.ls.pending.NewISR)
+	}
+	return slices.Clone(r.ls.isr), pending
+}
+
+// BecomeLeader applies metadata that names this broker leader. A new
+// leader epoch records (epoch, log end offset) in the epoch cache, resets
+// follower progress (ISR members count as caught up now) and fails acks=all
+// waiters of the previous epoch; the same leader epoch with a newer
+// partition epoch only applies replicas and ISR (clearing any ISR change in
+// flight). Older leader epochs fail with ErrStaleState; a partition epoch
+// not newer than the leader's is a no-op.
+func (r *Replica) BecomeLeader(st PartitionState) error {
+	r.roleMu.Lock()
+	if st.LeaderEpoch < r.leaderEpoch {
+		r.roleMu.Unlock()
+		return fmt.Errorf("%w: leader epoch %d, have %d", ErrStaleState, st.LeaderEpoch, r.leaderEpoch)
+	}
+	now := r.now()
+	leo := r.log.EndOffset()
+	if r.role == RoleLeader && st.LeaderEpoch == r.leaderEpoch {
+		r.mu.Lock()
+		// An AlterPartition answer may already have brought the leader
+		// this partition epoch or a newer one.
+		if st.PartitionEpoch <= r.ls.partitionEpoch {
+			r.mu.Unlock()
+			r.roleMu.Unlock()
+			return nil
+		}
+		r.partitionEpoch = st.PartitionEpoch
+		r.ls.setAssignment(st, now)
+		moved := r.ls.advanceHW(leo, now)
+		r.afterHWLocked(moved)
+		r.mu.Unlock()
+		r.roleMu.Unlock()
+		r.notifyHW(moved)
+		return nil
+	}
+	if err := r.cache.Assign(st.LeaderEpoch, leo); err != nil {
+		r.roleMu.Unlock()
+		return err
+	}
+	r.role, r.leader, r.leaderEpoch, r.partitionEpoch = RoleLeader, st.Leader, st.LeaderEpoch, st.PartitionEpoch
+	r.mu.Lock()
+	r.ls = newLeaderState(r.cfg.LocalID, st, leo, r.hw.Load(), now, r.cfg.MaxLag)
+	r.ls.eligible = r.cfg.Eligible
+	r.ls.holdUnderMinISR = r.cfg.HoldHWUnderMinISR
+	r.ls.minISR = int(r.minISR.Load())
+	moved := r.ls.advanceHW(leo, now)
+	r.afterHWLocked(moved)
+	r.wakeLocked()
+	r.mu.Unlock()
+	r.roleMu.Unlock()
+	r.logger.Info("replica: became leader", "epoch", st.LeaderEpoch, "partition_epoch", st.PartitionEpoch, "isr", st.ISR, "leo", leo, "hw", r.hw.Load())
+	r.notifyHW(moved)
+	return nil
+}
+
+// BecomeFollower applies metadata that names another broker (or none,
+// leader -1) leader. The log is not truncated here: the fetcher finds the
+// divergence point from the leader (Fetch v12+ DivergingEpoch). Waiters for
+// acks=all fail with NOT_LEADER_OR_FOLLOWER. The broker must remove the
+// partition from the fetcher of its previous leader and add it to the new
+// one (Manager.AddPartitions) after this call.
+func (r *Replica) BecomeFollower(st PartitionState) error {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	if st.LeaderEpoch < r.leaderEpoch {
+		return fmt.Errorf("%w: leader epoch %d, have %d", ErrStaleState, st.LeaderEpoch, r.leaderEpoch)
+	}
+	changed := r.role != RoleFollower || r.leaderEpoch != st.LeaderEpoch || r.leader != st.Leader
+	r.role, r.leader, r.leaderEpoch, r.partitionEpoch = RoleFollower, st.Leader, st.LeaderEpoch, st.PartitionEpoch
+	r.mu.Lock()
+	r.ls = nil
+	r.wakeLocked()
+	r.mu.Unlock()
+	if changed {
+		r.logger.Info("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.log.EndOffset(), "hw", r.hw.Load())
+	}
+	return nil
+}
+
+// checkLeaderEpoch is Kafka's check of a request's current leader epoch
+// against this leader's: -1 skips it, older is FENCED_LEADER_EPOCH, newer
+// UNKNOWN_LEADER_EPOCH (this broker has not seen the change yet).
+func checkLeaderEpoch(requested, current int32) error {
+	switch {
+	case requested < 0 || requested == current:
+		return nil
+	case requested < current:
+		return fmt.Errorf("%w: request epoch %d, leader epoch %d", kerr.FencedLeaderEpoch, requested, current)
+	default:
+		return fmt.Errorf("%w: request epoch %d, leader epoch %d", kerr.UnknownLeaderEpoch, requested, current)
+	}
+}
+
+// wakeLocked wakes every WaitForHW caller so they re-check. mu held.
+func (r *Replica) wakeLocked() {
+	close(r.hwCh)
+	r.hwCh = make(chan struct{})
+}
+
+// afterHWLocked publishes a moved leader high watermark. mu held.
+func (r *Replica) afterHWLocked(moved bool) {
+	if moved {
+		r.hw.Store(r.ls.hw)
+		r.wakeLocked()
+	}
+}
+
+func (r *Replica) notifyHW(moved bool) {
+	if moved && r.cfg.OnHighWatermark != nil {
+		r.cfg.OnHighWatermark(r, r.hw.Load())
+	}
+}
+
+func (r *Replica) proposeISR(c *ISRChange) {
+	if c == nil {
+		return
+	}
+	r.logger.Info("replica: proposing ISR change", "epoch", c.LeaderEpoch, "partition_epoch", c.PartitionEpoch, "isr", c.NewISR)
+	if r.cfg.OnISRChange != nil {
+		r.cfg.OnISRChange(r, *c)
+	}
+}
