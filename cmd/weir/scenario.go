@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"weir/scenario"
+)
+
+// scenarios are the subcommands of weir scenario.
+var scenarios = []command{
+	{"share-drain", "one share consumer draining a Zipf-skewed backlog (the share-group fetch-wait case 2)", scenarioShareDrain},
+	{"share-report", "a markdown table and charts comparing share-drain runs", scenarioShareReport},
+}
+
+func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	help := len(args) > 0 && (args[0] == "-h" || args[0] == "--help")
+	if len(args) > 0 && !help {
+		for _, c := range scenarios {
+			if c.name == args[0] {
+				return c.run(ctx, args[1:], stdout, stderr)
+			}
+		}
+		fmt.Fprintf(stderr, "weir scenario: unknown scenario %q\n\n", args[0])
+	}
+	w := stdout
+	if !help {
+		w = stderr
+	}
+	fmt.Fprintln(w, "Usage: weir scenario <scenario> [flags]")
+	fmt.Fprintln(w, "Reproducible experiments against a running cluster (see the scenario package docs):")
+	for _, c := range scenarios {
+		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
+	}
+	if help {
+		return nil
+	}
+	return errUsage
+}
+
+func scenarioShareDrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := scenario.DefaultConfig()
+	fs := newFlagSet("scenario share-drain", "scenario share-drain --bootstrap HOST:PORT[,...] --client java|weir --acquire-mode record_limit|batch_optimized [flags]", stderr)
+	fs.StringVar(&cfg.Bootstrap, "bootstrap", "", "broker(s), host:port[,host:port...] (required)")
+	fs.StringVar(&cfg.Client, "client", cfg.Client, "share consumer: java (KafkaShareConsumer 4.3.0 in a JVM) or weir (client.ShareConsumer)")
+	fs.StringVar(&cfg.AcquireMode, "acquire-mode", cfg.AcquireMode, "share.acquire.mode: record_limit or batch_optimized")
+	fs.Int64Var(&cfg.Records, "records", cfg.Records, "backlog size in records")
+	fs.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "partitions of the topic")
+	fs.IntVar(&cfg.ReplicationFactor, "replication-factor", cfg.ReplicationFactor, "replication factor of the topic")
+	fs.Float64Var(&cfg.ZipfAlpha, "zipf-alpha", cfg.ZipfAlpha, "Zipf exponent of the backlog's split across partitions (0 is even)")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the Zipf split (same seed, same counts)")
+	fs.IntVar(&cfg.MaxPollRecords, "max-poll-records", cfg.MaxPollRecords, "max.poll.records of the consumer")
+	fs.DurationVar(&cfg.FetchMaxWait, "fetch-max-wait", cfg.FetchMaxWait, "fetch.max.wait.ms of the consumer")
+	fs.IntVar(&cfg.ValueSize, "value-size", cfg.ValueSize, "bytes per record value")
+	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "give up the drain after this long (the load is not counted)")
+	fs.StringVar(&cfg.Topic, "topic", "", "topic name (default share-drain-<client>-<mode>-<time>; created if missing)")
+	fs.StringVar(&cfg.Group, "group", "", "share group (default: the topic name)")
+	fs.StringVar(&cfg.Out, "out", "", "directory for the CSV and HTML report (default: none written)")
+	fs.StringVar(&cfg.Name, "name", "", "file name stem of the report (default share-drain-<client>-<mode>)")
+	fs.StringVar(&cfg.JavaDir, "java-dir", "", "the Java driver's Maven project (default: scenario/java above the working directory)")
+	verbose := fs.Bool("verbose", false, "log client activity to stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := requireFlag(fs, "bootstrap", cfg.Bootstrap); err != nil {
+		return err
+	}
+	if *verbose {
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	cfg.Stdout = stdout
+	_, err := scenario.Run(ctx, cfg)
+	return err
+}
+
+func scenarioShareReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("scenario share-report", "scenario share-report --out FILE.md [--title T] [--setup TEXT] [--reference LABEL] LABEL=STEM ...", stderr)
+	out := fs.String("out", "", "markdown file to write; the charts go next to it as <name>-rate.svg and <name>-rate-log.svg (required)")
+	title := fs.String("title", "Share group drain", "title of the page")
+	setup := fs.String("setup", "", "text under the title: cluster, machine, command")
+	ref := fs.String("reference", "", "label of the run the drain-time ratio divides by")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if err := requireFlag(fs, "out", *out); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "no runs given: want LABEL=STEM arguments (STEM.json and STEM.csv written by share-drain)")
+		return errUsage
+	}
+	c := scenario.Comparison{Title: *title, Setup: *setup, Reference: -1,
+		ChartPrefix: strings.TrimSuffix(filepath.Base(*out), ".md")}
+	for _, a := range fs.Args() {
+		label, stem, ok := strings.Cut(a, "=")
+		if !ok {
+			fmt.Fprintf(stderr, "run %q: want LABEL=STEM\n", a)
+			return errUsage
+		}
+		run, err := scenario.LoadRun(label, stem)
+		if err != nil {
+			return err
+		}
+		if label == *ref {
+			c.Reference = len(c.Runs)
+		}
+		c.Runs = append(c.Runs, run)
+	}
+	if *ref != "" && c.Reference < 0 {
+		fmt.Fprintf(stderr, "no run labelled %q\n", *ref)
+		return errUsage
+	}
+	if err := scenario.WriteComparison(filepath.Dir(*out), filepath.Base(*out), c); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", *out)
+	return nil
+}

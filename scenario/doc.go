@@ -1,0 +1,79 @@
+// Package scenario runs reproducible experiments against a running weir
+// (or Kafka) cluster and reports them as CSV and self-contained HTML. It
+// owns the experiment's load, its measurement and its report; it starts no
+// broker (scenarios/share-case2 does that) and changes no broker setting
+// beyond the share group's share.auto.offset.reset.
+//
+// # share-drain: the share-group fetch-wait case 2
+//
+// `weir scenario share-drain` reproduces "case 2" of the seed post on
+// pathological fetch waits with share.acquire.mode=record_limit
+// (../shared/seeds/004_*; issue 8): one share consumer drains a backlog
+// skewed across 12 partitions, with no producer running.
+//
+//  1. Create the topic (12 partitions by default) and set the group's
+//     share.auto.offset.reset to earliest (a share group starts at the
+//     latest offset otherwise and would see nothing of the backlog).
+//  2. Load the backlog with the weir producer in big batches: ZipfSplit
+//     decides how many records each partition gets, as a producer picking
+//     each record's partition from a Zipf distribution would (alpha 2:
+//     partition 0 gets 64%, partition 1 16%, partition 11 0.44%). The
+//     counts are printed; the same --seed gives the same counts.
+//  3. Drain it with ONE share consumer, implicit acknowledgement, until
+//     every (partition, offset) has been delivered or --timeout passes:
+//     --client java runs KafkaShareConsumer from kafka-clients 4.3.0 in a
+//     JVM (scenario/java, built with Maven, offline from ~/.m2 when it
+//     can), --client weir runs client.ShareConsumer in process. Both use
+//     the given share.acquire.mode, max.poll.records and fetch.max.wait.ms.
+//  4. Sample the cumulative delivery count once a second (a ticker here,
+//     a reporter thread in the JVM), and write the CSV, the HTML page and
+//     the summary.
+//
+// # What it measures
+//
+// The drain rate over time. The seed's Java record_limit consumer sends
+// one ShareFetch per poll, to one broker at a time in turn, each allowed
+// to wait fetch.max.wait.ms (500 ms) when it has nothing. Once the light
+// partitions are drained, every poll of a drained broker costs 500 ms, so
+// the rate falls from a peak to a plateau of about
+// max.poll.records × busy brokers / (busy brokers × RTT + idle brokers ×
+// 0.5 s) — the seed's ~2K rec/s with two busy brokers of three — and
+// lower still when only one broker has records left. This needs the
+// partitions' leaders on several brokers: on a single broker there is no
+// "other broker" to wait on, and the collapse does not show.
+// batch_optimized (concurrent fetches to every broker) is the reference
+// drain time; client.ShareConsumer in record_limit mode should stay near
+// its peak and drain within about 1.2× that time (client/share.go
+// explains its fetch policy).
+//
+// # Reading the output
+//
+// The CSV has one line per sample: time_s (seconds since the consumer was
+// created, group join included), records (delivered since the previous
+// sample, usually one second earlier) and cumulative. Deliveries are
+// counted, so a redelivered record counts twice; the summary separates
+// distinct records from duplicates, and a correct run shows 0 duplicates.
+//
+// The summary gives:
+//   - peak rate: the highest rate over a sample of at least half a second;
+//   - min after peak: the lowest rate between the peak and the last full
+//     second, the depth of any collapse;
+//   - plateaus: runs of 5 or more samples whose rates stay within a factor
+//     1.5 of each other (PlateauBand), with their median; a healthy drain
+//     shows one plateau near the peak, the seed's collapse two or three
+//     steps down;
+//   - drain time: from the first to the last record delivered, measured
+//     by the driver to the millisecond, so the group join is not counted.
+//
+// The HTML page shows the summary, the rate on a linear and on a log axis
+// (inline SVG, no scripts), the parameters and the backlog per partition.
+// Numbers from a 2-core machine shared with builds are noisy: compare runs
+// made side by side, and repeat them.
+//
+// # Concurrency
+//
+// Run is synchronous. It owns one sampler goroutine (weir client) or one
+// JVM subprocess (java client) per drain and stops it before returning:
+// the JVM gets SIGTERM when the drain's context ends and SIGKILL 10 s
+// later.
+package scenario

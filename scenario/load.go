@@ -1,0 +1,109 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"weir/client"
+)
+
+// groupResource is the config resource type of a group (KIP-848/932
+// group configs), absent from client's named constants.
+const groupResource client.ConfigResourceType = 32
+
+// createTopic creates the topic and sets the share group to start from the
+// earliest offset: the backlog is produced before the consumer joins, and
+// share groups start at the latest offset by default.
+func createTopic(ctx context.Context, adm *client.Admin, cfg Config) error {
+	err := adm.CreateTopics(ctx, client.TopicSpec{Name: cfg.Topic, Partitions: int32(cfg.Partitions), ReplicationFactor: int16(cfg.ReplicationFactor)})
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("create topic %s: %w", cfg.Topic, err)
+	}
+	earliest := "earliest"
+	if err := adm.AlterConfigs(ctx, groupResource, cfg.Group, client.AlterConfigOp{Name: "share.auto.offset.reset", Value: &earliest}); err != nil {
+		return fmt.Errorf("set share.auto.offset.reset on group %s: %w", cfg.Group, err)
+	}
+	return nil
+}
+
+// load produces counts[p] records to each partition p with the weir
+// producer, in big batches (nothing measures the load, so it is tuned only
+// to be quick), and returns when every record is acknowledged.
+func load(ctx context.Context, cfg Config, counts []int64) error {
+	p, err := client.NewProducer(map[string]string{
+		"bootstrap.servers": cfg.Bootstrap,
+		"acks":              "1",
+		"linger.ms":         "20",
+		"batch.size":        "262144",
+		"max.request.size":  "4194304",
+		"buffer.memory":     "67108864",
+		"compression.type":  "none",
+	}, client.WithLogger(cfg.Logger))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Close(cctx)
+	}()
+	value := make([]byte, cfg.ValueSize)
+	for i := range value {
+		value[i] = 'a' + byte(i%26)
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+	)
+	done := func(_ client.RecordMetadata, err error) {
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}
+	}
+	for part, n := range counts {
+		for range n {
+			r := &client.Record{Topic: cfg.Topic, Partition: client.PartitionOf(int32(part)), Value: value}
+			p.Send(ctx, r, done)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return firstErr
+}
+
+// backlog returns each partition's records between its earliest and
+// latest offsets: what the share group has to drain.
+func backlog(ctx context.Context, adm *client.Admin, topic string, partitions int) ([]int64, error) {
+	hi, err := adm.ListOffsets(ctx, topic, client.OffsetLatest)
+	if err != nil {
+		return nil, err
+	}
+	lo, err := adm.ListOffsets(ctx, topic, client.OffsetEarliest)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, partitions)
+	for p := range out {
+		h, l := hi[int32(p)], lo[int32(p)]
+		if h.Err != nil || l.Err != nil {
+			return nil, fmt.Errorf("list offsets of %s-%d: %w", topic, p, errors.Join(h.Err, l.Err))
+		}
+		out[p] = h.Offset - l.Offset
+	}
+	return out, nil
+}
