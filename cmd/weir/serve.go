@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,7 @@ import (
 
 	"weir/internal/broker"
 	"weir/internal/config"
+	"weir/internal/quorum"
 	"weir/internal/server"
 )
 
@@ -35,8 +37,27 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	pprofAddr := fs.String("pprof-listen", "", "profiling only: host:port serving net/http/pprof at /debug/pprof/, with block and mutex profiling on (default: off)")
 	confFile := fs.String("config", "", "server.properties-style file with Kafka broker property names; flags override it")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	raftListen := fs.String("raft-listen", "", "host:port of this node's metadata quorum transport (needed with -voters)")
+	votersFlag := fs.String("voters", "", "the metadata quorum's voters, id@host:port,... with their raft addresses (controller.quorum.voters; default: this node alone)")
+	nonVotersFlag := fs.String("non-voters", "", "the other brokers, id@host:port,... with their raft addresses; they follow the metadata log without voting")
+	clusterID := fs.String("cluster-id", "", "the cluster id (default: derived from -voters, or random for a single node)")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long a controlled shutdown (on SIGTERM or Ctrl-C) may take before the broker stops anyway")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	voters, err := parsePeers(*votersFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "invalid -voters %q: %v\n", *votersFlag, err)
+		return errUsage
+	}
+	nonVoters, err := parsePeers(*nonVotersFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "invalid -non-voters %q: %v\n", *nonVotersFlag, err)
+		return errUsage
+	}
+	if (len(voters) > 1 || len(nonVoters) > 0) && *raftListen == "" {
+		fmt.Fprintln(stderr, "-raft-listen is required with more than one voter or with non-voters")
+		return errUsage
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -61,6 +82,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.DataDir = dir
 	cfg.Logger = logger
 	cfg.NullStorage = *nullStorage
+	cfg.Cluster = broker.ClusterConfig{RaftAddr: *raftListen, Voters: voters, NonVoters: nonVoters, ClusterID: *clusterID}
+	if len(voters) == 0 && len(nonVoters) == 0 {
+		cfg.Cluster.RaftAddr = ""
+	}
 	if *nullStorage {
 		logger.Warn("null storage: produced records are acknowledged and thrown away")
 	}
@@ -116,6 +141,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(context.Background()) }()
+	if err := b.Start(ctx); err != nil {
+		srv.Shutdown(context.Background())
+		<-serveErr
+		b.Close()
+		return err
+	}
 	fmt.Fprintf(stdout, "weir listening on %s (data in %s)\n", srv.Addr(), dir)
 	logger.Info("weir ready", "listen", srv.Addr().String(), "data_dir", dir, "node", cfg.NodeID, "cluster_id", b.ClusterID())
 
@@ -125,6 +156,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		b.Close()
 		return err
 	}
+	logger.Info("controlled shutdown: asking the controller to move this broker's leaderships")
+	csCtx, csCancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	if err := b.ControlledShutdown(csCtx); err != nil {
+		logger.Warn("controlled shutdown did not finish; stopping anyway", "err", err)
+	}
+	csCancel()
 	logger.Info("shutting down: answering in-flight requests")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -211,4 +248,33 @@ func brokerConfig(s *config.Broker) broker.Config {
 	cfg.Group.MinSessionTimeout = s.Millis(config.GroupMinSessionTimeout)
 	cfg.Group.MaxSessionTimeout = s.Millis(config.GroupMaxSessionTimeout)
 	return cfg
+}
+
+// parsePeers reads "id@host:port,..." (Kafka's controller.quorum.voters
+// form).
+func parsePeers(s string) ([]quorum.Peer, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var peers []quorum.Peer
+	seen := map[int32]bool{}
+	for _, part := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(part), "@")
+		if !ok {
+			return nil, fmt.Errorf("%q is not id@host:port", part)
+		}
+		n, err := strconv.ParseInt(id, 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: the node id must be a non-negative integer", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("%q: %v", part, err)
+		}
+		if seen[int32(n)] {
+			return nil, fmt.Errorf("node %d is listed twice", n)
+		}
+		seen[int32(n)] = true
+		peers = append(peers, quorum.Peer{ID: int32(n), Addr: addr})
+	}
+	return peers, nil
 }

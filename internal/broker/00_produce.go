@@ -54,10 +54,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 			case t.internal:
 				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, t.name)
 			default:
-				var ok bool
-				if p, ok = b.partitionOf(t, rp.Partition); !ok {
-					err = kerr.UnknownTopicOrPartition
-				}
+				p, err = b.partitionOf(t, rp.Partition)
 			}
 			if err == nil {
 				var res wlog.AppendResult

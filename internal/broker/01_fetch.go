@@ -114,7 +114,7 @@ func (b *Broker) fetchPartitions(r *kmsg.FetchRequest) []*partition {
 	for _, rt := range r.Topics {
 		t := b.fetchTopic(r, &rt)
 		for _, rp := range rt.Partitions {
-			if p, ok := b.partitionOf(t, rp.Partition); ok {
+			if p, err := b.partitionOf(t, rp.Partition); err == nil {
 				out = append(out, p)
 			}
 		}
@@ -149,12 +149,12 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-			p, ok := b.partitionOf(t, rp.Partition)
+			p, perr := b.partitionOf(t, rp.Partition)
 			switch {
 			case t == nil && r.Version >= 13:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case !ok:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case perr != nil:
+				sp.ErrorCode = errCode(perr)
 			default:
 				var fr *fetchRecords
 				sp.ErrorCode, fr = b.readPartition(p, &rp, &sp, &budget, total == 0)

@@ -28,9 +28,9 @@ func (b *Broker) handleListOffsets(_ context.Context, req *server.Request) *serv
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset = -1, -1
-			p, ok := b.partitionOf(t, rp.Partition)
-			if !ok {
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			p, err := b.partitionOf(t, rp.Partition)
+			if err != nil {
+				sp.ErrorCode = errCode(err)
 			} else {
 				sp.ErrorCode = b.listOffset(p, &rp, &sp)
 			}

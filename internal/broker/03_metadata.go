@@ -2,117 +2,178 @@ package broker
 
 import (
 	"context"
-	"errors"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/metadata"
 	"weir/internal/server"
 )
 
-// Metadata v0-13. A null topic list (or an empty one at v0) asks for every
-// topic; missing topics are auto-created when the request allows it (v4+,
-// always before v4) and auto.create.topics.enable is on. Creation is
-// synchronous, so a new topic is returned complete rather than with
-// LEADER_NOT_AVAILABLE. Authorized operations are not computed (no ACLs):
-// the field keeps its "not requested" default.
+// Metadata v0-13, answered from this node's metadata image: every
+// registered broker that is not fenced, each partition's leader, replicas,
+// ISR and offline replicas. A null topic list (or an empty one at v0)
+// asks for every topic; missing topics are auto-created through the
+// controller when the request allows it (v4+, always before v4) and
+// auto.create.topics.enable is on. The handler waits (bounded) until the
+// new topic reached this node's image, so it is usually returned complete
+// rather than with LEADER_NOT_AVAILABLE. Authorized operations are not
+// computed (no ACLs): the field keeps its "not requested" default.
 var _ = register(handler{key: 3, min: 0, max: 13, serve: (*Broker).handleMetadata})
 
-func (b *Broker) handleMetadata(_ context.Context, req *server.Request) *server.Reply {
+func (b *Broker) handleMetadata(ctx context.Context, req *server.Request) *server.Reply {
 	r := req.Body.(*kmsg.MetadataRequest)
-	resp := r.ResponseKind().(*kmsg.MetadataResponse)
-	host, port := b.advertised()
-	br := kmsg.NewMetadataResponseBroker()
-	br.NodeID, br.Host, br.Port = b.cfg.NodeID, host, port
-	if b.cfg.Rack != "" {
-		br.Rack = &b.cfg.Rack
-	}
-	resp.Brokers = []kmsg.MetadataResponseBroker{br}
-	resp.ClusterID = &b.clusterID
-	resp.ControllerID = b.cfg.NodeID
-
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
-	if all {
-		b.mu.RLock()
-		for _, t := range b.topics {
-			resp.Topics = append(resp.Topics, b.topicMetadata(t))
-		}
-		b.mu.RUnlock()
-		return server.Ready(resp)
-	}
 	autoCreate := b.cfg.AutoCreateTopics && (r.Version < 4 || r.AllowAutoTopicCreation)
-	for _, rt := range r.Topics {
-		var t *topic
-		switch {
-		case rt.Topic != nil:
-			t = b.lookupTopic(*rt.Topic)
-			if t == nil && autoCreate {
-				var err error
-				t, err = b.autoCreate(*rt.Topic)
-				if err != nil {
-					mt := kmsg.NewMetadataResponseTopic()
-					mt.Topic = rt.Topic
-					mt.ErrorCode = errCode(err)
-					resp.Topics = append(resp.Topics, mt)
-					continue
-				}
+	if !all && autoCreate {
+		var missing []string
+		for _, rt := range r.Topics {
+			if rt.Topic != nil && b.lookupTopic(*rt.Topic) == nil && validateTopicName(*rt.Topic) == nil {
+				missing = append(missing, *rt.Topic)
 			}
-		default:
-			t = b.lookupTopicID(rt.TopicID)
 		}
-		if t == nil {
+		if len(missing) > 0 {
+			return b.async(ctx, func(ctx context.Context) kmsg.Response {
+				errs := b.autoCreate(ctx, missing)
+				return b.metadataResponse(r, errs)
+			})
+		}
+	}
+	return server.Ready(b.metadataResponse(r, nil))
+}
+
+func (b *Broker) metadataResponse(r *kmsg.MetadataRequest, createErrs map[string]int16) *kmsg.MetadataResponse {
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	img := b.image()
+	resp.ClusterID = &b.clusterID
+	resp.ControllerID = b.node.Leader()
+	for _, br := range img.Brokers() {
+		if br.Fenced {
+			continue
+		}
+		if mb, ok := metadataBroker(br); ok {
+			resp.Brokers = append(resp.Brokers, mb)
+		}
+	}
+	if r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0) {
+		img.EachTopic(func(t *metadata.Topic) bool {
+			resp.Topics = append(resp.Topics, topicMetadata(img, t))
+			return true
+		})
+		return resp
+	}
+	for _, rt := range r.Topics {
+		var t *metadata.Topic
+		var ok bool
+		if rt.Topic != nil {
+			t, ok = img.TopicByName(*rt.Topic)
+		} else {
+			t, ok = img.Topic(rt.TopicID)
+		}
+		if !ok {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if rt.Topic == nil {
+			switch {
+			case rt.Topic == nil:
 				mt.ErrorCode = kerr.UnknownTopicID.Code
-			} else if err := validateTopicName(*rt.Topic); err != nil {
+			case validateTopicName(*rt.Topic) != nil:
 				mt.ErrorCode = kerr.InvalidTopicException.Code
+			case createErrs[*rt.Topic] != 0:
+				mt.ErrorCode = createErrs[*rt.Topic]
 			}
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		b.mu.RLock()
-		resp.Topics = append(resp.Topics, b.topicMetadata(t))
-		b.mu.RUnlock()
+		resp.Topics = append(resp.Topics, topicMetadata(img, t))
 	}
-	return server.Ready(resp)
+	return resp
 }
 
-// autoCreate creates a topic with the broker defaults, tolerating a
-// concurrent creation of the same topic.
-func (b *Broker) autoCreate(name string) (*topic, error) {
-	b.mu.Lock()
-	if t, ok := b.topics[name]; ok {
-		b.mu.Unlock()
-		return t, nil
+// metadataBroker is a broker's PLAINTEXT endpoint for Metadata.
+func metadataBroker(br *metadata.Broker) (kmsg.MetadataResponseBroker, bool) {
+	for _, e := range br.Endpoints {
+		if e.Listener != listenerName {
+			continue
+		}
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = br.ID, e.Host, int32(e.Port)
+		if br.Rack != "" {
+			rack := br.Rack
+			mb.Rack = &rack
+		}
+		return mb, true
 	}
-	t, err := b.createTopicLocked(name, b.cfg.NumPartitions, nil, false)
-	if errors.Is(err, kerr.TopicAlreadyExists) {
-		t, err = b.topics[name], nil
-	}
-	b.mu.Unlock()
-	if err == nil {
-		b.groups.TopicsChanged()
-	}
-	return t, err
+	return kmsg.MetadataResponseBroker{}, false
 }
 
-// topicMetadata describes t. Broker.mu is held for reading.
-func (b *Broker) topicMetadata(t *topic) kmsg.MetadataResponseTopic {
+// autoCreate creates missing topics with the broker defaults through the
+// controller and waits until they are in this node's registry. It
+// returns the error code of each topic that could not be created (an
+// existing topic is not an error).
+func (b *Broker) autoCreate(ctx context.Context, names []string) map[string]int16 {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	for _, n := range names {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = n, -1, -1
+		req.Topics = append(req.Topics, rt)
+	}
+	req.TimeoutMillis = 10000
+	errs := map[string]int16{}
+	resp, err := b.admin(ctx, req, func(kmsg.Response) func() bool {
+		return func() bool {
+			for _, n := range names {
+				if b.lookupTopic(n) == nil {
+					return false
+				}
+			}
+			return true
+		}
+	})
+	if err != nil {
+		for _, n := range names {
+			errs[n] = kerr.LeaderNotAvailable.Code
+		}
+		return errs
+	}
+	for _, st := range resp.(*kmsg.CreateTopicsResponse).Topics {
+		if st.ErrorCode != 0 && st.ErrorCode != kerr.TopicAlreadyExists.Code {
+			errs[st.Topic] = st.ErrorCode
+		} else if b.lookupTopic(st.Topic) == nil {
+			errs[st.Topic] = kerr.LeaderNotAvailable.Code
+		}
+	}
+	return errs
+}
+
+// topicMetadata describes t as img holds it.
+func topicMetadata(img *metadata.Image, t *metadata.Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
-	name := t.name
+	name := t.Name()
 	mt.Topic = &name
-	mt.TopicID = t.id
-	mt.IsInternal = t.internal
-	for _, p := range t.partitions {
+	mt.TopicID = t.ID()
+	mt.IsInternal = strings.HasPrefix(name, "__")
+	t.EachPartition(func(i int32, s metadata.Partition) bool {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = p.index
-		mp.Leader = b.cfg.NodeID
-		mp.LeaderEpoch = p.leaderEpoch.Load()
-		mp.Replicas = []int32{b.cfg.NodeID}
-		mp.ISR = []int32{b.cfg.NodeID}
+		mp.Partition = i
+		mp.Leader = s.Leader()
+		mp.LeaderEpoch = s.LeaderEpoch()
+		mp.Replicas = s.Replicas()
+		mp.ISR = s.ISR()
+		for _, id := range s.Replicas() {
+			if br, ok := img.Broker(id); !ok || br.Fenced {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
+			}
+		}
+		if s.Leader() < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 		mt.Partitions = append(mt.Partitions, mp)
-	}
+		return true
+	})
 	return mt
 }
+
+// image is the metadata image the registry reflects.
+func (b *Broker) image() *metadata.Image { return b.img.Load() }

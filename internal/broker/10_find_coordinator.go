@@ -2,6 +2,9 @@ package broker
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -9,52 +12,117 @@ import (
 	"weir/internal/server"
 )
 
-// FindCoordinator v0-6 (v4+ batches keys). A single node coordinates every
-// group. weir has no transaction coordinator yet: transaction keys (type 1)
-// get TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the answer InitProducerId
-// gives a transactional id too, which clients treat as fatal at once
-// instead of retrying until max.block.ms. Share keys (type 2,
+// FindCoordinator v0-6 (v4+ batches keys). A group (key type 0) is
+// coordinated by the leader of its __consumer_offsets partition, as in
+// Kafka; share groups use the same key type. weir has no transaction
+// coordinator yet: transaction keys (type 1) get
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the answer InitProducerId gives
+// a transactional id too, which clients treat as fatal at once instead of
+// retrying until max.block.ms. Share keys (type 2,
 // "group:topicId:partition", which locate a share partition's state) are
-// coordinated here too: this node keeps the state of the share partitions
-// it serves.
+// answered with the leader of that partition: each node keeps the state
+// of the share partitions it leads.
 var _ = register(handler{key: 10, min: 0, max: 6, serve: (*Broker).handleFindCoordinator})
 
 func (b *Broker) handleFindCoordinator(_ context.Context, req *server.Request) *server.Reply {
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
 	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	host, port := b.advertised()
-	answer := func(keyType int8) (int16, *string) {
+	answer := func(keyType int8, key string) (int32, string, int32, int16, *string) {
+		var node int32 = -1
 		switch keyType {
-		case 0, 2:
+		case 0:
+			p, ok := b.coordinatorPartition(key)
+			if ok {
+				node = p.leader.Load()
+			}
+		case 2:
+			// The leader of the partition keeps its share state; for a
+			// partition it does not know, the group's coordinator answers.
+			if node = b.shareKeyLeader(key); node < 0 {
+				if i := strings.IndexByte(key, ':'); i > 0 {
+					if p, ok := b.coordinatorPartition(key[:i]); ok {
+						node = p.leader.Load()
+					}
+				}
+			}
 		case 1:
 			msg := "transactions are not supported by this broker"
-			return kerr.TransactionalIDAuthorizationFailed.Code, &msg
+			return -1, "", -1, kerr.TransactionalIDAuthorizationFailed.Code, &msg
 		default:
 			msg := "no coordinator of this key type on this broker"
-			return kerr.CoordinatorNotAvailable.Code, &msg
+			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, &msg
 		}
-		return 0, nil
+		if node < 0 {
+			msg := "the coordinator is not available yet"
+			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, &msg
+		}
+		host, port, ok := b.endpointOf(node)
+		if !ok {
+			msg := "the coordinator's broker is not registered"
+			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, &msg
+		}
+		return node, host, port, 0, nil
 	}
 	if r.Version < 4 {
-		code, msg := answer(r.CoordinatorType)
-		resp.ErrorCode, resp.ErrorMessage = code, msg
-		if code == 0 {
-			resp.NodeID, resp.Host, resp.Port = b.cfg.NodeID, host, port
-		} else {
-			resp.NodeID, resp.Port = -1, -1
-		}
+		resp.NodeID, resp.Host, resp.Port, resp.ErrorCode, resp.ErrorMessage = answer(r.CoordinatorType, r.CoordinatorKey)
 		return server.Ready(resp)
 	}
 	for _, key := range r.CoordinatorKeys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
-		c.ErrorCode, c.ErrorMessage = answer(r.CoordinatorType)
-		if c.ErrorCode == 0 {
-			c.NodeID, c.Host, c.Port = b.cfg.NodeID, host, port
-		} else {
-			c.NodeID, c.Port = -1, -1
-		}
+		c.NodeID, c.Host, c.Port, c.ErrorCode, c.ErrorMessage = answer(r.CoordinatorType, key)
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	return server.Ready(resp)
+}
+
+// endpointOf returns a registered, unfenced broker's listener address.
+func (b *Broker) endpointOf(node int32) (string, int32, bool) {
+	br, ok := b.image().Broker(node)
+	if !ok || br.Fenced {
+		return "", 0, false
+	}
+	mb, ok := metadataBroker(br)
+	return mb.Host, mb.Port, ok
+}
+
+// shareKeyLeader finds the leader of the partition a share key
+// ("group:topicId:partition") names, or -1.
+func (b *Broker) shareKeyLeader(key string) int32 {
+	i := strings.LastIndexByte(key, ':')
+	if i < 0 {
+		return -1
+	}
+	j := strings.LastIndexByte(key[:i], ':')
+	if j < 0 {
+		return -1
+	}
+	n, ok := parseNodeID(key[i+1:])
+	if !ok {
+		return -1
+	}
+	id, err := parseUUID(key[j+1 : i])
+	if err != nil {
+		return -1
+	}
+	s, ok := b.image().Partition(id, n)
+	if !ok {
+		return -1
+	}
+	return s.Leader()
+}
+
+// parseUUID decodes a Kafka UUID as it prints one: 22 characters of
+// unpadded URL-safe base64.
+func parseUUID(s string) ([16]byte, error) {
+	var id [16]byte
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return id, err
+	}
+	if len(raw) != 16 {
+		return id, fmt.Errorf("broker: a topic id has 16 bytes, not %d", len(raw))
+	}
+	copy(id[:], raw)
+	return id, nil
 }

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -11,13 +10,19 @@ import (
 	"weir/internal/server"
 )
 
-// DeleteTopics v1-6 (v6 names topics by name or id). The partition
-// directories are removed once their logs are closed. Internal topics
-// cannot be deleted.
+// DeleteTopics v1-6 (v6 names topics by name or id). Internal topics
+// cannot be deleted; the rest go to the controller, which removes them in
+// one metadata batch; every replica then closes and removes its partition
+// directories. The handler answers once the topics are gone from this
+// node's registry.
 var _ = register(handler{key: 20, min: 1, max: 6, serve: (*Broker).handleDeleteTopics})
 
-func (b *Broker) handleDeleteTopics(_ context.Context, req *server.Request) *server.Reply {
+func (b *Broker) handleDeleteTopics(ctx context.Context, req *server.Request) *server.Reply {
 	r := req.Body.(*kmsg.DeleteTopicsRequest)
+	return b.async(ctx, func(ctx context.Context) kmsg.Response { return b.deleteTopics(ctx, r) })
+}
+
+func (b *Broker) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type target struct {
 		name *string
@@ -33,6 +38,9 @@ func (b *Broker) handleDeleteTopics(_ context.Context, req *server.Request) *ser
 			targets = append(targets, target{name: &n})
 		}
 	}
+	fwd := kmsg.NewPtrDeleteTopicsRequest()
+	fwd.Version, fwd.TimeoutMillis = 6, r.TimeoutMillis
+	at := map[[16]byte]int{}
 	for _, tg := range targets {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = tg.name, tg.id
@@ -48,10 +56,17 @@ func (b *Broker) handleDeleteTopics(_ context.Context, req *server.Request) *ser
 			err = kerr.UnknownTopicID
 		case t == nil:
 			err = kerr.UnknownTopicOrPartition
+		case t.internal:
+			err = fmt.Errorf("%w: internal topic %s cannot be deleted", kerr.InvalidTopicException, t.name)
 		default:
 			name := t.name
 			st.Topic, st.TopicID = &name, t.id
-			err = b.deleteTopic(t)
+			if _, dup := at[t.id]; !dup {
+				ft := kmsg.NewDeleteTopicsRequestTopic()
+				ft.TopicID = t.id
+				fwd.Topics = append(fwd.Topics, ft)
+				at[t.id] = len(resp.Topics)
+			}
 		}
 		if err != nil {
 			st.ErrorCode = errCode(err)
@@ -59,34 +74,42 @@ func (b *Broker) handleDeleteTopics(_ context.Context, req *server.Request) *ser
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return server.Ready(resp)
-}
-
-func (b *Broker) deleteTopic(t *topic) error {
-	if t.internal {
-		return fmt.Errorf("%w: internal topic %s cannot be deleted", kerr.InvalidTopicException, t.name)
+	if len(fwd.Topics) == 0 {
+		return resp
 	}
-	b.mu.Lock()
-	if b.topics[t.name] != t {
-		b.mu.Unlock()
-		return kerr.UnknownTopicOrPartition
-	}
-	delete(b.topics, t.name)
-	delete(b.topicsByID, t.id)
-	err := b.saveMetaLocked()
-	parts := t.partitions
-	b.mu.Unlock()
+	cres, err := b.admin(ctx, fwd, func(res kmsg.Response) func() bool {
+		var gone [][16]byte
+		for _, st := range res.(*kmsg.DeleteTopicsResponse).Topics {
+			if st.ErrorCode == 0 {
+				gone = append(gone, st.TopicID)
+			}
+		}
+		return func() bool {
+			for _, id := range gone {
+				if b.lookupTopicID(id) != nil {
+					return false
+				}
+			}
+			return true
+		}
+	})
 	if err != nil {
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		err = controllerError(err)
 	}
-	for _, p := range parts {
-		p.log.Close()
-		p.advanced(p.highWatermark()) // wake parked fetches so they see the topic gone
-		if err := os.RemoveAll(p.log.Dir()); err != nil {
-			b.logger.Warn("could not remove partition directory", "topic", t.name, "partition", p.index, "err", err)
+	for i := range resp.Topics {
+		st := &resp.Topics[i]
+		if _, ok := at[st.TopicID]; !ok || st.ErrorCode != 0 {
+			continue
+		}
+		if err != nil {
+			st.ErrorCode, st.ErrorMessage = errCode(err), errMessage(err)
+			continue
+		}
+		for _, cst := range cres.(*kmsg.DeleteTopicsResponse).Topics {
+			if cst.TopicID == st.TopicID {
+				st.ErrorCode, st.ErrorMessage = cst.ErrorCode, cst.ErrorMessage
+			}
 		}
 	}
-	b.groups.TopicsChanged()
-	b.logger.Info("topic deleted", "topic", t.name)
-	return nil
+	return resp
 }

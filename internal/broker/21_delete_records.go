@@ -26,10 +26,10 @@ func (b *Broker) handleDeleteRecords(_ context.Context, req *server.Request) *se
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			p, ok := b.partitionOf(t, rp.Partition)
+			p, perr := b.partitionOf(t, rp.Partition)
 			switch {
-			case !ok:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case perr != nil:
+				sp.ErrorCode = errCode(perr)
 			case t.internal:
 				sp.ErrorCode = kerr.InvalidTopicException.Code
 			default:

@@ -28,14 +28,14 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, req *server.Reque
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			p, ok := b.partitionOf(t, rp.Partition)
+			p, perr := b.partitionOf(t, rp.Partition)
 			epoch := int32(0)
-			if ok {
+			if perr == nil {
 				epoch = p.leaderEpoch.Load()
 			}
 			switch {
-			case !ok:
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case perr != nil:
+				sp.ErrorCode = errCode(perr)
 			case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < epoch:
 				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
 			case rp.CurrentLeaderEpoch > epoch:

@@ -10,72 +10,84 @@ import (
 	"weir/internal/server"
 )
 
-// CreatePartitions v0-3: grow a topic to Count partitions. Assignments, if
-// given, must name this node only.
+// CreatePartitions v0-3: grow a topic to Count partitions. Checked here
+// (internal topics, the per-topic cap), placed and committed by the
+// controller; the handler answers once the new partitions are in this
+// node's registry.
 var _ = register(handler{key: 37, min: 0, max: 3, serve: (*Broker).handleCreatePartitions})
 
-func (b *Broker) handleCreatePartitions(_ context.Context, req *server.Request) *server.Reply {
+func (b *Broker) handleCreatePartitions(ctx context.Context, req *server.Request) *server.Reply {
 	r := req.Body.(*kmsg.CreatePartitionsRequest)
+	return b.async(ctx, func(ctx context.Context) kmsg.Response { return b.createPartitions(ctx, r) })
+}
+
+func (b *Broker) createPartitions(ctx context.Context, r *kmsg.CreatePartitionsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	fwd := kmsg.NewPtrCreatePartitionsRequest()
+	fwd.Version, fwd.TimeoutMillis, fwd.ValidateOnly = r.Version, r.TimeoutMillis, r.ValidateOnly
+	at := map[string]int{}
 	for _, rt := range r.Topics {
 		res := kmsg.NewCreatePartitionsResponseTopic()
 		res.Topic = rt.Topic
-		if err := b.createPartitions(&rt, r.ValidateOnly); err != nil {
+		t := b.lookupTopic(rt.Topic)
+		var err error
+		switch {
+		case t == nil:
+			err = kerr.UnknownTopicOrPartition
+		case t.internal:
+			err = fmt.Errorf("%w: internal topic %s cannot grow", kerr.InvalidTopicException, t.name)
+		default:
+			err = b.checkPartitionCount(rt.Count)
+		}
+		if err != nil {
 			res.ErrorCode = errCode(err)
 			res.ErrorMessage = errMessage(err)
+		} else if _, dup := at[rt.Topic]; !dup {
+			at[rt.Topic] = len(resp.Topics)
+			fwd.Topics = append(fwd.Topics, rt)
 		}
 		resp.Topics = append(resp.Topics, res)
 	}
-	if !r.ValidateOnly {
-		b.groups.TopicsChanged()
+	if len(fwd.Topics) == 0 {
+		return resp
 	}
-	return server.Ready(resp)
-}
-
-func (b *Broker) createPartitions(rt *kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, ok := b.topics[rt.Topic]
-	if !ok {
-		return kerr.UnknownTopicOrPartition
-	}
-	if t.internal {
-		return fmt.Errorf("%w: internal topic %s cannot grow", kerr.InvalidTopicException, t.name)
-	}
-	have := int32(len(t.partitions))
-	if rt.Count <= have {
-		return fmt.Errorf("%w: topic has %d partitions, cannot change to %d", kerr.InvalidPartitions, have, rt.Count)
-	}
-	if err := b.checkPartitionCount(rt.Count); err != nil {
-		return err
-	}
-	if rt.Assignment != nil && int32(len(rt.Assignment)) != rt.Count-have {
-		return fmt.Errorf("%w: %d assignments for %d new partitions", kerr.InvalidReplicaAssignment, len(rt.Assignment), rt.Count-have)
-	}
-	for _, a := range rt.Assignment {
-		if len(a.Replicas) != 1 || a.Replicas[0] != b.cfg.NodeID {
-			return fmt.Errorf("%w: replicas must be [%d] on this single node", kerr.InvalidReplicaAssignment, b.cfg.NodeID)
+	cres, err := b.admin(ctx, fwd, func(res kmsg.Response) func() bool {
+		if r.ValidateOnly {
+			return nil
 		}
-	}
-	if validateOnly {
-		return nil
-	}
-	cfg, err := b.topicLogConfig(t.configs)
+		want := map[string]int32{}
+		for i, st := range res.(*kmsg.CreatePartitionsResponse).Topics {
+			if st.ErrorCode == 0 && i < len(fwd.Topics) {
+				want[st.Topic] = fwd.Topics[i].Count
+			}
+		}
+		return func() bool {
+			for name, n := range want {
+				t := b.lookupTopic(name)
+				if t == nil {
+					return false
+				}
+				b.mu.RLock()
+				have := int32(len(t.partitions))
+				b.mu.RUnlock()
+				if have < n {
+					return false
+				}
+			}
+			return true
+		}
+	})
 	if err != nil {
-		return err
-	}
-	parts := append([]*partition(nil), t.partitions...)
-	for i := have; i < rt.Count; i++ {
-		p, err := b.openPartition(t, i, cfg)
-		if err != nil {
-			return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		err = controllerError(err)
+		for _, i := range at {
+			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = errCode(err), errMessage(err)
 		}
-		parts = append(parts, p)
+		return resp
 	}
-	t.partitions = parts
-	if err := b.saveMetaLocked(); err != nil {
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	for _, cst := range cres.(*kmsg.CreatePartitionsResponse).Topics {
+		if i, ok := at[cst.Topic]; ok {
+			resp.Topics[i].ErrorCode, resp.Topics[i].ErrorMessage = cst.ErrorCode, cst.ErrorMessage
+		}
 	}
-	b.logger.Info("partitions added", "topic", t.name, "partitions", rt.Count)
-	return nil
+	return resp
 }

@@ -22,14 +22,16 @@ func (b *Broker) handleDescribeCluster(_ context.Context, req *server.Request) *
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
 		return server.Ready(resp)
 	}
-	host, port := b.advertised()
 	resp.ClusterID = b.clusterID
-	resp.ControllerID = b.cfg.NodeID
-	br := kmsg.NewDescribeClusterResponseBroker()
-	br.NodeID, br.Host, br.Port = b.cfg.NodeID, host, port
-	if b.cfg.Rack != "" {
-		br.Rack = &b.cfg.Rack
+	resp.ControllerID = b.node.Leader()
+	for _, br := range b.image().Brokers() {
+		mb, ok := metadataBroker(br)
+		if !ok || br.Fenced {
+			continue
+		}
+		db := kmsg.NewDescribeClusterResponseBroker()
+		db.NodeID, db.Host, db.Port, db.Rack = mb.NodeID, mb.Host, mb.Port, mb.Rack
+		resp.Brokers = append(resp.Brokers, db)
 	}
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
 	return server.Ready(resp)
 }

@@ -237,8 +237,8 @@ func (f *shareFetch) attempt(ctx context.Context) shareFetchResult {
 		left := int64(maxRecords) - res.records
 		if t := b.lookupTopicID(tp.topicID); t == nil {
 			fp.code = kerr.UnknownTopicID.Code
-		} else if _, ok := b.partitionOf(t, tp.partition); !ok {
-			fp.code = kerr.UnknownTopicOrPartition.Code
+		} else if _, err := b.partitionOf(t, tp.partition); err != nil {
+			fp.code = errCode(err)
 		} else if left > 0 && budget > 0 {
 			sp, _, ok := f.c.partFor(f.group, tp.topicID, tp.partition)
 			if !ok {
@@ -299,8 +299,8 @@ func (f *shareFetch) wait(ctx context.Context) (shareFetchResult, bool) {
 	var sps []*sharePart
 	for _, tp := range f.parts {
 		t := b.lookupTopicID(tp.topicID)
-		p, ok := b.partitionOf(t, tp.partition)
-		if !ok {
+		p, err := b.partitionOf(t, tp.partition)
+		if err != nil {
 			continue
 		}
 		if sp, _, ok := f.c.partFor(f.group, tp.topicID, tp.partition); ok {

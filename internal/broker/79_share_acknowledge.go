@@ -144,8 +144,8 @@ func (c *shareCoordinator) ackTarget(group string, tp sessionPart) (*sharePart, 
 	if t == nil {
 		return nil, kerr.UnknownTopicID
 	}
-	if _, ok := b.partitionOf(t, tp.partition); !ok {
-		return nil, kerr.UnknownTopicOrPartition
+	if _, err := b.partitionOf(t, tp.partition); err != nil {
+		return nil, err
 	}
 	sp, _, ok := c.partFor(group, tp.topicID, tp.partition)
 	if !ok {

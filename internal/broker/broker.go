@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,10 +16,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/cluster"
 	"weir/internal/config"
 	"weir/internal/fault"
 	"weir/internal/group"
 	wlog "weir/internal/log"
+	"weir/internal/metadata"
 	"weir/internal/producer"
 	"weir/internal/server"
 )
@@ -55,6 +56,9 @@ type Config struct {
 	Group group.Config
 	// Share configures share groups (share_config.go).
 	Share ShareConfig
+	// Cluster says how this node takes part in the metadata quorum; the
+	// zero value is a single node (cluster.go).
+	Cluster ClusterConfig
 
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -77,7 +81,7 @@ func DefaultConfig() Config {
 	}
 }
 
-// Broker serves the Kafka API for the partitions it holds. It implements
+// Broker serves the Kafka API for the partitions it leads. It implements
 // server.Dispatcher.
 type Broker struct {
 	cfg       Config
@@ -85,19 +89,31 @@ type Broker struct {
 	now       func() time.Time
 	clusterID string
 
-	conf atomic.Pointer[config.Broker]
+	conf     atomic.Pointer[config.Broker]
+	baseConf *config.Broker // the static configuration, without dynamic overrides
+
+	// The metadata quorum (cluster.go) and the registry projected from
+	// its image (registry.go).
+	node    *cluster.Node
+	ctl     *cluster.KafkaClient
+	life    *cluster.BrokerLifecycle
+	img     atomic.Pointer[metadata.Image] // the image the registry reflects
+	started atomic.Bool                    // Start finished: coordinators run
+	regMu   sync.Mutex
+	regCh   chan struct{} // closed at each registry update
 
 	mu         sync.RWMutex
 	topics     map[string]*topic
 	topicsByID map[[16]byte]*topic
 
-	groups      *group.Coordinator
+	grp         atomic.Pointer[group.Coordinator]
+	grpMu       sync.Mutex // serialises coordinator replacement
 	shares      *shareCoordinator
 	producerIDs *producer.Allocator
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // request goroutines (long polls, group waits)
+	wg     sync.WaitGroup // request goroutines (long polls, group waits), the metadata loop
 }
 
 // New opens the broker's data directory, recovering every partition log,
@@ -127,6 +143,7 @@ func New(cfg Config) (*Broker, error) {
 		now:        cfg.Now,
 		topics:     map[string]*topic{},
 		topicsByID: map[[16]byte]*topic{},
+		regCh:      make(chan struct{}),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	settings := cfg.Settings
@@ -136,36 +153,35 @@ func New(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
+	b.baseConf = settings
 	b.conf.Store(settings)
-	reserver, err := producer.OpenFileReserver(cfg.DataDir)
-	if err != nil {
-		return nil, fmt.Errorf("broker: producer ids: %w", err)
-	}
-	b.producerIDs = producer.NewAllocator(reserver, 1000)
-	if err := b.load(); err != nil {
-		b.closeLogs()
+	b.producerIDs = producer.NewAllocator(controllerReserver{b}, producer.DefaultBlockSize)
+	if err := b.openCluster(); err != nil {
 		return nil, err
 	}
-	gcfg := cfg.Group
-	gcfg.Logger = b.logger
-	gcfg.Store = &offsetsStore{b: b}
-	gcfg.Topics = topicsView{b: b}
-	g, err := group.New(gcfg)
-	if err != nil {
-		b.closeLogs()
+	if err := b.startCoordinators(); err != nil {
+		b.ctl.Close()
+		b.node.Close()
 		return nil, err
 	}
-	if err := g.Start(b.ctx); err != nil {
-		b.closeLogs()
-		return nil, fmt.Errorf("broker: load groups: %w", err)
+	if cfg.Cluster.single(cfg.NodeID) {
+		// A quorum of one elects itself at once; wait for it so that the
+		// registry below already holds every topic.
+		if err := b.waitController(30 * time.Second); err != nil {
+			b.Close()
+			return nil, err
+		}
 	}
-	b.groups = g
-	b.shares = newShareCoordinator(b, cfg.Share)
-	if err := b.shares.start(b.ctx); err != nil {
-		g.Close()
-		b.closeLogs()
-		return nil, fmt.Errorf("broker: load share groups: %w", err)
+	sub := b.node.FSM().Subscribe(0)
+	first, err := sub.Next(b.ctx)
+	if err != nil {
+		sub.Close()
+		b.Close()
+		return nil, err
 	}
+	b.applyUpdate(first)
+	b.wg.Add(1)
+	go b.metadataLoop(sub)
 	if cfg.RetentionCheckInterval > 0 {
 		b.wg.Add(1)
 		go b.retentionLoop(cfg.RetentionCheckInterval)
@@ -173,74 +189,66 @@ func New(cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-// load reads the topic registry and opens every partition.
-func (b *Broker) load() error {
-	m, ok, err := readMeta(b.cfg.DataDir)
+// startCoordinators starts the group coordinator over the
+// __consumer_offsets partitions this node leads (none yet: Start and
+// leadership changes reload it), and the share coordinator over this
+// node's share-state logs (its state is loaded by Start, once the
+// registry knows every topic).
+func (b *Broker) startCoordinators() error {
+	b.grpMu.Lock()
+	g, err := b.newGroupCoordinator()
+	if err == nil {
+		b.grp.Store(g)
+	}
+	b.grpMu.Unlock()
 	if err != nil {
 		return err
 	}
-	if !ok {
-		id := newTopicID()
-		b.clusterID = base64URL(id[:])
-	} else {
-		b.clusterID = m.ClusterID
-		if m.NodeID != b.cfg.NodeID {
-			return fmt.Errorf("broker: data directory belongs to node %d, not %d", m.NodeID, b.cfg.NodeID)
-		}
-		if len(m.BrokerDefaults) > 0 || len(m.BrokerNode) > 0 {
-			st, dropped := b.settings().WithDynamic(m.BrokerDefaults, m.BrokerNode)
-			for _, d := range dropped {
-				b.logger.Warn("dynamic broker config dropped", "reason", d)
-			}
-			b.conf.Store(st)
-		}
-	}
-	for _, tj := range m.Topics {
-		raw, err := hex.DecodeString(tj.ID)
-		if err != nil || len(raw) != 16 {
-			return fmt.Errorf("broker: topic %q has a bad id in %s", tj.Name, metaFile)
-		}
-		t := &topic{name: tj.Name, internal: tj.Internal, configs: tj.Configs}
-		copy(t.id[:], raw)
-		cfg, err := b.topicLogConfig(t.configs)
-		if err != nil {
-			return fmt.Errorf("broker: topic %q: %w", t.name, err)
-		}
-		for i := range tj.Partitions {
-			p, err := b.openPartition(t, i, cfg)
-			if err != nil {
-				return err
-			}
-			t.partitions = append(t.partitions, p)
-		}
-		b.topics[t.name] = t
-		b.topicsByID[t.id] = t
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.topics[offsetsTopic]; !ok {
-		if _, err := b.createTopicLocked(offsetsTopic, b.cfg.OffsetsPartitions, map[string]string{"cleanup.policy": "compact"}, true); err != nil {
-			return err
-		}
-	}
-	if !ok {
-		return b.saveMetaLocked()
-	}
+	b.shares = newShareCoordinator(b, b.cfg.Share)
 	return nil
 }
 
-// Close stops background work, waits for parked requests, and closes
-// every log (flushing it).
+// newGroupCoordinator starts a coordinator over the offsets partitions
+// led here.
+func (b *Broker) newGroupCoordinator() (*group.Coordinator, error) {
+	gcfg := b.cfg.Group
+	gcfg.Logger = b.logger
+	gcfg.Store = &offsetsStore{b: b}
+	gcfg.Topics = topicsView{b: b}
+	g, err := group.New(gcfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.Start(b.ctx); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("broker: load groups: %w", err)
+	}
+	return g, nil
+}
+
+// coord is the group coordinator, nil before Start.
+func (b *Broker) coord() *group.Coordinator { return b.grp.Load() }
+
+// Close stops background work, waits for parked requests, closes every
+// log (flushing it) and leaves the metadata quorum.
 func (b *Broker) Close() error {
+	if b.life != nil {
+		b.life.Close()
+	}
 	b.cancel()
 	b.wg.Wait()
 	if b.shares != nil {
 		b.shares.close()
 	}
-	if b.groups != nil {
-		b.groups.Close()
+	if g := b.grp.Load(); g != nil {
+		g.Close()
 	}
-	return b.closeLogs()
+	err := b.closeLogs()
+	b.ctl.Close()
+	if cerr := b.node.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (b *Broker) closeLogs() error {
@@ -249,10 +257,16 @@ func (b *Broker) closeLogs() error {
 	var errs []error
 	for _, t := range b.topics {
 		for _, p := range t.partitions {
+			if p.log == nil {
+				continue
+			}
 			if err := p.log.Close(); err != nil && !errors.Is(err, wlog.ErrClosed) {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if b.shares != nil {
+		errs = append(errs, b.shares.closeLogs())
 	}
 	return errors.Join(errs...)
 }

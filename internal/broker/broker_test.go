@@ -48,6 +48,9 @@ func startBroker(t testing.TB, dir string, mutate func(*Config)) *testBroker {
 	tb := &testBroker{b: b, srv: srv, addr: srv.Addr().String(), dir: dir, done: make(chan error, 1)}
 	go func() { tb.done <- srv.Serve(context.Background()) }()
 	t.Cleanup(tb.stop)
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatalf("broker.Start: %v", err)
+	}
 	return tb
 }
 

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,94 +35,105 @@ func (b *Broker) describeResource(typ kmsg.ConfigResourceType, name string, opts
 	return nil, fmt.Errorf("%w: resource type %v is not supported", kerr.InvalidRequest, typ)
 }
 
-// alterTopic stores new overrides for a topic computed by change from its
-// current ones, and applies them, unless validateOnly.
+// alterTopic computes new overrides for a topic with change from its
+// current ones, validates them and, unless validateOnly, has the
+// controller record them; every replica applies them from the image.
 func (b *Broker) alterTopic(name string, validateOnly bool, change func(current map[string]string) (map[string]string, *config.Error)) error {
 	if err := validateTopicName(name); err != nil {
 		return err
 	}
-	b.mu.Lock()
+	b.mu.RLock()
 	t := b.topics[name]
 	var current map[string]string
 	if t != nil {
 		current = t.configs
 	}
+	b.mu.RUnlock()
 	next, e := change(current)
 	// Kafka reports a bad config before an unknown topic.
 	if e != nil {
-		b.mu.Unlock()
 		return configError(e)
 	}
 	if t == nil {
-		b.mu.Unlock()
 		return kerr.UnknownTopicOrPartition
 	}
 	if _, err := b.topicLogConfig(next); err != nil {
-		b.mu.Unlock()
 		return err
 	}
 	if validateOnly {
-		b.mu.Unlock()
 		return nil
 	}
-	if len(next) == 0 {
-		next = nil
+	err := b.storeConfigs(kmsg.ConfigResourceTypeTopic, name, current, next, func() bool {
+		b.mu.RLock()
+		defer b.mu.RUnlock()
+		t := b.topics[name]
+		return t == nil || mapsEqual(t.configs, next)
+	})
+	if err == nil {
+		b.logger.Info("topic config changed", "topic", name, "overrides", len(next))
 	}
-	t.configs = next
-	parts := t.partitions
-	err := b.saveMetaLocked()
-	b.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-	}
-	b.logger.Info("topic config changed", "topic", name, "overrides", len(next))
-	return b.applyTopicConfigs(t, next, parts)
+	return err
 }
 
-// alterBroker stores new dynamic broker configs for resource name (""
-// for cluster defaults, else this node) and applies the resulting topic
-// defaults to every partition, unless validateOnly.
+// alterBroker computes new dynamic broker configs for resource name (""
+// for cluster defaults, else this node) and, unless validateOnly, has the
+// controller record them; brokers apply them (and the topic defaults
+// they imply) from the image.
 func (b *Broker) alterBroker(name string, validateOnly bool, change func(st *config.Broker) (map[string]string, *config.Error)) error {
-	b.mu.Lock()
 	st := b.settings()
 	next, e := change(st)
 	if e != nil {
-		b.mu.Unlock()
 		return configError(e)
 	}
 	if validateOnly {
-		b.mu.Unlock()
 		return nil
 	}
-	cluster, node := st.DynamicConfigs(false), st.DynamicConfigs(true)
-	if name == "" {
-		cluster = next
-	} else {
-		node = next
+	current := st.DynamicConfigs(name != "")
+	err := b.storeConfigs(kmsg.ConfigResourceTypeBroker, name, current, next, func() bool {
+		return mapsEqual(b.settings().DynamicConfigs(name != ""), next)
+	})
+	if err == nil {
+		b.logger.Info("broker config changed", "resource", name)
 	}
-	nst, dropped := st.WithDynamic(cluster, node)
-	for _, d := range dropped {
-		b.logger.Warn("dynamic broker config dropped", "reason", d)
+	return err
+}
+
+// storeConfigs sends the controller the operations that turn current into
+// next and waits (bounded) until applied says this node has them.
+func (b *Broker) storeConfigs(typ kmsg.ConfigResourceType, name string, current, next map[string]string, applied func() bool) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = typ, name
+	for _, k := range sortedKeys(next) {
+		if v, ok := current[k]; ok && v == next[k] {
+			continue
+		}
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Op, c.Value = k, kmsg.IncrementalAlterConfigOpSet, ptr(next[k])
+		res.Configs = append(res.Configs, c)
 	}
-	b.conf.Store(nst)
-	err := b.saveMetaLocked()
-	type target struct {
-		t         *topic
-		overrides map[string]string
-		parts     []*partition
+	for _, k := range sortedKeys(current) {
+		if _, ok := next[k]; !ok {
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Op = k, kmsg.IncrementalAlterConfigOpDelete
+			res.Configs = append(res.Configs, c)
+		}
 	}
-	var targets []target
-	for _, t := range b.topics {
-		targets = append(targets, target{t, maps.Clone(t.configs), t.partitions})
+	if len(res.Configs) == 0 {
+		return nil
 	}
-	b.mu.Unlock()
+	req.Resources = append(req.Resources, res)
+	resp, err := b.admin(b.ctx, req, func(kmsg.Response) func() bool { return applied })
 	if err != nil {
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		return controllerError(err)
 	}
-	b.logger.Info("broker config changed", "resource", name)
-	for _, tg := range targets {
-		if err := b.applyTopicConfigs(tg.t, tg.overrides, tg.parts); err != nil {
-			b.logger.Warn("could not apply new broker defaults", "topic", tg.t.name, "err", err)
+	for _, r := range resp.(*kmsg.IncrementalAlterConfigsResponse).Resources {
+		if r.ErrorCode != 0 {
+			err := kerr.ErrorForCode(r.ErrorCode)
+			if r.ErrorMessage != nil {
+				return fmt.Errorf("%w: %s", err, *r.ErrorMessage)
+			}
+			return err
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/group"
@@ -17,25 +18,25 @@ import (
 // Kafka 4.1+ does for old librdkafka, KAFKA-19444).
 var (
 	_ = register(handler{key: 11, min: 0, max: 9, serve: waitingGroupCall(func(b *Broker, ctx context.Context, req *server.Request, r *kmsg.JoinGroupRequest) (kmsg.Response, error) {
-		return b.groups.JoinGroup(ctx, groupClient(req), r)
+		return b.coord().JoinGroup(ctx, groupClient(req), r)
 	})})
 	_ = register(handler{key: 14, min: 0, max: 5, serve: waitingGroupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.SyncGroupRequest) (kmsg.Response, error) {
-		return b.groups.SyncGroup(ctx, r)
+		return b.coord().SyncGroup(ctx, r)
 	})})
 	_ = register(handler{key: 12, min: 0, max: 4, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.HeartbeatRequest) (kmsg.Response, error) {
-		return b.groups.Heartbeat(ctx, r)
+		return b.coord().Heartbeat(ctx, r)
 	})})
 	_ = register(handler{key: 13, min: 0, max: 5, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
-		return b.groups.LeaveGroup(ctx, r)
+		return b.coord().LeaveGroup(ctx, r)
 	})})
 	_ = register(handler{key: 8, min: 2, max: 10, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
-		return b.groups.OffsetCommit(ctx, r)
+		return b.coord().OffsetCommit(ctx, r)
 	})})
 	_ = register(handler{key: 9, min: 1, max: 10, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
-		return b.groups.OffsetFetch(ctx, r)
+		return b.coord().OffsetFetch(ctx, r)
 	})})
 	_ = register(handler{key: 47, min: 0, max: 0, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
-		return b.groups.OffsetDelete(ctx, r)
+		return b.coord().OffsetDelete(ctx, r)
 	})})
 	// DescribeGroups, ListGroups and DeleteGroups cover share groups too
 	// (share_groups.go).
@@ -49,10 +50,10 @@ var (
 		return b.deleteGroups(ctx, r)
 	})})
 	_ = register(handler{key: 68, min: 0, max: 1, serve: groupCall(func(b *Broker, ctx context.Context, req *server.Request, r *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
-		return b.groups.ConsumerGroupHeartbeat(ctx, groupClient(req), r)
+		return b.coord().ConsumerGroupHeartbeat(ctx, groupClient(req), r)
 	})})
 	_ = register(handler{key: 69, min: 0, max: 1, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
-		return b.groups.ConsumerGroupDescribe(ctx, r)
+		return b.coord().ConsumerGroupDescribe(ctx, r)
 	})})
 )
 
@@ -62,6 +63,9 @@ type groupFunc[R kmsg.Request] func(b *Broker, ctx context.Context, req *server.
 // connection is going); the connection is then closed.
 func groupCall[R kmsg.Request](fn groupFunc[R]) func(*Broker, context.Context, *server.Request) *server.Reply {
 	return func(b *Broker, ctx context.Context, req *server.Request) *server.Reply {
+		if resp, ok := b.notCoordinated(req.Body); ok {
+			return server.Ready(resp)
+		}
 		resp, err := fn(b, ctx, req, req.Body.(R))
 		if err != nil {
 			return server.CloseConnection()
@@ -74,6 +78,9 @@ func groupCall[R kmsg.Request](fn groupFunc[R]) func(*Broker, context.Context, *
 // request path.
 func waitingGroupCall[R kmsg.Request](fn groupFunc[R]) func(*Broker, context.Context, *server.Request) *server.Reply {
 	return func(b *Broker, ctx context.Context, req *server.Request) *server.Reply {
+		if resp, ok := b.notCoordinated(req.Body); ok {
+			return server.Ready(resp)
+		}
 		r := req.Body.(R)
 		return b.async(ctx, func(ctx context.Context) kmsg.Response {
 			resp, err := fn(b, ctx, req, r)
@@ -95,4 +102,92 @@ func groupClient(req *server.Request) group.Client {
 		}
 	}
 	return group.Client{ID: req.ClientID, Host: host}
+}
+
+// notCoordinated answers a group request for a group another node
+// coordinates (or none yet) with NOT_COORDINATOR, so the client looks the
+// coordinator up again; ok is false when this node coordinates it.
+func (b *Broker) notCoordinated(body kmsg.Request) (resp kmsg.Response, ok bool) {
+	code := kerr.NotCoordinator.Code
+	switch r := body.(type) {
+	case *kmsg.JoinGroupRequest:
+		if b.coordinates(r.Group) {
+			return nil, false
+		}
+		out := r.ResponseKind().(*kmsg.JoinGroupResponse)
+		out.ErrorCode, out.Generation = code, -1
+		return out, true
+	case *kmsg.SyncGroupRequest:
+		if b.coordinates(r.Group) {
+			return nil, false
+		}
+		out := r.ResponseKind().(*kmsg.SyncGroupResponse)
+		out.ErrorCode = code
+		return out, true
+	case *kmsg.HeartbeatRequest:
+		if b.coordinates(r.Group) {
+			return nil, false
+		}
+		out := r.ResponseKind().(*kmsg.HeartbeatResponse)
+		out.ErrorCode = code
+		return out, true
+	case *kmsg.LeaveGroupRequest:
+		if b.coordinates(r.Group) {
+			return nil, false
+		}
+		out := r.ResponseKind().(*kmsg.LeaveGroupResponse)
+		out.ErrorCode = code
+		return out, true
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		if b.coordinates(r.Group) {
+			return nil, false
+		}
+		out := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		out.ErrorCode = code
+		return out, true
+	case *kmsg.OffsetDeleteRequest:
+		if b.coordinates(r.Group) {
+			return nil, false
+		}
+		out := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		out.ErrorCode = code
+		return out, true
+	case *kmsg.OffsetCommitRequest:
+		if b.coordinates(r.Group) {
+			return nil, false
+		}
+		out := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, t := range r.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic, st.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p.Partition, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			out.Topics = append(out.Topics, st)
+		}
+		return out, true
+	case *kmsg.OffsetFetchRequest:
+		if r.Version < 8 {
+			if b.coordinates(r.Group) {
+				return nil, false
+			}
+			out := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+			out.ErrorCode = code
+			return out, true
+		}
+		for _, g := range r.Groups {
+			if !b.coordinates(g.Group) {
+				out := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+				for _, g := range r.Groups {
+					rg := kmsg.NewOffsetFetchResponseGroup()
+					rg.Group, rg.ErrorCode = g.Group, code
+					out.Groups = append(out.Groups, rg)
+				}
+				return out, true
+			}
+		}
+	}
+	return nil, false
 }

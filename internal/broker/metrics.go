@@ -83,7 +83,7 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descParked, float64(ss.Parked))
 	counter(descParkedE, float64(ss.ParkedEmpty))
 	counter(descParkedS, ss.ParkedTime.Seconds())
-	gs := b.groups.Stats()
+	gs := b.coord().Stats()
 	counter(descRebal, float64(gs.ClassicRebalances))
 	counter(descEpochs, float64(gs.ConsumerEpochBumps))
 	counter(descExpired, float64(gs.MembersExpired))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/fnv"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"weir/internal/group"
 	wlog "weir/internal/log"
 )
@@ -34,9 +36,10 @@ func (s *offsetsStore) Append(ctx context.Context, groupID string, recs []group.
 	if len(parts) == 0 {
 		return fmt.Errorf("broker: %s is missing", offsetsTopic)
 	}
-	h := fnv.New32a()
-	h.Write([]byte(groupID))
-	p := parts[int(h.Sum32()%uint32(len(parts)))]
+	p := parts[groupPartition(groupID, len(parts))]
+	if !p.isLeader() {
+		return fmt.Errorf("%w: group %s is coordinated by the leader of %s-%d", kerr.NotCoordinator, groupID, offsetsTopic, p.index)
+	}
 	var bb wlog.BatchBuilder
 	now := s.b.now().UnixMilli()
 	bb.Reset(now)
@@ -57,8 +60,19 @@ func (s *offsetsStore) Append(ctx context.Context, groupID string, recs []group.
 	return nil
 }
 
+// groupPartition is the __consumer_offsets partition of a group.
+func groupPartition(groupID string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(groupID))
+	return int(h.Sum32() % uint32(n))
+}
+
+// Replay reads the partitions this node leads: the groups it coordinates.
 func (s *offsetsStore) Replay(ctx context.Context, fn func(group.Record) error) error {
 	for _, p := range s.partitions() {
+		if !p.isLeader() {
+			continue
+		}
 		for off := p.log.StartOffset(); off < p.log.EndOffset(); {
 			if err := ctx.Err(); err != nil {
 				return err

@@ -5,17 +5,22 @@ import (
 	"sync/atomic"
 
 	wlog "weir/internal/log"
+	"weir/internal/metadata"
 	"weir/internal/producer"
 )
 
-// partition is one partition this broker leads. In a single node the
-// high watermark follows the log end offset; replication (a later layer)
-// will move it as followers catch up.
+// partition is one partition of a topic as the metadata image describes
+// it. log is set when this node holds a replica; it serves clients only
+// while it leads (leader == this node). Until replication exists the high
+// watermark of a leader follows its log end offset.
 type partition struct {
 	topic *topic
 	index int32
 	log   *wlog.Log
 
+	leader      atomic.Int32 // the leader's node id, -1 when offline
+	leads       atomic.Bool
+	state       atomic.Pointer[metadata.Partition]
 	leaderEpoch atomic.Int32
 	hw          atomic.Int64
 	nullEnd     atomic.Int64 // offsets handed out in NullStorage mode
@@ -81,3 +86,25 @@ func (p *partition) advanced(hw int64) {
 // highWatermark is the offset below which records are visible to
 // consumers.
 func (p *partition) highWatermark() int64 { return p.hw.Load() }
+
+// setState takes the partition's state from the metadata image. A
+// replica that becomes leader serves from its log end offset; one that
+// stops leading wakes its parked fetches so they answer with
+// NOT_LEADER_OR_FOLLOWER.
+func (p *partition) setState(s metadata.Partition, self int32) {
+	st := s
+	p.state.Store(&st)
+	p.leaderEpoch.Store(s.LeaderEpoch())
+	p.leader.Store(s.Leader())
+	leads := s.Leader() == self && p.log != nil
+	was := p.leads.Swap(leads)
+	if leads && !was {
+		p.advanced(p.log.EndOffset())
+	}
+	if was && !leads {
+		p.advanced(p.highWatermark())
+	}
+}
+
+// isLeader reports whether this node leads the partition.
+func (p *partition) isLeader() bool { return p.leads.Load() }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -43,7 +44,10 @@ type shareCoordinator struct {
 	// when the first share group or group config is, as in Kafka.
 	store   atomic.Pointer[shareStore]
 	storeMu sync.Mutex // serialises the store's creation
-	timers  *shareTimers
+
+	logsMu    sync.Mutex // guards stateLogs; a leaf
+	stateLogs []*partition
+	timers    *shareTimers
 
 	mu      sync.Mutex
 	groups  map[string]*shareGroup
@@ -69,8 +73,10 @@ type shareGroup struct {
 	armed    time.Time // session expiry queued on the timers
 }
 
+// newShareCoordinator returns a coordinator with its timers running;
+// start loads the state.
 func newShareCoordinator(b *Broker, cfg ShareConfig) *shareCoordinator {
-	return &shareCoordinator{
+	c := &shareCoordinator{
 		b:        b,
 		cfg:      cfg.withDefaults(),
 		logger:   b.logger.With("component", "share"),
@@ -80,33 +86,31 @@ func newShareCoordinator(b *Broker, cfg ShareConfig) *shareCoordinator {
 		parts:    map[share.StateKey]*sharePart{},
 		sessions: map[shareSessionKey]*shareSession{},
 	}
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.timers.run() }()
+	return c
 }
 
-// start restores every share group and share partition from
-// __share_group_state, if it exists, and starts the timers (and the
-// store's writer).
+// start restores every share group and share partition from this
+// node's share-state logs, if they exist, and starts the store's writer.
 func (c *shareCoordinator) start(ctx context.Context) error {
 	b := c.b
-	b.mu.RLock()
-	t, ok := b.topics[shareStateTopic]
-	var parts []*partition
-	if ok {
-		parts = t.partitions
+	parts, ok, err := c.openStateLogs(false)
+	if err != nil {
+		return err
 	}
+	b.mu.RLock()
 	known := make(map[[16]byte]bool, len(b.topicsByID))
 	for id := range b.topicsByID {
 		known[id] = true
 	}
 	b.mu.RUnlock()
-	c.wg.Add(1)
-	go func() { defer c.wg.Done(); c.timers.run() }()
 	if !ok {
 		return nil
 	}
 	s := c.newStore(parts)
 	rep, err := s.replay(ctx)
 	if err != nil {
-		c.timers.close()
 		return err
 	}
 	c.mu.Lock()
@@ -161,21 +165,63 @@ func (c *shareCoordinator) ensureStore() error {
 	if c.store.Load() != nil {
 		return nil
 	}
-	b := c.b
-	b.mu.Lock()
-	t, ok := b.topics[shareStateTopic]
-	if !ok {
-		var err error
-		t, err = b.createTopicLocked(shareStateTopic, c.cfg.StatePartitions, map[string]string{"cleanup.policy": "compact"}, true)
-		if err != nil {
-			b.mu.Unlock()
-			return err
-		}
+	parts, _, err := c.openStateLogs(true)
+	if err != nil {
+		return err
 	}
-	parts := t.partitions
-	b.mu.Unlock()
 	c.runStore(c.newStore(parts))
 	return nil
+}
+
+// openStateLogs opens this node's share-state logs
+// (DataDir/__share_group_state-N): the state of the share partitions
+// this node leads. They are local to the node, not a replicated topic.
+// Without create, it opens them only if they exist (ok reports that).
+func (c *shareCoordinator) openStateLogs(create bool) ([]*partition, bool, error) {
+	c.logsMu.Lock()
+	defer c.logsMu.Unlock()
+	if c.stateLogs != nil {
+		return c.stateLogs, true, nil
+	}
+	b := c.b
+	if !create {
+		if _, err := os.Stat(partitionDir(b.cfg.DataDir, shareStateTopic, 0)); err != nil {
+			return nil, false, nil
+		}
+	}
+	cfg, err := b.topicLogConfig(map[string]string{"cleanup.policy": "compact"})
+	if err != nil {
+		return nil, false, err
+	}
+	t := &topic{name: shareStateTopic, internal: true}
+	var parts []*partition
+	for i := range c.cfg.StatePartitions {
+		p, err := b.openPartition(t, i, cfg)
+		if err != nil {
+			for _, q := range parts {
+				q.log.Close()
+			}
+			return nil, false, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		}
+		p.leads.Store(true)
+		parts = append(parts, p)
+	}
+	c.stateLogs = parts
+	return parts, true, nil
+}
+
+// closeLogs closes the share-state logs.
+func (c *shareCoordinator) closeLogs() error {
+	c.logsMu.Lock()
+	defer c.logsMu.Unlock()
+	var errs []error
+	for _, p := range c.stateLogs {
+		if err := p.log.Close(); err != nil && !errors.Is(err, wlog.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	c.stateLogs = nil
+	return errors.Join(errs...)
 }
 
 // errNoShareStore is a write attempted before the store exists, which the
@@ -323,7 +369,7 @@ func (c *shareCoordinator) topicLookup() share.TopicLookup {
 func (c *shareCoordinator) otherGroupExists(ctx context.Context, id string) bool {
 	req := kmsg.NewPtrListGroupsRequest()
 	req.Version = 5
-	resp, err := c.b.groups.ListGroups(ctx, req)
+	resp, err := c.b.coord().ListGroups(ctx, req)
 	if err != nil {
 		return false
 	}

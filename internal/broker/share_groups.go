@@ -18,7 +18,7 @@ import (
 // describeGroups is DescribeGroups: a share group is not a classic group,
 // so Kafka describes it as Dead, with GROUP_ID_NOT_FOUND from v6.
 func (b *Broker) describeGroups(ctx context.Context, r *kmsg.DescribeGroupsRequest) (*kmsg.DescribeGroupsResponse, error) {
-	resp, err := b.groups.DescribeGroups(ctx, r)
+	resp, err := b.coord().DescribeGroups(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +34,7 @@ func (b *Broker) describeGroups(ctx context.Context, r *kmsg.DescribeGroupsReque
 // listGroups is ListGroups with the share groups added (type and protocol
 // type "share"), under the same v4 states and v5 types filters.
 func (b *Broker) listGroups(ctx context.Context, r *kmsg.ListGroupsRequest) (*kmsg.ListGroupsResponse, error) {
-	resp, err := b.groups.ListGroups(ctx, r)
+	resp, err := b.coord().ListGroups(ctx, r)
 	if err != nil || resp.ErrorCode != 0 {
 		return resp, err
 	}
@@ -67,7 +67,7 @@ func (b *Broker) deleteGroups(ctx context.Context, r *kmsg.DeleteGroupsRequest) 
 	}
 	sub := *r
 	sub.Groups = others
-	resp, err := b.groups.DeleteGroups(ctx, &sub)
+	resp, err := b.coord().DeleteGroups(ctx, &sub)
 	if err != nil {
 		return nil, err
 	}

@@ -53,8 +53,8 @@ var errShareStateLost = errors.New("broker: share partition state could not be r
 func (sp *sharePart) logPartition() *partition {
 	b := sp.c.b
 	t := b.lookupTopicID(sp.key.TopicID)
-	p, ok := b.partitionOf(t, sp.key.Partition)
-	if !ok {
+	p, err := b.partitionOf(t, sp.key.Partition)
+	if err != nil {
 		return nil
 	}
 	return p

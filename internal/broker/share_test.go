@@ -543,7 +543,7 @@ func TestShareStateLogStaysShort(t *testing.T) {
 	if err := ackErrors(m.fetch(ctx, fetchOpts{acks: ackAll(prev, 1)})); err != nil {
 		t.Fatal(err)
 	}
-	state := tb.b.lookupTopic(shareStateTopic).partitions[0].log
+	state := tb.b.shares.stateLogs[0].log
 	if start, end := state.StartOffset(), state.EndOffset(); start == 0 || end-start > 200 {
 		t.Fatalf("__share_group_state holds [%d, %d): the log start did not follow the snapshots", start, end)
 	}

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,26 +51,13 @@ func newTopicID() [16]byte {
 	return id
 }
 
-// metaFile is the single node's topic registry on disk. The multi-node
-// layer replaces it with the replicated metadata log.
+// metaFile, in the metadata directory, keeps the cluster id this node
+// belongs to.
 const metaFile = "meta.json"
 
 type metaJSON struct {
-	Version   int         `json:"version"`
-	ClusterID string      `json:"cluster_id"`
-	NodeID    int32       `json:"node_id"`
-	Topics    []topicJSON `json:"topics"`
-	// Dynamic broker configs: cluster-wide defaults and this node's.
-	BrokerDefaults map[string]string `json:"broker_defaults,omitempty"`
-	BrokerNode     map[string]string `json:"broker_node,omitempty"`
-}
-
-type topicJSON struct {
-	Name       string            `json:"name"`
-	ID         string            `json:"id"`
-	Partitions int32             `json:"partitions"`
-	Internal   bool              `json:"internal,omitempty"`
-	Configs    map[string]string `json:"configs,omitempty"`
+	Version   int    `json:"version"`
+	ClusterID string `json:"cluster_id"`
 }
 
 func readMeta(dir string) (metaJSON, bool, error) {
@@ -92,22 +78,16 @@ func readMeta(dir string) (metaJSON, bool, error) {
 	return m, true, nil
 }
 
-// saveMetaLocked writes the registry atomically. Broker.mu is held.
-func (b *Broker) saveMetaLocked() error {
-	st := b.settings()
-	m := metaJSON{Version: 1, ClusterID: b.clusterID, NodeID: b.cfg.NodeID,
-		BrokerDefaults: st.DynamicConfigs(false), BrokerNode: st.DynamicConfigs(true)}
-	for _, t := range b.topics {
-		m.Topics = append(m.Topics, topicJSON{
-			Name: t.name, ID: hex.EncodeToString(t.id[:]), Partitions: int32(len(t.partitions)),
-			Internal: t.internal, Configs: t.configs,
-		})
-	}
+// writeMeta writes the file atomically.
+func writeMeta(dir string, m metaJSON) error {
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(b.cfg.DataDir, metaFile+".tmp")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, metaFile+".tmp")
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
@@ -123,10 +103,10 @@ func (b *Broker) saveMetaLocked() error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(b.cfg.DataDir, metaFile)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, metaFile)); err != nil {
 		return err
 	}
-	d, err := os.Open(b.cfg.DataDir)
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
@@ -153,42 +133,6 @@ func (b *Broker) openPartition(t *topic, p int32, cfg wlog.Config) (*partition, 
 	return part, nil
 }
 
-// createTopicLocked creates a topic with n partitions. Broker.mu is held.
-func (b *Broker) createTopicLocked(name string, n int32, configs map[string]string, internal bool) (*topic, error) {
-	if err := validateTopicName(name); err != nil {
-		return nil, err
-	}
-	if _, ok := b.topics[name]; ok {
-		return nil, fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, name)
-	}
-	if err := b.checkPartitionCount(n); err != nil {
-		return nil, err
-	}
-	cfg, err := b.topicLogConfig(configs)
-	if err != nil {
-		return nil, err
-	}
-	t := &topic{name: name, id: newTopicID(), internal: internal, configs: configs}
-	for i := range n {
-		p, err := b.openPartition(t, i, cfg)
-		if err != nil {
-			for _, q := range t.partitions {
-				q.log.Close()
-				os.RemoveAll(q.log.Dir())
-			}
-			return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-		}
-		t.partitions = append(t.partitions, p)
-	}
-	b.topics[name] = t
-	b.topicsByID[t.id] = t
-	if err := b.saveMetaLocked(); err != nil {
-		return nil, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-	}
-	b.logger.Info("topic created", "topic", name, "partitions", n)
-	return t, nil
-}
-
 // lookupTopic returns the topic by name.
 func (b *Broker) lookupTopic(name string) *topic {
 	b.mu.RLock()
@@ -202,14 +146,20 @@ func (b *Broker) lookupTopicID(id [16]byte) *topic {
 	return b.topicsByID[id]
 }
 
-// partitionOf finds a partition, or reports the Kafka error for why not.
-func (b *Broker) partitionOf(t *topic, p int32) (*partition, bool) {
+// partitionOf finds a partition this node leads, or reports the Kafka
+// error for why not: UNKNOWN_TOPIC_OR_PARTITION, or
+// NOT_LEADER_OR_FOLLOWER when another node leads it (or none does).
+func (b *Broker) partitionOf(t *topic, p int32) (*partition, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if t == nil || p < 0 || int(p) >= len(t.partitions) {
-		return nil, false
+		return nil, kerr.UnknownTopicOrPartition
 	}
-	return t.partitions[p], true
+	part := t.partitions[p]
+	if !part.isLeader() {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return part, nil
 }
 
 // checkPartitionCount refuses counts below 1 or above the per-topic cap.

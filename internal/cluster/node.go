@@ -21,6 +21,8 @@ type Config struct {
 	// Dir holds the raft log, stable store and snapshots.
 	Dir string
 	// RaftAddr is the host:port the raft transport binds and advertises.
+	// Empty for a single node whose only voter is itself: it then needs
+	// no port and elects itself within tens of milliseconds.
 	RaftAddr string
 	// Voters are the quorum's voters (1 or 3). A node listed here is a
 	// voter and bootstraps the quorum with this list when its directory is
@@ -91,7 +93,7 @@ func (c *Config) defaults() {
 	if c.TickInterval <= 0 {
 		c.TickInterval = time.Second
 	}
-	if c.LeaderLeaseTimeout <= 0 {
+	if c.LeaderLeaseTimeout <= 0 && c.RaftAddr != "" {
 		c.LeaderLeaseTimeout = c.HeartbeatTimeout
 		if c.LeaderLeaseTimeout <= 0 {
 			c.LeaderLeaseTimeout = 300 * time.Millisecond
@@ -127,8 +129,8 @@ type Node struct {
 // controller whenever this node leads.
 func Open(cfg Config) (*Node, error) {
 	cfg.defaults()
-	if cfg.Dir == "" || cfg.RaftAddr == "" {
-		return nil, errors.New("cluster: Dir and RaftAddr are required")
+	if cfg.Dir == "" {
+		return nil, errors.New("cluster: Dir is required")
 	}
 	if len(cfg.Voters) == 0 {
 		return nil, errors.New("cluster: no voters")

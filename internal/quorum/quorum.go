@@ -37,9 +37,13 @@ type Peer struct {
 
 // Config configures a node.
 type Config struct {
-	ID   int32
-	Dir  string
-	Addr string // host:port the raft transport binds and advertises
+	ID  int32
+	Dir string
+	// Addr is the host:port the raft transport binds and advertises.
+	// Empty means a lone voter that never talks to a peer: the node uses
+	// an in-memory transport and short timeouts, so a single node is
+	// leader within tens of milliseconds of opening.
+	Addr string
 	// Bootstrap lists the initial voters; a node whose directory holds no
 	// state and that is one of them bootstraps the cluster with them. A
 	// node not listed starts empty and waits to be added.
@@ -73,7 +77,7 @@ func (e *ErrNotLeader) Error() string {
 type Node struct {
 	cfg       Config
 	r         *raft.Raft
-	transport *raft.NetworkTransport
+	transport interface{ Close() error }
 	logs      *wal.WAL
 	meta      *metadb.BoltMetaDB
 	fsm       *fsmAdapter
@@ -87,11 +91,21 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "wal"), 0o755); err != nil {
 		return nil, err
 	}
+	lone := cfg.Addr == ""
+	if lone && (len(cfg.Bootstrap) != 1 || cfg.Bootstrap[0].ID != cfg.ID) {
+		return nil, errors.New("quorum: a node without a raft address must be the only voter")
+	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.ID)
-	rc.HeartbeatTimeout = orDefault(cfg.HeartbeatTimeout, 300*time.Millisecond)
-	rc.ElectionTimeout = orDefault(cfg.ElectionTimeout, 300*time.Millisecond)
-	rc.LeaderLeaseTimeout = orDefault(cfg.LeaderLeaseTimeout, 150*time.Millisecond)
+	def := 300 * time.Millisecond
+	if lone {
+		// Nobody to hear from: the wait before a lone voter elects itself
+		// is pure start-up latency.
+		def = 20 * time.Millisecond
+	}
+	rc.HeartbeatTimeout = orDefault(cfg.HeartbeatTimeout, def)
+	rc.ElectionTimeout = orDefault(cfg.ElectionTimeout, def)
+	rc.LeaderLeaseTimeout = orDefault(cfg.LeaderLeaseTimeout, min(150*time.Millisecond, rc.HeartbeatTimeout))
 	rc.CommitTimeout = 5 * time.Millisecond
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	if rc.SnapshotThreshold == 0 {
@@ -102,7 +116,11 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 	if rc.TrailingLogs == 0 {
 		rc.TrailingLogs = 10240
 	}
-	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{cfg.Logger}})
+	level := hclog.Warn
+	if lone {
+		level = hclog.Error // its one election is expected, not news
+	}
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: level, Output: slogWriter{cfg.Logger}})
 
 	// raft-wal's Close leaves its meta store open (and its file locked),
 	// so the node owns the meta store and closes it itself.
@@ -118,27 +136,34 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 		meta.Close()
 		return nil, fmt.Errorf("quorum: snapshot store: %w", err)
 	}
-	addr, err := net.ResolveTCPAddr("tcp", cfg.Addr)
-	if err != nil {
-		logs.Close()
-		meta.Close()
-		return nil, err
+	var transport raft.Transport
+	if lone {
+		_, transport = raft.NewInmemTransport(raft.ServerAddress(cfg.Bootstrap[0].Addr))
+	} else {
+		addr, err := net.ResolveTCPAddr("tcp", cfg.Addr)
+		if err != nil {
+			logs.Close()
+			meta.Close()
+			return nil, err
+		}
+		tcp, err := raft.NewTCPTransportWithLogger(cfg.Addr, addr, 8, 5*time.Second, rc.Logger)
+		if err != nil {
+			logs.Close()
+			meta.Close()
+			return nil, fmt.Errorf("quorum: transport: %w", err)
+		}
+		transport = tcp
 	}
-	transport, err := raft.NewTCPTransportWithLogger(cfg.Addr, addr, 8, 5*time.Second, rc.Logger)
-	if err != nil {
-		logs.Close()
-		meta.Close()
-		return nil, fmt.Errorf("quorum: transport: %w", err)
-	}
+	closer := transport.(interface{ Close() error })
 	ad := &fsmAdapter{fsm: fsm}
 	r, err := raft.NewRaft(rc, ad, logs, logs, snaps, transport)
 	if err != nil {
-		transport.Close()
+		closer.Close()
 		logs.Close()
 		meta.Close()
 		return nil, fmt.Errorf("quorum: %w", err)
 	}
-	n := &Node{cfg: cfg, r: r, transport: transport, logs: logs, meta: meta, fsm: ad}
+	n := &Node{cfg: cfg, r: r, transport: closer, logs: logs, meta: meta, fsm: ad}
 	if err := n.maybeBootstrap(logs, snaps); err != nil {
 		n.Close()
 		return nil, err

@@ -1,0 +1,366 @@
+package broker
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/cluster"
+	"weir/internal/config"
+	"weir/internal/controller"
+	"weir/internal/metadata"
+	"weir/internal/quorum"
+)
+
+// ClusterConfig says how the broker takes part in the metadata quorum.
+// The zero value is a single node: a one-voter quorum of this node alone,
+// with no raft port.
+type ClusterConfig struct {
+	// RaftAddr is the host:port of this node's raft transport. Empty for
+	// a single node.
+	RaftAddr string
+	// Voters are the quorum's voters (controller.quorum.voters); empty
+	// means this node alone.
+	Voters []quorum.Peer
+	// NonVoters are the other brokers, which follow the metadata log
+	// without voting.
+	NonVoters []quorum.Peer
+	// ClusterID is the cluster's id. Empty derives it from the voter list
+	// (every node of a cluster computes the same one), or picks a random
+	// one for a single node, kept in the metadata directory.
+	ClusterID string
+	// SessionTimeout is broker.session.timeout.ms (default 9 s);
+	// HeartbeatInterval broker.heartbeat.interval.ms (default 2 s).
+	SessionTimeout    time.Duration
+	HeartbeatInterval time.Duration
+	// StartTimeout bounds how long Start waits for the controller to
+	// unfence this broker (default 30 s).
+	StartTimeout time.Duration
+}
+
+// metadataDir holds the raft log, stable store and metadata snapshots.
+const metadataDir = "__cluster_metadata"
+
+// listenerName is the one listener weir brokers register.
+const listenerName = "PLAINTEXT"
+
+// single reports whether the broker is a quorum of one.
+func (c ClusterConfig) single(self int32) bool {
+	return len(c.Voters) == 0 || (len(c.Voters) == 1 && c.Voters[0].ID == self && len(c.NonVoters) == 0)
+}
+
+// openCluster opens this node of the metadata quorum and the client the
+// broker sends controller requests with.
+func (b *Broker) openCluster() error {
+	cc := b.cfg.Cluster
+	voters := cc.Voters
+	raftAddr := cc.RaftAddr
+	if cc.single(b.cfg.NodeID) {
+		voters = []quorum.Peer{{ID: b.cfg.NodeID, Addr: "node-" + itoa(b.cfg.NodeID)}}
+		raftAddr = ""
+	} else if raftAddr == "" {
+		return errors.New("broker: a node of a multi-node quorum needs a raft address")
+	}
+	dir := filepath.Join(b.cfg.DataDir, metadataDir)
+	id, err := loadClusterID(dir, cc.ClusterID, voters)
+	if err != nil {
+		return err
+	}
+	b.clusterID = id
+	settings := b.settings()
+	n, err := cluster.Open(cluster.Config{
+		ID: b.cfg.NodeID, Dir: dir, RaftAddr: raftAddr, Voters: voters, NonVoters: cc.NonVoters,
+		Logger: b.logger,
+		Controller: controller.Config{
+			ClusterID:                id,
+			SessionTimeout:           cc.SessionTimeout,
+			DefaultPartitions:        b.cfg.NumPartitions,
+			DefaultReplicationFactor: int16(settings.Int(config.DefaultReplicationFactor)),
+			Logger:                   b.logger,
+		},
+		MergeConfigs: cluster.MergeConfigOps,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: metadata quorum: %w", err)
+	}
+	b.node = n
+	b.ctl = cluster.NewKafkaClient(cluster.KafkaClientConfig{
+		Leader: n.Leader, Resolve: cluster.ListenerResolver(n, listenerName), Local: n,
+		ClientID: "weir-broker-" + itoa(b.cfg.NodeID), Logger: b.logger,
+	})
+	return nil
+}
+
+// waitController waits until this node runs the active controller, which
+// on a single node means its whole log is applied (the controller starts
+// after a raft barrier).
+func (b *Broker) waitController(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := b.node.Controller(); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("broker: the metadata quorum of one did not elect itself within %v", timeout)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// controllerReserver hands out producer ids in blocks the controller
+// allocates (AllocateProducerIds), so ids are unique across the cluster.
+type controllerReserver struct{ b *Broker }
+
+func (r controllerReserver) Reserve(n int64) (int64, error) {
+	b := r.b
+	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID = b.cfg.NodeID
+	if b.life != nil {
+		req.BrokerEpoch = b.life.Epoch()
+	}
+	resp, err := b.ctl.Admin(ctx, req)
+	if err != nil {
+		return 0, controllerError(err)
+	}
+	ar := resp.(*kmsg.AllocateProducerIDsResponse)
+	if ar.ErrorCode != 0 {
+		return 0, kerr.ErrorForCode(ar.ErrorCode)
+	}
+	if int64(ar.ProducerIDLen) < n {
+		return 0, fmt.Errorf("%w: the controller handed out %d producer ids, %d needed", kerr.UnknownServerError, ar.ProducerIDLen, n)
+	}
+	return ar.ProducerIDStart, nil
+}
+
+// loadClusterID returns the id kept in dir, or stores a new one: the
+// given one, one derived from the voters of a multi-node quorum, or a
+// random one.
+func loadClusterID(dir, given string, voters []quorum.Peer) (string, error) {
+	m, ok, err := readMeta(dir)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		if given != "" && given != m.ClusterID {
+			return "", fmt.Errorf("broker: %s belongs to cluster %s, not %s", dir, m.ClusterID, given)
+		}
+		return m.ClusterID, nil
+	}
+	id := given
+	if id == "" && len(voters) > 1 {
+		var parts []string
+		for _, v := range voters {
+			parts = append(parts, itoa(v.ID)+"@"+v.Addr)
+		}
+		slices.Sort(parts)
+		sum := sha256.Sum256([]byte(strings.Join(parts, ",")))
+		id = base64URL(sum[:16])
+	}
+	if id == "" {
+		r := newTopicID()
+		id = base64URL(r[:])
+	}
+	if err := writeMeta(dir, metaJSON{Version: 1, ClusterID: id}); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// Start joins the cluster once the listener is bound (SetAdvertised):
+// it registers with the controller, follows the metadata log, waits until
+// the controller unfences this broker, makes sure the internal topics
+// exist and starts the group and share coordinators. Call it once, after
+// New and before serving clients' requests.
+func (b *Broker) Start(ctx context.Context) error {
+	timeout := b.cfg.Cluster.StartTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	host, port := b.advertised()
+	l := kmsg.NewBrokerRegistrationRequestListener()
+	l.Name, l.Host, l.Port = listenerName, host, uint16(port)
+	var rack *string
+	if b.cfg.Rack != "" {
+		rack = &b.cfg.Rack
+	}
+	life, err := cluster.StartLifecycle(cluster.LifecycleConfig{
+		BrokerID: b.cfg.NodeID, ClusterID: b.clusterID,
+		Listeners: []kmsg.BrokerRegistrationRequestListener{l}, Rack: rack,
+		Client: b.ctl, Metadata: b.node.FSM(),
+		HeartbeatInterval: b.cfg.Cluster.HeartbeatInterval,
+		Logger:            b.logger,
+	})
+	if err != nil {
+		return err
+	}
+	b.life = life
+	select {
+	case <-life.Unfenced():
+	case <-ctx.Done():
+		return fmt.Errorf("broker: not unfenced by the controller within %v (state %v)", timeout, life.State())
+	}
+	if err := b.ensureOffsetsTopic(ctx); err != nil {
+		return err
+	}
+	if err := b.waitRegistry(ctx, func() bool { return b.lookupTopic(offsetsTopic) != nil }); err != nil {
+		return fmt.Errorf("broker: %s did not appear: %w", offsetsTopic, err)
+	}
+	if err := b.shares.start(b.ctx); err != nil {
+		return fmt.Errorf("broker: load share groups: %w", err)
+	}
+	b.started.Store(true)
+	b.reloadGroups()
+	b.logger.Info("broker active", "node", b.cfg.NodeID, "cluster_id", b.clusterID)
+	return nil
+}
+
+// ControlledShutdown asks the controller to move every leadership this
+// broker holds and waits until it lets the broker go (or ctx ends).
+func (b *Broker) ControlledShutdown(ctx context.Context) error {
+	if b.life == nil {
+		return nil
+	}
+	start := time.Now()
+	err := b.life.Shutdown(ctx)
+	b.logger.Info("controlled shutdown", "took", time.Since(start), "err", err)
+	return err
+}
+
+// ensureOffsetsTopic creates __consumer_offsets through the controller
+// unless it exists.
+func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
+	if _, ok := b.node.Image().TopicByName(offsetsTopic); ok {
+		return nil
+	}
+	rf := int16(b.settings().Int(config.OffsetsTopicReplication))
+	if active := int16(b.activeBrokers()); rf > active {
+		rf = active
+	}
+	if rf < 1 {
+		rf = 1
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = offsetsTopic, b.cfg.OffsetsPartitions, rf
+	c := kmsg.NewCreateTopicsRequestTopicConfig()
+	c.Name, c.Value = "cleanup.policy", ptr("compact")
+	rt.Configs = append(rt.Configs, c)
+	req.Topics = append(req.Topics, rt)
+	resp, err := b.ctl.Admin(ctx, req)
+	if err != nil {
+		return fmt.Errorf("broker: create %s: %w", offsetsTopic, err)
+	}
+	st := resp.(*kmsg.CreateTopicsResponse).Topics[0]
+	if st.ErrorCode != 0 && st.ErrorCode != kerr.TopicAlreadyExists.Code {
+		return fmt.Errorf("broker: create %s: %w", offsetsTopic, kerr.ErrorForCode(st.ErrorCode))
+	}
+	return nil
+}
+
+func (b *Broker) activeBrokers() int {
+	n := 0
+	for _, br := range b.node.Image().Brokers() {
+		if br.Active() {
+			n++
+		}
+	}
+	return n
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// admin sends an admin request to the active controller and waits until
+// this broker has applied its outcome (done says when; nil waits for
+// nothing), so that a client's next request here sees it.
+func (b *Broker) admin(ctx context.Context, req kmsg.Request, done func(kmsg.Response) func() bool) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := b.ctl.Admin(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if done != nil {
+		if cond := done(resp); cond != nil {
+			if err := b.waitRegistry(ctx, cond); err != nil {
+				b.logger.Warn("controller change not applied here in time", "api", kmsg.NameForKey(req.Key()), "err", err)
+			}
+		}
+	}
+	return resp, nil
+}
+
+// waitRegistry waits until cond holds, checking after each metadata
+// update this broker applies.
+func (b *Broker) waitRegistry(ctx context.Context, cond func() bool) error {
+	for {
+		ch := b.regChanged()
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// regChanged returns a channel closed at the next registry update.
+func (b *Broker) regChanged() <-chan struct{} {
+	b.regMu.Lock()
+	defer b.regMu.Unlock()
+	return b.regCh
+}
+
+func (b *Broker) signalRegistry() {
+	b.regMu.Lock()
+	close(b.regCh)
+	b.regCh = make(chan struct{})
+	b.regMu.Unlock()
+}
+
+// controllerError turns a failed controller call into the Kafka error a
+// client should see: one it can retry.
+func controllerError(err error) error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w: %v", kerr.RequestTimedOut, err)
+	}
+	return fmt.Errorf("%w: %v", kerr.NotController, err)
+}
+
+// imageTopicConfigs returns a topic's overrides in img.
+func imageTopicConfigs(img *metadata.Image, name string) map[string]string {
+	m := img.Configs(metadata.ConfigResource{Type: metadata.ResourceTopic, Name: name})
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// brokerResource names a broker config resource in the image: "" for the
+// cluster-wide defaults, else the node id.
+func brokerResource(name string) metadata.ConfigResource {
+	return metadata.ConfigResource{Type: metadata.ResourceBroker, Name: name}
+}
+
+func parseNodeID(s string) (int32, bool) {
+	n, err := strconv.ParseInt(s, 10, 32)
+	return int32(n), err == nil
+}

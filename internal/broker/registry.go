@@ -1,0 +1,331 @@
+package broker
+
+import (
+	"os"
+	"slices"
+	"strings"
+
+	"weir/internal/cluster"
+	"weir/internal/metadata"
+)
+
+// The broker's topic registry (Broker.topics) is a projection of the
+// metadata image: every topic and partition the image holds, with a log
+// for each partition this node replicates. One goroutine, metadataLoop,
+// applies each update of the replicated metadata log to it in log order;
+// request handlers only read it.
+
+// metadataLoop follows the applied metadata log until the broker closes.
+func (b *Broker) metadataLoop(sub *cluster.Subscription) {
+	defer b.wg.Done()
+	defer sub.Close()
+	for {
+		u, err := sub.Next(b.ctx)
+		if err != nil {
+			return
+		}
+		b.applyUpdate(u)
+	}
+}
+
+// applyUpdate brings the registry to u's image.
+func (b *Broker) applyUpdate(u cluster.Update) {
+	img := u.Image
+	offsetsBefore := b.ledOffsetsPartitions()
+	topicsChanged := false
+	if u.Resync || u.Delta == nil {
+		topicsChanged = b.reconcileAll(img)
+		b.applyBrokerConfigs(img)
+	} else {
+		d := u.Delta
+		for _, t := range d.TopicsDeleted {
+			b.removeTopic(t.ID(), true)
+			topicsChanged = true
+		}
+		seen := map[metadata.TopicID]bool{}
+		for _, t := range d.TopicsCreated {
+			seen[t.ID()] = true
+		}
+		for _, pd := range d.Partitions {
+			seen[pd.Topic.ID()] = true
+		}
+		for id := range seen {
+			if t, ok := img.Topic(id); ok {
+				if b.reconcileTopic(img, t) {
+					topicsChanged = true
+				}
+			}
+		}
+		brokerConfigs := false
+		for _, res := range d.Configs {
+			switch res.Type {
+			case metadata.ResourceTopic:
+				b.reconcileTopicConfigs(img, res.Name)
+			case metadata.ResourceBroker:
+				brokerConfigs = true
+			}
+		}
+		if brokerConfigs {
+			b.applyBrokerConfigs(img)
+		}
+	}
+	b.img.Store(img)
+	b.signalRegistry()
+	if !b.started.Load() {
+		return
+	}
+	if topicsChanged {
+		if g := b.coord(); g != nil {
+			g.TopicsChanged()
+		}
+	}
+	if !slices.Equal(offsetsBefore, b.ledOffsetsPartitions()) {
+		b.reloadGroups()
+	}
+}
+
+// reconcileAll makes the registry match img as a whole.
+func (b *Broker) reconcileAll(img *metadata.Image) bool {
+	changed := false
+	b.mu.RLock()
+	var gone []metadata.TopicID
+	for id := range b.topicsByID {
+		if _, ok := img.Topic(id); !ok {
+			gone = append(gone, id)
+		}
+	}
+	b.mu.RUnlock()
+	for _, id := range gone {
+		b.removeTopic(id, true)
+		changed = true
+	}
+	img.EachTopic(func(t *metadata.Topic) bool {
+		if b.reconcileTopic(img, t) {
+			changed = true
+		}
+		b.reconcileTopicConfigs(img, t.Name())
+		return true
+	})
+	return changed
+}
+
+// reconcileTopic brings one topic of the registry to its state in img,
+// opening the logs of partitions this node now replicates and closing
+// (and removing) those it no longer does. It reports whether the topic
+// is new or changed its partition count.
+func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
+	self := b.cfg.NodeID
+	b.mu.RLock()
+	old := b.topicsByID[mt.ID()]
+	var oldParts []*partition
+	if old != nil {
+		oldParts = old.partitions
+	}
+	b.mu.RUnlock()
+	t := old
+	if t == nil {
+		t = &topic{name: mt.Name(), id: mt.ID(), internal: strings.HasPrefix(mt.Name(), "__"),
+			configs: imageTopicConfigs(img, mt.Name())}
+	}
+	cfg, err := b.topicLogConfig(t.configs)
+	if err != nil {
+		b.logger.Warn("topic configs do not apply; using the broker defaults", "topic", t.name, "err", err)
+		cfg, _ = b.topicLogConfig(nil)
+	}
+	parts := make([]*partition, mt.NumPartitions())
+	var stopped []*partition
+	mt.EachPartition(func(i int32, s metadata.Partition) bool {
+		var p *partition
+		if int(i) < len(oldParts) {
+			p = oldParts[i]
+		}
+		local := slices.Contains(s.Replicas(), self)
+		switch {
+		case p != nil && local == (p.log != nil):
+		case local:
+			if p != nil {
+				stopped = append(stopped, p) // a placeholder
+			}
+			np, err := b.openPartition(t, i, cfg)
+			if err != nil {
+				b.logger.Error("cannot open a partition this node replicates", "topic", t.name, "partition", i, "err", err)
+				np = &partition{topic: t, index: i}
+			}
+			p = np
+		default:
+			if p != nil && p.log != nil {
+				stopped = append(stopped, p)
+			}
+			p = &partition{topic: t, index: i}
+		}
+		p.setState(s, self)
+		parts[i] = p
+		return true
+	})
+	b.mu.Lock()
+	t.partitions = parts
+	b.topics[t.name] = t
+	b.topicsByID[t.id] = t
+	b.mu.Unlock()
+	for _, p := range stopped {
+		b.dropPartition(p, true)
+	}
+	if old == nil {
+		b.logger.Info("topic", "topic", t.name, "partitions", len(parts))
+	}
+	return old == nil || len(oldParts) != len(parts)
+}
+
+// removeTopic drops a topic from the registry and its local logs.
+func (b *Broker) removeTopic(id metadata.TopicID, deleteData bool) {
+	b.mu.Lock()
+	t := b.topicsByID[id]
+	if t == nil {
+		b.mu.Unlock()
+		return
+	}
+	delete(b.topicsByID, id)
+	if b.topics[t.name] == t {
+		delete(b.topics, t.name)
+	}
+	parts := t.partitions
+	b.mu.Unlock()
+	for _, p := range parts {
+		b.dropPartition(p, deleteData)
+	}
+	b.logger.Info("topic deleted", "topic", t.name)
+}
+
+// dropPartition closes a local log that is no longer this node's (and
+// removes its data), and wakes fetches parked on it.
+func (b *Broker) dropPartition(p *partition, deleteData bool) {
+	p.leader.Store(-1)
+	p.advanced(p.highWatermark())
+	if p.log == nil {
+		return
+	}
+	p.log.Close()
+	if deleteData {
+		if err := os.RemoveAll(p.log.Dir()); err != nil {
+			b.logger.Warn("could not remove partition directory", "topic", p.topic.name, "partition", p.index, "err", err)
+		}
+	}
+}
+
+// reconcileTopicConfigs applies a topic's overrides from img.
+func (b *Broker) reconcileTopicConfigs(img *metadata.Image, name string) {
+	next := imageTopicConfigs(img, name)
+	b.mu.Lock()
+	t := b.topics[name]
+	if t == nil || mapsEqual(t.configs, next) {
+		b.mu.Unlock()
+		return
+	}
+	t.configs = next
+	parts := t.partitions
+	b.mu.Unlock()
+	if err := b.applyTopicConfigs(t, next, parts); err != nil {
+		b.logger.Warn("topic configs not applied", "topic", name, "err", err)
+	}
+}
+
+// applyBrokerConfigs takes the dynamic broker configs (cluster defaults
+// and this node's) from img and applies the resulting topic defaults.
+func (b *Broker) applyBrokerConfigs(img *metadata.Image) {
+	clusterWide := img.Configs(brokerResource(""))
+	node := img.Configs(brokerResource(itoa(b.cfg.NodeID)))
+	st := b.settings()
+	if mapsEqual(st.DynamicConfigs(false), clusterWide) && mapsEqual(st.DynamicConfigs(true), node) {
+		return
+	}
+	nst, dropped := b.baseConf.WithDynamic(clusterWide, node)
+	for _, d := range dropped {
+		b.logger.Warn("dynamic broker config dropped", "reason", d)
+	}
+	b.conf.Store(nst)
+	b.mu.RLock()
+	type target struct {
+		t         *topic
+		overrides map[string]string
+		parts     []*partition
+	}
+	var targets []target
+	for _, t := range b.topics {
+		targets = append(targets, target{t, t.configs, t.partitions})
+	}
+	b.mu.RUnlock()
+	for _, tg := range targets {
+		if err := b.applyTopicConfigs(tg.t, tg.overrides, tg.parts); err != nil {
+			b.logger.Warn("could not apply new broker defaults", "topic", tg.t.name, "err", err)
+		}
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// ledOffsetsPartitions lists the __consumer_offsets partitions this node
+// leads.
+func (b *Broker) ledOffsetsPartitions() []int32 {
+	t := b.lookupTopic(offsetsTopic)
+	if t == nil {
+		return nil
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var led []int32
+	for _, p := range t.partitions {
+		if p.isLeader() {
+			led = append(led, p.index)
+		}
+	}
+	return led
+}
+
+// reloadGroups replaces the group coordinator when the set of
+// __consumer_offsets partitions this node leads changed: the new one
+// loads the groups of the partitions led now. Members of groups that
+// moved rejoin elsewhere, as after a coordinator move in Kafka.
+func (b *Broker) reloadGroups() {
+	b.grpMu.Lock()
+	defer b.grpMu.Unlock()
+	g, err := b.newGroupCoordinator()
+	if err != nil {
+		b.logger.Error("group coordinator not reloaded", "err", err)
+		return
+	}
+	if old := b.grp.Swap(g); old != nil {
+		old.Close()
+	}
+	b.logger.Info("group coordinator reloaded", "offsets_partitions", b.ledOffsetsPartitions())
+}
+
+// coordinatorPartition is the __consumer_offsets partition a group's
+// records go to.
+func (b *Broker) coordinatorPartition(groupID string) (*partition, bool) {
+	t := b.lookupTopic(offsetsTopic)
+	if t == nil {
+		return nil, false
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if len(t.partitions) == 0 {
+		return nil, false
+	}
+	return t.partitions[groupPartition(groupID, len(t.partitions))], true
+}
+
+// coordinates reports whether this node coordinates the group.
+func (b *Broker) coordinates(groupID string) bool {
+	p, ok := b.coordinatorPartition(groupID)
+	return ok && p.isLeader()
+}
