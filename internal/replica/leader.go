@@ -114,8 +114,8 @@ type FollowerFetch struct {
 }
 
 // FollowerFetchResult is the partition's answer. Err, when set, wraps the
-// Kafka error code; DivergingEpoch, when Epoch >= 0 or EndOffset >= 0, is
-// the v12+ DivergingEpoch field (and Ranges is empty).
+// Kafka error code; DivergingEpoch, when its Epoch >= 0, is the v12+
+// DivergingEpoch field (and Ranges is empty).
 type FollowerFetchResult struct {
 	Err            error
 	HighWatermark  int64
@@ -133,8 +133,9 @@ type EpochEntryEnd struct {
 	EndOffset int64
 }
 
-// Diverged reports whether the pair is set (the follower must truncate).
-func (e EpochEntryEnd) Diverged() bool { return e.Epoch >= 0 || e.EndOffset >= 0 }
+// Diverged reports whether the pair is set (the follower must truncate):
+// as in Kafka, a DivergingEpoch with a negative epoch is absent.
+func (e EpochEntryEnd) Diverged() bool { return e.Epoch >= 0 }
 
 // FetchForFollower serves one partition of a follower's Fetch as leader,
 // in Kafka's order: not leader or not a replica: NOT_LEADER_OR_FOLLOWER;

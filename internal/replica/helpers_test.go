@@ -1,0 +1,352 @@
+package replica
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	wlog "weir/internal/log"
+)
+
+// fakeClock is the replicas' clock in tests: time moves only when the test
+// says so, which makes replica.lag.time.max.ms decisions deterministic.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// eventually polls cond until it holds, failing the test after timeout
+// (a bound on a hang, not a performance assertion).
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// batch builds a v2 batch of n records whose values start with tag.
+func batch(tag string, n int) []byte {
+	var bb wlog.BatchBuilder
+	bb.Reset(1_700_000_000_000)
+	for i := range n {
+		bb.Add(1_700_000_000_000, nil, fmt.Appendf(nil, "%s-%d", tag, i), nil)
+	}
+	return append([]byte(nil), bb.Build()...)
+}
+
+// openLog opens a log in a fresh temporary directory.
+func openLog(t testing.TB, dir string) *wlog.Log {
+	t.Helper()
+	l, err := wlog.Open(dir, wlog.DefaultConfig(), wlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func isKerr(err error, want *kerr.Error) bool {
+	var ke *kerr.Error
+	return err != nil && asKerr(err, &ke) && ke == want
+}
+
+func readAll(t testing.TB, l *wlog.Log) []byte {
+	t.Helper()
+	b, err := l.ReadBytes(l.StartOffset(), 1<<30, l.EndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// memNode is one broker of the in-process cluster.
+type memNode struct {
+	id      int32
+	dir     string
+	log     *wlog.Log
+	replica *Replica
+	manager *Manager
+
+	mu   sync.Mutex
+	grow chan struct{} // closed when the leader's log or high watermark moves
+}
+
+func (n *memNode) signal() {
+	n.mu.Lock()
+	close(n.grow)
+	n.grow = make(chan struct{})
+	n.mu.Unlock()
+}
+
+func (n *memNode) growCh() chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.grow
+}
+
+// memCluster is a few brokers replicating one partition over an in-memory
+// transport, with a controller that accepts every ISR change.
+type memCluster struct {
+	t       *testing.T
+	clock   *fakeClock
+	topicID [16]byte
+	nodes   map[int32]*memNode
+
+	mu      sync.Mutex
+	fetches []fetchSeen // every follower fetch, for assertions
+
+	changes chan isrChangeMsg
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type fetchSeen struct {
+	from        int32
+	fetchOffset int64
+}
+
+type isrChangeMsg struct {
+	r *Replica
+	c ISRChange
+}
+
+func newMemCluster(t *testing.T, ids ...int32) *memCluster {
+	c := &memCluster{t: t, clock: newFakeClock(), topicID: [16]byte{7}, nodes: map[int32]*memNode{},
+		changes: make(chan isrChangeMsg, 64), stop: make(chan struct{}), done: make(chan struct{})}
+	for _, id := range ids {
+		n := &memNode{id: id, dir: t.TempDir(), grow: make(chan struct{})}
+		n.log = openLog(t, n.dir)
+		r, err := Open(n.log, 0, Config{
+			LocalID: id, Topic: "t", TopicID: c.topicID, Partition: 0, MinISR: 2,
+			Now: c.clock.Now,
+			OnISRChange: func(r *Replica, ch ISRChange) {
+				select {
+				case c.changes <- isrChangeMsg{r, ch}:
+				case <-c.stop:
+				}
+			},
+			OnHighWatermark: func(*Replica, int64) { n.signal() },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.replica = r
+		n.manager = c.newManager(id)
+		c.nodes[id] = n
+	}
+	go c.controller()
+	t.Cleanup(func() {
+		close(c.stop)
+		<-c.done
+		for _, n := range c.nodes {
+			n.manager.Close()
+			_ = n.log.Close()
+		}
+	})
+	return c
+}
+
+func (c *memCluster) newManager(id int32) *Manager {
+	return NewManager(ManagerConfig{LocalID: id, BrokerEpoch: 1, Transport: c, MaxWait: 50 * time.Millisecond, Backoff: 5 * time.Millisecond})
+}
+
+// controller accepts every proposed ISR, bumping the partition epoch, as
+// the controller commits an AlterPartition.
+func (c *memCluster) controller() {
+	defer close(c.done)
+	for {
+		select {
+		case <-c.stop:
+			return
+		case m := <-c.changes:
+			m.r.CompleteISRChange(m.c, ISRChangeResult{LeaderEpoch: m.c.LeaderEpoch, PartitionEpoch: m.c.PartitionEpoch + 1, ISR: m.c.NewISR})
+		}
+	}
+}
+
+// elect makes leader lead in epoch and the other nodes in followers follow
+// it; nodes not listed are left alone (stopped or partitioned away).
+func (c *memCluster) elect(leader int32, epoch int32, replicas, isr, followers []int32) {
+	c.t.Helper()
+	st := PartitionState{Leader: leader, LeaderEpoch: epoch, PartitionEpoch: epoch * 100, Replicas: replicas, ISR: isr}
+	ln := c.nodes[leader]
+	ln.manager.RemovePartitions([]*Replica{ln.replica})
+	if err := ln.replica.BecomeLeader(st); err != nil {
+		c.t.Fatal(err)
+	}
+	for _, id := range followers {
+		n := c.nodes[id]
+		if err := n.replica.BecomeFollower(st); err != nil {
+			c.t.Fatal(err)
+		}
+		n.manager.AddPartitions([]Follow{{Replica: n.replica, Leader: leader, LeaderEpoch: epoch}})
+	}
+}
+
+// produce appends one batch to leader with acks; with acks=-1 it waits for
+// the high watermark and returns the outcome.
+func (c *memCluster) produce(leader int32, b []byte, acks int16) (AppendResult, error) {
+	n := c.nodes[leader]
+	res, err := n.replica.Append(b, acks, wlog.AppendOptions{})
+	if err != nil {
+		return res, err
+	}
+	n.signal()
+	if acks != -1 {
+		return res, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return res, n.replica.WaitForHW(ctx, res.LeaderEpoch, res.LastOffset+1)
+}
+
+// Send is the in-memory Transport: Fetch and ListOffsets served by the
+// target node's replica, as the broker's handlers would.
+func (c *memCluster) Send(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+	n := c.nodes[broker]
+	if n == nil {
+		return nil, fmt.Errorf("no broker %d", broker)
+	}
+	switch r := req.(type) {
+	case *kmsg.FetchRequest:
+		return c.serveFetch(ctx, n, r), nil
+	case *kmsg.ListOffsetsRequest:
+		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.Offset = n.log.EndOffset()
+				if rp.Timestamp == -2 {
+					sp.Offset = n.log.StartOffset()
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
+	return nil, fmt.Errorf("unexpected %T", req)
+}
+
+// serveFetch answers a follower Fetch; an empty answer waits up to
+// MaxWait for the leader to grow, as the broker's fetch purgatory does.
+func (c *memCluster) serveFetch(ctx context.Context, n *memNode, r *kmsg.FetchRequest) *kmsg.FetchResponse {
+	if r.Version != FetchVersion || r.ReplicaState.ID < 0 {
+		c.t.Errorf("fetch version %d replica %d", r.Version, r.ReplicaState.ID)
+	}
+	for attempt := 0; ; attempt++ {
+		grow := n.growCh()
+		resp, bytes := c.fetchOnce(n, r, attempt == 0)
+		if bytes > 0 || attempt > 0 {
+			return resp
+		}
+		timer := time.NewTimer(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+		select {
+		case <-grow:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+	}
+}
+
+func (c *memCluster) fetchOnce(n *memNode, r *kmsg.FetchRequest, record bool) (*kmsg.FetchResponse, int64) {
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	var total int64
+	for _, rt := range r.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.TopicID = rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			if rt.TopicID != c.topicID || rp.Partition != 0 {
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			if record {
+				c.mu.Lock()
+				c.fetches = append(c.fetches, fetchSeen{r.ReplicaState.ID, rp.FetchOffset})
+				c.mu.Unlock()
+			}
+			res := n.replica.FetchForFollower(nil, FollowerFetch{ReplicaID: r.ReplicaState.ID, FetchOffset: rp.FetchOffset,
+				CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: rp.LastFetchedEpoch, MaxBytes: int64(rp.PartitionMaxBytes)})
+			if res.Err != nil {
+				var ke *kerr.Error
+				if !asKerr(res.Err, &ke) {
+					ke = kerr.UnknownServerError
+				}
+				sp.ErrorCode = ke.Code
+			}
+			sp.HighWatermark, sp.LogStartOffset = res.HighWatermark, res.LogStartOffset
+			sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset
+			for _, fr := range res.Ranges {
+				buf := make([]byte, fr.Len)
+				if _, err := fr.File.ReadAt(buf, fr.Pos); err != nil {
+					c.t.Errorf("read range: %v", err)
+				}
+				sp.RecordBatches = append(sp.RecordBatches, buf...)
+			}
+			total += res.Bytes
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, total
+}
+
+func (c *memCluster) fetchOffsetsFrom(id int32) []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []int64
+	for _, f := range c.fetches {
+		if f.from == id {
+			out = append(out, f.fetchOffset)
+		}
+	}
+	return out
+}
+
+func asKerr(err error, target **kerr.Error) bool { return errors.As(err, target) }
+
+func waitHW(r *Replica, res AppendResult) error {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	return r.WaitForHW(ctx, res.LeaderEpoch, res.LastOffset+1)
+}
+
+// stamped is a batch as a leader stored it: base offset and leader epoch
+// set (both outside the CRC).
+func stamped(tag string, n int, base int64, epoch int32) []byte {
+	b := batch(tag, n)
+	binary.BigEndian.PutUint64(b[0:], uint64(base))
+	binary.BigEndian.PutUint32(b[12:], uint32(epoch))
+	return b
+}

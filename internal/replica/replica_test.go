@@ -1,0 +1,236 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	wlog "weir/internal/log"
+)
+
+// leaderOf opens a replica leading epoch 3 with replicas 1,2,3 and isr.
+func leaderOf(t *testing.T, isr []int32, minISR int) (*Replica, *fakeClock, *[]ISRChange) {
+	t.Helper()
+	l := openLog(t, t.TempDir())
+	t.Cleanup(func() { _ = l.Close() })
+	clock := newFakeClock()
+	var proposals []ISRChange
+	r, err := Open(l, 0, Config{LocalID: 1, Topic: "t", MinISR: minISR, Now: clock.Now,
+		OnISRChange: func(_ *Replica, c ISRChange) { proposals = append(proposals, c) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.BecomeLeader(PartitionState{Leader: 1, LeaderEpoch: 3, PartitionEpoch: 7, Replicas: []int32{1, 2, 3}, ISR: isr}); err != nil {
+		t.Fatal(err)
+	}
+	return r, clock, &proposals
+}
+
+func TestAppendRefusesUnderMinISR(t *testing.T) {
+	r, _, _ := leaderOf(t, []int32{1}, 2)
+	if _, err := r.Append(batch("x", 1), -1, wlog.AppendOptions{}); !isKerr(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("acks=all with ISR 1 < 2: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	if r.Log().EndOffset() != 0 {
+		t.Fatal("refused batch was written")
+	}
+	res, err := r.Append(batch("x", 1), 1, wlog.AppendOptions{})
+	if err != nil {
+		t.Fatalf("acks=1: %v", err)
+	}
+	if res.LeaderEpoch != 3 {
+		t.Fatalf("stamped epoch %d", res.LeaderEpoch)
+	}
+	h, err := wlog.ParseBatchHeader(readAll(t, r.Log()))
+	if err != nil || h.LeaderEpoch != 3 {
+		t.Fatalf("batch epoch %d (%v), want 3", h.LeaderEpoch, err)
+	}
+	// A one-member ISR commits at once.
+	if hw := r.HighWatermark(); hw != 1 {
+		t.Fatalf("high watermark %d, want 1", hw)
+	}
+}
+
+func TestWaitForHW(t *testing.T) {
+	t.Run("wakes when followers reach the offset", func(t *testing.T) {
+		r, _, _ := leaderOf(t, []int32{1, 2, 3}, 2)
+		res, err := r.Append(batch("x", 4), -1, wlog.AppendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- waitHW(r, res) }()
+		for _, id := range []int32{2, 3} {
+			if f := r.FetchForFollower(nil, FollowerFetch{ReplicaID: id, FetchOffset: 0, CurrentLeaderEpoch: 3, LastFetchedEpoch: -1, MaxBytes: 1 << 20}); f.Err != nil || f.Bytes == 0 {
+				t.Fatalf("fetch: %+v", f)
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("returned %v before followers had the batch", err)
+		default:
+		}
+		r.FetchForFollower(nil, FollowerFetch{ReplicaID: 2, FetchOffset: 4, CurrentLeaderEpoch: 3, LastFetchedEpoch: 3, MaxBytes: 1 << 20})
+		select {
+		case err := <-done:
+			t.Fatalf("returned %v with follower 3 behind", err)
+		default:
+		}
+		f := r.FetchForFollower(nil, FollowerFetch{ReplicaID: 3, FetchOffset: 4, CurrentLeaderEpoch: 3, LastFetchedEpoch: 3, MaxBytes: 1 << 20})
+		if f.HighWatermark != 4 {
+			t.Fatalf("fetch answered high watermark %d, want 4", f.HighWatermark)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("WaitForHW: %v", err)
+		}
+	})
+	t.Run("not enough replicas after append", func(t *testing.T) {
+		r, clock, proposals := leaderOf(t, []int32{1, 2}, 2)
+		res, err := r.Append(batch("x", 2), -1, wlog.AppendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(DefaultMaxLag + time.Millisecond)
+		r.MaybeShrinkISR()
+		if len(*proposals) != 1 || !slices.Equal((*proposals)[0].NewISR, []int32{1}) || (*proposals)[0].PartitionEpoch != 7 {
+			t.Fatalf("proposals %+v", *proposals)
+		}
+		r.CompleteISRChange((*proposals)[0], ISRChangeResult{LeaderEpoch: 3, PartitionEpoch: 8, ISR: []int32{1}})
+		if err := waitHW(r, res); !isKerr(err, kerr.NotEnoughReplicasAfterAppend) {
+			t.Fatalf("got %v, want NOT_ENOUGH_REPLICAS_AFTER_APPEND", err)
+		}
+	})
+	t.Run("leadership moves", func(t *testing.T) {
+		r, _, _ := leaderOf(t, []int32{1, 2}, 1)
+		res, err := r.Append(batch("x", 2), -1, wlog.AppendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- waitHW(r, res) }()
+		if err := r.BecomeFollower(PartitionState{Leader: 2, LeaderEpoch: 4, PartitionEpoch: 8, Replicas: []int32{1, 2, 3}, ISR: []int32{2}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; !isKerr(err, kerr.NotLeaderForPartition) {
+			t.Fatalf("got %v, want NOT_LEADER_OR_FOLLOWER", err)
+		}
+	})
+	t.Run("context ends", func(t *testing.T) {
+		r, _, _ := leaderOf(t, []int32{1, 2}, 1)
+		res, err := r.Append(batch("x", 2), -1, wlog.AppendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := r.WaitForHW(ctx, res.LeaderEpoch, res.LastOffset+1); !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestFetchForFollowerErrors(t *testing.T) {
+	r, _, _ := leaderOf(t, []int32{1, 2, 3}, 1)
+	for i := range 3 {
+		if _, err := r.Append(batch("x", 2+i), 1, wlog.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The log holds epoch 3 at [0, 9).
+	tests := []struct {
+		name    string
+		f       FollowerFetch
+		err     *kerr.Error
+		diverge EpochEntryEnd
+		records bool
+	}{
+		{"fenced epoch", FollowerFetch{ReplicaID: 2, CurrentLeaderEpoch: 2, LastFetchedEpoch: -1}, kerr.FencedLeaderEpoch, EpochEntryEnd{-1, -1}, false},
+		{"unknown newer epoch", FollowerFetch{ReplicaID: 2, CurrentLeaderEpoch: 4, LastFetchedEpoch: -1}, kerr.UnknownLeaderEpoch, EpochEntryEnd{-1, -1}, false},
+		{"not a replica", FollowerFetch{ReplicaID: 9, CurrentLeaderEpoch: 3, LastFetchedEpoch: -1}, kerr.NotLeaderForPartition, EpochEntryEnd{-1, -1}, false},
+		{"past the log end", FollowerFetch{ReplicaID: 2, FetchOffset: 10, CurrentLeaderEpoch: 3, LastFetchedEpoch: -1}, kerr.OffsetOutOfRange, EpochEntryEnd{-1, -1}, false},
+		{"epoch older than any: diverges at the first epoch start", FollowerFetch{ReplicaID: 2, FetchOffset: 5, CurrentLeaderEpoch: 3, LastFetchedEpoch: 1}, nil, EpochEntryEnd{1, 0}, false},
+		{"same epoch, longer than the leader", FollowerFetch{ReplicaID: 2, FetchOffset: 12, CurrentLeaderEpoch: 3, LastFetchedEpoch: 3}, nil, EpochEntryEnd{3, 9}, false},
+		// The leader has never seen epoch 5 (a leader's own epoch is the
+		// newest, so only a confused follower sends it): the lookup says
+		// UNDEFINED, which on the wire reads as no divergence, and no
+		// records are served.
+		{"unknown newer last epoch", FollowerFetch{ReplicaID: 2, FetchOffset: 9, CurrentLeaderEpoch: 3, LastFetchedEpoch: 5}, nil, EpochEntryEnd{-1, -1}, false},
+		{"in line", FollowerFetch{ReplicaID: 2, FetchOffset: 5, CurrentLeaderEpoch: 3, LastFetchedEpoch: 3}, nil, EpochEntryEnd{-1, -1}, true},
+		{"no last epoch (before v12)", FollowerFetch{ReplicaID: 3, FetchOffset: 2, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1}, nil, EpochEntryEnd{-1, -1}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.f.MaxBytes = 1 << 20
+			res := r.FetchForFollower(nil, tt.f)
+			if tt.err != nil && !isKerr(res.Err, tt.err) || tt.err == nil && res.Err != nil {
+				t.Fatalf("error %v, want %v", res.Err, tt.err)
+			}
+			if res.DivergingEpoch != tt.diverge {
+				t.Fatalf("diverging %+v, want %+v", res.DivergingEpoch, tt.diverge)
+			}
+			if (len(res.Ranges) > 0) != tt.records {
+				t.Fatalf("served %d ranges, want records=%v", len(res.Ranges), tt.records)
+			}
+		})
+	}
+}
+
+func TestOpenRecoversEpochCache(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir)
+	r, err := Open(l, 0, Config{LocalID: 2, Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.BecomeFollower(PartitionState{Leader: 1, LeaderEpoch: 4, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	// Batches from the leader: epoch 2 at 0, epoch 4 at 3.
+	var data []byte
+	data = append(data, stamped("r", 1, 0, 2)...)
+	data = append(data, stamped("r", 2, 1, 2)...)
+	data = append(data, stamped("r", 1, 3, 4)...)
+	if err := r.appendFromLeader(4, data, 100, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := []EpochEntry{{2, 0}, {4, 3}}
+	if got := r.EpochCache().Entries(); !slices.Equal(got, want) {
+		t.Fatalf("cache %v, want %v", got, want)
+	}
+	if hw := r.HighWatermark(); hw != l.EndOffset() {
+		t.Fatalf("follower high watermark %d, want min(100, %d)", hw, l.EndOffset())
+	}
+	// A checkpoint ahead of the log (written before a crash cut the log)
+	// is cut back on open; a missing one is rebuilt from the batches.
+	if err := r.EpochCache().Assign(6, 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, remove := range []bool{false, true} {
+		if remove {
+			if err := os.Remove(filepath.Join(dir, epochCheckpointFile)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l := openLog(t, dir)
+		r, err := Open(l, 1, Config{LocalID: 2, Topic: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.EpochCache().Entries(); !slices.Equal(got, want) {
+			t.Fatalf("removed=%v: cache %v, want %v", remove, got, want)
+		}
+		if r.HighWatermark() != 1 {
+			t.Fatalf("high watermark %d, want the persisted 1", r.HighWatermark())
+		}
+		_ = l.Close()
+	}
+}
