@@ -60,10 +60,7 @@ func TestAppendRefusesUnderMinISR(t *testing.T) {
 func TestWaitForHW(t *testing.T) {
 	t.Run("wakes when followers reach the offset", func(t *testing.T) {
 		r, _, _ := leaderOf(t, []int32{1, 2, 3}, 2)
-		res, err := r.Append(batch("x", 4), -1, wlog.AppendOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := mustAppend(t, r, 4, -1)
 		done := make(chan error, 1)
 		go func() { done <- waitHW(r, res) }()
 		for _, id := range []int32{2, 3} {
@@ -92,10 +89,7 @@ func TestWaitForHW(t *testing.T) {
 	})
 	t.Run("not enough replicas after append", func(t *testing.T) {
 		r, clock, proposals := leaderOf(t, []int32{1, 2}, 2)
-		res, err := r.Append(batch("x", 2), -1, wlog.AppendOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := mustAppend(t, r, 2, -1)
 		clock.Advance(DefaultMaxLag + time.Millisecond)
 		r.MaybeShrinkISR()
 		if len(*proposals) != 1 || !slices.Equal((*proposals)[0].NewISR, []int32{1}) || (*proposals)[0].PartitionEpoch != 7 {
@@ -108,10 +102,7 @@ func TestWaitForHW(t *testing.T) {
 	})
 	t.Run("leadership moves", func(t *testing.T) {
 		r, _, _ := leaderOf(t, []int32{1, 2}, 1)
-		res, err := r.Append(batch("x", 2), -1, wlog.AppendOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := mustAppend(t, r, 2, -1)
 		done := make(chan error, 1)
 		go func() { done <- waitHW(r, res) }()
 		if err := r.BecomeFollower(PartitionState{Leader: 2, LeaderEpoch: 4, PartitionEpoch: 8, Replicas: []int32{1, 2, 3}, ISR: []int32{2}}); err != nil {
@@ -123,10 +114,7 @@ func TestWaitForHW(t *testing.T) {
 	})
 	t.Run("context ends", func(t *testing.T) {
 		r, _, _ := leaderOf(t, []int32{1, 2}, 1)
-		res, err := r.Append(batch("x", 2), -1, wlog.AppendOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := mustAppend(t, r, 2, -1)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if err := r.WaitForHW(ctx, res.LeaderEpoch, res.LastOffset+1); !errors.Is(err, context.Canceled) {
@@ -138,9 +126,7 @@ func TestWaitForHW(t *testing.T) {
 func TestFetchForFollowerErrors(t *testing.T) {
 	r, _, _ := leaderOf(t, []int32{1, 2, 3}, 1)
 	for i := range 3 {
-		if _, err := r.Append(batch("x", 2+i), 1, wlog.AppendOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		mustAppend(t, r, 2+i, 1)
 	}
 	// The log holds epoch 3 at [0, 9).
 	tests := []struct {
@@ -233,4 +219,13 @@ func TestOpenRecoversEpochCache(t *testing.T) {
 		}
 		_ = l.Close()
 	}
+}
+
+func mustAppend(t *testing.T, r *Replica, records int, acks int16) AppendResult {
+	t.Helper()
+	res, err := r.Append(batch("x", records), acks, wlog.AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -1,0 +1,186 @@
+package replica
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// scriptTransport answers with a function of the request and records
+// every Fetch partition it saw.
+type scriptTransport struct {
+	mu      sync.Mutex
+	fetches []kmsg.FetchRequestTopicPartition
+	answer  func(req kmsg.Request) (kmsg.Response, error)
+}
+
+func (s *scriptTransport) Send(ctx context.Context, _ int32, req kmsg.Request) (kmsg.Response, error) {
+	if f, ok := req.(*kmsg.FetchRequest); ok {
+		s.mu.Lock()
+		for _, t := range f.Topics {
+			s.fetches = append(s.fetches, t.Partitions...)
+		}
+		s.mu.Unlock()
+		// Pace the loop as a leader's MaxWait would.
+		select {
+		case <-time.After(time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.answer(req)
+}
+
+func (s *scriptTransport) seen() []kmsg.FetchRequestTopicPartition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]kmsg.FetchRequestTopicPartition(nil), s.fetches...)
+}
+
+// fetchAnswer answers a one-partition Fetch with errCode.
+func fetchAnswer(req kmsg.Request, errCode int16) kmsg.Response {
+	f := req.(*kmsg.FetchRequest)
+	resp := f.ResponseKind().(*kmsg.FetchResponse)
+	for _, t := range f.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = errCode
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// followerOf opens a replica following broker 1 in epoch with the given
+// batches already in its log.
+func followerOf(t *testing.T, epoch int32, batches ...[]byte) *Replica {
+	t.Helper()
+	l := openLog(t, t.TempDir())
+	t.Cleanup(func() { _ = l.Close() })
+	r, err := Open(l, 0, Config{LocalID: 2, Topic: "t", TopicID: [16]byte{9}, Partition: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.BecomeFollower(PartitionState{Leader: 1, LeaderEpoch: epoch, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range batches {
+		if err := r.appendFromLeader(epoch, b, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func TestFetcherStopsWhenFencedUntilNewerEpoch(t *testing.T) {
+	r := followerOf(t, 4)
+	tr := &scriptTransport{answer: func(req kmsg.Request) (kmsg.Response, error) {
+		return fetchAnswer(req, kerr.FencedLeaderEpoch.Code), nil
+	}}
+	m := NewManager(ManagerConfig{LocalID: 2, Transport: tr, Backoff: time.Millisecond})
+	defer m.Close()
+	m.AddPartitions([]Follow{{Replica: r, Leader: 1, LeaderEpoch: 4}})
+	ft := func() *fetcher { m.mu.Lock(); defer m.mu.Unlock(); return m.fetchers[1] }()
+	eventually(t, waitLong, "the partition to be fenced", func() bool {
+		req, _, _ := ft.buildRequest()
+		return req == nil
+	})
+	got := tr.seen()
+	if len(got) == 0 || got[0].CurrentLeaderEpoch != 4 || got[0].FetchOffset != 0 || got[0].LastFetchedEpoch != -1 || got[0].Partition != 3 {
+		t.Fatalf("first fetch %+v", got)
+	}
+
+	// Newer metadata resumes it with the new epoch.
+	if err := r.BecomeFollower(PartitionState{Leader: 1, LeaderEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	m.AddPartitions([]Follow{{Replica: r, Leader: 1, LeaderEpoch: 5}})
+	eventually(t, waitLong, "a fetch in epoch 5", func() bool {
+		s := tr.seen()
+		return s[len(s)-1].CurrentLeaderEpoch == 5
+	})
+}
+
+func TestFetcherOffsetOutOfRangeTruncatesToLeaderEnd(t *testing.T) {
+	r := followerOf(t, 1, stamped("a", 2, 0, 1), stamped("b", 2, 2, 1), stamped("c", 2, 4, 1), stamped("d", 2, 6, 1))
+	if r.Log().EndOffset() != 8 {
+		t.Fatalf("setup: end %d", r.Log().EndOffset())
+	}
+	var mu sync.Mutex
+	var listed []int64
+	tr := &scriptTransport{answer: func(req kmsg.Request) (kmsg.Response, error) {
+		switch q := req.(type) {
+		case *kmsg.ListOffsetsRequest:
+			mu.Lock()
+			listed = append(listed, q.Topics[0].Partitions[0].Timestamp)
+			mu.Unlock()
+			if q.ReplicaID != 2 || q.Topics[0].Partitions[0].CurrentLeaderEpoch != 1 {
+				t.Errorf("ListOffsets %+v", q)
+			}
+			resp := q.ResponseKind().(*kmsg.ListOffsetsResponse)
+			rt := kmsg.NewListOffsetsResponseTopic()
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Offset = 4 // the leader's log ends at 4
+			rt.Partitions = append(rt.Partitions, rp)
+			resp.Topics = append(resp.Topics, rt)
+			return resp, nil
+		default:
+			if q.(*kmsg.FetchRequest).Topics[0].Partitions[0].FetchOffset == 4 {
+				return fetchAnswer(req, 0), nil
+			}
+			return fetchAnswer(req, kerr.OffsetOutOfRange.Code), nil
+		}
+	}}
+	m := NewManager(ManagerConfig{LocalID: 2, Transport: tr, Backoff: time.Millisecond})
+	defer m.Close()
+	m.AddPartitions([]Follow{{Replica: r, Leader: 1, LeaderEpoch: 1}})
+	eventually(t, waitLong, "a fetch from 4", func() bool {
+		for _, f := range tr.seen() {
+			if f.FetchOffset == 4 {
+				return true
+			}
+		}
+		return false
+	})
+	if end := r.Log().EndOffset(); end != 4 {
+		t.Fatalf("log ends at %d, want the leader's 4", end)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(listed) == 0 || listed[0] != -1 {
+		t.Fatalf("ListOffsets timestamps %v, want latest (-1) first", listed)
+	}
+}
+
+func TestManagerMovesPartitionsBetweenLeaders(t *testing.T) {
+	r := followerOf(t, 1)
+	tr := &scriptTransport{answer: func(req kmsg.Request) (kmsg.Response, error) { return fetchAnswer(req, 0), nil }}
+	m := NewManager(ManagerConfig{LocalID: 2, Transport: tr})
+	defer m.Close()
+	m.AddPartitions([]Follow{{Replica: r, Leader: 1, LeaderEpoch: 1}})
+	if got := m.Leaders(); len(got) != 1 || got[1] != 1 {
+		t.Fatalf("leaders %v", got)
+	}
+	m.AddPartitions([]Follow{{Replica: r, Leader: 3, LeaderEpoch: 2}})
+	if got := m.Leaders(); len(got) != 1 || got[3] != 1 {
+		t.Fatalf("after the move: leaders %v", got)
+	}
+	m.mu.Lock()
+	_, old := m.fetchers[1]
+	m.mu.Unlock()
+	if old {
+		t.Fatal("the idle fetcher of broker 1 still runs")
+	}
+	m.RemovePartitions([]*Replica{r})
+	if got := m.Leaders(); len(got) != 0 {
+		t.Fatalf("after removal: leaders %v", got)
+	}
+}
