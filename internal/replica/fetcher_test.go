@@ -41,22 +41,30 @@ func (s *scriptTransport) seen() []kmsg.FetchRequestTopicPartition {
 	return append([]kmsg.FetchRequestTopicPartition(nil), s.fetches...)
 }
 
-// fetchAnswer answers a one-partition Fetch with errCode.
-func fetchAnswer(req kmsg.Request, errCode int16) kmsg.Response {
+// answerFetch builds a Fetch response with one answer per requested
+// partition.
+func answerFetch(req kmsg.Request, answer func(topicID [16]byte, p *kmsg.FetchRequestTopicPartition) kmsg.FetchResponseTopicPartition) *kmsg.FetchResponse {
 	f := req.(*kmsg.FetchRequest)
 	resp := f.ResponseKind().(*kmsg.FetchResponse)
 	for _, t := range f.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.TopicID = t.TopicID
-		for _, p := range t.Partitions {
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition = p.Partition
-			rp.ErrorCode = errCode
-			rt.Partitions = append(rt.Partitions, rp)
+		for i := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, answer(t.TopicID, &t.Partitions[i]))
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// fetchAnswer answers every partition of a Fetch with errCode.
+func fetchAnswer(req kmsg.Request, errCode int16) kmsg.Response {
+	return answerFetch(req, func(_ [16]byte, p *kmsg.FetchRequestTopicPartition) kmsg.FetchResponseTopicPartition {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = p.Partition
+		rp.ErrorCode = errCode
+		return rp
+	})
 }
 
 // followerOf opens a replica following broker 1 in epoch with the given

@@ -278,47 +278,40 @@ func (c *memCluster) serveFetch(ctx context.Context, n *memNode, r *kmsg.FetchRe
 }
 
 func (c *memCluster) fetchOnce(n *memNode, r *kmsg.FetchRequest, record bool) (*kmsg.FetchResponse, int64) {
-	resp := r.ResponseKind().(*kmsg.FetchResponse)
 	var total int64
-	for _, rt := range r.Topics {
-		st := kmsg.NewFetchResponseTopic()
-		st.TopicID = rt.TopicID
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = rp.Partition
-			if rt.TopicID != c.topicID || rp.Partition != 0 {
-				sp.ErrorCode = kerr.UnknownTopicID.Code
-				st.Partitions = append(st.Partitions, sp)
-				continue
-			}
-			if record {
-				c.mu.Lock()
-				c.fetches = append(c.fetches, fetchSeen{r.ReplicaState.ID, rp.FetchOffset})
-				c.mu.Unlock()
-			}
-			res := n.replica.FetchForFollower(nil, FollowerFetch{ReplicaID: r.ReplicaState.ID, FetchOffset: rp.FetchOffset,
-				CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: rp.LastFetchedEpoch, MaxBytes: int64(rp.PartitionMaxBytes)})
-			if res.Err != nil {
-				var ke *kerr.Error
-				if !asKerr(res.Err, &ke) {
-					ke = kerr.UnknownServerError
-				}
-				sp.ErrorCode = ke.Code
-			}
-			sp.HighWatermark, sp.LogStartOffset = res.HighWatermark, res.LogStartOffset
-			sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset
-			for _, fr := range res.Ranges {
-				buf := make([]byte, fr.Len)
-				if _, err := fr.File.ReadAt(buf, fr.Pos); err != nil {
-					c.t.Errorf("read range: %v", err)
-				}
-				sp.RecordBatches = append(sp.RecordBatches, buf...)
-			}
-			total += res.Bytes
-			st.Partitions = append(st.Partitions, sp)
+	resp := answerFetch(r, func(topicID [16]byte, rp *kmsg.FetchRequestTopicPartition) kmsg.FetchResponseTopicPartition {
+		sp := kmsg.NewFetchResponseTopicPartition()
+		sp.Partition = rp.Partition
+		if topicID != c.topicID || rp.Partition != 0 {
+			sp.ErrorCode = kerr.UnknownTopicID.Code
+			return sp
 		}
-		resp.Topics = append(resp.Topics, st)
-	}
+		if record {
+			c.mu.Lock()
+			c.fetches = append(c.fetches, fetchSeen{r.ReplicaState.ID, rp.FetchOffset})
+			c.mu.Unlock()
+		}
+		res := n.replica.FetchForFollower(nil, FollowerFetch{ReplicaID: r.ReplicaState.ID, FetchOffset: rp.FetchOffset,
+			CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: rp.LastFetchedEpoch, MaxBytes: int64(rp.PartitionMaxBytes)})
+		if res.Err != nil {
+			var ke *kerr.Error
+			if !asKerr(res.Err, &ke) {
+				ke = kerr.UnknownServerError
+			}
+			sp.ErrorCode = ke.Code
+		}
+		sp.HighWatermark, sp.LogStartOffset = res.HighWatermark, res.LogStartOffset
+		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset
+		for _, fr := range res.Ranges {
+			buf := make([]byte, fr.Len)
+			if _, err := fr.File.ReadAt(buf, fr.Pos); err != nil {
+				c.t.Errorf("read range: %v", err)
+			}
+			sp.RecordBatches = append(sp.RecordBatches, buf...)
+		}
+		total += res.Bytes
+		return sp
+	})
 	return resp, total
 }
 
