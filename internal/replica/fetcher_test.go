@@ -192,3 +192,36 @@ func TestManagerMovesPartitionsBetweenLeaders(t *testing.T) {
 		t.Fatalf("after removal: leaders %v", got)
 	}
 }
+
+func TestTruncationOffset(t *testing.T) {
+	// Follower log: epoch 1 at [0,4), epoch 3 at [4,8), epoch 5 at [8,10);
+	// high watermark 6.
+	r := followerOf(t, 5,
+		stamped("a", 2, 0, 1), stamped("b", 2, 2, 1),
+		stamped("c", 2, 4, 3), stamped("d", 2, 6, 3),
+		stamped("e", 2, 8, 5))
+	if _, err := r.appendFromLeaderLocked(5, nil, 6, 0); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		leader EpochEntryEnd
+		offset int64
+		done   bool
+	}{
+		{"leader knows no end offset: high watermark", EpochEntryEnd{-1, -1}, 6, true},
+		{"leader knows no epoch: its end offset", EpochEntryEnd{-1, 7}, 7, true},
+		{"same epoch, leader shorter", EpochEntryEnd{5, 9}, 9, true},
+		{"same epoch, follower's epoch ends first", EpochEntryEnd{3, 12}, 8, true},
+		{"follower's floor epoch is older: cut and ask again", EpochEntryEnd{4, 6}, 6, false},
+		{"older than every follower epoch", EpochEntryEnd{0, 3}, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			off, done := r.truncationOffset(tt.leader)
+			if off != tt.offset || done != tt.done {
+				t.Fatalf("truncationOffset(%+v) = (%d, %v), want (%d, %v)", tt.leader, off, done, tt.offset, tt.done)
+			}
+		})
+	}
+}

@@ -79,7 +79,7 @@ func (r *Replica) leaderLEOChanged() bool {
 func (r *Replica) WaitForHW(ctx context.Context, epoch int32, offset int64) error {
 	for {
 		r.mu.Lock()
-		ls, ch := r.ls, r.hwCh
+		ls := r.ls
 		var err error
 		done := true
 		switch {
@@ -91,6 +91,10 @@ func (r *Replica) WaitForHW(ctx context.Context, epoch int32, offset int64) erro
 			}
 		default:
 			done = false
+		}
+		var ch chan struct{}
+		if !done {
+			ch = r.waitChLocked()
 		}
 		r.mu.Unlock()
 		if done {

@@ -130,8 +130,8 @@ type Replica struct {
 	partitionEpoch int32
 
 	mu   sync.Mutex
-	ls   *leaderState // nil unless leader
-	hwCh chan struct{}
+	ls   *leaderState  // nil unless leader
+	hwCh chan struct{} // closed on high watermark, ISR or role changes; nil until a waiter needs it
 
 	hw atomic.Int64
 }
@@ -145,7 +145,7 @@ func Open(l *wlog.Log, hw int64, cfg Config) (*Replica, error) {
 	if cfg.MaxLag <= 0 {
 		cfg.MaxLag = DefaultMaxLag
 	}
-	r := &Replica{cfg: cfg, log: l, logger: cfg.Logger, now: cfg.Now, leader: -1, leaderEpoch: -1, partitionEpoch: -1, hwCh: make(chan struct{})}
+	r := &Replica{cfg: cfg, log: l, logger: cfg.Logger, now: cfg.Now, leader: -1, leaderEpoch: -1, partitionEpoch: -1}
 	if r.logger == nil {
 		r.logger = slog.New(slog.DiscardHandler)
 	}
@@ -318,10 +318,22 @@ func checkLeaderEpoch(requested, current int32) error {
 	}
 }
 
-// wakeLocked wakes every WaitForHW caller so they re-check. mu held.
+// wakeLocked wakes every WaitForHW caller so they re-check. The channel
+// is made only when someone waits, so an append nobody waits on (acks=0
+// or 1) allocates nothing here. mu held.
 func (r *Replica) wakeLocked() {
-	close(r.hwCh)
-	r.hwCh = make(chan struct{})
+	if r.hwCh != nil {
+		close(r.hwCh)
+		r.hwCh = nil
+	}
+}
+
+// waitChLocked returns the channel wakeLocked closes next. mu held.
+func (r *Replica) waitChLocked() chan struct{} {
+	if r.hwCh == nil {
+		r.hwCh = make(chan struct{})
+	}
+	return r.hwCh
 }
 
 // afterHWLocked publishes a moved leader high watermark. mu held.
