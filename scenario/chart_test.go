@@ -140,7 +140,7 @@ func TestSummaryText(t *testing.T) {
 	sum := seriesOf(t, 0, 29000, 28000, 29000, 28500, 29000, 2000, 1990, 2000, 2010, 1990, 400).Summarize()
 	var buf bytes.Buffer
 	sum.WriteText(&buf)
-	for _, want := range []string{"peak rate:      29000 rec/s", "min after peak: 1990 rec/s", "drain time:     11s", "plateau:        29000 rec/s from 1s to 6s (5 s)", "plateau:        2000 rec/s from 6s to 11s (5 s)"} {
+	for _, want := range []string{"peak rate:      29000 rec/s", "min after peak: 1990 rec/s", "drain time:     11s", "plateau:        29000 rec/s from 1s to 6s (5.0 s)", "plateau:        2000 rec/s from 6s to 11s (5.0 s)"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, buf.String())
 		}

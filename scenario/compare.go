@@ -24,6 +24,7 @@ type RunRecord struct {
 	MaxPollRecords int             `json:"max_poll_records"`
 	FetchMaxWaitMs int64           `json:"fetch_max_wait_ms"`
 	TimeoutS       float64         `json:"timeout_s"`
+	SampleS        float64         `json:"sample_interval_s"`
 	Backlog        []int64         `json:"backlog"`
 	Consumed       int64           `json:"consumed"`
 	Distinct       int64           `json:"distinct"`
@@ -48,7 +49,7 @@ func newRunRecord(cfg Config, res *Result) RunRecord {
 		Name: cfg.Name, Client: cfg.Client, AcquireMode: cfg.AcquireMode, Bootstrap: cfg.Bootstrap,
 		Records: cfg.Records, Partitions: cfg.Partitions, ZipfAlpha: cfg.ZipfAlpha, Seed: cfg.Seed,
 		MaxPollRecords: cfg.MaxPollRecords, FetchMaxWaitMs: cfg.FetchMaxWait.Milliseconds(),
-		TimeoutS: cfg.Timeout.Seconds(), Backlog: res.Backlog,
+		TimeoutS: cfg.Timeout.Seconds(), SampleS: cfg.SampleInterval.Seconds(), Backlog: res.Backlog,
 		Consumed: res.Consumed, Distinct: res.Distinct, Duplicates: res.Duplicates, Drained: res.Drained,
 		PeakRate: res.Summary.Peak, MinAfterPeak: res.Summary.MinAfter,
 		FirstRecordS: res.Summary.FirstRecord.Seconds(), DrainS: res.Summary.Drain().Seconds(),
@@ -154,7 +155,7 @@ func (c Comparison) writeMarkdown(w io.Writer) error {
 		}
 		var plats []string
 		for _, p := range rec.Plateaus {
-			plats = append(plats, fmt.Sprintf("%.0f (%.0f–%.0f s)", p.Median, p.FromS, p.ToS))
+			plats = append(plats, fmt.Sprintf("%.0f (%.1f–%.1f s)", p.Median, p.FromS, p.ToS))
 		}
 		drained := fmt.Sprintf("%d of %d", rec.Distinct, sum(rec.Backlog))
 		if rec.Duplicates > 0 {
@@ -165,8 +166,8 @@ func (c Comparison) writeMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\n![rate over time](%s-rate.svg)\n\n![rate over time, log scale](%s-rate-log.svg)\n\n", c.ChartPrefix, c.ChartPrefix)
 	b.WriteString("Drain time runs from the first to the last record delivered (the group join is left out); " +
-		"\"min after peak\" is the lowest one-second rate between the peak and the last full second; " +
-		"plateaus are runs of 5 s or more within a factor 1.5. Per-run CSV and HTML pages sit next to this file " +
+		"\"min after peak\" is the lowest rate over one sampling interval between the peak and the last full interval; " +
+		"plateaus are runs of 5 samples or more within a factor 1.5. Per-run CSV and HTML pages sit next to this file " +
 		"(see the scenario package docs for how they are measured).\n")
 	_, err := io.WriteString(w, b.String())
 	return err

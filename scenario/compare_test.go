@@ -50,7 +50,7 @@ func TestWriteComparison(t *testing.T) {
 	for _, want := range []string{
 		"# case 2\n\none broker\n",
 		"| reference | java | batch_optimized | 20000 | 20000 | 5.20 s | 1 (reference) | 105000 of 105000 |  |",
-		"| java record_limit | java | record_limit | 29000 | 500 | > 10.4 s | > 2.00 | 45000 of 105000 | 2000 (2–9 s) |",
+		"| java record_limit | java | record_limit | 29000 | 500 | > 10.4 s | > 2.00 | 45000 of 105000 | 2000 (2.0–9.0 s) |",
 		"| weir record_limit | weir | record_limit | 19000 | 18000 | 6.24 s | 1.20 | 105000 of 105000, 3 duplicates |  |",
 		"![rate over time](cmp-rate.svg)",
 	} {

@@ -25,9 +25,13 @@
 //     JVM (scenario/java, built with Maven, offline from ~/.m2 when it
 //     can), --client weir runs client.ShareConsumer in process. Both use
 //     the given share.acquire.mode, max.poll.records and fetch.max.wait.ms.
-//  4. Sample the cumulative delivery count once a second (a ticker here,
-//     a reporter thread in the JVM), and write the CSV, the HTML page and
-//     the summary.
+//  4. Sample the cumulative delivery count once a second, or every
+//     --sample-interval (a ticker here, a reporter thread in the JVM), and
+//     write the CSV, the HTML page, a JSON record and the summary.
+//
+// `weir scenario share-report` puts several runs (their JSON and CSV) in
+// one markdown table with two charts; scenarios/share-case2 runs the whole
+// comparison.
 //
 // # What it measures
 //
@@ -50,14 +54,15 @@
 //
 // The CSV has one line per sample: time_s (seconds since the consumer was
 // created, group join included), records (delivered since the previous
-// sample, usually one second earlier) and cumulative. Deliveries are
+// sample, one sampling interval earlier) and cumulative. Deliveries are
 // counted, so a redelivered record counts twice; the summary separates
 // distinct records from duplicates, and a correct run shows 0 duplicates.
 //
 // The summary gives:
-//   - peak rate: the highest rate over a sample of at least half a second;
+//   - peak rate: the highest rate over a sample covering at least half
+//     the sampling interval;
 //   - min after peak: the lowest rate between the peak and the last full
-//     second, the depth of any collapse;
+//     sample, the depth of any collapse;
 //   - plateaus: runs of 5 or more samples whose rates stay within a factor
 //     1.5 of each other (PlateauBand), with their median; a healthy drain
 //     shows one plateau near the peak, the seed's collapse two or three

@@ -36,6 +36,7 @@ type Config struct {
 	FetchMaxWait      time.Duration // fetch.max.wait.ms of the consumer
 	ValueSize         int           // bytes per record value
 	Timeout           time.Duration // bound on the drain (not the load)
+	SampleInterval    time.Duration // how often the drain rate is read
 
 	Topic, Group string // default: share-drain-<client>-<mode>-<unix time>
 	Out          string // directory for the CSV and HTML; "" writes none
@@ -61,6 +62,7 @@ func DefaultConfig() Config {
 		FetchMaxWait:      500 * time.Millisecond,
 		ValueSize:         100,
 		Timeout:           20 * time.Minute,
+		SampleInterval:    time.Second,
 	}
 }
 
@@ -76,6 +78,8 @@ func (c *Config) validate() error {
 		return errors.New("scenario: records, partitions, replication factor and max.poll.records must be positive")
 	case c.Timeout <= 0:
 		return errors.New("scenario: the drain needs a timeout")
+	case c.SampleInterval < 10*time.Millisecond:
+		return errors.New("scenario: the sampling interval must be 10ms or more")
 	}
 	stem := fmt.Sprintf("share-drain-%s-%s", c.Client, c.AcquireMode)
 	if c.Topic == "" {
@@ -224,6 +228,7 @@ func writeOutputs(cfg Config, res *Result) error {
 			{"replication factor", strconv.Itoa(cfg.ReplicationFactor)},
 			{"Zipf alpha (seed)", fmt.Sprintf("%g (%d)", cfg.ZipfAlpha, cfg.Seed)},
 			{"value bytes", strconv.Itoa(cfg.ValueSize)},
+			{"sampling interval", cfg.SampleInterval.String()},
 			{"topic / group", cfg.Topic + " / " + cfg.Group},
 			{"drained", fmt.Sprintf("%v (%d distinct, %d duplicates)", res.Drained, res.Distinct, res.Duplicates)},
 		},

@@ -1,68 +1,103 @@
 package scenario
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
-
-	"weir/internal/broker"
-	"weir/internal/server"
 )
 
-// startBroker runs a single weir broker in this process on a free
-// 127.0.0.1 port and stops it when the test ends. WEIR_TEST_BOOTSTRAP
-// points the test at a broker already running instead.
+// startBroker builds cmd/weir and runs `weir serve` on a free 127.0.0.1
+// port (the public interface, as scenarios/share-case2 does), stopping it
+// when the test ends. WEIR_TEST_BOOTSTRAP points the test at a broker
+// already running instead.
 func startBroker(t *testing.T) string {
 	t.Helper()
 	if addr := os.Getenv("WEIR_TEST_BOOTSTRAP"); addr != "" {
 		return addr
 	}
-	cfg := broker.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.Group.NoInitialRebalanceDelay = true
-	b, err := broker.New(cfg)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "weir")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/weir")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/weir: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"))
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Dispatcher: b})
-	if err != nil {
-		b.Close()
+	logs := &tailBuffer{max: 64 << 10}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	b.SetAdvertised(srv.Addr())
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx) }()
+	exited := make(chan struct{})
+	addr := make(chan string, 1)
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		cmd.Wait()
+	}()
 	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer scancel()
-		srv.Shutdown(sctx)
-		cancel()
-		<-served
-		if err := b.Close(); err != nil {
-			t.Errorf("closing the broker: %v", err)
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-exited
 		}
 	})
-	return srv.Addr().String()
+	select {
+	case a := <-addr:
+		return a
+	case <-exited:
+		t.Fatalf("weir serve exited:\n%s", logs.Bytes())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("weir serve printed no address in 30s:\n%s", logs.Bytes())
+	}
+	return ""
 }
 
-// TestShareDrainWeir runs the whole scenario with the in-process share
-// consumer in both acquire modes on a small backlog and checks that every
-// record is delivered exactly once and the report files are written.
-func TestShareDrainWeir(t *testing.T) {
+var listening = regexp.MustCompile(`weir listening on (127\.0\.0\.1:\d+)`)
+
+// TestShareDrain runs the whole scenario on a small backlog with the
+// in-process share consumer in both acquire modes, and with the Java one
+// when java and mvn are installed, and checks that every record is
+// delivered exactly once and the report files are written.
+func TestShareDrain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a broker")
 	}
 	addr := startBroker(t)
-	for _, mode := range []string{"record_limit", "batch_optimized"} {
-		t.Run(mode, func(t *testing.T) {
+	runs := [][2]string{{ClientWeir, "record_limit"}, {ClientWeir, "batch_optimized"}, {ClientJava, "record_limit"}}
+	for _, run := range runs {
+		client, mode := run[0], run[1]
+		t.Run(client+"-"+mode, func(t *testing.T) {
+			if client == ClientJava {
+				if _, err := exec.LookPath("java"); err != nil {
+					t.Skip("no java on PATH")
+				}
+				if _, err := exec.LookPath("mvn"); err != nil {
+					t.Skip("no mvn on PATH")
+				}
+			}
 			cfg := DefaultConfig()
 			cfg.Bootstrap = addr
-			cfg.Client = ClientWeir
+			cfg.Client = client
 			cfg.AcquireMode = mode
 			cfg.Records = 3000
 			cfg.MaxPollRecords = 50
@@ -100,7 +135,7 @@ func TestShareDrainWeir(t *testing.T) {
 			if err != nil || !strings.Contains(string(page), "<svg") {
 				t.Errorf("HTML %s: %v, has chart %v", res.HTML, err, strings.Contains(string(page), "<svg"))
 			}
-			if filepath.Base(res.CSV) != "share-drain-weir-"+mode+".csv" {
+			if filepath.Base(res.CSV) != "share-drain-"+client+"-"+mode+".csv" {
 				t.Errorf("CSV named %s", res.CSV)
 			}
 			for _, want := range []string{"partition  0:", "peak rate:", "drain time:", "3000 distinct of 3000, 0 duplicates"} {

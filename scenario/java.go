@@ -144,6 +144,7 @@ func drainJava(ctx context.Context, spec drainSpec) (drainOutcome, error) {
 		"--fetch-max-wait-ms", strconv.FormatInt(cfg.FetchMaxWait.Milliseconds(), 10),
 		"--expect", strconv.FormatInt(spec.expect, 10),
 		"--timeout-ms", strconv.FormatInt(cfg.Timeout.Milliseconds(), 10),
+		"--report-ms", strconv.FormatInt(cfg.SampleInterval.Milliseconds(), 10),
 	)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second

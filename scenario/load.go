@@ -20,9 +20,22 @@ const groupResource client.ConfigResourceType = 32
 // earliest offset: the backlog is produced before the consumer joins, and
 // share groups start at the latest offset by default.
 func createTopic(ctx context.Context, adm *client.Admin, cfg Config) error {
-	err := adm.CreateTopics(ctx, client.TopicSpec{Name: cfg.Topic, Partitions: int32(cfg.Partitions), ReplicationFactor: int16(cfg.ReplicationFactor)})
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("create topic %s: %w", cfg.Topic, err)
+	spec := client.TopicSpec{Name: cfg.Topic, Partitions: int32(cfg.Partitions), ReplicationFactor: int16(cfg.ReplicationFactor)}
+	for {
+		err := adm.CreateTopics(ctx, spec)
+		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+			break
+		}
+		// A cluster started moments ago may not have registered all its
+		// brokers yet: wait for them until ctx ends.
+		if !errors.Is(err, kerr.InvalidReplicationFactor) {
+			return fmt.Errorf("create topic %s: %w", cfg.Topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("create topic %s: %w", cfg.Topic, err)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	earliest := "earliest"
 	if err := adm.AlterConfigs(ctx, groupResource, cfg.Group, client.AlterConfigOp{Name: "share.auto.offset.reset", Value: &earliest}); err != nil {

@@ -68,15 +68,15 @@ type Report struct {
 // the peak, plateaus and drain time.
 func (s Summary) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "consumed:       %d records\n", s.Total)
-	fmt.Fprintf(w, "peak rate:      %.0f rec/s (second ending at %s)\n", s.Peak, s.PeakAt.Round(time.Second))
+	fmt.Fprintf(w, "peak rate:      %.0f rec/s (sample ending at %s)\n", s.Peak, s.PeakAt.Round(time.Millisecond))
 	fmt.Fprintf(w, "min after peak: %.0f rec/s\n", s.MinAfter)
 	fmt.Fprintf(w, "drain time:     %s (first record at %s, last at %s)\n",
 		s.Drain().Round(time.Millisecond), s.FirstRecord.Round(time.Millisecond), s.LastRecord.Round(time.Millisecond))
 	if len(s.Plateaus) == 0 {
-		fmt.Fprintf(w, "plateaus:       none of %d s or more within a factor %.1f\n", PlateauMinSamples, PlateauBand)
+		fmt.Fprintf(w, "plateaus:       no run of %d samples or more within a factor %.1f\n", PlateauMinSamples, PlateauBand)
 	}
 	for _, p := range s.Plateaus {
-		fmt.Fprintf(w, "plateau:        %.0f rec/s from %s to %s (%.0f s)\n", p.Median, p.From.Round(time.Second), p.To.Round(time.Second), p.Seconds())
+		fmt.Fprintf(w, "plateau:        %.0f rec/s from %s to %s (%.1f s)\n", p.Median, p.From.Round(time.Millisecond), p.To.Round(time.Millisecond), p.Seconds())
 	}
 }
 
@@ -109,7 +109,7 @@ var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
 <h2>Rate plateaus</h2>
 {{if .R.Summary.Plateaus}}<table><tr><th>from</th><th>to</th><th>median rec/s</th></tr>
 {{range .R.Summary.Plateaus}}<tr><td>{{dur .From}}</td><td>{{dur .To}}</td><td>{{rate .Median}}</td></tr>
-{{end}}</table>{{else}}<p>No run of {{.MinSamples}} s or more stayed within a factor {{.Band}}.</p>{{end}}
+{{end}}</table>{{else}}<p>No run of {{.MinSamples}} samples or more stayed within a factor {{.Band}}.</p>{{end}}
 <h2>Drain rate</h2>
 {{.Linear}}
 {{.Log}}

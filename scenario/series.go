@@ -8,8 +8,9 @@ import (
 )
 
 // Sample is one reading of the drain: At is the time since the consumer
-// started, Count the records consumed since the previous sample and
-// Cumulative the records consumed since the start.
+// started, Count the records consumed since the previous sample (one
+// sampling interval earlier, a second by default) and Cumulative the records
+// consumed since the start.
 type Sample struct {
 	At         time.Duration
 	Count      int64
@@ -26,8 +27,8 @@ func (s Sample) Rate(prev time.Duration) float64 {
 }
 
 // Series is the drain rate over time, built from cumulative readings taken
-// about once a second (by a ticker for the in-process consumer, by the Java
-// driver's reporter thread for the Java one).
+// once per sampling interval (by a ticker for the in-process consumer, by
+// the Java driver's reporter thread for the Java one).
 type Series struct {
 	Samples []Sample
 }
@@ -75,7 +76,8 @@ func (p Plateau) Seconds() float64 { return (p.To - p.From).Seconds() }
 
 // PlateauBand is the widest max/min rate ratio inside one plateau: rates
 // within ±20% of each other belong together. PlateauMinSamples is the
-// shortest run reported (a few seconds; shorter runs are transitions).
+// shortest run reported (5 s at the default one-second interval; shorter
+// runs are transitions).
 const (
 	PlateauBand       = 1.5
 	PlateauMinSamples = 5
@@ -84,7 +86,7 @@ const (
 // Summary is what the drain report prints.
 type Summary struct {
 	Total       int64         // records consumed
-	Peak        float64       // highest one-second rate
+	Peak        float64       // highest rate over one sampling interval
 	PeakAt      time.Duration // when the peak sample ended
 	MinAfter    float64       // lowest rate after the peak, before the final partial second
 	FirstRecord time.Duration // start of the first second with records (group join included before it)
@@ -121,12 +123,13 @@ func (s *Series) Summarize() Summary {
 		sum.FirstRecord = s.Samples[first-1].At
 	}
 	sum.LastRecord = s.Samples[last].At
-	// The peak is taken over samples covering at least half a second: a
-	// final reading 50 ms after the last tick divides a few records by a
-	// sliver of time.
+	// The peak is taken over samples covering at least half the usual
+	// sampling interval: a final reading 50 ms after the last tick divides
+	// a few records by a sliver of time.
+	usual := s.interval()
 	peak := -1
 	for i := first; i <= last; i++ {
-		long := (s.Samples[i].At - prevAt(s.Samples, i)) >= time.Second/2
+		long := (s.Samples[i].At - prevAt(s.Samples, i)) >= usual/2
 		if long && (peak < 0 || rates[i] > rates[peak]) {
 			peak = i
 		}
@@ -152,6 +155,18 @@ func (s *Series) Summarize() Summary {
 	}
 	sum.Plateaus = plateaus(s.Samples[first:end+1], rates[first:end+1], first, prevAt(s.Samples, first))
 	return sum
+}
+
+// interval is the median time between readings, the sampling interval.
+func (s *Series) interval() time.Duration {
+	if len(s.Samples) == 0 {
+		return 0
+	}
+	d := make([]float64, len(s.Samples))
+	for i := range s.Samples {
+		d[i] = float64(s.Samples[i].At - prevAt(s.Samples, i))
+	}
+	return time.Duration(median(d))
 }
 
 func prevAt(samples []Sample, i int) time.Duration {

@@ -39,7 +39,7 @@ func drainWeir(ctx context.Context, spec drainSpec) (drainOutcome, error) {
 	dctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	var consumed atomic.Int64
-	smp := startSampler(&consumed)
+	smp := startSampler(&consumed, cfg.SampleInterval)
 	led := newLedger(cfg.Partitions)
 	if err := s.Subscribe([]string{cfg.Topic}); err != nil {
 		smp.stop()
@@ -68,7 +68,7 @@ func drainWeir(ctx context.Context, spec drainSpec) (drainOutcome, error) {
 	return drainOutcome{series: smp.stop(), consumed: consumed.Load(), distinct: led.distinct, duplicates: led.duplicate, first: first, last: last}, nil
 }
 
-// sampler reads a counter once a second into a Series.
+// sampler reads a counter once per interval into a Series.
 type sampler struct {
 	start   time.Time
 	counter *atomic.Int64
@@ -78,12 +78,12 @@ type sampler struct {
 	series  Series
 }
 
-func startSampler(counter *atomic.Int64) *sampler {
+func startSampler(counter *atomic.Int64, every time.Duration) *sampler {
 	s := &sampler{start: time.Now(), counter: counter, done: make(chan struct{})}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		t := time.NewTicker(time.Second)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

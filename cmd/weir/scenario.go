@@ -59,6 +59,7 @@ func scenarioShareDrain(ctx context.Context, args []string, stdout, stderr io.Wr
 	fs.DurationVar(&cfg.FetchMaxWait, "fetch-max-wait", cfg.FetchMaxWait, "fetch.max.wait.ms of the consumer")
 	fs.IntVar(&cfg.ValueSize, "value-size", cfg.ValueSize, "bytes per record value")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "give up the drain after this long (the load is not counted)")
+	fs.DurationVar(&cfg.SampleInterval, "sample-interval", cfg.SampleInterval, "how often the drain rate is sampled (shorter for small backlogs that drain in seconds)")
 	fs.StringVar(&cfg.Topic, "topic", "", "topic name (default share-drain-<client>-<mode>-<time>; created if missing)")
 	fs.StringVar(&cfg.Group, "group", "", "share group (default: the topic name)")
 	fs.StringVar(&cfg.Out, "out", "", "directory for the CSV and HTML report (default: none written)")

@@ -21,7 +21,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * stdout for `weir scenario share-drain --client java`:
  *
  * <pre>
- * S elapsed_ms cumulative                           once a second, from a reporter thread
+ * S elapsed_ms cumulative                           every --report-ms (default 1000), from a
+ *                                                   reporter thread
  * DONE elapsed_ms consumed distinct duplicates first_ms last_ms
  *                                                   at the end
  * </pre>
@@ -70,8 +71,9 @@ public final class ShareDrain {
             t.setDaemon(true);
             return t;
         });
+        long reportMs = Long.parseLong(a.getOrDefault("report-ms", "1000"));
         reporter.scheduleAtFixedRate(
-                () -> emit("S " + elapsedMs(start) + " " + consumed.get()), 1, 1, TimeUnit.SECONDS);
+                () -> emit("S " + elapsedMs(start) + " " + consumed.get()), reportMs, reportMs, TimeUnit.MILLISECONDS);
         try (KafkaShareConsumer<byte[], byte[]> c = new KafkaShareConsumer<>(p)) {
             c.subscribe(List.of(a.get("topic")));
             while (distinct < expect && System.nanoTime() < deadline) {
