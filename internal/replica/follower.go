@@ -46,6 +46,7 @@ func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, 
 	}
 	leo := r.log.EndOffset()
 	var start, end int
+	var headers []wlog.BatchHeader
 	latest, haveLatest := r.cache.Latest()
 	for end < len(batches) {
 		h, err := wlog.ParseBatchHeader(batches[end:])
@@ -66,10 +67,22 @@ func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, 
 			}
 			latest, haveLatest = EpochEntry{h.LeaderEpoch, h.BaseOffset}, true
 		}
+		if r.cfg.OnFollowerAppend != nil {
+			headers = append(headers, h)
+		}
 		end += int(h.Length)
 	}
 	if end > start {
-		if _, err := r.log.AppendReplicated(batches[start:end]); err != nil {
+		_, err := r.log.AppendReplicated(batches[start:end])
+		if r.cfg.OnFollowerAppend != nil {
+			// Also on error: the batches before the failing one are in.
+			for i := range headers {
+				if headers[i].BaseOffset < r.log.EndOffset() {
+					r.cfg.OnFollowerAppend(r, &headers[i])
+				}
+			}
+		}
+		if err != nil {
 			// Entries assigned for batches that did not make it.
 			_ = r.cache.TruncateFromEnd(r.log.EndOffset())
 			return false, err
@@ -141,7 +154,11 @@ func (r *Replica) truncateLocked(offset int64) error {
 		r.hw.Store(leo)
 	}
 	if leo < before {
+		r.truncations.Add(1)
 		r.logger.Info("replica: truncated log", "from", before, "to", leo)
+		if r.cfg.OnTruncate != nil {
+			r.cfg.OnTruncate(r, leo)
+		}
 	}
 	return nil
 }

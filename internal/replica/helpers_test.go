@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -91,8 +92,16 @@ type memNode struct {
 	replica *Replica
 	manager *Manager
 
-	mu   sync.Mutex
-	grow chan struct{} // closed when the leader's log or high watermark moves
+	mu        sync.Mutex
+	grow      chan struct{} // closed when the leader's log or high watermark moves
+	copied    []int64       // base offsets passed to OnFollowerAppend
+	truncated []int64       // ends passed to OnTruncate
+}
+
+func (n *memNode) hooks() ([]int64, []int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.copied), slices.Clone(n.truncated)
 }
 
 func (n *memNode) signal() {
@@ -150,6 +159,16 @@ func newMemCluster(t *testing.T, ids ...int32) *memCluster {
 				}
 			},
 			OnHighWatermark: func(*Replica, int64) { n.signal() },
+			OnFollowerAppend: func(_ *Replica, h *wlog.BatchHeader) {
+				n.mu.Lock()
+				n.copied = append(n.copied, h.BaseOffset)
+				n.mu.Unlock()
+			},
+			OnTruncate: func(_ *Replica, end int64) {
+				n.mu.Lock()
+				n.truncated = append(n.truncated, end)
+				n.mu.Unlock()
+			},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -277,6 +277,12 @@ func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMo
 			r.mu.Unlock()
 			return false
 		}
+		switch {
+		case len(res.ISR) < len(r.ls.isr):
+			r.isrShrinks.Add(1)
+		case len(res.ISR) > len(r.ls.isr):
+			r.isrExpands.Add(1)
+		}
 		r.ls.isr = slices.Clone(res.ISR)
 		r.ls.partitionEpoch = res.PartitionEpoch
 		r.ls.pending = nil

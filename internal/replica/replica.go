@@ -75,6 +75,15 @@ type Config struct {
 	// high watermark moved (leader or follower), so the broker can wake
 	// fetches parked on it. It must not block.
 	OnHighWatermark func(r *Replica, hw int64)
+	// OnFollowerAppend is called, as follower, for each batch header
+	// copied from the leader, in offset order, once the batches are in the
+	// log; the broker records idempotent-producer state with it so that a
+	// follower that becomes leader checks sequences. OnTruncate is called
+	// after the log was cut to end (the broker rebuilds producer state
+	// from the log). Both run with the replica's role lock held: they must
+	// be quick and must not call the Replica.
+	OnFollowerAppend func(r *Replica, h *wlog.BatchHeader)
+	OnTruncate       func(r *Replica, end int64)
 	// Now is the clock for lag decisions; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -134,6 +143,51 @@ type Replica struct {
 	hwCh chan struct{} // closed on high watermark, ISR or role changes; nil until a waiter needs it
 
 	hw atomic.Int64
+
+	// Counters for Stats.
+	isrShrinks  atomic.Uint64
+	isrExpands  atomic.Uint64
+	truncations atomic.Uint64
+}
+
+// Stats are a replica's figures for metrics (Kafka's
+// UnderReplicatedPartitions, UnderMinIsrPartitions, IsrShrinksPerSec,
+// IsrExpandsPerSec, and follower truncations).
+type Stats struct {
+	Role           Role
+	Leader         int32
+	LeaderEpoch    int32
+	HighWatermark  int64
+	LogStartOffset int64
+	LogEndOffset   int64
+	// Leader only: committed ISR and replica counts and what follows.
+	ISR             int
+	Replicas        int
+	UnderReplicated bool
+	UnderMinISR     bool
+	// Since Open: ISR changes committed through CompleteISRChange, and
+	// truncations that removed data.
+	ISRShrinks  uint64
+	ISRExpands  uint64
+	Truncations uint64
+}
+
+// Stats returns the replica's current figures.
+func (r *Replica) Stats() Stats {
+	r.roleMu.RLock()
+	st := Stats{Role: r.role, Leader: r.leader, LeaderEpoch: r.leaderEpoch}
+	r.mu.Lock()
+	if r.ls != nil {
+		st.ISR, st.Replicas = len(r.ls.isr), len(r.ls.replicas)
+		st.UnderReplicated = st.ISR < st.Replicas
+		st.UnderMinISR = st.ISR < int(r.minISR.Load())
+	}
+	r.mu.Unlock()
+	r.roleMu.RUnlock()
+	st.HighWatermark = r.hw.Load()
+	st.LogStartOffset, st.LogEndOffset = r.log.StartOffset(), r.log.EndOffset()
+	st.ISRShrinks, st.ISRExpands, st.Truncations = r.isrShrinks.Load(), r.isrExpands.Load(), r.truncations.Load()
+	return st
 }
 
 // Open attaches replication state to an open log: it loads the leader-epoch

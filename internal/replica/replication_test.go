@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	wlog "weir/internal/log"
 )
 
 const waitLong = 20 * time.Second // bounds a hang; never a performance assertion
@@ -39,19 +41,43 @@ func (c *memCluster) converged(leader int32, ids ...int32) {
 func TestReplicationConvergesAndCommitsOnlyReplicatedData(t *testing.T) {
 	c := newMemCluster(t, 1, 2, 3)
 	c.elect(1, 1, []int32{1, 2, 3}, []int32{1, 2, 3}, []int32{2, 3})
-	for i := range 40 {
-		res, err := c.produce(1, batch(fmt.Sprint("a", i), 1+i%5), -1)
-		if err != nil {
-			t.Fatalf("batch %d: %v", i, err)
-		}
-		// acks=all returned: every ISR member has the batch.
-		for _, id := range []int32{2, 3} {
-			if leo := c.nodes[id].log.EndOffset(); leo <= res.LastOffset {
-				t.Fatalf("batch %d acknowledged at %d but node %d ends at %d", i, res.LastOffset, id, leo)
+	// Four producers with acks=all at once: their waits share wake-ups.
+	errs := make(chan error, 4)
+	for p := range 4 {
+		go func() {
+			for i := range 15 {
+				res, err := c.produce(1, batch(fmt.Sprint("p", p, "-", i), 1+i%5), -1)
+				if err != nil {
+					errs <- fmt.Errorf("producer %d batch %d: %w", p, i, err)
+					return
+				}
+				// acks=all returned: every ISR member has the batch.
+				for _, id := range []int32{2, 3} {
+					if leo := c.nodes[id].log.EndOffset(); leo <= res.LastOffset {
+						errs <- fmt.Errorf("batch acknowledged at %d but node %d ends at %d", res.LastOffset, id, leo)
+						return
+					}
+				}
 			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 	c.converged(1, 2, 3)
+	// Every copied batch went through OnFollowerAppend once, in order.
+	var bases []int64
+	if err := c.nodes[1].log.ScanHeaders(0, func(h wlog.BatchHeader) bool { bases = append(bases, h.BaseOffset); return true }); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int32{2, 3} {
+		if copied, truncated := c.nodes[id].hooks(); !slices.Equal(copied, bases) || len(truncated) != 0 {
+			t.Fatalf("node %d hooks: copied %v truncated %v; leader batches %v", id, copied, truncated, bases)
+		}
+	}
 	if hw, leo := c.nodes[2].replica.HighWatermark(), c.nodes[2].log.EndOffset(); hw > leo {
 		t.Fatalf("follower high watermark %d above its log end %d", hw, leo)
 	}
@@ -100,6 +126,9 @@ func TestStoppedFollowerLeavesISRAndReturns(t *testing.T) {
 		committed, _ := leader.ISR()
 		return slices.Equal(committed, []int32{1, 2})
 	})
+	if st := leader.Stats(); st.ISRShrinks != 1 || !st.UnderReplicated || st.UnderMinISR {
+		t.Fatalf("leader stats %+v, want one shrink, under-replicated, not under min ISR", st)
+	}
 	// With node 3 out, the batch is committed.
 	if err := waitHW(leader, res); err != nil {
 		t.Fatalf("acks=all after the shrink: %v", err)
@@ -165,11 +194,20 @@ func TestDivergedFollowerTruncatesExactlyTheSuffix(t *testing.T) {
 	if got := c.nodes[1].replica.EpochCache().Entries(); !slices.Equal(got, want) {
 		t.Fatalf("epoch cache %v, want %v", got, want)
 	}
+	if _, truncated := c.nodes[1].hooks(); !slices.Equal(truncated, []int64{common}) {
+		t.Fatalf("OnTruncate saw %v, want [%d]", truncated, common)
+	}
+	if st := c.nodes[1].replica.Stats(); st.Truncations != 1 || st.Role != RoleFollower || st.Leader != 2 {
+		t.Fatalf("node 1 stats %+v, want one truncation as follower of 2", st)
+	}
 	// And rejoins the ISR.
 	eventually(t, waitLong, "node 1 in the ISR", func() bool {
 		committed, _ := c.nodes[2].replica.ISR()
 		return slices.Equal(committed, []int32{1, 2, 3})
 	})
+	if st := c.nodes[2].replica.Stats(); st.ISRExpands != 1 || st.UnderReplicated || st.ISR != 3 {
+		t.Fatalf("leader stats %+v, want one expansion and a full ISR", st)
+	}
 }
 
 func fetchedAt(c *memCluster, id int32, offset int64) bool {
