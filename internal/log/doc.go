@@ -32,9 +32,21 @@
 //
 // By default the log relies on the page cache, as Kafka does: data is
 // fsynced when a segment is sealed, every flush.ms, once flush.messages
-// records are unflushed, and at Close. With SyncBeforeAck the caller waits
-// in WaitDurable before acknowledging; concurrent waiters share one fsync
-// (group commit), so the cost of durability falls as load rises.
+// records are unflushed, about once a second while unsynced data is left,
+// and at Close. With SyncBeforeAck the caller waits in WaitDurable before
+// acknowledging; concurrent waiters share one fsync (group commit), so the
+// cost of durability falls as load rises.
+//
+// # Many partitions
+//
+// A broker may hold far more partitions than it writes to. Two options keep
+// an idle partition cheap. Options.Syncer shares one Syncer, a fixed pool
+// of goroutines, among all logs instead of a goroutine and a ticker per
+// log; a log costs it nothing while it has no background work. Options.Lazy
+// makes Open of a directory that does not exist create nothing: the log
+// reads as empty at offset 0, and the directory and first segment appear
+// with the first append, so a never-written partition holds no file, no
+// goroutine and only its in-memory struct.
 //
 // # Concurrency
 //
@@ -43,9 +55,19 @@
 // it is taken. Reads copy segment views under the mutex and do their I/O
 // without it: index entries below a published length are never rewritten
 // (truncation copies), and deleted segments keep their files open for
-// FileDeleteDelay so that ranges already handed out stay readable. One
-// background goroutine per log, the syncer, performs every fsync, index
-// write and checkpoint; Close stops it and waits for it. Checkpoint
-// writes, which are rare, happen with the mutex held so that they land in
-// the order the state changed.
+// FileDeleteDelay so that ranges already handed out stay readable.
+//
+// Background work (the fsyncs for WaitDurable, flush.ms, flush.messages
+// and sealed segments, their index writes, the periodic checkpoint,
+// closing files of deleted segments) is done by the log's Syncer in passes that never
+// overlap for one log. Who owns the goroutines: a Syncer made with
+// NewSyncer owns its pool, and its creator closes it after the logs that
+// use it; a log opened without one owns a private one-goroutine Syncer,
+// started at Open (or at the first append of a lazy log) and stopped by
+// Close. Log.Close detaches the log from its Syncer, waiting for a pass in
+// progress, before the final flush. Flushes of one log (passes, Flush,
+// Close) are serialised by its flushMu. Lock order: flushMu, then Log.mu,
+// then the Syncer's mu, which is a leaf; the Syncer never takes a log's
+// lock while holding its own. Checkpoint writes, which are rare, happen with the log's
+// mutex held so that they land in the order the state changed.
 package log

@@ -23,6 +23,10 @@ var (
 	ErrClosed = errors.New("log: closed")
 )
 
+// discardLogger serves every Log opened without a logger; a logger is
+// immutable, so one is enough.
+var discardLogger = slog.New(slog.DiscardHandler)
+
 // Options are the injected dependencies of a Log.
 type Options struct {
 	Logger *slog.Logger
@@ -73,18 +77,23 @@ type Log struct {
 	armed         bool   // the Syncer will visit: background work is pending
 	closing       bool   // Close has started
 	closed        bool
+	stopped       bool // the log closed: WaitDurable gives up (guarded by durableMu, not mu)
+	private       bool // syncer belongs to this log (set by Open)
+
+	// flushMu serialises flushes (the Syncer's passes, Flush, Close): one
+	// flush must not publish durability for segments another is still
+	// fsyncing.
+	flushMu sync.Mutex
 
 	durable   atomic.Int64 // everything below this offset is fsynced
 	durableMu sync.Mutex
 	durableCh chan struct{} // closed when durable advances or the log closes; nil until a waiter needs it
-	stopped   bool          // the log closed: WaitDurable gives up (durableMu)
 
 	fsyncs atomic.Int64 // data-file fsyncs by the syncer, for metrics and tests
 
-	syncer  *Syncer
-	private bool      // syncer belongs to this log
-	sync    syncState // guarded by syncer.mu
-	ckpt    time.Duration
+	syncer *Syncer
+	sync   syncState // guarded by syncer.mu
+	ckpt   time.Duration
 	// Only syncPass touches these, and passes over one log never overlap.
 	lastFlush, lastCkpt time.Time
 }
@@ -153,7 +162,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		sync:   syncState{heapIdx: -1},
 	}
 	if l.logger == nil {
-		l.logger = slog.New(slog.DiscardHandler)
+		l.logger = discardLogger
 	}
 	if l.now == nil {
 		l.now = time.Now

@@ -72,6 +72,8 @@ func (l *Log) flush(checkpointToo bool) error {
 		seg *segment
 		ix  index
 	}
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	if l.closed || len(l.segs) == 0 {
 		l.mu.Unlock()
