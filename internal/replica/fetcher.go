@@ -223,6 +223,11 @@ type fetchPartition struct {
 	leaderEpoch int32
 	delayUntil  time.Time // backing off after an error
 	fenced      bool      // FENCED_LEADER_EPOCH: wait for newer metadata
+	// added is set until the goroutine has checked the partition's start:
+	// a log with batches but no epochs cannot find a divergence point from
+	// the leader, so it first truncates to its high watermark (Kafka's
+	// rule for followers without epoch information).
+	added bool
 }
 
 func (f *fetcher) add(k partitionKey, fl Follow) {
@@ -231,7 +236,7 @@ func (f *fetcher) add(k partitionKey, fl Follow) {
 		f.mu.Unlock()
 		return
 	}
-	f.parts[k] = &fetchPartition{r: fl.Replica, leaderEpoch: fl.LeaderEpoch}
+	f.parts[k] = &fetchPartition{r: fl.Replica, leaderEpoch: fl.LeaderEpoch, added: true}
 	f.mu.Unlock()
 	f.wake()
 }
@@ -265,6 +270,7 @@ func (f *fetcher) run(ctx context.Context) {
 	f.logger.Info("replica: fetcher started")
 	defer f.logger.Info("replica: fetcher stopped")
 	for ctx.Err() == nil {
+		f.truncateEpochless()
 		req, sent, wait := f.buildRequest()
 		if req == nil {
 			f.sleep(ctx, wait)
@@ -286,6 +292,31 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		f.logger.Warn("replica: fetch failed; backing off", "err", err)
 		f.delay(sent, nil)
+	}
+}
+
+// truncateEpochless cuts newly added partitions whose log holds batches
+// but whose epoch cache is empty to their high watermark before the first
+// fetch.
+func (f *fetcher) truncateEpochless() {
+	f.mu.Lock()
+	todo := map[partitionKey]sentPartition{}
+	for k, p := range f.parts {
+		if p.added {
+			p.added = false
+			todo[k] = sentPartition{p: p}
+		}
+	}
+	f.mu.Unlock()
+	for k, sp := range todo {
+		r := sp.p.r
+		if _, ok := r.cache.Latest(); ok || r.log.EndOffset() <= r.log.StartOffset() || !f.begin(k, sp) {
+			continue
+		}
+		if err := r.truncateTo(sp.p.leaderEpoch, r.HighWatermark()); err != nil {
+			f.logger.Warn("replica: truncation to the high watermark failed", "topic", r.cfg.Topic, "partition", r.cfg.Partition, "err", err)
+		}
+		f.end(k)
 	}
 }
 

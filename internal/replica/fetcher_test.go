@@ -225,3 +225,22 @@ func TestTruncationOffset(t *testing.T) {
 		})
 	}
 }
+
+func TestFetcherTruncatesEpochlessLogToHighWatermark(t *testing.T) {
+	// Batches without a leader epoch (-1): the cache stays empty.
+	r := followerOf(t, 2, stamped("a", 2, 0, -1), stamped("b", 2, 2, -1), stamped("c", 2, 4, -1))
+	if _, err := r.appendFromLeaderLocked(2, nil, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.EpochCache().Latest(); ok || r.Log().EndOffset() != 6 || r.HighWatermark() != 2 {
+		t.Fatalf("setup: cache %v end %d hw %d", r.EpochCache().Entries(), r.Log().EndOffset(), r.HighWatermark())
+	}
+	tr := &scriptTransport{answer: func(req kmsg.Request) (kmsg.Response, error) { return fetchAnswer(req, 0), nil }}
+	m := NewManager(ManagerConfig{LocalID: 2, Transport: tr})
+	defer m.Close()
+	m.AddPartitions([]Follow{{Replica: r, Leader: 1, LeaderEpoch: 2}})
+	eventually(t, waitLong, "a first fetch", func() bool { return len(tr.seen()) > 0 })
+	if first := tr.seen()[0]; first.FetchOffset != 2 || first.LastFetchedEpoch != -1 {
+		t.Fatalf("first fetch %+v, want offset 2 without a last epoch", first)
+	}
+}

@@ -310,7 +310,7 @@ func (c *memCluster) fetchOnce(n *memNode, r *kmsg.FetchRequest, record bool) (*
 			c.fetches = append(c.fetches, fetchSeen{r.ReplicaState.ID, rp.FetchOffset})
 			c.mu.Unlock()
 		}
-		res := n.replica.FetchForFollower(nil, FollowerFetch{ReplicaID: r.ReplicaState.ID, FetchOffset: rp.FetchOffset,
+		res := n.replica.FetchForFollower(nil, FollowerFetch{ReplicaID: r.ReplicaState.ID, BrokerEpoch: r.ReplicaState.Epoch, FetchOffset: rp.FetchOffset,
 			CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: rp.LastFetchedEpoch, MaxBytes: int64(rp.PartitionMaxBytes)})
 		if res.Err != nil {
 			var ke *kerr.Error

@@ -111,6 +111,7 @@ func (r *Replica) WaitForHW(ctx context.Context, epoch int32, offset int64) erro
 // FollowerFetch is one partition of a follower's Fetch request.
 type FollowerFetch struct {
 	ReplicaID          int32 // ReplicaState.ID (v15+) or ReplicaID
+	BrokerEpoch        int64 // ReplicaState.Epoch (v15+); -1 before
 	FetchOffset        int64
 	CurrentLeaderEpoch int32 // -1 when absent
 	LastFetchedEpoch   int32 // -1 when absent (before v12)
@@ -191,7 +192,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	res.Ranges, res.Bytes = read.Ranges, read.Bytes
 	now := r.now()
 	r.mu.Lock()
-	r.ls.followers[f.ReplicaID].update(f.FetchOffset, leo, now)
+	r.ls.followers[f.ReplicaID].update(f.FetchOffset, leo, f.BrokerEpoch, now)
 	change := r.ls.maybeExpand(f.ReplicaID)
 	r.ls.minISR = int(r.minISR.Load())
 	moved := r.ls.advanceHW(r.log.EndOffset(), now)

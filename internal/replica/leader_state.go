@@ -16,6 +16,7 @@ type followerState struct {
 	lastCaughtUp       time.Time // last time the follower had everything the leader had
 	lastFetchLeaderLEO int64     // leader LEO at the previous fetch
 	lastFetchTime      time.Time
+	brokerEpoch        int64 // ReplicaState.ReplicaEpoch of the last fetch; -1 unknown
 }
 
 // caughtUp is Kafka's rule: a follower is in sync when it has the leader's
@@ -28,7 +29,8 @@ func (f *followerState) caughtUp(leaderLEO int64, now time.Time, maxLag time.Dur
 // leaderLEO. A follower that asks for the leader's end is caught up now; a
 // follower that asks for at least what the leader had at its previous
 // fetch was caught up at that previous fetch.
-func (f *followerState) update(fetchOffset, leaderLEO int64, now time.Time) {
+func (f *followerState) update(fetchOffset, leaderLEO int64, brokerEpoch int64, now time.Time) {
+	f.brokerEpoch = brokerEpoch
 	switch {
 	case fetchOffset >= leaderLEO:
 		f.lastCaughtUp = latest(f.lastCaughtUp, now)
@@ -62,9 +64,10 @@ type leaderState struct {
 	followers      map[int32]*followerState
 	hw             int64
 	maxLag         time.Duration
-	// eligible says whether a broker may join the ISR (KIP-841: not
-	// fenced, not shutting down); nil means every replica may.
-	eligible func(int32) bool
+	// eligible says whether a broker, at the broker epoch its fetches
+	// carry, may join the ISR (KIP-841, KIP-903); nil means every replica
+	// may.
+	eligible func(id int32, brokerEpoch int64) bool
 	// minISR and holdUnderMinISR implement the KIP-966 rule (the high
 	// watermark does not advance while the ISR is under
 	// min.insync.replicas) when holdUnderMinISR is set.
@@ -106,7 +109,7 @@ func (s *leaderState) setAssignment(st PartitionState, now time.Time) {
 		if id == s.self || s.followers[id] != nil {
 			continue
 		}
-		f := &followerState{leo: UnknownOffset, lastFetchLeaderLEO: UnknownOffset}
+		f := &followerState{leo: UnknownOffset, lastFetchLeaderLEO: UnknownOffset, brokerEpoch: -1}
 		if slices.Contains(s.isr, id) {
 			f.lastCaughtUp = now
 		}
@@ -125,7 +128,8 @@ func (s *leaderState) inMaximalISR(id int32) bool {
 }
 
 func (s *leaderState) isEligible(id int32) bool {
-	return slices.Contains(s.replicas, id) && (s.eligible == nil || s.eligible(id))
+	f := s.followers[id]
+	return f != nil && slices.Contains(s.replicas, id) && (s.eligible == nil || s.eligible(id, f.brokerEpoch))
 }
 
 // advanceHW raises the high watermark to the smallest log end offset of
@@ -189,12 +193,20 @@ func (s *leaderState) maybeShrink(leaderLEO int64, now time.Time) *ISRChange {
 }
 
 func (s *leaderState) propose(isr []int32) *ISRChange {
+	epochs := make([]int64, len(isr))
+	for i, id := range isr {
+		epochs[i] = -1
+		if f := s.followers[id]; f != nil {
+			epochs[i] = f.brokerEpoch
+		}
+	}
 	s.pending = &ISRChange{
 		LeaderEpoch:    s.leaderEpoch,
 		PartitionEpoch: s.partitionEpoch,
 		NewISR:         isr,
+		BrokerEpochs:   epochs,
 	}
 	c := *s.pending
-	c.NewISR = slices.Clone(isr)
+	c.NewISR, c.BrokerEpochs = slices.Clone(isr), slices.Clone(epochs)
 	return &c
 }

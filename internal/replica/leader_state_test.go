@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,9 +15,9 @@ import (
 // progress, high watermark, ISR decisions) through the transcripts in
 // testdata/leader_state.txt. Commands:
 //
-//	leader self=1 replicas=(1,2,3) isr=(1,2,3) epoch=E pepoch=P leo=N hw=N [lag=30s] [minisr=N hold] [ineligible=(3)]
+//	leader self=1 replicas=(1,2,3) isr=(1,2,3) epoch=E pepoch=P leo=N hw=N [lag=30s] [minisr=N hold] [ineligible=(3)] [registered=(3:10)]
 //	append n=N             leader log grows by N
-//	fetch id=2 offset=N    a follower fetch at offset
+//	fetch id=2 offset=N [bepoch=B]   a follower fetch at offset, with its broker epoch
 //	advance d=15s          the clock moves
 //	shrink                 the periodic ISR check
 //	commit                 the controller accepts the proposal in flight
@@ -55,16 +56,26 @@ func TestLeaderStateTranscript(t *testing.T) {
 					d.ScanArgs(t, "minisr", &s.minISR)
 					s.holdUnderMinISR = d.HasArg("hold")
 				}
+				var out []int32
 				if d.HasArg("ineligible") {
-					out := ids(t, d, "ineligible")
-					s.eligible = func(id int32) bool {
-						for _, o := range out {
-							if o == id {
-								return false
-							}
+					out = ids(t, d, "ineligible")
+				}
+				registered := map[int32]int64{}
+				if arg, ok := d.Arg("registered"); ok {
+					for _, v := range arg.Vals {
+						var id int32
+						var epoch int64
+						if _, err := fmt.Sscanf(v, "%d:%d", &id, &epoch); err != nil {
+							t.Fatalf("registered %q: %v", v, err)
 						}
-						return true
+						registered[id] = epoch
 					}
+				}
+				s.eligible = func(id int32, brokerEpoch int64) bool {
+					if e, ok := registered[id]; ok && brokerEpoch >= 0 && e != brokerEpoch {
+						return false
+					}
+					return !slices.Contains(out, id)
 				}
 				s.advanceHW(leo, now)
 			case "append":
@@ -77,7 +88,11 @@ func TestLeaderStateTranscript(t *testing.T) {
 				var off int64
 				d.ScanArgs(t, "id", &id)
 				d.ScanArgs(t, "offset", &off)
-				s.followers[int32(id)].update(off, leo, now)
+				bepoch := int64(-1)
+				if d.HasArg("bepoch") {
+					d.ScanArgs(t, "bepoch", &bepoch)
+				}
+				s.followers[int32(id)].update(off, leo, bepoch, now)
 				proposed = s.maybeExpand(int32(id))
 				s.advanceHW(leo, now)
 			case "advance":
@@ -115,6 +130,9 @@ func TestLeaderStateTranscript(t *testing.T) {
 			}
 			if proposed != nil {
 				fmt.Fprintf(&b, "\npropose isr=%v epoch=%d pepoch=%d", proposed.NewISR, proposed.LeaderEpoch, proposed.PartitionEpoch)
+				if slices.ContainsFunc(proposed.BrokerEpochs, func(e int64) bool { return e >= 0 }) {
+					fmt.Fprintf(&b, " broker-epochs=%v", proposed.BrokerEpochs)
+				}
 			}
 			return b.String()
 		})

@@ -63,9 +63,12 @@ type Config struct {
 	// HoldHWUnderMinISR applies KIP-966's rule: the high watermark does
 	// not advance while the committed ISR is smaller than MinISR.
 	HoldHWUnderMinISR bool
-	// Eligible says whether a broker may join an ISR (registered, not
-	// fenced, not shutting down, KIP-841); nil means every replica.
-	Eligible func(brokerID int32) bool
+	// Eligible says whether a broker may join an ISR: registered, not
+	// fenced, not shutting down (KIP-841), and, when brokerEpoch >= 0, at
+	// the broker epoch its fetches carry (KIP-903: a broker that lost its
+	// disk and registered again must not count with an old fetch). nil
+	// means every replica.
+	Eligible func(brokerID int32, brokerEpoch int64) bool
 	// OnISRChange is called, without any replica lock held, with each
 	// proposed ISR change; the broker sends it to the controller as
 	// AlterPartition and reports the outcome with CompleteISRChange. At
@@ -99,11 +102,15 @@ type PartitionState struct {
 }
 
 // ISRChange is a proposed ISR, for AlterPartition: the leader epoch and
-// partition epoch it was computed from and the new ISR (sorted).
+// partition epoch it was computed from, the new ISR, and for each member
+// the broker epoch its last fetch carried (-1 for the leader itself and
+// for followers not heard from in this leader epoch; AlterPartition v3
+// NewEpochISR wants the broker's registered epoch there).
 type ISRChange struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	NewISR         []int32
+	BrokerEpochs   []int64
 }
 
 // ISRChangeResult is the controller's answer to an ISRChange: Err is the
