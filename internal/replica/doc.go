@@ -37,10 +37,19 @@
 // Opening: Open(log, hw, Config) for every local replica. Config carries
 // the identity (LocalID, Topic, TopicID, Partition), MaxLag
 // (replica.lag.time.max.ms), MinISR (min.insync.replicas; SetMinISR on a
-// config change), Eligible (KIP-841: may a broker join an ISR), and two
-// callbacks called with no replica lock held, which must not block:
-// OnISRChange (send an AlterPartition) and OnHighWatermark (wake fetches
-// parked on the partition).
+// config change), HoldHWUnderMinISR (KIP-966's rule, off by default),
+// Eligible(brokerID, brokerEpoch) (KIP-841/903: may a broker, at the
+// broker epoch its fetch carried, join an ISR), and callbacks:
+//
+//   - OnISRChange(r, ISRChange): send an AlterPartition. No lock held;
+//     must not block.
+//   - OnHighWatermark(r, hw): wake fetches parked on the partition
+//     (consumers read up to the high watermark, so a follower's fetch that
+//     moves it must wake them). No lock held; must not block.
+//   - OnFollowerAppend(r, header) and OnTruncate(r, end): keep
+//     idempotent-producer state on followers (producer.State.Record for
+//     each copied batch; rebuild after a truncation). Run under the role
+//     lock: quick, and must not call the Replica.
 //
 // On every metadata change of a partition with a local replica:
 //
@@ -68,9 +77,10 @@
 //     channel closed when the high watermark, ISR or role changes.
 //   - Fetch with a replica id (ReplicaState.ID for v15+, ReplicaID
 //     before): for each partition r.FetchForFollower(dst, FollowerFetch{
-//     ReplicaID, FetchOffset, CurrentLeaderEpoch, LastFetchedEpoch,
-//     MaxBytes}); answer with its Err code, HighWatermark, LogStartOffset,
-//     DivergingEpoch and the file Ranges. It reads up to the log end (not
+//     ReplicaID, BrokerEpoch (ReplicaState.Epoch), FetchOffset,
+//     CurrentLeaderEpoch, LastFetchedEpoch, MaxBytes}); answer with its
+//     Err code, HighWatermark, LogStartOffset, DivergingEpoch (only when
+//     Diverged()) and the file Ranges. It reads up to the log end (not
 //     the high watermark), records the follower's progress, may propose an
 //     ISR expansion and move the high watermark. When the answer is empty
 //     the broker parks the fetch as it does for consumers and calls
@@ -79,11 +89,21 @@
 //     leaderOnly).
 //   - Every MaxLag/2 for each led partition: r.MaybeShrinkISR().
 //   - For each ISRChange passed to OnISRChange: send AlterPartition with
-//     LeaderEpoch, PartitionEpoch, NewISR (and the members' broker epochs
-//     at v3), then r.CompleteISRChange(change, ISRChangeResult{Err,
-//     LeaderEpoch, PartitionEpoch, ISR}) with the partition's result.
+//     LeaderEpoch, PartitionEpoch, NewISR (v3 NewEpochISR: BrokerEpochs
+//     holds what each member's last fetch carried, -1 for the leader and
+//     unknown ones, which the broker fills from its registration), then
+//     r.CompleteISRChange(change, ISRChangeResult{Err, LeaderEpoch,
+//     PartitionEpoch, ISR}) with the partition's result (Err: the
+//     partition's kerr error, or the transport's after the broker's own
+//     retries of NOT_CONTROLLER and timeouts).
 //   - Consumers read below r.HighWatermark(); DeleteRecords goes through
-//     r.AdvanceStartOffset so the epoch cache follows the log start.
+//     r.AdvanceStartOffset so the epoch cache follows the log start. Every
+//     leader append, the broker's own internal records included, goes
+//     through r.Append (acks 1 where nobody waits), so the epoch stamped
+//     is the one the cache holds and the high watermark follows.
+//   - Metrics: r.Stats() (role, offsets, ISR size, under-replicated,
+//     under min ISR, ISR shrinks/expands, truncations); persist
+//     r.HighWatermark() periodically for the next Open.
 //
 // As follower nothing else is called: the Manager's fetcher sends Fetch
 // v17 (ReplicaState with LocalID and BrokerEpoch, topic ids, no fetch
@@ -93,7 +113,12 @@
 // OFFSET_OUT_OF_RANGE as Kafka does (ListOffsets v7 with the replica id:
 // latest must be the leader's log end offset, not its high watermark),
 // stops on FENCED_LEADER_EPOCH until AddPartitions brings a newer epoch,
-// and backs off (replica.fetch.backoff.ms) on other errors.
+// and backs off (replica.fetch.backoff.ms) on other errors. A partition
+// whose log holds batches but no epochs is first cut to its high
+// watermark, as Kafka does for followers without epoch information. The
+// broker's Transport must bound every request with a timeout:
+// RemovePartitions waits for a partition's response handling, which may
+// include a ListOffsets round trip.
 //
 // # Kafka's rules implemented here
 //
@@ -112,6 +137,11 @@
 //     eligible follower whose fetch offset reached the high watermark and
 //     the leader epoch's start offset. One change in flight; metadata
 //     (BecomeLeader) clears it.
+//   - acks=all: refused before the append with NOT_ENOUGH_REPLICAS when
+//     the committed ISR is under min.insync.replicas; after it, done when
+//     the high watermark passes the batch, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+//     if the ISR is then under min.insync.replicas (the data is committed
+//     all the same, as in Kafka without KIP-966).
 //   - Follower truncation: the leader answers a fetch whose last fetched
 //     epoch ends earlier on the leader (or is unknown to it) with
 //     DivergingEpoch; the follower cuts to the smaller end offset of that
@@ -130,6 +160,15 @@
 // Manager.RemovePartitions waits for an append in progress to finish, and
 // Manager.Close stops every fetcher and waits for it.
 //
+// # Measured
+//
+// Append through the replica against the bare log, 1 KiB batches of 10
+// records, page cache only (go test -run XXX -bench BenchmarkAppend
+// -count 8 -benchtime 20000x ./internal/replica, medians of 8 on a busy
+// 2-core machine): log 1.71 us/op, replica with ISR 1 1.67 us/op, replica
+// with ISR 3 1.78 us/op, all 0 allocations: the replica's part is within
+// the noise.
+//
 // # Known limits
 //
 //   - A follower whose log ends below the leader's log start offset
@@ -143,5 +182,13 @@
 //     needs a follower that led with different batching in the same range.
 //   - Before Fetch v12 (no DivergingEpoch) the follower would have to ask
 //     OffsetForLeaderEpoch first; the fetcher always sends v17, so only the
-//     leader side of OffsetForLeaderEpoch is implemented.
+//     leader side of OffsetForLeaderEpoch is implemented (the truncation
+//     rule, truncationOffset, is the one both paths use).
+//   - No fetch sessions (KIP-227): every follower Fetch is a full one, as
+//     the broker refuses sessions.
+//   - The leader does not keep followers' log start offsets (Kafka uses
+//     them for DeleteRecords' low watermark).
+//   - A new leader starts from its own (follower) high watermark, which
+//     may be below the previous leader's until the ISR has fetched: the
+//     high watermark never decreases within a leader epoch, as in Kafka.
 package replica
