@@ -51,6 +51,9 @@
 //     each copied batch; rebuild after a truncation). Run under the role
 //     lock: quick, and must not call the Replica.
 //
+// No callback may call the Manager: follower-side callbacks run on a
+// fetcher goroutine that RemovePartitions and Close wait for.
+//
 // On every metadata change of a partition with a local replica:
 //
 //   - leader is this broker: Manager.RemovePartitions([r]) first (no

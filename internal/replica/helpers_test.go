@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -148,33 +150,7 @@ func newMemCluster(t *testing.T, ids ...int32) *memCluster {
 		changes: make(chan isrChangeMsg, 64), stop: make(chan struct{}), done: make(chan struct{})}
 	for _, id := range ids {
 		n := &memNode{id: id, dir: t.TempDir(), grow: make(chan struct{})}
-		n.log = openLog(t, n.dir)
-		r, err := Open(n.log, 0, Config{
-			LocalID: id, Topic: "t", TopicID: c.topicID, Partition: 0, MinISR: 2,
-			Now: c.clock.Now,
-			OnISRChange: func(r *Replica, ch ISRChange) {
-				select {
-				case c.changes <- isrChangeMsg{r, ch}:
-				case <-c.stop:
-				}
-			},
-			OnHighWatermark: func(*Replica, int64) { n.signal() },
-			OnFollowerAppend: func(_ *Replica, h *wlog.BatchHeader) {
-				n.mu.Lock()
-				n.copied = append(n.copied, h.BaseOffset)
-				n.mu.Unlock()
-			},
-			OnTruncate: func(_ *Replica, end int64) {
-				n.mu.Lock()
-				n.truncated = append(n.truncated, end)
-				n.mu.Unlock()
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.replica = r
-		n.manager = c.newManager(id)
+		c.open(n, 0)
 		c.nodes[id] = n
 	}
 	go c.controller()
@@ -187,6 +163,58 @@ func newMemCluster(t *testing.T, ids ...int32) *memCluster {
 		}
 	})
 	return c
+}
+
+// open opens node n's log and replica from its directory, starting with
+// high watermark hw, and gives it a new fetcher manager.
+func (c *memCluster) open(n *memNode, hw int64) {
+	c.t.Helper()
+	n.log = openLog(c.t, n.dir)
+	r, err := Open(n.log, hw, Config{
+		LocalID: n.id, Topic: "t", TopicID: c.topicID, Partition: 0, MinISR: 2,
+		Now: c.clock.Now,
+		OnISRChange: func(r *Replica, ch ISRChange) {
+			select {
+			case c.changes <- isrChangeMsg{r, ch}:
+			case <-c.stop:
+			}
+		},
+		OnHighWatermark: func(*Replica, int64) { n.signal() },
+		OnFollowerAppend: func(_ *Replica, h *wlog.BatchHeader) {
+			n.mu.Lock()
+			n.copied = append(n.copied, h.BaseOffset)
+			n.mu.Unlock()
+		},
+		OnTruncate: func(_ *Replica, end int64) {
+			n.mu.Lock()
+			n.truncated = append(n.truncated, end)
+			n.mu.Unlock()
+		},
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n.replica = r
+	n.manager = c.newManager(n.id)
+}
+
+// restart stops node id (fetchers, log) and opens it again from disk with
+// the high watermark it had, as a broker restart would; with dropEpochs
+// its leader-epoch checkpoint is deleted first.
+func (c *memCluster) restart(id int32, dropEpochs bool) {
+	c.t.Helper()
+	n := c.nodes[id]
+	n.manager.Close()
+	hw := n.replica.HighWatermark()
+	if err := n.log.Close(); err != nil {
+		c.t.Fatal(err)
+	}
+	if dropEpochs {
+		if err := os.Remove(filepath.Join(n.dir, epochCheckpointFile)); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	c.open(n, hw)
 }
 
 func (c *memCluster) newManager(id int32) *Manager {

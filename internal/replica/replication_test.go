@@ -213,3 +213,50 @@ func TestDivergedFollowerTruncatesExactlyTheSuffix(t *testing.T) {
 func fetchedAt(c *memCluster, id int32, offset int64) bool {
 	return slices.Contains(c.fetchOffsetsFrom(id), offset)
 }
+
+func TestRestartedFollowerRecoversAndCatchesUp(t *testing.T) {
+	for _, dropEpochs := range []bool{false, true} {
+		t.Run(fmt.Sprint("drop-epoch-checkpoint=", dropEpochs), func(t *testing.T) {
+			c := newMemCluster(t, 1, 2, 3)
+			c.elect(1, 1, []int32{1, 2, 3}, []int32{1, 2, 3}, []int32{2, 3})
+			for i := range 5 {
+				if _, err := c.produce(1, batch(fmt.Sprint("e1-", i), 2), -1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A leader change, so the restarted node has two epochs to
+			// recover.
+			c.elect(2, 2, []int32{1, 2, 3}, []int32{1, 2, 3}, []int32{1, 3})
+			for i := range 5 {
+				if _, err := c.produce(2, batch(fmt.Sprint("e2-", i), 3), -1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.converged(2, 1, 3)
+			before := c.nodes[3].replica.EpochCache().Entries()
+
+			c.restart(3, dropEpochs)
+			n := c.nodes[3]
+			if got := n.replica.EpochCache().Entries(); !slices.Equal(got, before) {
+				t.Fatalf("recovered epoch cache %v, want %v", got, before)
+			}
+			// Written while node 3 is away (acks=1: node 3 is still in the
+			// ISR, so nothing commits until it is back).
+			if _, err := c.produce(2, batch("while-down", 4), 1); err != nil {
+				t.Fatal(err)
+			}
+			st := PartitionState{Leader: 2, LeaderEpoch: 2, PartitionEpoch: 200, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}
+			if err := n.replica.BecomeFollower(st); err != nil {
+				t.Fatal(err)
+			}
+			n.manager.AddPartitions([]Follow{{Replica: n.replica, Leader: 2, LeaderEpoch: 2}})
+			if _, err := c.produce(2, batch("after", 1), -1); err != nil {
+				t.Fatal(err)
+			}
+			c.converged(2, 1, 3)
+			if _, truncated := n.hooks(); len(truncated) != 0 {
+				t.Fatalf("restarted follower truncated to %v; its log was a prefix of the leader's", truncated)
+			}
+		})
+	}
+}
