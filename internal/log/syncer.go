@@ -32,13 +32,17 @@ const DefaultSyncWorkers = 4
 type Syncer struct {
 	workers int
 
-	mu      sync.Mutex
-	ready   []*Log    // logs waiting for a worker, first come first served
-	timed   timedLogs // logs with unfinished work, by when to look again
-	timerAt time.Time // when timer fires; zero when it is not armed
-	started bool
-	closed  bool
-	idle    sync.Cond // broadcast when a pass of a detaching log ends
+	mu sync.Mutex
+	// Logs waiting for a worker, first come first served; the ones that
+	// asked (a WaitDurable caller, flush.messages, a roll) go before the
+	// ones whose time came, so that waiters are not stuck behind the
+	// periodic passes of many idle-ish logs.
+	asked, due logQueue
+	timed      timedLogs // logs with unfinished work, by when to look again
+	timerAt    time.Time // when timer fires; zero when it is not armed
+	started    bool
+	closed     bool
+	idle       sync.Cond // broadcast when a pass of a detaching log ends
 
 	timer *time.Timer
 	kick  chan struct{} // wakes one idle worker
@@ -49,7 +53,8 @@ type Syncer struct {
 // syncState is a Log's bookkeeping in its Syncer, guarded by the Syncer's
 // mu.
 type syncState struct {
-	queued   bool // in ready
+	queued   bool // waiting in asked or due (stale entries elsewhere are skipped)
+	inAsked  bool // waiting in asked
 	running  bool // a worker is running a pass
 	again    bool // asked for a pass while one was running
 	detached bool // closed: no further passes
@@ -138,7 +143,7 @@ func (s *Syncer) work() {
 // request asks for a pass over l as soon as a worker is free.
 func (s *Syncer) request(l *Log) {
 	s.mu.Lock()
-	woke := !s.closed && s.enqueueLocked(l)
+	woke := !s.closed && s.enqueueLocked(l, true)
 	s.mu.Unlock()
 	if woke {
 		s.wake()
@@ -170,10 +175,11 @@ func (s *Syncer) schedule(l *Log, due time.Time) {
 	}
 }
 
-// enqueueLocked puts l in ready unless it is there already or a pass over
-// it is running (then the pass is repeated). It reports whether a worker
-// should be woken.
-func (s *Syncer) enqueueLocked(l *Log) bool {
+// enqueueLocked queues l for a pass (in asked or due) unless it waits
+// already, or a pass over it is running: then that pass is repeated. A log
+// waiting in due that asks moves ahead to asked. It reports whether a
+// worker should be woken.
+func (s *Syncer) enqueueLocked(l *Log, asked bool) bool {
 	st := &l.sync
 	switch {
 	case st.detached:
@@ -181,11 +187,16 @@ func (s *Syncer) enqueueLocked(l *Log) bool {
 	case st.running:
 		st.again = true
 		return false
-	case st.queued:
+	case st.queued && (st.inAsked || !asked):
 		return false
 	}
 	st.queued = true
-	s.ready = append(s.ready, l)
+	st.inAsked = asked
+	if asked {
+		s.asked.push(l)
+	} else {
+		s.due.push(l)
+	}
 	return true
 }
 
@@ -196,13 +207,13 @@ func (s *Syncer) wake() {
 	}
 }
 
-// dispatchDue moves the logs whose time has come to ready and re-arms the
-// timer for the next one.
+// dispatchDue queues the logs whose time has come and re-arms the timer
+// for the next one.
 func (s *Syncer) dispatchDue(now time.Time) {
 	s.mu.Lock()
 	for len(s.timed) > 0 && !s.timed[0].sync.due.After(now) {
 		l := heap.Pop(&s.timed).(*Log)
-		s.enqueueLocked(l)
+		s.enqueueLocked(l, false)
 	}
 	s.timerAt = time.Time{}
 	if len(s.timed) > 0 {
@@ -212,26 +223,31 @@ func (s *Syncer) dispatchDue(now time.Time) {
 	s.mu.Unlock()
 }
 
-// next takes the first log of ready for a pass, waking another worker if
-// more are waiting. nil when there is nothing to do or the Syncer is
-// closing.
+// next takes the next waiting log for a pass, asked before due, waking
+// another worker if more are waiting. nil when there is nothing to do or
+// the Syncer is closing.
 func (s *Syncer) next() *Log {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !s.closed && len(s.ready) > 0 {
-		l := s.ready[0]
-		s.ready[0] = nil
-		s.ready = s.ready[1:]
-		if len(s.ready) == 0 {
-			s.ready = nil
+	for !s.closed {
+		q := &s.asked
+		if len(*q) == 0 {
+			q = &s.due
 		}
+		if len(*q) == 0 {
+			return nil
+		}
+		l := q.pop()
 		st := &l.sync
-		st.queued = false
+		if !st.queued {
+			continue // already served from the other queue
+		}
+		st.queued, st.inAsked = false, false
 		if st.detached {
 			continue
 		}
 		st.running = true
-		if len(s.ready) > 0 {
+		if len(s.asked)+len(s.due) > 0 {
 			s.wake()
 		}
 		return l
@@ -248,7 +264,7 @@ func (s *Syncer) finish(l *Log) {
 		s.idle.Broadcast()
 	} else if st.again {
 		st.again = false
-		s.enqueueLocked(l)
+		s.enqueueLocked(l, true)
 	}
 	s.mu.Unlock()
 }
@@ -267,6 +283,21 @@ func (s *Syncer) detach(l *Log) {
 	for st.running {
 		s.idle.Wait()
 	}
+}
+
+// logQueue is a FIFO of logs.
+type logQueue []*Log
+
+func (q *logQueue) push(l *Log) { *q = append(*q, l) }
+
+func (q *logQueue) pop() *Log {
+	l := (*q)[0]
+	(*q)[0] = nil
+	*q = (*q)[1:]
+	if len(*q) == 0 {
+		*q = nil
+	}
+	return l
 }
 
 // timedLogs is a min-heap of logs by sync.due.

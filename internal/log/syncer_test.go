@@ -149,3 +149,43 @@ func TestLogOutlivesSyncer(t *testing.T) {
 		t.Fatalf("checkpoint %+v %v after Close", ck, ok)
 	}
 }
+
+// The Syncer's queues without workers: logs that asked go before logs
+// whose time came, a log waits once however often it asks, and a log that
+// asks during its pass gets another.
+func TestSyncerQueueOrder(t *testing.T) {
+	s := newSyncer(1) // not started: the test plays the worker
+	defer s.Close()
+	newLog := func() *Log { return &Log{sync: syncState{heapIdx: -1}} }
+	a, b, c := newLog(), newLog(), newLog()
+	s.mu.Lock()
+	s.enqueueLocked(a, false)
+	s.enqueueLocked(b, false)
+	s.mu.Unlock()
+	s.request(c)
+	s.request(b) // moves ahead of a
+	s.request(c) // already waiting
+	var order []*Log
+	for l := s.next(); l != nil; l = s.next() {
+		order = append(order, l)
+		if l == c && len(order) == 1 {
+			s.request(c) // during its pass
+		}
+		s.finish(l)
+	}
+	want := []*Log{c, b, c, a} // c asked again after b
+	if len(order) != len(want) {
+		t.Fatalf("%d passes, want %d", len(order), len(want))
+	}
+	for i := range want {
+		if order[i] != want[i] {
+			t.Fatalf("pass %d went to the wrong log", i)
+		}
+	}
+	// A detached log is dropped from the queues.
+	s.request(a)
+	s.detach(a)
+	if l := s.next(); l != nil {
+		t.Fatal("detached log got a pass")
+	}
+}
