@@ -244,3 +244,36 @@ func TestFetcherTruncatesEpochlessLogToHighWatermark(t *testing.T) {
 		t.Fatalf("first fetch %+v, want offset 2 without a last epoch", first)
 	}
 }
+
+// TestFetchRequestOnTheWire encodes the fetcher's request as the broker's
+// Transport would send it and decodes it as a broker would read it: the
+// replica id travels in ReplicaState (v15+), the topic by id (v13+), the
+// last fetched epoch (v12+).
+func TestFetchRequestOnTheWire(t *testing.T) {
+	r := followerOf(t, 4, stamped("a", 2, 0, 4))
+	m := NewManager(ManagerConfig{LocalID: 2, BrokerEpoch: 77, Transport: &scriptTransport{answer: func(req kmsg.Request) (kmsg.Response, error) {
+		return fetchAnswer(req, kerr.FencedLeaderEpoch.Code), nil
+	}}})
+	defer m.Close()
+	ft := &fetcher{m: m, parts: map[partitionKey]*fetchPartition{keyOf(r): {r: r, leaderEpoch: 4}}}
+	req, _, _ := ft.buildRequest()
+	if req == nil {
+		t.Fatal("no request")
+	}
+	wire := req.AppendTo(nil)
+	got := kmsg.NewPtrFetchRequest()
+	got.Version = FetchVersion
+	if err := got.ReadFrom(wire); err != nil {
+		t.Fatal(err)
+	}
+	if got.ReplicaState.ID != 2 || got.ReplicaState.Epoch != 77 || got.SessionEpoch != -1 || got.SessionID != 0 {
+		t.Fatalf("header fields: replica state %+v session %d/%d", got.ReplicaState, got.SessionID, got.SessionEpoch)
+	}
+	if len(got.Topics) != 1 || got.Topics[0].TopicID != [16]byte{9} || len(got.Topics[0].Partitions) != 1 {
+		t.Fatalf("topics %+v", got.Topics)
+	}
+	p := got.Topics[0].Partitions[0]
+	if p.Partition != 3 || p.FetchOffset != 2 || p.CurrentLeaderEpoch != 4 || p.LastFetchedEpoch != 4 || p.LogStartOffset != 0 {
+		t.Fatalf("partition %+v", p)
+	}
+}
