@@ -54,14 +54,14 @@
 // No callback may call the Manager: follower-side callbacks run on a
 // fetcher goroutine that RemovePartitions and Close wait for.
 //
-// On every metadata change of a partition with a local replica:
+// On every metadata change of a partition with a local replica (st :=
+// StateOf(image partition)):
 //
 //   - leader is this broker: Manager.RemovePartitions([r]) first (no
-//     fetcher appends any more once it returns), then
-//     r.BecomeLeader(PartitionState). A new leader epoch assigns (epoch,
+//     fetcher appends any more once it returns), then r.BecomeLeader(st). A new leader epoch assigns (epoch,
 //     LEO) in the epoch cache; the same epoch with a newer partition epoch
 //     applies replicas and ISR.
-//   - another leader (or none): r.BecomeFollower(PartitionState), then
+//   - another leader (or none): r.BecomeFollower(st), then
 //     Manager.AddPartitions([{r, leader, leaderEpoch}]) (it moves the
 //     partition between fetchers and resumes one fenced by
 //     FENCED_LEADER_EPOCH).

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	wlog "weir/internal/log"
+	"weir/internal/metadata"
 )
 
 // Sentinel errors. Kafka-visible failures wrap kerr errors instead.
@@ -418,5 +419,16 @@ func (r *Replica) proposeISR(c *ISRChange) {
 	r.logger.Info("replica: proposing ISR change", "epoch", c.LeaderEpoch, "partition_epoch", c.PartitionEpoch, "isr", c.NewISR)
 	if r.cfg.OnISRChange != nil {
 		r.cfg.OnISRChange(r, *c)
+	}
+}
+
+// StateOf is a metadata image partition as a PartitionState.
+func StateOf(p metadata.Partition) PartitionState {
+	return PartitionState{
+		Leader:         p.Leader(),
+		LeaderEpoch:    p.LeaderEpoch(),
+		PartitionEpoch: p.PartitionEpoch(),
+		Replicas:       slices.Clone(p.Replicas()),
+		ISR:            slices.Clone(p.ISR()),
 	}
 }

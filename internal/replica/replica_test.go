@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	wlog "weir/internal/log"
+	"weir/internal/metadata"
 )
 
 // leaderOf opens a replica leading epoch 3 with replicas 1,2,3 and isr.
@@ -228,4 +229,25 @@ func mustAppend(t *testing.T, r *Replica, records int, acks int16) AppendResult 
 		t.Fatal(err)
 	}
 	return res
+}
+
+func TestStateOfMetadataPartition(t *testing.T) {
+	b := metadata.NewBuilder(metadata.Empty())
+	id := metadata.TopicID{1, 2, 3}
+	for _, rec := range []metadata.Record{
+		&metadata.TopicRecord{Name: "t", ID: id},
+		&metadata.PartitionRecord{TopicID: id, Partition: 0, Replicas: []int32{3, 1, 2}, ISR: []int32{3, 1}, Leader: 3, LeaderEpoch: 6, PartitionEpoch: 9},
+	} {
+		if err := b.Apply(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, ok := b.Partition(id, 0)
+	if !ok {
+		t.Fatal("partition not in the image")
+	}
+	got := StateOf(p)
+	if got.Leader != 3 || got.LeaderEpoch != 6 || got.PartitionEpoch != 9 || !slices.Equal(got.Replicas, []int32{3, 1, 2}) || !slices.Equal(got.ISR, []int32{3, 1}) {
+		t.Fatalf("StateOf = %+v", got)
+	}
 }
