@@ -58,9 +58,9 @@
 // StateOf(image partition)):
 //
 //   - leader is this broker: Manager.RemovePartitions([r]) first (no
-//     fetcher appends any more once it returns), then r.BecomeLeader(st). A new leader epoch assigns (epoch,
-//     LEO) in the epoch cache; the same epoch with a newer partition epoch
-//     applies replicas and ISR.
+//     fetcher appends any more once it returns), then r.BecomeLeader(st).
+//     A new leader epoch assigns (epoch, LEO) in the epoch cache; the same
+//     epoch with a newer partition epoch applies replicas and ISR.
 //   - another leader (or none): r.BecomeFollower(st), then
 //     Manager.AddPartitions([{r, leader, leaderEpoch}]) (it moves the
 //     partition between fetchers and resumes one fenced by
