@@ -29,6 +29,7 @@ func commands() []command {
 		{"produce", "write lines from stdin to a topic", runProduce},
 		{"consume", "print records of a topic", runConsume},
 		{"perf", "producer and consumer load tests (Kafka's perf tools' flags and output)", runPerf},
+		{"cluster", "run a local cluster of weir processes: up, kill, stop, start", runCluster},
 		{"scenario", "reproducible experiments, e.g. share-drain (a share consumer draining a skewed backlog)", runScenario},
 		{"version", "print the version", runVersion},
 	}

@@ -40,6 +40,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	raftListen := fs.String("raft-listen", "", "host:port of this node's metadata quorum transport (needed with -voters)")
 	votersFlag := fs.String("voters", "", "the metadata quorum's voters, id@host:port,... with their raft addresses (controller.quorum.voters; default: this node alone)")
 	nonVotersFlag := fs.String("non-voters", "", "the other brokers, id@host:port,... with their raft addresses; they follow the metadata log without voting")
+	ctlBootstrap := fs.String("controller-bootstrap", "", "Kafka listener addresses (host:port,...) of the quorum's voters, tried while this node does not know the metadata leader")
 	clusterID := fs.String("cluster-id", "", "the cluster id (default: derived from -voters, or random for a single node)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long a controlled shutdown (on SIGTERM or Ctrl-C) may take before the broker stops anyway")
 	if err := parseFlags(fs, args); err != nil {
@@ -83,6 +84,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.Logger = logger
 	cfg.NullStorage = *nullStorage
 	cfg.Cluster = broker.ClusterConfig{RaftAddr: *raftListen, Voters: voters, NonVoters: nonVoters, ClusterID: *clusterID}
+	for _, a := range strings.Split(*ctlBootstrap, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			cfg.Cluster.ControllerBootstrap = append(cfg.Cluster.ControllerBootstrap, a)
+		}
+	}
 	if len(voters) == 0 && len(nonVoters) == 0 {
 		cfg.Cluster.RaftAddr = ""
 	}

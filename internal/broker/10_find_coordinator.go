@@ -34,6 +34,8 @@ func (b *Broker) handleFindCoordinator(_ context.Context, req *server.Request) *
 			p, ok := b.coordinatorPartition(key)
 			if ok {
 				node = p.leader.Load()
+			} else {
+				b.ensureOffsetsTopicAsync()
 			}
 		case 2:
 			// The leader of the partition keeps its share state; for a

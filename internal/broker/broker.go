@@ -99,8 +99,11 @@ type Broker struct {
 	life    *cluster.BrokerLifecycle
 	img     atomic.Pointer[metadata.Image] // the image the registry reflects
 	started atomic.Bool                    // Start finished: coordinators run
-	regMu   sync.Mutex
-	regCh   chan struct{} // closed at each registry update
+
+	creatingOffsets atomic.Bool // a creation of __consumer_offsets is under way
+	regMu           sync.Mutex
+	regCh           chan struct{} // closed at each registry update
+	applyMu         sync.RWMutex  // held by the metadata loop while it applies an update
 
 	mu         sync.RWMutex
 	topics     map[string]*topic
@@ -307,7 +310,12 @@ func (b *Broker) Serve(ctx context.Context, req *server.Request) *server.Reply {
 			"api", kmsg.NameForKey(req.Key), "version", req.Version, "remote", req.Conn.Remote)
 		return server.CloseConnection()
 	}
-	reply := h.serve(b, ctx, req)
+	var reply *server.Reply
+	if fromBroker(req) {
+		reply = b.handleControllerRequest(ctx, req)
+	} else {
+		reply = h.serve(b, ctx, req)
+	}
 	switch req.Key {
 	case 0:
 		reply = fault.Delay(reply, b.settings().Millis(config.FaultProduceResponseMs), b.ctx.Done(), &b.wg)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -42,6 +43,11 @@ type ClusterConfig struct {
 	// HeartbeatInterval broker.heartbeat.interval.ms (default 2 s).
 	SessionTimeout    time.Duration
 	HeartbeatInterval time.Duration
+	// ControllerBootstrap are Kafka listener addresses of quorum voters,
+	// tried while this node does not know the raft leader (a restarted
+	// node learns it only when the leader next reaches it). The brokers of
+	// the applied image are tried too.
+	ControllerBootstrap []string
 	// StartTimeout bounds how long Start waits for the controller to
 	// unfence this broker (default 30 s).
 	StartTimeout time.Duration
@@ -95,7 +101,8 @@ func (b *Broker) openCluster() error {
 	b.node = n
 	b.ctl = cluster.NewKafkaClient(cluster.KafkaClientConfig{
 		Leader: n.Leader, Resolve: cluster.ListenerResolver(n, listenerName), Local: n,
-		ClientID: "weir-broker-" + itoa(b.cfg.NodeID), Logger: b.logger,
+		Bootstrap: cc.ControllerBootstrap, BootstrapFunc: b.knownBrokers,
+		ClientID: brokerClientPrefix + itoa(b.cfg.NodeID), Logger: b.logger,
 	})
 	return nil
 }
@@ -141,6 +148,20 @@ func (r controllerReserver) Reserve(n int64) (int64, error) {
 		return 0, fmt.Errorf("%w: the controller handed out %d producer ids, %d needed", kerr.UnknownServerError, ar.ProducerIDLen, n)
 	}
 	return ar.ProducerIDStart, nil
+}
+
+// knownBrokers lists the listeners of the other brokers in the image.
+func (b *Broker) knownBrokers() []string {
+	var out []string
+	for _, br := range b.node.Image().Brokers() {
+		if br.ID == b.cfg.NodeID {
+			continue
+		}
+		if mb, ok := metadataBroker(br); ok {
+			out = append(out, net.JoinHostPort(mb.Host, strconv.Itoa(int(mb.Port))))
+		}
+	}
+	return out
 }
 
 // loadClusterID returns the id kept in dir, or stores a new one: the
@@ -212,11 +233,15 @@ func (b *Broker) Start(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("broker: not unfenced by the controller within %v (state %v)", timeout, life.State())
 	}
-	if err := b.ensureOffsetsTopic(ctx); err != nil {
-		return err
-	}
-	if err := b.waitRegistry(ctx, func() bool { return b.lookupTopic(offsetsTopic) != nil }); err != nil {
-		return fmt.Errorf("broker: %s did not appear: %w", offsetsTopic, err)
+	if b.cfg.Cluster.single(b.cfg.NodeID) {
+		// A cluster creates it on the first FindCoordinator, once its
+		// brokers are up to hold the replicas; a single node at once.
+		if err := b.ensureOffsetsTopic(ctx); err != nil {
+			return err
+		}
+		if err := b.waitRegistry(ctx, func() bool { return b.lookupTopic(offsetsTopic) != nil }); err != nil {
+			return fmt.Errorf("broker: %s did not appear: %w", offsetsTopic, err)
+		}
 	}
 	if err := b.shares.start(b.ctx); err != nil {
 		return fmt.Errorf("broker: load share groups: %w", err)
@@ -270,6 +295,24 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	return nil
 }
 
+// ensureOffsetsTopicAsync starts creating __consumer_offsets unless a
+// creation is under way.
+func (b *Broker) ensureOffsetsTopicAsync() {
+	if !b.creatingOffsets.CompareAndSwap(false, true) {
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer b.creatingOffsets.Store(false)
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		defer cancel()
+		if err := b.ensureOffsetsTopic(ctx); err != nil {
+			b.logger.Warn("could not create the offsets topic", "err", err)
+		}
+	}()
+}
+
 func (b *Broker) activeBrokers() int {
 	n := 0
 	for _, br := range b.node.Image().Brokers() {
@@ -303,11 +346,14 @@ func (b *Broker) admin(ctx context.Context, req kmsg.Request, done func(kmsg.Res
 }
 
 // waitRegistry waits until cond holds, checking after each metadata
-// update this broker applies.
+// update this broker applies; cond never sees an update half applied.
 func (b *Broker) waitRegistry(ctx context.Context, cond func() bool) error {
 	for {
 		ch := b.regChanged()
-		if cond() {
+		b.applyMu.RLock()
+		ok := cond()
+		b.applyMu.RUnlock()
+		if ok {
 			return nil
 		}
 		select {

@@ -30,6 +30,13 @@ func (b *Broker) metadataLoop(sub *cluster.Subscription) {
 
 // applyUpdate brings the registry to u's image.
 func (b *Broker) applyUpdate(u cluster.Update) {
+	b.applyMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			b.applyMu.Unlock()
+		}
+	}()
 	img := u.Image
 	offsetsBefore := b.ledOffsetsPartitions()
 	topicsChanged := false
@@ -70,6 +77,8 @@ func (b *Broker) applyUpdate(u cluster.Update) {
 		}
 	}
 	b.img.Store(img)
+	b.applyMu.Unlock()
+	locked = false
 	b.signalRegistry()
 	if !b.started.Load() {
 		return

@@ -42,6 +42,9 @@ var ControllerKeys = []APIKeyRange{
 	{Key: 67, Min: 0, Max: 0}, // AllocateProducerIds
 }
 
+// IsControllerKey reports whether HandleControllerRequest answers key.
+func IsControllerKey(key int16) bool { return isControllerKey(key) }
+
 func isControllerKey(key int16) bool {
 	return slices.ContainsFunc(ControllerKeys, func(r APIKeyRange) bool { return r.Key == key })
 }

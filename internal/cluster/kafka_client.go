@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,8 +23,10 @@ type KafkaClientConfig struct {
 	// (ListenerResolver, or a static table).
 	Resolve func(id int32) (string, bool)
 	// Bootstrap addresses are tried in turn while the leader is unknown
-	// or cannot be resolved.
-	Bootstrap []string
+	// or cannot be resolved; BootstrapFunc, if set, adds addresses known
+	// at the time of the attempt (say, brokers of the applied image).
+	Bootstrap     []string
+	BootstrapFunc func() []string
 	// Local, if set, takes requests without a socket when the leader is
 	// Local itself.
 	Local *Node
@@ -128,12 +131,16 @@ func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Respo
 }
 
 func (k *KafkaClient) bootstrap() (string, bool) {
+	addrs := k.cfg.Bootstrap
+	if k.cfg.BootstrapFunc != nil {
+		addrs = append(slices.Clip(addrs), k.cfg.BootstrapFunc()...)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if len(k.cfg.Bootstrap) == 0 {
+	if len(addrs) == 0 {
 		return "", false
 	}
-	addr := k.cfg.Bootstrap[k.next%len(k.cfg.Bootstrap)]
+	addr := addrs[k.next%len(addrs)]
 	k.next++
 	return addr, true
 }

@@ -1,0 +1,72 @@
+package broker
+
+import (
+	"context"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/cluster"
+	"weir/internal/server"
+)
+
+// The controller's APIs. Brokers send their lifecycle (BrokerRegistration,
+// BrokerHeartbeat, UnregisterBroker, AllocateProducerIds) and ISR changes
+// (AlterPartition) to the Kafka listener of the node running the active
+// controller; these go straight to cluster.Node.HandleControllerRequest,
+// which answers NOT_CONTROLLER on any other node. The admin requests a
+// client sends (CreateTopics, ElectLeaders, ...) are handled by their own
+// handlers, which validate and then forward to the controller through
+// the broker's controller client; a request that client forwarded to
+// another node (its client id says so) is decided there directly instead
+// of being validated and forwarded again.
+var (
+	_ = register(handler{key: 56, min: 0, max: 3, serve: (*Broker).handleControllerRequest})
+	_ = register(handler{key: 62, min: 0, max: 4, serve: (*Broker).handleControllerRequest})
+	_ = register(handler{key: 63, min: 0, max: 2, serve: (*Broker).handleControllerRequest})
+	_ = register(handler{key: 64, min: 0, max: 0, serve: (*Broker).handleControllerRequest})
+	_ = register(handler{key: 67, min: 0, max: 0, serve: (*Broker).handleControllerRequest})
+	// ElectLeaders and the reassignment APIs have nothing to check here.
+	_ = register(handler{key: 43, min: 0, max: 2, serve: (*Broker).handleForwarded})
+	_ = register(handler{key: 45, min: 0, max: 0, serve: (*Broker).handleForwarded})
+	_ = register(handler{key: 46, min: 0, max: 0, serve: (*Broker).handleForwarded})
+)
+
+// brokerClientPrefix starts the client id of the controller client every
+// broker uses.
+const brokerClientPrefix = "weir-broker-"
+
+// fromBroker reports whether a request was forwarded by another broker's
+// controller client.
+func fromBroker(req *server.Request) bool {
+	return strings.HasPrefix(req.ClientID, brokerClientPrefix) && cluster.IsControllerKey(req.Key)
+}
+
+// handleControllerRequest decides a request on this node's active
+// controller (off the request path: it returns after the commit).
+func (b *Broker) handleControllerRequest(ctx context.Context, req *server.Request) *server.Reply {
+	return b.async(ctx, func(ctx context.Context) kmsg.Response {
+		resp, err := b.node.HandleControllerRequest(ctx, req.Key, req.Body)
+		if err != nil {
+			b.logger.Debug("controller request failed", "api", kmsg.NameForKey(req.Key), "err", err)
+			return nil
+		}
+		return resp
+	})
+}
+
+// handleForwarded sends a client's admin request to the controller as it
+// is and answers with the controller's response.
+func (b *Broker) handleForwarded(ctx context.Context, req *server.Request) *server.Reply {
+	if fromBroker(req) {
+		return b.handleControllerRequest(ctx, req)
+	}
+	return b.async(ctx, func(ctx context.Context) kmsg.Response {
+		resp, err := b.admin(ctx, req.Body, nil)
+		if err != nil {
+			b.logger.Warn("controller unreachable", "api", kmsg.NameForKey(req.Key), "err", err)
+			return nil
+		}
+		return resp
+	})
+}

@@ -1,0 +1,420 @@
+// Package localcluster runs a cluster of separate `weir serve` processes
+// on one machine, for users trying a cluster and for tests and scenarios
+// that need real processes: nodes 1..N listen on consecutive Kafka ports
+// from a base port, with their raft transports on the N ports after
+// those; the first three nodes (or all, if fewer) vote in the metadata
+// quorum, the others follow it.
+//
+// A cluster lives in a directory: cluster.json (how to start each node),
+// and node-N/ per node holding its data, weir.log (the process's output,
+// appended across restarts) and pid (the running process). Up starts every
+// node and stays in charge of them until its context ends, then stops them
+// all; Kill, Stop and Start act on one node of a running cluster from any
+// process, through the pid files.
+package localcluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Spec is how to run a cluster; it is stored in the directory.
+type Spec struct {
+	Nodes    int    `json:"nodes"`
+	BasePort int    `json:"base_port"`
+	Host     string `json:"host"`
+	Binary   string `json:"binary"`
+	// Args are extra flags for every node's `weir serve`.
+	Args []string `json:"args,omitempty"`
+}
+
+// MaxNodes bounds a local cluster.
+const MaxNodes = 32
+
+const specFile = "cluster.json"
+
+// Validate checks a spec.
+func (s Spec) Validate() error {
+	switch {
+	case s.Nodes < 1 || s.Nodes > MaxNodes:
+		return fmt.Errorf("localcluster: --nodes must be between 1 and %d, got %d", MaxNodes, s.Nodes)
+	case s.BasePort < 1 || s.BasePort+2*s.Nodes-1 > 65535:
+		return fmt.Errorf("localcluster: ports %d..%d are not all valid", s.BasePort, s.BasePort+2*s.Nodes-1)
+	case s.Binary == "":
+		return errors.New("localcluster: no weir binary")
+	}
+	return nil
+}
+
+// KafkaAddr is node n's Kafka listener; RaftAddr its raft transport.
+func (s Spec) KafkaAddr(n int) string {
+	return net.JoinHostPort(s.host(), strconv.Itoa(s.BasePort+n-1))
+}
+
+func (s Spec) RaftAddr(n int) string {
+	return net.JoinHostPort(s.host(), strconv.Itoa(s.BasePort+s.Nodes+n-1))
+}
+
+func (s Spec) host() string {
+	if s.Host == "" {
+		return "127.0.0.1"
+	}
+	return s.Host
+}
+
+// Bootstrap is the bootstrap string of every node.
+func (s Spec) Bootstrap() string {
+	addrs := make([]string, s.Nodes)
+	for i := range addrs {
+		addrs[i] = s.KafkaAddr(i + 1)
+	}
+	return strings.Join(addrs, ",")
+}
+
+func (s Spec) peers(from, to int) string {
+	var out []string
+	for n := from; n <= to; n++ {
+		out = append(out, strconv.Itoa(n)+"@"+s.RaftAddr(n))
+	}
+	return strings.Join(out, ",")
+}
+
+// ServeArgs are node n's `weir serve` arguments.
+func (s Spec) ServeArgs(dir string, n int) []string {
+	voters := min(s.Nodes, 3)
+	args := []string{"serve",
+		"--node-id", strconv.Itoa(n),
+		"--listen", s.KafkaAddr(n),
+		"--data-dir", NodeDir(dir, n),
+	}
+	if s.Nodes > 1 {
+		var ctl []string
+		for v := 1; v <= voters; v++ {
+			ctl = append(ctl, s.KafkaAddr(v))
+		}
+		args = append(args, "--raft-listen", s.RaftAddr(n), "--voters", s.peers(1, voters),
+			"--controller-bootstrap", strings.Join(ctl, ","))
+		if s.Nodes > voters {
+			args = append(args, "--non-voters", s.peers(voters+1, s.Nodes))
+		}
+	}
+	return append(args, s.Args...)
+}
+
+// NodeDir is node n's directory.
+func NodeDir(dir string, n int) string { return filepath.Join(dir, "node-"+strconv.Itoa(n)) }
+
+// Load reads the spec of the cluster in dir.
+func Load(dir string) (Spec, error) {
+	b, err := os.ReadFile(filepath.Join(dir, specFile))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return Spec{}, fmt.Errorf("localcluster: no cluster in %s (start one with weir cluster up)", dir)
+		}
+		return Spec{}, err
+	}
+	var s Spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Spec{}, fmt.Errorf("localcluster: %s: %w", specFile, err)
+	}
+	return s, s.Validate()
+}
+
+func save(dir string, s Spec) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, specFile), b, 0o644)
+}
+
+// Cluster is a running cluster owned by Up.
+type Cluster struct {
+	Dir  string
+	Spec Spec
+
+	mu       sync.Mutex
+	children map[int]*exec.Cmd // processes this process started and must reap
+	wg       sync.WaitGroup
+}
+
+// Up writes the spec, starts every node and returns once each answers
+// (or ctx ends or timeout passes, after stopping what it started). A
+// directory holding a cluster already must be started with the same
+// spec, on its existing data.
+func Up(ctx context.Context, dir string, spec Spec, timeout time.Duration) (*Cluster, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if old, err := Load(dir); err == nil && (old.Nodes != spec.Nodes || old.BasePort != spec.BasePort) {
+		return nil, fmt.Errorf("localcluster: %s holds a cluster of %d nodes from port %d; use the same --nodes and --base-port or another directory", dir, old.Nodes, old.BasePort)
+	}
+	for n := 1; n <= spec.Nodes; n++ {
+		if pid, ok := runningPID(dir, n); ok {
+			return nil, fmt.Errorf("localcluster: node %d of %s is already running (pid %d)", n, dir, pid)
+		}
+	}
+	if err := save(dir, spec); err != nil {
+		return nil, err
+	}
+	c := &Cluster{Dir: dir, Spec: spec, children: map[int]*exec.Cmd{}}
+	marks := make([]int64, spec.Nodes+1)
+	for n := 1; n <= spec.Nodes; n++ {
+		mark, err := c.spawn(n)
+		if err != nil {
+			c.StopAll(10 * time.Second)
+			return nil, err
+		}
+		marks[n] = mark
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for n := 1; n <= spec.Nodes; n++ {
+		if err := waitReady(wctx, dir, n, marks[n]); err != nil {
+			c.StopAll(10 * time.Second)
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// spawn starts node n; it returns the size of its log before the start,
+// where waitReady looks for the ready line.
+func (c *Cluster) spawn(n int) (int64, error) {
+	cmd, mark, err := startNode(c.Dir, c.Spec, n)
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	c.children[n] = cmd
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		cmd.Wait()
+		c.mu.Lock()
+		if c.children[n] == cmd {
+			delete(c.children, n)
+		}
+		c.mu.Unlock()
+	}()
+	return mark, nil
+}
+
+// startNode starts node n in its own process group (so a terminal's
+// Ctrl-C reaches only the owner) with its output appended to weir.log.
+func startNode(dir string, spec Spec, n int) (*exec.Cmd, int64, error) {
+	nd := NodeDir(dir, n)
+	if err := os.MkdirAll(nd, 0o755); err != nil {
+		return nil, 0, err
+	}
+	logf, err := os.OpenFile(filepath.Join(nd, "weir.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer logf.Close()
+	st, err := logf.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	fmt.Fprintf(logf, "--- node %d starting at %s\n", n, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(spec.Binary, spec.ServeArgs(dir, n)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, 0, fmt.Errorf("localcluster: start node %d: %w", n, err)
+	}
+	if err := os.WriteFile(filepath.Join(nd, "pid"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		cmd.Process.Kill()
+		return nil, 0, err
+	}
+	return cmd, st.Size(), nil
+}
+
+// readyLine is what `weir serve` prints once it serves clients.
+const readyLine = "weir listening on "
+
+// waitReady waits until node n's log shows the ready line after mark.
+func waitReady(ctx context.Context, dir string, n int, mark int64) error {
+	path := filepath.Join(NodeDir(dir, n), "weir.log")
+	for {
+		if ok, err := logHasAfter(path, mark, readyLine); err != nil {
+			return err
+		} else if ok {
+			return nil
+		}
+		if _, running := runningPID(dir, n); !running {
+			return fmt.Errorf("localcluster: node %d exited before it was ready; see %s", n, path)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("localcluster: node %d not ready: %w; see %s", n, ctx.Err(), path)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func logHasAfter(path string, mark int64, needle string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(mark, 0); err != nil {
+		return false, err
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), needle) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// runningPID returns node n's pid if that process is alive.
+func runningPID(dir string, n int) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(NodeDir(dir, n), "pid"))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, alive(pid)
+}
+
+// alive reports whether pid runs and is not a zombie.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no /proc: trust kill(0)
+	}
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// Kill SIGKILLs node n and waits until it is gone.
+func Kill(dir string, n int) error { return signalNode(dir, n, syscall.SIGKILL, 10*time.Second) }
+
+// Stop SIGTERMs node n (a controlled shutdown) and waits until it exits.
+func Stop(dir string, n int, timeout time.Duration) error {
+	return signalNode(dir, n, syscall.SIGTERM, timeout)
+}
+
+func signalNode(dir string, n int, sig syscall.Signal, timeout time.Duration) error {
+	spec, err := Load(dir)
+	if err != nil {
+		return err
+	}
+	if n < 1 || n > spec.Nodes {
+		return fmt.Errorf("localcluster: node %d does not exist (nodes are 1..%d)", n, spec.Nodes)
+	}
+	pid, ok := runningPID(dir, n)
+	if !ok {
+		return fmt.Errorf("localcluster: node %d is not running", n)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("localcluster: signal node %d: %w", n, err)
+	}
+	deadline := time.Now().Add(timeout)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("localcluster: node %d (pid %d) still running after %v", n, pid, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// Start starts node n of a cluster again on its existing data and
+// returns once it answers. The process is not this process's to reap: it
+// outlives it, and Up's owner stops it with the others.
+func Start(ctx context.Context, dir string, n int, timeout time.Duration) error {
+	spec, err := Load(dir)
+	if err != nil {
+		return err
+	}
+	if n < 1 || n > spec.Nodes {
+		return fmt.Errorf("localcluster: node %d does not exist (nodes are 1..%d)", n, spec.Nodes)
+	}
+	if pid, ok := runningPID(dir, n); ok {
+		return fmt.Errorf("localcluster: node %d is already running (pid %d)", n, pid)
+	}
+	cmd, mark, err := startNode(dir, spec, n)
+	if err != nil {
+		return err
+	}
+	cmd.Process.Release()
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return waitReady(wctx, dir, n, mark)
+}
+
+// StartNode is Start for the owner of the cluster: it reaps the process.
+func (c *Cluster) StartNode(ctx context.Context, n int, timeout time.Duration) error {
+	if n < 1 || n > c.Spec.Nodes {
+		return fmt.Errorf("localcluster: node %d does not exist (nodes are 1..%d)", n, c.Spec.Nodes)
+	}
+	if pid, ok := runningPID(c.Dir, n); ok {
+		return fmt.Errorf("localcluster: node %d is already running (pid %d)", n, pid)
+	}
+	mark, err := c.spawn(n)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return waitReady(wctx, c.Dir, n, mark)
+}
+
+// Running lists the nodes whose process is alive.
+func Running(dir string, spec Spec) []int {
+	var out []int
+	for n := 1; n <= spec.Nodes; n++ {
+		if _, ok := runningPID(dir, n); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// StopAll stops every running node, the highest id first, each with a
+// controlled shutdown (SIGTERM) while the others still form a quorum;
+// the last voters cannot commit theirs and stop after their
+// --shutdown-timeout. A node still running after timeout is SIGKILLed.
+// It then reaps the processes this one started.
+func (c *Cluster) StopAll(timeout time.Duration) {
+	for n := c.Spec.Nodes; n >= 1; n-- {
+		if _, ok := runningPID(c.Dir, n); !ok {
+			continue
+		}
+		if err := Stop(c.Dir, n, timeout); err != nil {
+			Kill(c.Dir, n)
+		}
+	}
+	c.wg.Wait()
+}
