@@ -1,10 +1,12 @@
 package log
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -120,5 +122,56 @@ func BenchmarkManyLogs(b *testing.B) {
 				runtime.KeepAlive(dirs)
 			}
 		})
+	}
+}
+
+// BenchmarkSyncBeforeAckManyLogs measures acknowledged appends (append,
+// then WaitDurable) from 16 concurrent writers spread over 4 or 64 logs,
+// each log with a private Syncer or all sharing one of w workers.
+// fsyncs/op below 1 is group commit at work.
+func BenchmarkSyncBeforeAckManyLogs(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.SyncBeforeAck = true
+	for _, nlogs := range []int{4, 64} {
+		for _, workers := range []int{0, 2, 4, 16} {
+			name := "logs=" + strconv.Itoa(nlogs) + "/private"
+			if workers > 0 {
+				name = "logs=" + strconv.Itoa(nlogs) + "/shared-w=" + strconv.Itoa(workers)
+			}
+			b.Run(name, func(b *testing.B) {
+				var opts Options
+				if workers > 0 {
+					opts.Syncer = NewSyncer(workers)
+					b.Cleanup(func() { opts.Syncer.Close() })
+				}
+				logs := openLogs(b, nlogs, cfg, opts)
+				batch := benchBatch(b, 1<<10)
+				var next atomic.Int64
+				b.SetBytes(int64(len(batch)))
+				b.ReportAllocs()
+				b.SetParallelism(8)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					l := logs[next.Add(1)%int64(nlogs)]
+					mine := append([]byte(nil), batch...)
+					for pb.Next() {
+						res, err := l.Append(mine, AppendOptions{})
+						if err == nil {
+							err = l.WaitDurable(context.Background(), res.LastOffset+1)
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.StopTimer()
+				var fsyncs int64
+				for _, l := range logs {
+					fsyncs += l.Fsyncs()
+				}
+				b.ReportMetric(float64(fsyncs)/float64(b.N), "fsyncs/op")
+			})
+		}
 	}
 }

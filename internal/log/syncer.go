@@ -45,7 +45,7 @@ type Syncer struct {
 	idle       sync.Cond // broadcast when a pass of a detaching log ends
 
 	timer *time.Timer
-	kick  chan struct{} // wakes one idle worker
+	kick  chan struct{} // each token wakes one idle worker; room for all of them
 	stop  chan struct{}
 	wg    sync.WaitGroup
 }
@@ -78,7 +78,7 @@ func newSyncer(workers int) *Syncer {
 	s := &Syncer{
 		workers: workers,
 		timer:   time.NewTimer(time.Hour),
-		kick:    make(chan struct{}, 1),
+		kick:    make(chan struct{}, workers),
 		stop:    make(chan struct{}),
 	}
 	s.timer.Stop()
