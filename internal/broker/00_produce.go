@@ -29,6 +29,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 	}
 	var waits []durableWait
 	failed := false
+	var hints hintSet
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -74,11 +75,20 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 				failed = true
 				sp.ErrorCode = errCode(err)
 				sp.ErrorMessage = errMessage(err)
+				if h, ok := b.hintFor(t, rp.Partition, err, -1); ok && r.Version >= 10 {
+					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
+					hints.add(h)
+				}
 				b.logger.Debug("produce rejected", "topic", rt.Topic, "partition", rp.Partition, "err", err)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	for _, h := range hints {
+		br := kmsg.NewProduceResponseBroker()
+		br.NodeID, br.Host, br.Port, br.Rack = h.leader, h.host, h.port, h.rack
+		resp.Brokers = append(resp.Brokers, br)
 	}
 	if r.Acks == 0 {
 		if failed {

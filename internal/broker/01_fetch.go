@@ -141,6 +141,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 	}
 	var total int64
 	failed := false
+	var hints hintSet
 	for _, rt := range r.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -155,6 +156,10 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 				sp.ErrorCode = kerr.UnknownTopicID.Code
 			case perr != nil:
 				sp.ErrorCode = errCode(perr)
+				if h, ok := b.hintFor(t, rp.Partition, perr, rp.CurrentLeaderEpoch); ok && r.Version >= 12 {
+					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
+					hints.add(h)
+				}
 			default:
 				var fr *fetchRecords
 				sp.ErrorCode, fr = b.readPartition(p, &rp, &sp, &budget, total == 0)
@@ -169,6 +174,13 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	if r.Version >= 16 {
+		for _, h := range hints {
+			br := kmsg.NewFetchResponseBroker()
+			br.NodeID, br.Host, br.Port, br.Rack = h.leader, h.host, h.port, h.rack
+			resp.Brokers = append(resp.Brokers, br)
+		}
 	}
 	return fetchResult{resp: resp, recs: recs, bytes: total, failed: failed}
 }

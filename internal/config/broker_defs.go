@@ -24,6 +24,7 @@ const (
 	WeirLogSyncBeforeAck   = "weir.log.sync.before.ack"
 	FaultProduceResponseMs = "weir.fault.produce.response.delay.ms"
 	FaultFetchResponseMs   = "weir.fault.fetch.response.delay.ms"
+	LeaderHints            = "weir.leader.hints.enable"
 )
 
 // brokerDefs are the broker configs weir knows, with Kafka 4.3's types,
@@ -92,5 +93,6 @@ var brokerDefs = newDefSet([]Def{
 	// weir's own.
 	{Name: WeirLogSyncBeforeAck, Type: Boolean, Default: "false", Dynamic: true, Support: Honoured, Doc: "weir: default weir.sync.before.ack."},
 	{Name: FaultProduceResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every produce response by this many milliseconds."},
+	{Name: LeaderHints, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "KIP-951: Produce and Fetch answers that fail with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH name the new leader and its endpoint. false leaves clients to refresh metadata, for comparisons."},
 	{Name: FaultFetchResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every fetch response by this many milliseconds."},
 })

@@ -1,0 +1,192 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	wlog "weir/internal/log"
+	"weir/internal/quorum"
+	"weir/internal/server"
+)
+
+// freePorts reserves n distinct free ports on 127.0.0.1 (released before
+// use; the window for another process to take one is small).
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// testCluster is n brokers in this process, each with its own raft
+// transport and Kafka listener on 127.0.0.1, all voters.
+type testCluster struct {
+	brokers []*testBroker
+}
+
+func startCluster(t testing.TB, n int) *testCluster {
+	t.Helper()
+	ports := freePorts(t, 2*n)
+	var voters []quorum.Peer
+	for i := range n {
+		voters = append(voters, quorum.Peer{ID: int32(i + 1), Addr: fmt.Sprintf("127.0.0.1:%d", ports[n+i])})
+	}
+	tc := &testCluster{}
+	done := make(chan error, n)
+	for i := range n {
+		cfg := DefaultConfig()
+		cfg.NodeID = int32(i + 1)
+		cfg.DataDir = t.TempDir()
+		cfg.Group.NoInitialRebalanceDelay = true
+		cfg.Cluster = ClusterConfig{RaftAddr: voters[i].Addr, Voters: voters}
+		b, err := New(cfg)
+		if err != nil {
+			t.Fatalf("broker %d: %v", i+1, err)
+		}
+		srv, err := server.New(server.Config{Addr: fmt.Sprintf("127.0.0.1:%d", ports[i]), Dispatcher: b})
+		if err != nil {
+			b.Close()
+			t.Fatal(err)
+		}
+		b.SetAdvertised(srv.Addr())
+		tb := &testBroker{b: b, srv: srv, addr: srv.Addr().String(), dir: cfg.DataDir, done: make(chan error, 1)}
+		go func() { tb.done <- srv.Serve(context.Background()) }()
+		t.Cleanup(tb.stop)
+		tc.brokers = append(tc.brokers, tb)
+		go func() { done <- b.Start(context.Background()) }()
+	}
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatalf("start: %v", err)
+		}
+	}
+	return tc
+}
+
+// TestLeaderHints: a Produce or Fetch sent to a replica that does not
+// lead carries KIP-951's CurrentLeader and the leader's endpoint, unless
+// weir.leader.hints.enable is false.
+func TestLeaderHints(t *testing.T) {
+	tc := startCluster(t, 2)
+	ctx := testCtx(t)
+	c := newClient(t, tc.brokers[0].addr, kgo.SeedBrokers(tc.brokers[0].addr, tc.brokers[1].addr))
+	create := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "hints", -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Replicas = []int32{1, 2}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	create.Topics = append(create.Topics, rt)
+	cr := request[*kmsg.CreateTopicsResponse](t, ctx, c, create)
+	if cr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(cr.Topics[0].ErrorCode))
+	}
+	// Both brokers must know the topic before the follower is asked.
+	for _, tb := range tc.brokers {
+		if err := tb.b.waitRegistry(ctx, func() bool { return tb.b.lookupTopic("hints") != nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	follower := c.Broker(2)
+	produce := func() *kmsg.ProduceResponse {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = 1, 5000
+		pt := kmsg.NewProduceRequestTopic()
+		pt.Topic, pt.TopicID = "hints", topicIDOf(t, tc.brokers[0], "hints")
+		pp := kmsg.NewProduceRequestTopicPartition()
+		pp.Records = oneBatch(t)
+		pt.Partitions = append(pt.Partitions, pp)
+		req.Topics = append(req.Topics, pt)
+		resp, err := req.RequestWith(ctx, follower)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	fetch := func() *kmsg.FetchResponse {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis, req.MaxBytes = 0, 1<<20
+		ft := kmsg.NewFetchRequestTopic()
+		ft.TopicID = topicIDOf(t, tc.brokers[0], "hints")
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.CurrentLeaderEpoch, fp.PartitionMaxBytes = -1, 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+		resp, err := req.RequestWith(ctx, follower)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	pr := produce()
+	sp := pr.Topics[0].Partitions[0]
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID != 1 || sp.CurrentLeader.LeaderEpoch < 0 {
+		t.Fatalf("produce to the follower: code %v, current leader %+v", kerr.ErrorForCode(sp.ErrorCode), sp.CurrentLeader)
+	}
+	if len(pr.Brokers) != 1 || pr.Brokers[0].NodeID != 1 || fmt.Sprintf("%s:%d", pr.Brokers[0].Host, pr.Brokers[0].Port) != tc.brokers[0].addr {
+		t.Fatalf("produce hint endpoints %+v, want node 1 at %s", pr.Brokers, tc.brokers[0].addr)
+	}
+	fr := fetch()
+	fp := fr.Topics[0].Partitions[0]
+	if fp.ErrorCode != kerr.NotLeaderForPartition.Code || fp.CurrentLeader.LeaderID != 1 {
+		t.Fatalf("fetch from the follower: code %v, current leader %+v", kerr.ErrorForCode(fp.ErrorCode), fp.CurrentLeader)
+	}
+	if len(fr.Brokers) != 1 || fr.Brokers[0].NodeID != 1 {
+		t.Fatalf("fetch hint endpoints %+v, want node 1", fr.Brokers)
+	}
+
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, ""
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = "weir.leader.hints.enable", kmsg.StringPtr("false")
+	res.Configs = append(res.Configs, cfg)
+	alter.Resources = append(alter.Resources, res)
+	ar := request[*kmsg.IncrementalAlterConfigsResponse](t, ctx, c, alter)
+	if ar.Resources[0].ErrorCode != 0 {
+		t.Fatalf("disable hints: %v", kerr.ErrorForCode(ar.Resources[0].ErrorCode))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pr = produce()
+		sp = pr.Topics[0].Partitions[0]
+		if sp.CurrentLeader.LeaderID == -1 && len(pr.Brokers) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hints still given after weir.leader.hints.enable=false: %+v %+v", sp.CurrentLeader, pr.Brokers)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce to the follower without hints: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+}
+
+// oneBatch is one uncompressed record batch without a producer id.
+func oneBatch(t testing.TB) []byte {
+	t.Helper()
+	var bb wlog.BatchBuilder
+	now := time.Now().UnixMilli()
+	bb.Reset(now)
+	bb.Add(now, nil, []byte("v"), nil)
+	return append([]byte(nil), bb.Build()...)
+}
