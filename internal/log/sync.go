@@ -28,8 +28,25 @@ func (l *Log) syncPass() {
 
 	l.mu.Lock()
 	l.armed = false
-	l.armLocked()
+	l.armAfterLocked(l.nextPassLocked(now, cfg))
 	l.mu.Unlock()
+}
+
+// nextPassLocked is when the next pass is needed, seen from the end of a
+// pass at now: within tickInterval while data is unsynced or files wait
+// to be closed, else (only the checkpoint left) when the checkpoint
+// interval is up, so that a written-then-idle log is not visited every
+// second until its checkpoint. Only syncPass may call it (it reads
+// lastCkpt). mu held.
+func (l *Log) nextPassLocked(now time.Time, cfg *Config) time.Duration {
+	d := l.tickInterval()
+	if len(l.retired) > 0 || len(l.toFlush) > 0 || cfg.FlushInterval >= 0 || len(l.segs) == 0 {
+		return d
+	}
+	if active := l.segs[len(l.segs)-1]; active.synced < active.size {
+		return d
+	}
+	return max(d, l.ckpt-now.Sub(l.lastCkpt))
 }
 
 // armLocked makes sure the Syncer visits the log again within
@@ -38,11 +55,16 @@ func (l *Log) syncPass() {
 // segments to close. A log without such work is not visited at all. mu
 // held; every change that creates such work calls it.
 func (l *Log) armLocked() {
+	l.armAfterLocked(l.tickInterval())
+}
+
+// armAfterLocked is armLocked with the delay given. mu held.
+func (l *Log) armAfterLocked(d time.Duration) {
 	if l.armed || l.closed || !l.hasBackgroundWorkLocked() {
 		return
 	}
 	l.armed = true
-	l.syncer.schedule(l, time.Now().Add(l.tickInterval()))
+	l.syncer.schedule(l, time.Now().Add(d))
 }
 
 func (l *Log) hasBackgroundWorkLocked() bool {

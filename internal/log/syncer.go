@@ -17,8 +17,9 @@ const DefaultSyncWorkers = 4
 // checkpoint, and closing files of deleted segments once their grace
 // period is over. A log costs the Syncer nothing while it has no such work:
 // logs are visited only when they ask (a waiter, flush.messages, a roll, a
-// config change) or while they hold unflushed data or deleted files, every
-// min(1s, flush.ms), until that work is done.
+// config change), every min(1s, flush.ms) while they hold unsynced data or
+// deleted files, and once more when the checkpoint interval is up if only
+// their checkpoint is behind.
 //
 // A Log opened without a Syncer starts a private one with a single worker,
 // which is the same thing as the log's own goroutine.

@@ -189,3 +189,30 @@ func TestSyncerQueueOrder(t *testing.T) {
 		t.Fatal("detached log got a pass")
 	}
 }
+
+// Once a log's data is fsynced, only its checkpoint is left: the next pass
+// is planned for when the checkpoint interval is up, not every second.
+func TestSyncerPlansCheckpointOnlyPassLate(t *testing.T) {
+	s := NewSyncer(1)
+	defer s.Close()
+	cfg := DefaultConfig()
+	cfg.SyncBeforeAck = true
+	clock := newFakeClock()
+	l := openLogs(t, 1, cfg, Options{Syncer: s, Now: clock.now, CheckpointInterval: time.Hour})[0]
+	res, err := l.Append(simpleBatch(t, 1, testNow.UnixMilli(), 5), AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitDurable(context.Background(), res.LastOffset+1); err != nil {
+		t.Fatal(err)
+	}
+	// The pass that made it durable ends by planning the next one.
+	eventually(t, 10*time.Second, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !l.sync.running && l.sync.heapIdx >= 0 && time.Until(l.sync.due) > 30*time.Minute
+	})
+	if ck, ok := readCheckpoint(l.Dir()); !ok || ck.recoveryPoint != 0 {
+		t.Fatalf("checkpoint %+v written before its interval", ck)
+	}
+}
