@@ -185,6 +185,10 @@ func New(cfg Config) (*Broker, error) {
 	b.applyUpdate(first)
 	b.wg.Add(1)
 	go b.metadataLoop(sub)
+	if !cfg.Cluster.single(cfg.NodeID) {
+		b.wg.Add(1)
+		go b.livenessLoop()
+	}
 	if cfg.RetentionCheckInterval > 0 {
 		b.wg.Add(1)
 		go b.retentionLoop(cfg.RetentionCheckInterval)

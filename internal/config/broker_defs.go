@@ -25,6 +25,7 @@ const (
 	FaultProduceResponseMs = "weir.fault.produce.response.delay.ms"
 	FaultFetchResponseMs   = "weir.fault.fetch.response.delay.ms"
 	LeaderHints            = "weir.leader.hints.enable"
+	LivenessProbeMs        = "weir.broker.liveness.probe.ms"
 )
 
 // brokerDefs are the broker configs weir knows, with Kafka 4.3's types,
@@ -93,6 +94,7 @@ var brokerDefs = newDefSet([]Def{
 	// weir's own.
 	{Name: WeirLogSyncBeforeAck, Type: Boolean, Default: "false", Dynamic: true, Support: Honoured, Doc: "weir: default weir.sync.before.ack."},
 	{Name: FaultProduceResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every produce response by this many milliseconds."},
+	{Name: LivenessProbeMs, Type: Long, Default: "200", valid: atLeast(0), Support: Honoured, Doc: "How often the active controller's node probes every unfenced broker's listener; a broker whose listener refuses connections twice in a row is fenced at once instead of after broker.session.timeout.ms. 0 turns probing off."},
 	{Name: LeaderHints, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "KIP-951: Produce and Fetch answers that fail with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH name the new leader and its endpoint. false leaves clients to refresh metadata, for comparisons."},
 	{Name: FaultFetchResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every fetch response by this many milliseconds."},
 })
