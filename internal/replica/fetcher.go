@@ -180,6 +180,15 @@ func (m *Manager) Close() {
 
 func (m *Manager) startFetcher(leader int32) *fetcher {
 	ctx, cancel := context.WithCancel(context.Background())
+	f := m.newFetcher(leader)
+	f.cancel = cancel
+	m.fetchers[leader] = f
+	go f.run(ctx)
+	return f
+}
+
+// newFetcher returns a fetcher from leader with no goroutine yet.
+func (m *Manager) newFetcher(leader int32) *fetcher {
 	f := &fetcher{
 		m:        m,
 		leader:   leader,
@@ -187,12 +196,9 @@ func (m *Manager) startFetcher(leader int32) *fetcher {
 		parts:    map[partitionKey]*fetchPartition{},
 		applying: map[partitionKey]bool{},
 		kick:     make(chan struct{}, 1),
-		cancel:   cancel,
 		done:     make(chan struct{}),
 	}
 	f.idle = sync.NewCond(&f.mu)
-	m.fetchers[leader] = f
-	go f.run(ctx)
 	return f
 }
 

@@ -255,7 +255,8 @@ func TestFetchRequestOnTheWire(t *testing.T) {
 		return fetchAnswer(req, kerr.FencedLeaderEpoch.Code), nil
 	}}})
 	defer m.Close()
-	ft := &fetcher{m: m, parts: map[partitionKey]*fetchPartition{keyOf(r): {r: r, leaderEpoch: 4}}}
+	ft := m.newFetcher(1)
+	ft.add(keyOf(r), Follow{Replica: r, Leader: 1, LeaderEpoch: 4})
 	req, _, _ := ft.buildRequest()
 	if req == nil {
 		t.Fatal("no request")

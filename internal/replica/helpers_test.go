@@ -79,11 +79,33 @@ func isKerr(err error, want *kerr.Error) bool {
 
 func readAll(t testing.TB, l *wlog.Log) []byte {
 	t.Helper()
-	b, err := l.ReadBytes(l.StartOffset(), 1<<30, l.EndOffset())
+	b, err := readRange(l, l.StartOffset(), l.EndOffset())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// readRange reads the batches from offset from up to end, asking again
+// where a read stops early (it spans a few segments at most).
+func readRange(l *wlog.Log, from, end int64) ([]byte, error) {
+	var out []byte
+	for from < end {
+		b, err := l.ReadBytes(from, 1<<30, end)
+		if err != nil || len(b) == 0 {
+			return out, err
+		}
+		out = append(out, b...)
+		for len(b) > 0 {
+			h, err := wlog.ParseBatchHeader(b)
+			if err != nil {
+				return out, err
+			}
+			from = h.NextOffset()
+			b = b[h.Length:]
+		}
+	}
+	return out, nil
 }
 
 // memNode is one broker of the in-process cluster.
@@ -130,9 +152,14 @@ type memCluster struct {
 	mu      sync.Mutex
 	fetches []fetchSeen // every follower fetch, for assertions
 
-	changes chan isrChangeMsg
-	stop    chan struct{}
-	done    chan struct{}
+	// manual queues ISR changes for the test to decide (the simulation)
+	// instead of the controller goroutine accepting them.
+	manual            bool
+	partitionMaxBytes int32 // replica.fetch.max.bytes of the followers; 0 means the default
+	queued            []isrChangeMsg
+	changes           chan isrChangeMsg
+	stop              chan struct{}
+	done              chan struct{}
 }
 
 type fetchSeen struct {
@@ -174,6 +201,12 @@ func (c *memCluster) open(n *memNode, hw int64) {
 		LocalID: n.id, Topic: "t", TopicID: c.topicID, Partition: 0, MinISR: 2,
 		Now: c.clock.Now,
 		OnISRChange: func(r *Replica, ch ISRChange) {
+			if c.manual {
+				c.mu.Lock()
+				c.queued = append(c.queued, isrChangeMsg{r, ch})
+				c.mu.Unlock()
+				return
+			}
 			select {
 			case c.changes <- isrChangeMsg{r, ch}:
 			case <-c.stop:
@@ -218,7 +251,7 @@ func (c *memCluster) restart(id int32, dropEpochs bool) {
 }
 
 func (c *memCluster) newManager(id int32) *Manager {
-	return NewManager(ManagerConfig{LocalID: id, BrokerEpoch: 1, Transport: c, MaxWait: 50 * time.Millisecond, Backoff: 5 * time.Millisecond})
+	return NewManager(ManagerConfig{LocalID: id, BrokerEpoch: 1, Transport: c, MaxWait: 50 * time.Millisecond, Backoff: 5 * time.Millisecond, PartitionMaxBytes: c.partitionMaxBytes})
 }
 
 // controller accepts every proposed ISR, bumping the partition epoch, as
@@ -390,3 +423,5 @@ func stamped(tag string, n int, base int64, epoch int32) []byte {
 	binary.BigEndian.PutUint32(b[12:], uint32(epoch))
 	return b
 }
+
+func walOpts() wlog.AppendOptions { return wlog.AppendOptions{} }
