@@ -42,7 +42,7 @@ type testCluster struct {
 	brokers []*testBroker
 }
 
-func startCluster(t testing.TB, n int) *testCluster {
+func startCluster(t testing.TB, n int, mutate ...func(*Config)) *testCluster {
 	t.Helper()
 	ports := freePorts(t, 2*n)
 	var voters []quorum.Peer
@@ -57,6 +57,9 @@ func startCluster(t testing.TB, n int) *testCluster {
 		cfg.DataDir = t.TempDir()
 		cfg.Group.NoInitialRebalanceDelay = true
 		cfg.Cluster = ClusterConfig{RaftAddr: voters[i].Addr, Voters: voters}
+		for _, m := range mutate {
+			m(&cfg)
+		}
 		b, err := New(cfg)
 		if err != nil {
 			t.Fatalf("broker %d: %v", i+1, err)
@@ -189,4 +192,27 @@ func oneBatch(t testing.TB) []byte {
 	bb.Reset(now)
 	bb.Add(now, nil, []byte("v"), nil)
 	return append([]byte(nil), bb.Build()...)
+}
+
+// TestDeadBrokerFencedWithoutWaitingForItsSession: with a session timeout
+// of a minute, a broker whose listener is gone is still fenced (its
+// leaderships move) within seconds, by the controller's probe.
+func TestDeadBrokerFencedWithoutWaitingForItsSession(t *testing.T) {
+	tc := startCluster(t, 3, func(c *Config) { c.Cluster.SessionTimeout = time.Minute })
+	ctx := testCtx(t)
+	ctl := tc.brokers[0].b.node.Leader()
+	victim := ctl%3 + 1 // not the controller's node
+	tc.brokers[victim-1].stop()
+	live := tc.brokers[ctl-1].b
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		br, ok := live.node.Image().Broker(victim)
+		if ok && br.Fenced {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("broker %d not fenced 20 s after its listener closed (session timeout 1 min)", victim)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
