@@ -49,25 +49,39 @@ func RateChart(series []ChartSeries, opt ChartOptions) string {
 	plotH := float64(h - marginTop - marginBottom)
 
 	var maxT, maxR float64
+	minR := math.Inf(1) // the lowest rate above zero
 	for _, s := range series {
 		sr := Series{Samples: s.Samples}
 		for i, r := range sr.Rates() {
 			maxT = max(maxT, s.Samples[i].At.Seconds())
 			maxR = max(maxR, r)
+			if r > 0 {
+				minR = min(minR, r)
+			}
 		}
 	}
 	maxT = niceCeil(max(maxT, 1))
 	var yTicks []float64
 	var y func(float64) float64
 	if opt.Log {
+		// From the decade below the lowest rate to the decade above the
+		// highest: a collapse to hundreds of records per second shows
+		// without wasting the bottom of the chart on rates nobody had.
 		top := math.Pow(10, math.Ceil(math.Log10(max(maxR, 10))))
-		for v := 1.0; v <= top; v *= 10 {
+		bottom := 1.0
+		if !math.IsInf(minR, 1) {
+			bottom = max(1, math.Pow(10, math.Floor(math.Log10(minR))))
+		}
+		if bottom >= top {
+			bottom = top / 10
+		}
+		for v := bottom; v <= top*1.001; v *= 10 {
 			yTicks = append(yTicks, v)
 		}
-		span := math.Log10(top)
+		lo, span := math.Log10(bottom), math.Log10(top)-math.Log10(bottom)
 		y = func(r float64) float64 {
-			r = max(r, 1) // zero and below-one rates sit on the axis
-			return float64(marginTop) + plotH*(1-math.Log10(r)/span)
+			r = max(r, bottom) // zero sits on the axis
+			return float64(marginTop) + plotH*(1-(math.Log10(r)-lo)/span)
 		}
 	} else {
 		top := niceCeil(max(maxR, 1))

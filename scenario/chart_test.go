@@ -34,9 +34,18 @@ func TestRateChart(t *testing.T) {
 			name:   "log",
 			series: []ChartSeries{{Name: "a", Samples: s.Samples}},
 			opt:    ChartOptions{Width: 190, Height: 175, Log: true},
-			// rate 0 sits on the axis at 1; top 10^4: y = 30 + 100·(1 - log10(r)/4)
-			points: []string{"90.0,130.0 110.0,55.0 130.0,47.5 150.0,62.5"},
-			has:    []string{">10K<", ">1<", "records/s (log)"},
+			// from 100 (the decade below 500) to 10^4; rate 0 sits on the
+			// axis: y = 30 + 100·(1 - (log10(r)-2)/2)
+			points: []string{"90.0,130.0 110.0,80.0 130.0,64.9 150.0,95.1"},
+			has:    []string{">10K<", ">100<", "records/s (log)"},
+			hasNot: []string{">10<"},
+		},
+		{
+			name:   "log, nothing consumed",
+			series: []ChartSeries{{Name: "idle", Samples: seriesOf(t, 0, 0).Samples}},
+			opt:    ChartOptions{Width: 190, Height: 175, Log: true},
+			points: []string{"120.0,130.0 170.0,130.0"},
+			has:    []string{">1<", ">10<"},
 		},
 		{
 			name: "two series with a legend",

@@ -170,7 +170,12 @@ func drainJava(ctx context.Context, spec drainSpec) (drainOutcome, error) {
 	case werr == nil:
 		return o, nil
 	case errors.As(werr, &exit) && exit.ExitCode() == 3:
-		return o, nil // the drain timeout; Run reports what was drained
+		// The drain timeout: Run reports what was drained. The JVM's log
+		// (Kafka's client warns at WARN level) usually says why.
+		if logs := bytes.TrimSpace(stderr.Bytes()); len(logs) > 0 {
+			return o, fmt.Errorf("scenario: the java driver reached its timeout; the end of its log:\n%s", tail(logs, 3000))
+		}
+		return o, nil
 	default:
 		return o, fmt.Errorf("scenario: java driver: %w\n%s", werr, stderr.Bytes())
 	}
