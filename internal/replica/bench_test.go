@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"sync"
 	"testing"
 
 	wlog "weir/internal/log"
@@ -28,9 +29,10 @@ func BenchmarkAppend(b *testing.B) {
 		run(b, func(p []byte) error { _, err := l.Append(p, wlog.AppendOptions{LeaderEpoch: 1}); return err })
 	})
 	for _, tc := range []struct {
-		name string
-		isr  []int32
-	}{{"replica-rf1", []int32{1}}, {"replica-rf3", []int32{1, 2, 3}}} {
+		name     string
+		isr      []int32
+		fetching bool
+	}{{"replica-rf1", []int32{1}, false}, {"replica-rf3", []int32{1, 2, 3}, false}, {"replica-rf3-fetching", []int32{1, 2, 3}, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			l := openLog(b, b.TempDir())
 			defer l.Close()
@@ -41,7 +43,47 @@ func BenchmarkAppend(b *testing.B) {
 			if err := r.BecomeLeader(PartitionState{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: tc.isr, ISR: tc.isr}); err != nil {
 				b.Fatal(err)
 			}
-			run(b, func(p []byte) error { _, err := r.Append(p, 1, wlog.AppendOptions{}); return err })
+			appended := func() {}
+			if tc.fetching {
+				// Two followers, each woken after every append (as a parked
+				// fetch is) to fetch from its last offset: the leader's
+				// whole cost of replication, on the same two cores.
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				var wakes []chan struct{}
+				for _, id := range []int32{2, 3} {
+					wake := make(chan struct{}, 1)
+					wakes = append(wakes, wake)
+					wg.Go(func() {
+						var dst []wlog.FileRange
+						offset := int64(0)
+						for {
+							select {
+							case <-stop:
+								return
+							case <-wake:
+							}
+							res := r.FetchForFollower(dst, FollowerFetch{ReplicaID: id, FetchOffset: offset, CurrentLeaderEpoch: 1, LastFetchedEpoch: -1, MaxBytes: 1 << 20})
+							dst = res.Ranges
+							offset = res.LogEndOffset
+						}
+					})
+				}
+				appended = func() {
+					for _, w := range wakes {
+						select {
+						case w <- struct{}{}:
+						default:
+						}
+					}
+				}
+				defer func() { close(stop); wg.Wait() }()
+			}
+			run(b, func(p []byte) error {
+				_, err := r.Append(p, 1, wlog.AppendOptions{})
+				appended()
+				return err
+			})
 		})
 	}
 }
