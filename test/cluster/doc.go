@@ -1,0 +1,13 @@
+// Package cluster runs a three-node weir cluster as real processes
+// (internal/localcluster, the weir binary built once per test run) and
+// drives it with franz-go while nodes are stopped with a controlled
+// shutdown, SIGKILLed and restarted.
+//
+// The tests assert availability and convergence: leaderships leave a
+// node that stops or dies, every live broker reports the same leaders
+// and controller, the controller accepts writes after a failover, and
+// acks=all produce and group consumption carry on. They do not assert
+// that no acknowledged record is lost: partition data is not replicated
+// yet, so a partition's new leader does not hold its old leader's
+// records.
+package cluster
