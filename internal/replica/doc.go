@@ -97,8 +97,11 @@
 //     unknown ones, which the broker fills from its registration), then
 //     r.CompleteISRChange(change, ISRChangeResult{Err, LeaderEpoch,
 //     PartitionEpoch, ISR}) with the partition's result (Err: the
-//     partition's kerr error, or the transport's after the broker's own
-//     retries of NOT_CONTROLLER and timeouts).
+//     partition's kerr error, or the transport's). When it returns true
+//     the outcome is unknown (transport failure, NOT_CONTROLLER, an
+//     unexpected error): resend the same change after a back-off until a
+//     definite answer, as Kafka's AlterPartition manager does; the change
+//     stays in flight meanwhile.
 //   - Consumers read below r.HighWatermark(); DeleteRecords goes through
 //     r.AdvanceStartOffset so the epoch cache follows the log start. Every
 //     leader append, the broker's own internal records included, goes
@@ -139,7 +142,10 @@
 //   - Shrink: ISR followers not caught up within MaxLag. Expand: an
 //     eligible follower whose fetch offset reached the high watermark and
 //     the leader epoch's start offset. One change in flight; metadata
-//     (BecomeLeader) clears it.
+//     (BecomeLeader) clears it. A change whose outcome is unknown is never
+//     dropped: an expansion the controller committed but the leader
+//     forgot would let the high watermark pass an ISR member (the
+//     simulation test finds that loss when the change is dropped).
 //   - acks=all: refused before the append with NOT_ENOUGH_REPLICAS when
 //     the committed ISR is under min.insync.replicas; after it, done when
 //     the high watermark passes the batch, NOT_ENOUGH_REPLICAS_AFTER_APPEND
@@ -162,6 +168,19 @@
 // Each fetcher goroutine is the only writer of its partitions' logs;
 // Manager.RemovePartitions waits for an append in progress to finish, and
 // Manager.Close stops every fetcher and waits for it.
+//
+// # Tests
+//
+// Transcripts of the leader's decisions (testdata/leader_state/*.txt);
+// table tests of the epoch cache, follower truncation and fetch answers; a
+// fuzzed checkpoint decoder; in-process clusters of three replicas over
+// real log directories and an in-memory transport (convergence byte for
+// byte, acks=all, ISR shrink and rejoin with an injected clock, exact
+// truncation of a divergent suffix, restarts); and a seeded step-by-step
+// simulation (sim_test.go) of produces, small fetches, crashes, restarts,
+// lag checks, clean elections, refused, delayed and lost AlterPartition
+// answers, checking after every step that committed bytes never change
+// and that every ISR member holds them.
 //
 // # Measured
 //

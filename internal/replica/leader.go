@@ -242,41 +242,52 @@ func (r *Replica) MaybeShrinkISR() {
 	r.proposeISR(change)
 }
 
-// CompleteISRChange reports the controller's answer to change. A change
-// that is no longer the one in flight (leadership or metadata moved on) is
-// ignored. Success commits the returned ISR and partition epoch when they
-// belong to the current leader epoch and are not older than what the
-// replica has (a stale answer leaves the change in flight until metadata
-// arrives), then re-derives the high watermark. OPERATION_NOT_ATTEMPTED,
-// INELIGIBLE_REPLICA, transport failures and unexpected errors drop the
-// change so the next fetch or MaybeShrinkISR proposes again;
-// UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
-// NEW_LEADER_ELECTED and INVALID_REQUEST keep it in flight, blocking new
-// proposals, until metadata arrives (BecomeLeader/BecomeFollower), as Kafka
-// does.
-func (r *Replica) CompleteISRChange(change ISRChange, res ISRChangeResult) {
-	r.notifyHW(r.completeISRChange(change, res))
+// CompleteISRChange reports the controller's answer to change and says
+// whether the broker must send the same change again. A change that is no
+// longer the one in flight (leadership or metadata moved on) is ignored.
+//
+//   - Success commits the returned ISR and partition epoch when they belong
+//     to the current leader epoch and are not older than what the replica
+//     has (a stale answer leaves the change in flight until metadata
+//     arrives), then re-derives the high watermark.
+//   - OPERATION_NOT_ATTEMPTED and INELIGIBLE_REPLICA (nothing was
+//     committed) drop the change; the next fetch or MaybeShrinkISR proposes
+//     again.
+//   - UNKNOWN_TOPIC_OR_PARTITION, FENCED_LEADER_EPOCH,
+//     INVALID_UPDATE_VERSION, NEW_LEADER_ELECTED and INVALID_REQUEST keep
+//     it in flight, blocking new proposals, until metadata arrives
+//     (BecomeLeader/BecomeFollower), as Kafka does.
+//   - Any other error, a transport failure included, leaves the outcome
+//     unknown (the controller may have committed it): the change stays in
+//     flight and retry is true; the broker resends it after a back-off,
+//     as Kafka's AlterPartition manager does. Dropping it would be unsafe:
+//     an expansion the controller committed but the leader forgot would
+//     let the high watermark pass an ISR member.
+func (r *Replica) CompleteISRChange(change ISRChange, res ISRChangeResult) (retry bool) {
+	moved, retry := r.completeISRChange(change, res)
+	r.notifyHW(moved)
+	return retry
 }
 
-func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMoved bool) {
+func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMoved, retry bool) {
 	r.roleMu.RLock()
 	defer r.roleMu.RUnlock()
 	if r.role != RoleLeader {
-		return false
+		return false, false
 	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	p := r.ls.pending
 	if p == nil || p.LeaderEpoch != change.LeaderEpoch || p.PartitionEpoch != change.PartitionEpoch || !slices.Equal(p.NewISR, change.NewISR) {
-		r.mu.Unlock()
-		return false
+		return false, false
 	}
 	var ke *kerr.Error
+	errors.As(res.Err, &ke)
 	switch {
 	case res.Err == nil:
 		if res.LeaderEpoch != r.ls.leaderEpoch || res.PartitionEpoch < r.ls.partitionEpoch {
 			// Stale answer: stay pending until metadata brings the truth.
-			r.mu.Unlock()
-			return false
+			return false, false
 		}
 		switch {
 		case len(res.ISR) < len(r.ls.isr):
@@ -287,22 +298,21 @@ func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMo
 		r.ls.isr = slices.Clone(res.ISR)
 		r.ls.partitionEpoch = res.PartitionEpoch
 		r.ls.pending = nil
-	case errors.As(res.Err, &ke) && (ke == kerr.UnknownTopicOrPartition || ke == kerr.FencedLeaderEpoch ||
-		ke == kerr.InvalidUpdateVersion || ke == kerr.NewLeaderElected || ke == kerr.InvalidRequest):
-		r.mu.Unlock()
-		r.logger.Warn("replica: ISR change refused; waiting for metadata", "isr", change.NewISR, "err", res.Err)
-		return false
-	default:
+		moved := r.ls.advanceHW(r.log.EndOffset(), r.now())
+		r.afterHWLocked(moved)
+		r.wakeLocked() // acks=all waiters re-check the ISR size
+		r.logger.Info("replica: ISR changed", "isr", res.ISR, "partition_epoch", res.PartitionEpoch)
+		return moved, false
+	case ke == kerr.OperationNotAttempted || ke == kerr.IneligibleReplica:
 		r.ls.pending = nil
-		r.mu.Unlock()
-		r.logger.Warn("replica: ISR change failed; will propose again", "isr", change.NewISR, "err", res.Err)
-		return false
+		r.logger.Warn("replica: ISR change not attempted; will propose again", "isr", change.NewISR, "err", res.Err)
+		return false, false
+	case ke == kerr.UnknownTopicOrPartition || ke == kerr.FencedLeaderEpoch || ke == kerr.InvalidUpdateVersion ||
+		ke == kerr.NewLeaderElected || ke == kerr.InvalidRequest:
+		r.logger.Warn("replica: ISR change refused; waiting for metadata", "isr", change.NewISR, "err", res.Err)
+		return false, false
+	default:
+		r.logger.Warn("replica: ISR change outcome unknown; resending", "isr", change.NewISR, "err", res.Err)
+		return false, true
 	}
-	now := r.now()
-	moved := r.ls.advanceHW(r.log.EndOffset(), now)
-	r.afterHWLocked(moved)
-	r.wakeLocked() // acks=all waiters re-check the ISR size
-	r.mu.Unlock()
-	r.logger.Info("replica: ISR changed", "isr", res.ISR, "partition_epoch", res.PartitionEpoch)
-	return moved
 }

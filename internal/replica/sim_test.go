@@ -3,6 +3,7 @@ package replica
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -55,7 +56,8 @@ func (s *simulation) fatalf(format string, args ...any) {
 }
 
 func TestSimulatedFailures(t *testing.T) {
-	for seed := range uint64(6) {
+	total := map[string]int{}
+	for seed := range uint64(24) {
 		t.Run(fmt.Sprint("seed-", seed), func(t *testing.T) {
 			s := newSimulation(t, seed)
 			for step := range 600 {
@@ -64,10 +66,15 @@ func TestSimulatedFailures(t *testing.T) {
 			}
 			s.heal()
 			t.Logf("steps: %v; committed %d bytes", s.stats, len(s.committed))
-			if s.stats["elect"] == 0 || s.stats["truncations"] == 0 || s.stats["shrink"] == 0 || s.stats["expand"] == 0 {
-				t.Fatalf("the run did not exercise elections, truncations and ISR changes: %v", s.stats)
+			for k, v := range s.stats {
+				total[k] += v
 			}
 		})
+	}
+	for _, what := range []string{"elect", "truncations", "shrink", "expand", "not-attempted", "answer-lost", "restart"} {
+		if total[what] == 0 {
+			t.Errorf("the seeds never exercised %s: %v", what, total)
+		}
 	}
 }
 
@@ -178,6 +185,13 @@ func (s *simulation) step(step int) {
 		s.c.open(s.c.nodes[n], hw)
 		delete(s.down, n)
 		s.follow(n)
+	case p < 94:
+		// The leader learns the controller's state from metadata (a
+		// no-op unless an ISR answer was lost on the way).
+		s.stats["metadata"]++
+		if err := leader.BecomeLeader(s.state()); err != nil {
+			s.t.Fatalf("step %d: metadata: %v", step, err)
+		}
 	case p < 96:
 		s.stats["lag-check"]++
 		s.logf("%d lag check", step)
@@ -200,7 +214,11 @@ func (s *simulation) step(step int) {
 		s.logf("%d elect %d (crash old %d: %v) epoch %d; isr %v; new leader leo %d hw %d", step, next, s.leader, crash, s.leaderEpoch+1, s.isr, s.c.nodes[next].log.EndOffset(), s.c.nodes[next].replica.HighWatermark())
 		s.elect(next, crash)
 	}
-	s.controller()
+	// The controller answers queued ISR changes at a random later step,
+	// so some answers arrive after the leadership moved.
+	if s.rnd.IntN(2) == 0 {
+		s.controller()
+	}
 }
 
 func (s *simulation) liveFollowers() []int32 {
@@ -244,24 +262,48 @@ func (s *simulation) controller() {
 	queued := s.c.queued
 	s.c.queued = nil
 	s.c.mu.Unlock()
+	var requeue []isrChangeMsg
+	defer func() {
+		s.c.mu.Lock()
+		s.c.queued = append(s.c.queued, requeue...)
+		s.c.mu.Unlock()
+	}()
 	for _, m := range queued {
 		switch {
 		case m.c.LeaderEpoch != s.leaderEpoch || m.r != s.c.nodes[s.leader].replica:
 			m.r.CompleteISRChange(m.c, ISRChangeResult{Err: kerr.FencedLeaderEpoch})
 		case m.c.PartitionEpoch != s.partitionEpoch:
 			m.r.CompleteISRChange(m.c, ISRChangeResult{Err: kerr.InvalidUpdateVersion})
-		default:
-			if len(m.c.NewISR) < len(s.isr) {
-				s.stats["shrink"]++
-			} else {
-				s.stats["expand"]++
+		case s.rnd.IntN(10) == 0:
+			// Refused before anything was committed: the leader proposes
+			// again later.
+			s.stats["not-attempted"]++
+			m.r.CompleteISRChange(m.c, ISRChangeResult{Err: kerr.OperationNotAttempted})
+		case s.rnd.IntN(10) == 0:
+			// Committed, but the answer is lost: the broker resends the
+			// same change, which now meets a newer partition epoch.
+			s.stats["answer-lost"]++
+			s.commit(m.c)
+			if !m.r.CompleteISRChange(m.c, ISRChangeResult{Err: errors.New("connection reset")}) {
+				s.t.Fatal("an unknown outcome must be resent")
 			}
-			s.partitionEpoch++
-			s.isr = slices.Clone(m.c.NewISR)
-			s.logf("  isr -> %v", s.isr)
+			requeue = append(requeue, m)
+		default:
+			s.commit(m.c)
 			m.r.CompleteISRChange(m.c, ISRChangeResult{LeaderEpoch: s.leaderEpoch, PartitionEpoch: s.partitionEpoch, ISR: s.isr})
 		}
 	}
+}
+
+func (s *simulation) commit(c ISRChange) {
+	if len(c.NewISR) < len(s.isr) {
+		s.stats["shrink"]++
+	} else {
+		s.stats["expand"]++
+	}
+	s.partitionEpoch++
+	s.isr = slices.Clone(c.NewISR)
+	s.logf("  isr -> %v", s.isr)
 }
 
 // check asserts the invariants after a step.
@@ -323,6 +365,11 @@ func (s *simulation) heal() {
 	}
 	want := s.c.nodes[s.leader].log.EndOffset()
 	for round := 0; ; round++ {
+		// Metadata reaches the leader (it settles changes left waiting
+		// for it).
+		if err := s.c.nodes[s.leader].replica.BecomeLeader(s.state()); err != nil {
+			s.t.Fatal(err)
+		}
 		done := true
 		for _, n := range s.liveFollowers() {
 			s.fetchRound(n)
