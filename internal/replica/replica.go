@@ -24,6 +24,9 @@ var (
 	// replica's log end and the local log cannot restart there (see
 	// doc.go, Known limits).
 	ErrCannotStartAt = errors.New("replica: cannot restart the local log at the leader's log start offset")
+	// ErrWrongRole is returned when BecomeLeader gets a state naming
+	// another leader, or BecomeFollower one naming this broker.
+	ErrWrongRole = errors.New("replica: partition state names another role")
 )
 
 // DefaultMaxLag is replica.lag.time.max.ms's default.
@@ -297,6 +300,9 @@ func (r *Replica) ISR() (committed, pending []int32) {
 // flight). Older leader epochs fail with ErrStaleState; a partition epoch
 // not newer than the leader's is a no-op.
 func (r *Replica) BecomeLeader(st PartitionState) error {
+	if st.Leader != r.cfg.LocalID {
+		return fmt.Errorf("%w: leader %d, this broker %d", ErrWrongRole, st.Leader, r.cfg.LocalID)
+	}
 	r.roleMu.Lock()
 	if st.LeaderEpoch < r.leaderEpoch {
 		r.roleMu.Unlock()
@@ -349,6 +355,9 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 // partition from the fetcher of its previous leader and add it to the new
 // one (Manager.AddPartitions) after this call.
 func (r *Replica) BecomeFollower(st PartitionState) error {
+	if st.Leader == r.cfg.LocalID {
+		return fmt.Errorf("%w: this broker %d is the leader", ErrWrongRole, st.Leader)
+	}
 	r.roleMu.Lock()
 	defer r.roleMu.Unlock()
 	if st.LeaderEpoch < r.leaderEpoch {

@@ -251,3 +251,38 @@ func TestStateOfMetadataPartition(t *testing.T) {
 		t.Fatalf("StateOf = %+v", got)
 	}
 }
+
+func TestRoleChangesRefuseWrongOrStaleStates(t *testing.T) {
+	r, _, _ := leaderOf(t, []int32{1, 2}, 1) // leads epoch 3
+	tests := []struct {
+		name string
+		do   func() error
+		want error
+	}{
+		{"leader state naming another leader", func() error {
+			return r.BecomeLeader(PartitionState{Leader: 2, LeaderEpoch: 4, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+		}, ErrWrongRole},
+		{"follower state naming this broker", func() error {
+			return r.BecomeFollower(PartitionState{Leader: 1, LeaderEpoch: 4, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+		}, ErrWrongRole},
+		{"older leader epoch", func() error {
+			return r.BecomeFollower(PartitionState{Leader: 2, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+		}, ErrStaleState},
+		{"same epoch, older partition epoch: no-op", func() error {
+			return r.BecomeLeader(PartitionState{Leader: 1, LeaderEpoch: 3, PartitionEpoch: 6, Replicas: []int32{1, 2}, ISR: []int32{1}})
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.do(); !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if role, _, epoch := r.State(); role != RoleLeader || epoch != 3 {
+				t.Fatalf("state changed to %v epoch %d", role, epoch)
+			}
+			if committed, _ := r.ISR(); !slices.Equal(committed, []int32{1, 2}) {
+				t.Fatalf("ISR changed to %v", committed)
+			}
+		})
+	}
+}
