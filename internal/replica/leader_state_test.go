@@ -13,7 +13,7 @@ import (
 
 // TestLeaderStateTranscript drives the leader's pure state (follower
 // progress, high watermark, ISR decisions) through the transcripts in
-// testdata/leader_state.txt. Commands:
+// testdata/leader_state/*.txt. Commands:
 //
 //	leader self=1 replicas=(1,2,3) isr=(1,2,3) epoch=E pepoch=P leo=N hw=N [lag=30s] [minisr=N hold] [ineligible=(3)] [registered=(3:10)]
 //	append n=N             leader log grows by N
