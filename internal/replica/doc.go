@@ -103,7 +103,8 @@
 //     definite answer, as Kafka's AlterPartition manager does; the change
 //     stays in flight meanwhile.
 //   - Consumers read below r.HighWatermark(); DeleteRecords goes through
-//     r.AdvanceStartOffset so the epoch cache follows the log start. Every
+//     r.AdvanceStartOffset and retention through r.EnforceRetention, so
+//     the epoch cache follows the log start. Every
 //     leader append, the broker's own internal records included, goes
 //     through r.Append (acks 1 where nobody waits), so the epoch stamped
 //     is the one the cache holds and the high watermark follows.

@@ -127,6 +127,17 @@ func (r *Replica) AdvanceStartOffset(offset int64) (int64, error) {
 	return start, err
 }
 
+// EnforceRetention runs the log's retention (retention.ms,
+// retention.bytes) below the high watermark and cuts the epoch cache to
+// the new log start. It returns how many segments went.
+func (r *Replica) EnforceRetention() (int, error) {
+	n, err := r.log.EnforceRetention(r.hw.Load())
+	if cerr := r.cache.TruncateFromStart(r.log.StartOffset()); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
 // truncateTo cuts the log at offset (down to the start of the batch that
 // holds it), then the epoch cache and the high watermark with it, if the
 // replica still follows in epoch.

@@ -286,3 +286,24 @@ func TestRoleChangesRefuseWrongOrStaleStates(t *testing.T) {
 		})
 	}
 }
+
+func TestLogStartMovesTheEpochCache(t *testing.T) {
+	r, _, _ := leaderOf(t, []int32{1}, 1) // epoch 3 from 0
+	mustAppend(t, r, 2, 1)
+	if err := r.BecomeLeader(PartitionState{Leader: 1, LeaderEpoch: 5, PartitionEpoch: 8, Replicas: []int32{1}, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, r, 3, 1) // epoch 5 from 2
+	if start, err := r.AdvanceStartOffset(3); err != nil || start != 3 {
+		t.Fatalf("AdvanceStartOffset: %d, %v", start, err)
+	}
+	if got, want := r.EpochCache().Entries(), []EpochEntry{{5, 3}}; !slices.Equal(got, want) {
+		t.Fatalf("cache %v, want %v", got, want)
+	}
+	if _, err := r.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.EpochCache().Entries(), []EpochEntry{{5, r.Log().StartOffset()}}; !slices.Equal(got, want) {
+		t.Fatalf("after retention: cache %v, want %v", got, want)
+	}
+}
