@@ -19,15 +19,55 @@ var ErrBufferExhausted = errors.New("client: failed to allocate memory within th
 // bufferPool accounts buffer.memory: every open or queued batch holds a
 // reservation of max(batch.size, its first record's upper bound) until it
 // completes. Appenders that find it exhausted block up to max.block.ms.
+//
+// It also keeps the buffers of completed batch.size batches for new ones,
+// as the Java client's BufferPool does, at most buffer.memory / batch.size
+// of them: a buffer is only kept once its batch is answered, and only
+// taken for a batch holding a reservation, so kept and used buffers
+// together stay within what buffer.memory allowed at the peak.
 type bufferPool struct {
 	mu      sync.Mutex
 	avail   int64
 	waiters int
 	freed   chan struct{} // closed and replaced on each release
+
+	batchSize int
+	kept      [][]byte
+	maxKept   int
+	reused    int // buffers taken from kept, for tests
 }
 
-func newBufferPool(total int64) *bufferPool {
-	return &bufferPool{avail: total, freed: make(chan struct{})}
+func newBufferPool(total int64, batchSize int) *bufferPool {
+	return &bufferPool{avail: total, freed: make(chan struct{}), batchSize: batchSize,
+		maxKept: int(total / int64(max(batchSize, 1)))}
+}
+
+// takeBuffer returns a kept batch buffer, or nil.
+func (b *bufferPool) takeBuffer() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(b.kept)
+	if n == 0 {
+		return nil
+	}
+	buf := b.kept[n-1]
+	b.kept[n-1] = nil
+	b.kept = b.kept[:n-1]
+	b.reused++
+	return buf
+}
+
+// keepBuffer keeps buf for a later batch if it is batch-sized and the
+// pool is not full; others are left to the garbage collector.
+func (b *bufferPool) keepBuffer(buf []byte) {
+	if cap(buf) < b.batchSize || cap(buf) > 2*b.batchSize {
+		return
+	}
+	b.mu.Lock()
+	if len(b.kept) < b.maxKept {
+		b.kept = append(b.kept, buf[:0])
+	}
+	b.mu.Unlock()
 }
 
 func (b *bufferPool) reserve(bctx *blockCtx, n int64) error {
@@ -100,9 +140,9 @@ type batch struct {
 	seq            int32         // base sequence, -1 until first drained idempotently
 	pid            int64
 	epoch          int16
-	leaderEpoch    int32 // leader epoch when last drained or observed, -1 unknown
-	attemptsAtMove int   // attempts when the leader epoch last went up
-	wire           []byte
+	leaderEpoch    int32  // leader epoch when last drained or observed, -1 unknown
+	attemptsAtMove int    // attempts when the leader epoch last went up
+	wire           []byte // the Builder's own buffer until a rebuild copies
 	wireFor        records.Producer
 	inflight       bool
 	done           chan struct{} // closed when every record has its result
@@ -153,7 +193,6 @@ func (q *partQueue) tryAppend(pr *pendingRecord) (int, bool) {
 		last.b.Close()
 		return 0, false
 	}
-	pr.batch, pr.index = last, int32(len(last.recs))
 	last.recs = append(last.recs, pr)
 	return grew, true
 }
@@ -211,10 +250,8 @@ type pendingRecord struct {
 	hdrs     []records.Header
 	ts       int64
 	appended time.Time
-	batch    *batch
-	index    int32
 	cb       func(RecordMetadata, error)
-	fut      *Future
+	fut      Future
 }
 
 func (b *bufferPool) available() int64 {

@@ -46,6 +46,18 @@
 // within its context's deadline and then fails what is left. A batch the
 // broker rejects as too large is split and sent again.
 //
+// Memory: a batch's records are encoded once, into one buffer that starts
+// with room for the batch header; uncompressed batches go on the wire from
+// that buffer, header filled in place (a rebuild for a new producer id
+// copies). Buffers of batch.size batches answered on their first attempt
+// are kept for new batches, up to buffer.memory / batch.size of them, as
+// the Java client's BufferPool does; a retried batch's buffer is left to
+// the garbage collector, since a request that timed out may still hold it.
+// Per record the producer keeps one small struct (the Future lives in it,
+// its channel made only if Done or Get is called before the result) and
+// drops the Record once the result is delivered. The Record's bytes are
+// referenced, not copied, until then.
+//
 // Idempotence is on by default, as in Java: the producer asks the broker for
 // a producer id (InitProducerId), numbers each partition's batches, keeps a
 // retried batch's sequence and sends a retry only when it is the oldest

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,18 +48,48 @@ type RecordMetadata struct {
 
 // Future is the result of one Send.
 type Future struct {
-	done chan struct{}
-	md   RecordMetadata
-	err  error
+	mu       sync.Mutex
+	done     chan struct{} // made by the first Done before the result: most sends are never waited on
+	complete bool
+	md       RecordMetadata
+	err      error
 }
 
+// closedChan is what Done returns when the result came before anyone
+// asked.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 // Done is closed once the result is known.
-func (f *Future) Done() <-chan struct{} { return f.done }
+func (f *Future) Done() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done == nil {
+		if f.complete {
+			return closedChan
+		}
+		f.done = make(chan struct{})
+	}
+	return f.done
+}
+
+// set records the result and wakes Done's waiters.
+func (f *Future) set(md RecordMetadata, err error) {
+	f.mu.Lock()
+	f.md, f.err, f.complete = md, err, true
+	if f.done != nil {
+		close(f.done)
+	}
+	f.mu.Unlock()
+}
 
 // Get waits for the result or ctx.
 func (f *Future) Get(ctx context.Context) (RecordMetadata, error) {
 	select {
-	case <-f.done:
+	case <-f.Done():
 		return f.md, f.err
 	case <-ctx.Done():
 		return RecordMetadata{}, ctx.Err()
@@ -131,7 +162,7 @@ func NewProducer(props map[string]string, opts ...Option) (*Producer, error) {
 		cfg:        cfg,
 		o:          o,
 		log:        o.logger,
-		mem:        newBufferPool(cfg.bufferMemory),
+		mem:        newBufferPool(cfg.bufferMemory, cfg.batchSize),
 		custom:     custom,
 		nodes:      partitioner.NewNodeLatency(),
 		m:          newProducerMetrics(),
@@ -173,18 +204,18 @@ func (p *Producer) wakeup() {
 //
 // Callbacks run on the producer's I/O goroutines: keep them short.
 func (p *Producer) Send(ctx context.Context, r *Record, cb func(RecordMetadata, error)) *Future {
-	pr := &pendingRecord{rec: r, cb: cb, fut: &Future{done: make(chan struct{})}}
+	pr := &pendingRecord{rec: r, cb: cb}
 	if err := p.send(ctx, pr); err != nil {
 		p.m.recordErrors.Add(1)
 		pr.complete(RecordMetadata{Topic: r.Topic, Partition: -1, Offset: -1}, err)
-		return pr.fut
+		return &pr.fut
 	}
 	if p.aborted.Load() {
 		// Close finished while this record was being appended: nothing
 		// will send it now.
 		p.abortAll(ErrProducerClosed)
 	}
-	return pr.fut
+	return &pr.fut
 }
 
 // SendSync sends r and waits for its result.
@@ -192,11 +223,14 @@ func (p *Producer) SendSync(ctx context.Context, r *Record) (RecordMetadata, err
 	return p.Send(ctx, r, nil).Get(ctx)
 }
 
+// complete delivers the result, then drops the record and callback: a
+// caller holding the Future keeps only the result alive.
 func (pr *pendingRecord) complete(md RecordMetadata, err error) {
-	pr.fut.md, pr.fut.err = md, err
-	close(pr.fut.done)
-	if pr.cb != nil {
-		pr.cb(md, err)
+	pr.fut.set(md, err)
+	cb := pr.cb
+	pr.rec, pr.hdrs, pr.cb = nil, nil, nil
+	if cb != nil {
+		cb(md, err)
 	}
 }
 
@@ -219,9 +253,11 @@ func (p *Producer) send(ctx context.Context, pr *pendingRecord) error {
 			return err
 		}
 	}
-	pr.hdrs = make([]records.Header, len(r.Headers))
-	for i, h := range r.Headers {
-		pr.hdrs[i] = records.Header{Key: h.Key, Value: h.Value}
+	if len(r.Headers) > 0 {
+		pr.hdrs = make([]records.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			pr.hdrs[i] = records.Header{Key: h.Key, Value: h.Value}
+		}
 	}
 	size := records.UpperBound(r.Key, r.Value, pr.hdrs)
 	if size > p.cfg.maxRequestSize || int64(size) > p.cfg.bufferMemory {
@@ -411,9 +447,13 @@ func (p *Producer) appendCustom(bctx *blockCtx, ts *topicState, part int32, prec
 // batch's size estimate, all of which counts as appended bytes.
 func (p *Producer) newBatch(q *partQueue, pr *pendingRecord, mem int64, size int) int {
 	limit := max(p.cfg.batchSize, size)
+	var buf []byte
+	if limit == p.cfg.batchSize {
+		buf = p.mem.takeBuffer()
+	}
 	b := &batch{
 		pq:          q,
-		b:           records.NewBuilder(p.cfg.codec, limit, q.topic.compressionRatio()),
+		b:           records.NewBuilderIn(buf, p.cfg.codec, limit, q.topic.compressionRatio()),
 		created:     p.now(),
 		memBytes:    mem,
 		seq:         -1,
@@ -423,8 +463,11 @@ func (p *Producer) newBatch(q *partQueue, pr *pendingRecord, mem int64, size int
 	}
 	b.lastAttempt = b.created
 	grew, _ := b.b.TryAppend(pr.ts, pr.rec.Key, pr.rec.Value, pr.hdrs)
-	pr.batch, pr.index = b, 0
-	b.recs = append(b.recs, pr)
+	// Room for as many records like this one as the batch can take, so
+	// that appends do not regrow the slice.
+	perBatch := (limit-records.HeaderSize)/max(grew-records.HeaderSize, 1) + 1
+	b.recs = make([]*pendingRecord, 1, min(perBatch, 1024))
+	b.recs[0] = pr
 	q.batches = append(q.batches, b)
 	p.mu.Lock()
 	p.batchSeq++
@@ -522,7 +565,7 @@ func (p *Producer) abortAll(err error) {
 		q.mu.Lock()
 		for i, x := range q.batches {
 			if x == b {
-				q.batches = append(q.batches[:i], q.batches[i+1:]...)
+				q.batches = slices.Delete(q.batches, i, i+1)
 				break
 			}
 		}
@@ -534,6 +577,14 @@ func (p *Producer) abortAll(err error) {
 // finish completes every record of b with the base offset (or err) and
 // releases its memory. Safe to call once per batch; later calls do nothing.
 func (p *Producer) finish(b *batch, baseOffset int64, logAppendMs int64, err error) {
+	p.finishBatch(b, baseOffset, logAppendMs, err, false)
+}
+
+// finishBatch is finish; answered says a Produce response for b arrived,
+// so its buffer can be kept for another batch if that response was to its
+// only attempt: then no other request ever held the buffer, and this one
+// was written before its answer came.
+func (p *Producer) finishBatch(b *batch, baseOffset int64, logAppendMs int64, err error, answered bool) {
 	q := b.pq
 	q.mu.Lock()
 	if b.finished {
@@ -544,16 +595,21 @@ func (p *Producer) finish(b *batch, baseOffset int64, logAppendMs int64, err err
 	b.inflight = false
 	for i, x := range q.inflight {
 		if x == b {
-			q.inflight = append(q.inflight[:i], q.inflight[i+1:]...)
+			q.inflight = slices.Delete(q.inflight, i, i+1) // clears the vacated slot
 			break
 		}
+	}
+	wireBytes := len(b.wire)
+	if answered && b.attempts == 0 {
+		p.mem.keepBuffer(b.b.Recycle())
+		b.wire = nil
 	}
 	q.mu.Unlock()
 	p.mem.release(b.memBytes)
 	now := p.now()
 	topic := q.topic.name
 	if err == nil {
-		p.m.partitionDone(topic, q.partition, len(b.recs), len(b.wire))
+		p.m.partitionDone(topic, q.partition, len(b.recs), wireBytes)
 	} else {
 		p.m.recordErrors.Add(int64(len(b.recs)))
 	}

@@ -233,6 +233,10 @@ func (p *Producer) drain(m *metadata, node int32, now time.Time) []*batch {
 			q.mu.Unlock()
 			continue
 		}
+		// Clear the slot: the backing array outlives the slice's start
+		// and would keep drained batches (their buffers and records)
+		// alive until it is next reallocated.
+		q.batches[0] = nil
 		q.batches = q.batches[1:]
 		first.b.Close()
 		if idem {
@@ -290,7 +294,17 @@ func (p *Producer) sendBatches(node int32, conn brokerConn, m *metadata, bs []*b
 			prod = records.Producer{ID: b.pid, Epoch: b.epoch, BaseSequence: b.seq}
 		}
 		if b.wire == nil || b.wireFor != prod {
-			raw, ratio, err := b.b.Build(nil, prod, p.cfg.codecOpts)
+			// The first build writes the header into the batch's own
+			// buffer; a rebuild (a new producer id or epoch) copies, as
+			// an earlier request may still hold the first bytes.
+			var raw []byte
+			var ratio float64
+			var err error
+			if b.wire == nil {
+				raw, ratio, err = b.b.Wire(prod, p.cfg.codecOpts)
+			} else {
+				raw, ratio, err = b.b.Build(nil, prod, p.cfg.codecOpts)
+			}
 			if err != nil {
 				p.finish(b, -1, -1, err)
 				continue
@@ -395,7 +409,7 @@ func (p *Producer) handleProduce(node int32, m *metadata, bs []*batch, raw kmsg.
 		perr := kerr.ErrorForCode(rp.ErrorCode)
 		switch {
 		case perr == nil:
-			p.finish(b, rp.BaseOffset, rp.LogAppendTime, nil)
+			p.finishBatch(b, rp.BaseOffset, rp.LogAppendTime, nil, true)
 		case errors.Is(perr, kerr.DuplicateSequenceNumber):
 			p.finish(b, -1, -1, nil) // already written by an earlier attempt
 		case (errors.Is(perr, kerr.MessageTooLarge) || errors.Is(perr, kerr.RecordListTooLarge)) && len(b.recs) > 1:
@@ -428,7 +442,6 @@ func (p *Producer) split(b *batch, now time.Time) {
 	for _, pr := range b.recs {
 		if cur != nil {
 			if _, ok := cur.b.TryAppend(pr.ts, pr.rec.Key, pr.rec.Value, pr.hdrs); ok {
-				pr.batch, pr.index = cur, int32(len(cur.recs))
 				cur.recs = append(cur.recs, pr)
 				continue
 			}
@@ -440,7 +453,6 @@ func (p *Producer) split(b *batch, now time.Time) {
 			b: records.NewBuilder(p.cfg.codec, max(limit, records.UpperBound(pr.rec.Key, pr.rec.Value, pr.hdrs)), ratio),
 		}
 		cur.b.TryAppend(pr.ts, pr.rec.Key, pr.rec.Value, pr.hdrs)
-		pr.batch, pr.index = cur, 0
 		cur.recs = append(cur.recs, pr)
 		parts = append(parts, cur)
 	}

@@ -132,7 +132,8 @@ func (s *simCluster) deliver(now time.Time) {
 		n++
 	}
 	ready := append([]simResponse(nil), s.due[:n]...)
-	s.due = s.due[n:]
+	s.due = append(s.due[:0], s.due[n:]...) // no stale callbacks left in the array
+	clear(s.due[len(s.due):cap(s.due)])
 	for _, r := range ready {
 		r.cb(r.rsp, nil)
 	}

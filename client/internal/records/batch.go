@@ -37,7 +37,7 @@ const (
 
 // Builder accumulates the records of one batch. See the package docs.
 type Builder struct {
-	buf     []byte // records, uncompressed
+	buf     []byte // HeaderSize bytes for the header, then the records, uncompressed
 	n       int32
 	baseTs  int64
 	maxTs   int64
@@ -53,10 +53,29 @@ type Builder struct {
 // bound)). ratio is the current compression ratio estimate for the topic and
 // codec (1 for none).
 func NewBuilder(codec Codec, limit int, ratio float64) *Builder {
+	return NewBuilderIn(nil, codec, limit, ratio)
+}
+
+// NewBuilderIn is NewBuilder writing into buf's storage (its contents are
+// overwritten), for a producer that recycles batch buffers; with too small
+// a buf a new one is allocated.
+func NewBuilderIn(buf []byte, codec Codec, limit int, ratio float64) *Builder {
 	if codec == None || ratio <= 0 {
 		ratio = 1
 	}
-	return &Builder{codec: codec, limit: limit, ratio: ratio, buf: make([]byte, 0, min(limit, 1<<16))}
+	if cap(buf) < HeaderSize {
+		buf = make([]byte, 0, max(HeaderSize, min(limit, 1<<16)))
+	}
+	return &Builder{codec: codec, limit: limit, ratio: ratio, buf: buf[:HeaderSize]}
+}
+
+// records is the record bytes written so far, uncompressed (none once
+// recycled).
+func (b *Builder) records() []byte {
+	if len(b.buf) < HeaderSize {
+		return nil
+	}
+	return b.buf[HeaderSize:]
 }
 
 // RecordSize is the encoded size of a record at offset delta and timestamp
@@ -88,16 +107,16 @@ func UpperBound(key, value []byte, headers []Header) int {
 // record bytes, scaled by the compression estimate when compressed.
 func (b *Builder) Estimated() int {
 	if b.codec == None {
-		return HeaderSize + len(b.buf)
+		return len(b.buf)
 	}
-	return HeaderSize + int(float64(len(b.buf))*b.ratio*compressionEstimateFactor)
+	return HeaderSize + int(float64(len(b.records()))*b.ratio*compressionEstimateFactor)
 }
 
 // Len is the number of records.
 func (b *Builder) Len() int { return int(b.n) }
 
 // UncompressedBytes is the size of the records before compression.
-func (b *Builder) UncompressedBytes() int { return len(b.buf) }
+func (b *Builder) UncompressedBytes() int { return len(b.records()) }
 
 // IsFull reports whether no more records go in: closed, or its estimate has
 // reached the limit. An empty batch is never full.
@@ -195,16 +214,44 @@ func (b *Builder) Build(dst []byte, p Producer, o Options) ([]byte, float64, err
 	start := len(dst)
 	dst = append(dst, make([]byte, HeaderSize)...)
 	var err error
+	recs := b.records()
 	if b.codec == None {
-		dst = append(dst, b.buf...)
-	} else if dst, err = Compress(dst, b.buf, b.codec, o); err != nil {
+		dst = append(dst, recs...)
+	} else if dst, err = Compress(dst, recs, b.codec, o); err != nil {
 		return nil, 0, err
 	}
 	ratio := 1.0
-	if len(b.buf) > 0 {
-		ratio = float64(len(dst)-start-HeaderSize) / float64(len(b.buf))
+	if len(recs) > 0 {
+		ratio = float64(len(dst)-start-HeaderSize) / float64(len(recs))
 	}
-	h := dst[start:]
+	b.putHeader(dst[start:], p)
+	return dst, ratio, nil
+}
+
+// Wire is Build without a copy when the batch is not compressed: the
+// header is written in front of the records in the Builder's own buffer
+// and that buffer is returned, so it stays valid only until the buffer is
+// recycled or Wire is called again. Compressed batches are built into a
+// new buffer as by Build(nil, ...).
+func (b *Builder) Wire(p Producer, o Options) ([]byte, float64, error) {
+	if b.codec != None {
+		return b.Build(nil, p, o)
+	}
+	b.putHeader(b.buf, p)
+	return b.buf, 1, nil
+}
+
+// Recycle returns the Builder's buffer for NewBuilderIn and leaves the
+// Builder unusable. Wire's result is overwritten by the next user.
+func (b *Builder) Recycle() []byte {
+	buf := b.buf[:0]
+	b.buf, b.closed = nil, true
+	return buf
+}
+
+// putHeader fills the batch header at the start of h, whose records follow
+// it, CRC last.
+func (b *Builder) putHeader(h []byte, p Producer) {
 	be := binary.BigEndian
 	be.PutUint64(h[0:], 0)                 // base offset, assigned by the broker
 	be.PutUint32(h[8:], uint32(len(h)-12)) // length after this field
@@ -223,7 +270,6 @@ func (b *Builder) Build(dst []byte, p Producer, o Options) ([]byte, float64, err
 	be.PutUint32(h[53:], uint32(p.BaseSequence))
 	be.PutUint32(h[57:], uint32(b.n))
 	be.PutUint32(h[17:], crc32.Checksum(h[21:], crc32c))
-	return dst, ratio, nil
 }
 
 // UpdateRatio moves a compression ratio estimate toward an observed ratio

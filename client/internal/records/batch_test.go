@@ -157,3 +157,77 @@ func TestCompressionLevels(t *testing.T) {
 		}
 	}
 }
+
+// TestWireIsBuildWithoutCopy: for every codec, Wire's bytes equal Build's;
+// uncompressed, they are the Builder's own buffer, and a Builder started in
+// a recycled buffer writes into that storage and produces the same batch.
+func TestWireIsBuildWithoutCopy(t *testing.T) {
+	for _, codec := range []Codec{None, Gzip, Snappy, LZ4, Zstd} {
+		t.Run(fmt.Sprint(codec), func(t *testing.T) {
+			fill := func(b *Builder) {
+				for i := range 40 {
+					if _, ok := b.TryAppend(int64(5000+i), fmt.Appendf(nil, "k%d", i), bytes.Repeat([]byte{'w'}, 100+i), nil); !ok {
+						t.Fatalf("record %d did not fit", i)
+					}
+				}
+			}
+			p := Producer{ID: 3, Epoch: 1, BaseSequence: 9}
+			ref := NewBuilder(codec, 16384, 1)
+			fill(ref)
+			want, _, err := ref.Build(nil, p, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := ref.Wire(p, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("Wire differs from Build: %d vs %d bytes", len(got), len(want))
+			}
+			if codec == None && &got[0] != &ref.buf[0] {
+				t.Fatal("uncompressed Wire copied the records")
+			}
+
+			recycled := ref.Recycle()
+			if _, ok := ref.TryAppend(1, nil, []byte("x"), nil); ok {
+				t.Fatal("a recycled Builder took a record")
+			}
+			if ref.UncompressedBytes() != 0 || ref.Estimated() > HeaderSize {
+				t.Fatalf("recycled Builder reports %d bytes, estimate %d", ref.UncompressedBytes(), ref.Estimated())
+			}
+			again := NewBuilderIn(recycled, codec, 16384, 1)
+			fill(again)
+			got2, _, err := again.Wire(p, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got2, want) {
+				t.Fatal("a Builder in a recycled buffer built another batch")
+			}
+			if &again.buf[0] != &recycled[:1][0] {
+				t.Fatal("NewBuilderIn did not use the recycled storage")
+			}
+			var n int
+			if err := Decode(got2, 1<<20, func(b *Batch) { n += len(b.Records) }); err != nil || n != 40 {
+				t.Fatalf("decoded %d records, err %v", n, err)
+			}
+		})
+	}
+}
+
+// TestBuilderBufferFitsLimit: an uncompressed batch filled to its limit
+// never outgrows a buffer of exactly the limit, header included, so
+// recycled batch.size buffers are never reallocated.
+func TestBuilderBufferFitsLimit(t *testing.T) {
+	buf := make([]byte, 0, 16384)
+	b := NewBuilderIn(buf, None, 16384, 1)
+	for {
+		if _, ok := b.TryAppend(0, nil, make([]byte, 500), nil); !ok {
+			break
+		}
+	}
+	if cap(b.buf) != 16384 || &b.buf[0] != &buf[:1][0] {
+		t.Fatalf("buffer grew to %d bytes", cap(b.buf))
+	}
+}
