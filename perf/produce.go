@@ -52,6 +52,69 @@ type window struct {
 	latSum, latMax time.Duration
 }
 
+// maxLatencySamples bounds the latencies kept for the percentiles: every
+// n-th result is kept, n = records / maxLatencySamples rounded down (at
+// least 1), as Kafka's tool samples.
+const maxLatencySamples = 500_000
+
+// produceStats is the state the send callbacks update, so that each
+// callback captures one pointer and its send time.
+type produceStats struct {
+	cfg       *ProduceConfig
+	now       func() time.Time
+	out       io.Writer
+	mu        sync.Mutex
+	res       ProduceResult
+	win       window
+	results   int64 // callbacks so far, for sampling
+	sampling  int64
+	latencies []int32 // microseconds
+}
+
+func (st *produceStats) report(t time.Time) {
+	win := &st.win
+	el := t.Sub(win.start).Seconds()
+	if win.count > 0 && el > 0 {
+		fmt.Fprintf(st.out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, %.1f ms max latency.\n",
+			win.count, float64(win.count)/el, float64(win.bytes)/(1024*1024)/el,
+			ms(win.latSum)/float64(win.count), ms(win.latMax))
+	}
+	*win = window{start: t}
+}
+
+// done records one result; from is when its latency starts.
+func (st *produceStats) done(from time.Time, err error) {
+	t := st.now()
+	lat := t.Sub(from)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	res := &st.res
+	if err != nil {
+		res.Errors++
+		if res.FirstError == nil {
+			res.FirstError = err
+		}
+		return
+	}
+	size := int64(st.cfg.RecordSize)
+	res.Records++
+	res.Bytes += size
+	res.AvgLatency += lat
+	res.MaxLatency = max(res.MaxLatency, lat)
+	if st.results%st.sampling == 0 && len(st.latencies) < cap(st.latencies) {
+		st.latencies = append(st.latencies, int32(min(lat.Microseconds(), 1<<31-1)))
+	}
+	st.results++
+	win := &st.win
+	win.count++
+	win.bytes += size
+	win.latSum += lat
+	win.latMax = max(win.latMax, lat)
+	if t.Sub(win.start) >= st.cfg.ReportEvery {
+		st.report(t)
+	}
+}
+
 // Produce runs the test and writes Kafka-style progress lines to out.
 func Produce(ctx context.Context, cfg ProduceConfig, out io.Writer) (ProduceResult, error) {
 	if cfg.NumRecords <= 0 || cfg.RecordSize <= 0 || cfg.Topic == "" {
@@ -68,27 +131,25 @@ func Produce(ctx context.Context, cfg ProduceConfig, out io.Writer) (ProduceResu
 	if err != nil {
 		return ProduceResult{}, err
 	}
+	closed := false
+	defer func() {
+		if !closed { // an early return: stop the producer without waiting
+			cctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			p.Close(cctx)
+		}
+	}()
 	payload := make([]byte, cfg.RecordSize)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range payload {
 		payload[i] = byte('A' + rng.IntN(26))
 	}
 
-	var (
-		mu        sync.Mutex
-		latencies = make([]int32, 0, min(cfg.NumRecords, 20_000_000)) // microseconds
-		res       ProduceResult
-		win       = window{start: now()}
-	)
-	report := func(t time.Time) {
-		el := t.Sub(win.start).Seconds()
-		if win.count > 0 && el > 0 {
-			fmt.Fprintf(out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, %.1f ms max latency.\n",
-				win.count, float64(win.count)/el, float64(win.bytes)/(1024*1024)/el,
-				ms(win.latSum)/float64(win.count), ms(win.latMax))
-		}
-		win = window{start: t}
-	}
+	sampling := max(cfg.NumRecords/maxLatencySamples, 1)
+	st := &produceStats{cfg: &cfg, now: now, out: out, win: window{start: now()}, sampling: sampling,
+		latencies: make([]int32, 0, cfg.NumRecords/sampling+1)}
+	// Every send shares one Record: the client only reads it.
+	rec := &client.Record{Topic: cfg.Topic, Value: payload}
 	start := now()
 	for i := int64(0); i < cfg.NumRecords; i++ {
 		intended := start
@@ -98,53 +159,30 @@ func Produce(ctx context.Context, cfg ProduceConfig, out io.Writer) (ProduceResu
 				select {
 				case <-time.After(d):
 				case <-ctx.Done():
-					return res, ctx.Err()
+					return st.result(), ctx.Err()
 				}
 			}
 		}
-		sendAt := now()
-		from := sendAt
+		from := now()
 		if cfg.Throughput > 0 {
 			from = intended
 		}
-		p.Send(ctx, &client.Record{Topic: cfg.Topic, Value: payload}, func(_ client.RecordMetadata, err error) {
-			t := now()
-			lat := t.Sub(from)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				res.Errors++
-				if res.FirstError == nil {
-					res.FirstError = err
-				}
-				return
-			}
-			res.Records++
-			res.Bytes += int64(cfg.RecordSize)
-			res.AvgLatency += lat
-			res.MaxLatency = max(res.MaxLatency, lat)
-			if len(latencies) < cap(latencies) {
-				latencies = append(latencies, int32(min(lat.Microseconds(), 1<<31-1)))
-			}
-			win.count++
-			win.bytes += int64(cfg.RecordSize)
-			win.latSum += lat
-			win.latMax = max(win.latMax, lat)
-			if t.Sub(win.start) >= cfg.ReportEvery {
-				report(t)
-			}
-		})
+		p.Send(ctx, rec, func(_ client.RecordMetadata, err error) { st.done(from, err) })
 	}
 	if err := p.Flush(ctx); err != nil {
-		return res, err
+		return st.result(), err
 	}
 	end := now()
-	res.Metrics = p.Metrics()
+	metrics := p.Metrics()
+	closed = true
 	if err := p.Close(ctx); err != nil {
-		return res, err
+		return st.result(), err
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	res := st.res
+	res.Metrics = metrics
+	latencies := st.latencies
 	res.Elapsed = end.Sub(start)
 	if res.Records > 0 {
 		res.AvgLatency /= time.Duration(res.Records)
@@ -158,6 +196,13 @@ func Produce(ctx context.Context, cfg ProduceConfig, out io.Writer) (ProduceResu
 	}
 	res.P50, res.P95, res.P99, res.P999 = pct(0.5), pct(0.95), pct(0.99), pct(0.999)
 	return res, nil
+}
+
+// result is a copy of the result so far.
+func (st *produceStats) result() ProduceResult {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.res
 }
 
 // WriteSummary prints the final line in ProducerPerformance's format.
