@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,6 +27,8 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 	type durableWait struct {
 		p      *partition
 		offset int64
+		epoch  int32 // the leader epoch the batch was stamped with
+		hw     bool  // acks=all: wait for the high watermark too
 	}
 	var waits []durableWait
 	failed := false
@@ -59,15 +62,18 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 			}
 			if err == nil {
 				var res wlog.AppendResult
-				res, err = b.appendProduced(p, rp.Records)
+				var epoch int32
+				res, epoch, err = b.appendProduced(p, rp.Records, r.Acks)
 				if dup, ok := asDuplicate(err); ok {
 					// A retry of a batch already written: acknowledge it
 					// with its original offsets, as Kafka does.
 					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = dup.Batch.FirstOffset, dup.Batch.Timestamp, p.log.StartOffset()
 				} else if err == nil {
 					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-					if p.log.Config().SyncBeforeAck && r.Acks != 0 {
-						waits = append(waits, durableWait{p, res.LastOffset + 1})
+					sync := p.log.Config().SyncBeforeAck && r.Acks != 0 && !b.cfg.NullStorage
+					replicated := r.Acks == -1 && p.rep != nil && !b.cfg.NullStorage
+					if sync || replicated {
+						waits = append(waits, durableWait{p: p, offset: res.LastOffset + 1, epoch: epoch, hw: replicated})
 					}
 				}
 			}
@@ -105,8 +111,21 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 		ctx, cancel := context.WithTimeout(ctx, msDuration(r.TimeoutMillis))
 		defer cancel()
 		for _, w := range waits {
-			if err := w.p.log.WaitDurable(ctx, w.offset); err != nil {
-				markPartition(resp, w.p, kerr.RequestTimedOut.Code)
+			if w.p.log.Config().SyncBeforeAck {
+				if err := w.p.log.WaitDurable(ctx, w.offset); err != nil {
+					markPartition(resp, w.p, kerr.RequestTimedOut.Code)
+					continue
+				}
+			}
+			if !w.hw {
+				continue
+			}
+			if err := w.p.rep.WaitForHW(ctx, w.epoch, w.offset); err != nil {
+				code := errCode(err)
+				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+					code = kerr.RequestTimedOut.Code
+				}
+				markPartition(resp, w.p, code)
 			}
 		}
 		return resp
@@ -114,32 +133,33 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 }
 
 // appendProduced checks that records hold exactly one batch and appends
-// it, then wakes fetches waiting on the partition.
-func (b *Broker) appendProduced(p *partition, records []byte) (wlog.AppendResult, error) {
+// it as leader (the replica moves the high watermark and wakes fetches).
+// It returns the leader epoch the batch was stamped with.
+func (b *Broker) appendProduced(p *partition, records []byte, acks int16) (wlog.AppendResult, int32, error) {
 	if len(records) == 0 {
-		return wlog.AppendResult{}, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
+		return wlog.AppendResult{}, 0, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
 	}
 	h, err := wlog.ParseBatchHeader(records)
 	if err != nil {
-		return wlog.AppendResult{}, err
+		return wlog.AppendResult{}, 0, err
 	}
 	if int(h.Length) < len(records) {
-		return wlog.AppendResult{}, fmt.Errorf("%w: produce requests v3+ must hold exactly one record batch", kerr.InvalidRecord)
+		return wlog.AppendResult{}, 0, fmt.Errorf("%w: produce requests v3+ must hold exactly one record batch", kerr.InvalidRecord)
 	}
 	if h.IsTransactional() {
-		return wlog.AppendResult{}, fmt.Errorf("%w: transactions are not supported", kerr.TransactionalIDAuthorizationFailed)
+		return wlog.AppendResult{}, 0, fmt.Errorf("%w: transactions are not supported", kerr.TransactionalIDAuthorizationFailed)
 	}
 	if b.cfg.NullStorage {
 		n := int64(h.LastOffsetDelta) + 1
 		last := p.nullEnd.Add(n) - 1
-		return wlog.AppendResult{BaseOffset: last - n + 1, LastOffset: last, LogAppendTime: -1}, nil
+		return wlog.AppendResult{BaseOffset: last - n + 1, LastOffset: last, LogAppendTime: -1}, 0, nil
 	}
-	res, err := p.log.Append(records, b.appendOptions(p))
+	res, err := p.rep.Append(records, acks, b.appendOptions(p))
 	if err != nil {
-		return res, err
+		return res.AppendResult, 0, err
 	}
-	p.advanced(res.LastOffset + 1)
-	return res, nil
+	p.wakeAll() // followers parked on the log end fetch it now
+	return res.AppendResult, res.LeaderEpoch, nil
 }
 
 func markPartition(resp *kmsg.ProduceResponse, p *partition, code int16) {

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/replica"
 	"weir/internal/server"
 )
 
@@ -162,7 +163,11 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 				}
 			default:
 				var fr *fetchRecords
-				sp.ErrorCode, fr = b.readPartition(p, &rp, &sp, &budget, total == 0)
+				if follower := fetchReplicaID(r); follower >= 0 {
+					sp.ErrorCode, fr = b.readForFollower(p, r, follower, &rp, &sp, &budget)
+				} else {
+					sp.ErrorCode, fr = b.readPartition(p, &rp, &sp, &budget, total == 0)
+				}
 				if fr != nil {
 					recs = append(recs, fr)
 					total += fr.size
@@ -214,6 +219,50 @@ func (b *Broker) readPartition(p *partition, rp *kmsg.FetchRequestTopicPartition
 		b.logger.Warn("fetch read failed", "topic", p.topic.name, "partition", p.index, "err", err)
 		return kerr.KafkaStorageError.Code, nil
 	}
+	if res.Bytes == 0 {
+		return 0, nil
+	}
+	fr := &fetchRecords{marker: newMarker(), ranges: res.Ranges, size: res.Bytes}
+	sp.RecordBatches = fr.marker[:]
+	*budget -= res.Bytes
+	return 0, fr
+}
+
+// fetchReplicaID is the id of the follower sending a fetch, or -1 for a
+// consumer (ReplicaState from v15, ReplicaID before).
+func fetchReplicaID(r *kmsg.FetchRequest) int32 {
+	if r.Version >= 15 {
+		return r.ReplicaState.ID
+	}
+	return r.ReplicaID
+}
+
+// readForFollower serves one partition of a follower's fetch as its
+// leader: records up to the log end (not the high watermark), and the
+// follower's progress moves the high watermark and the ISR.
+func (b *Broker) readForFollower(p *partition, r *kmsg.FetchRequest, follower int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget *int64) (int16, *fetchRecords) {
+	epoch := int64(-1)
+	if r.Version >= 15 {
+		epoch = r.ReplicaState.Epoch
+	}
+	last := int32(-1)
+	if r.Version >= 12 {
+		last = rp.LastFetchedEpoch
+	}
+	res := p.rep.FetchForFollower(nil, replica.FollowerFetch{
+		ReplicaID: follower, BrokerEpoch: epoch, FetchOffset: rp.FetchOffset,
+		CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: last,
+		MaxBytes: max(min(int64(rp.PartitionMaxBytes), *budget), 1),
+	})
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+	if res.Err != nil {
+		return errCode(res.Err), nil
+	}
+	if res.DivergingEpoch.Diverged() {
+		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset
+		return 0, nil
+	}
+	sp.RecordBatches = []byte{}
 	if res.Bytes == 0 {
 		return 0, nil
 	}

@@ -32,7 +32,7 @@ func (b *Broker) handleListOffsets(_ context.Context, req *server.Request) *serv
 			if err != nil {
 				sp.ErrorCode = errCode(err)
 			} else {
-				sp.ErrorCode = b.listOffset(p, &rp, &sp)
+				sp.ErrorCode = b.listOffset(p, &rp, &sp, r.ReplicaID >= 0)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -41,7 +41,9 @@ func (b *Broker) handleListOffsets(_ context.Context, req *server.Request) *serv
 	return server.Ready(resp)
 }
 
-func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition) int16 {
+// listOffset answers one partition; a follower (replica) reads up to the
+// log end, a consumer up to the high watermark.
+func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition, replica bool) int16 {
 	epoch := p.leaderEpoch.Load()
 	if rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < epoch {
 		return kerr.FencedLeaderEpoch.Code
@@ -51,6 +53,9 @@ func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartit
 	}
 	sp.LeaderEpoch = epoch
 	hw := p.highWatermark()
+	if replica {
+		hw = p.log.EndOffset()
+	}
 	switch rp.Timestamp {
 	case -1:
 		sp.Offset = hw

@@ -42,7 +42,7 @@ func (b *Broker) handleDeleteRecords(_ context.Context, req *server.Request) *se
 					sp.ErrorCode = kerr.OffsetOutOfRange.Code
 					break
 				}
-				low, err := p.log.AdvanceStartOffset(off, hw)
+				low, err := p.rep.AdvanceStartOffset(off)
 				sp.LowWatermark = low
 				sp.ErrorCode = errCode(err)
 			}

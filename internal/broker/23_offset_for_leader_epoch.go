@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/server"
@@ -29,19 +28,15 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, req *server.Reque
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
 			p, perr := b.partitionOf(t, rp.Partition)
-			epoch := int32(0)
-			if perr == nil {
-				epoch = p.leaderEpoch.Load()
-			}
-			switch {
-			case perr != nil:
+			if perr != nil {
 				sp.ErrorCode = errCode(perr)
-			case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < epoch:
-				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
-			case rp.CurrentLeaderEpoch > epoch:
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
-			case rp.LeaderEpoch <= epoch:
-				sp.LeaderEpoch, sp.EndOffset = epoch, p.log.EndOffset()
+			} else {
+				end, err := p.rep.EndOffsetForEpoch(rp.CurrentLeaderEpoch, rp.LeaderEpoch, true)
+				if err != nil {
+					sp.ErrorCode = errCode(err)
+				} else {
+					sp.LeaderEpoch, sp.EndOffset = end.Epoch, end.EndOffset
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -42,7 +42,7 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, req *server.Request) *
 	defer b.mu.RUnlock()
 	if r.Topics == nil {
 		for _, t := range b.topics {
-			add(t, t.partitions)
+			add(t, localOnly(t.partitions))
 		}
 	} else {
 		for _, rt := range r.Topics {
@@ -52,7 +52,7 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, req *server.Request) *
 			}
 			var parts []*partition
 			for _, i := range rt.Partitions {
-				if i >= 0 && int(i) < len(t.partitions) {
+				if i >= 0 && int(i) < len(t.partitions) && t.partitions[i].log != nil {
 					parts = append(parts, t.partitions[i])
 				}
 			}

@@ -23,6 +23,7 @@ import (
 	wlog "weir/internal/log"
 	"weir/internal/metadata"
 	"weir/internal/producer"
+	"weir/internal/replica"
 	"weir/internal/server"
 )
 
@@ -89,6 +90,7 @@ type Broker struct {
 	now       func() time.Time
 	clusterID string
 
+	syncer   *wlog.Syncer // does every partition log's fsyncs
 	conf     atomic.Pointer[config.Broker]
 	baseConf *config.Broker // the static configuration, without dynamic overrides
 
@@ -108,6 +110,9 @@ type Broker struct {
 	mu         sync.RWMutex
 	topics     map[string]*topic
 	topicsByID map[[16]byte]*topic
+
+	replicas  *replica.Manager // follower fetchers
+	transport *brokerTransport // their connections to leaders
 
 	grp         atomic.Pointer[group.Coordinator]
 	grpMu       sync.Mutex // serialises coordinator replacement
@@ -162,6 +167,11 @@ func New(cfg Config) (*Broker, error) {
 	if err := b.openCluster(); err != nil {
 		return nil, err
 	}
+	b.syncer = wlog.NewSyncer(0)
+	b.transport = &brokerTransport{b: b, clients: map[int32]*cluster.KafkaClient{}}
+	b.replicas = replica.NewManager(replica.ManagerConfig{
+		LocalID: cfg.NodeID, BrokerEpoch: -1, Transport: b.transport, Logger: b.logger,
+	})
 	if err := b.startCoordinators(); err != nil {
 		b.ctl.Close()
 		b.node.Close()
@@ -186,8 +196,9 @@ func New(cfg Config) (*Broker, error) {
 	b.wg.Add(1)
 	go b.metadataLoop(sub)
 	if !cfg.Cluster.single(cfg.NodeID) {
-		b.wg.Add(1)
+		b.wg.Add(2)
 		go b.livenessLoop()
+		go b.shrinkLoop()
 	}
 	if cfg.RetentionCheckInterval > 0 {
 		b.wg.Add(1)
@@ -243,7 +254,9 @@ func (b *Broker) Close() error {
 		b.life.Close()
 	}
 	b.cancel()
+	b.replicas.Close()
 	b.wg.Wait()
+	b.transport.close()
 	if b.shares != nil {
 		b.shares.close()
 	}
@@ -251,6 +264,7 @@ func (b *Broker) Close() error {
 		g.Close()
 	}
 	err := b.closeLogs()
+	b.syncer.Close()
 	b.ctl.Close()
 	if cerr := b.node.Close(); err == nil {
 		err = cerr

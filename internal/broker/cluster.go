@@ -233,6 +233,14 @@ func (b *Broker) Start(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("broker: not unfenced by the controller within %v (state %v)", timeout, life.State())
 	}
+	// Clients learn of this broker from the image: wait until the
+	// registry reflects the unfencing.
+	if err := b.waitRegistry(ctx, func() bool {
+		br, ok := b.image().Broker(b.cfg.NodeID)
+		return ok && !br.Fenced
+	}); err != nil {
+		return fmt.Errorf("broker: unfencing not applied here: %w", err)
+	}
 	if b.cfg.Cluster.single(b.cfg.NodeID) {
 		// A cluster creates it on the first FindCoordinator, once its
 		// brokers are up to hold the replicas; a single node at once.

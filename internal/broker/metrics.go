@@ -58,7 +58,7 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	b.mu.RLock()
 	var parts []*partition
 	for _, t := range b.topics {
-		parts = append(parts, t.partitions...)
+		parts = append(parts, localOnly(t.partitions)...)
 	}
 	b.mu.RUnlock()
 	for _, p := range parts {

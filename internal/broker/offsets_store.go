@@ -49,15 +49,19 @@ func (s *offsetsStore) Append(ctx context.Context, groupID string, recs []group.
 	if bb.Len() == 0 {
 		return nil
 	}
-	res, err := p.log.Append(bb.Build(), wlog.AppendOptions{LeaderEpoch: p.leaderEpoch.Load()})
+	// Written as a producer with acks=all would: the answer waits until
+	// every in-sync replica has the records.
+	res, err := p.rep.Append(bb.Build(), -1, wlog.AppendOptions{})
 	if err != nil {
 		return err
 	}
-	p.advanced(res.LastOffset + 1)
+	p.wakeAll()
 	if p.log.Config().SyncBeforeAck {
-		return p.log.WaitDurable(ctx, res.LastOffset+1)
+		if err := p.log.WaitDurable(ctx, res.LastOffset+1); err != nil {
+			return err
+		}
 	}
-	return nil
+	return p.rep.WaitForHW(ctx, res.LeaderEpoch, res.LastOffset+1)
 }
 
 // groupPartition is the __consumer_offsets partition of a group.

@@ -6,6 +6,7 @@ import (
 
 	wlog "weir/internal/log"
 	"weir/internal/metadata"
+	"weir/internal/replica"
 	"weir/internal/producer"
 )
 
@@ -17,6 +18,7 @@ type partition struct {
 	topic *topic
 	index int32
 	log   *wlog.Log
+	rep   *replica.Replica // the replica over log (nil for node-local logs)
 
 	leader      atomic.Int32 // the leader's node id, -1 when offline
 	leads       atomic.Bool
@@ -87,8 +89,8 @@ func (p *partition) advanced(hw int64) {
 // consumers.
 func (p *partition) highWatermark() int64 { return p.hw.Load() }
 
-// setState takes the partition's state from the metadata image. A
-// replica that becomes leader serves from its log end offset; one that
+// setState takes the partition's state from the metadata image (the
+// replica's role is switched separately, by applyRole). A replica that
 // stops leading wakes its parked fetches so they answer with
 // NOT_LEADER_OR_FOLLOWER.
 func (p *partition) setState(s metadata.Partition, self int32) {
@@ -97,13 +99,34 @@ func (p *partition) setState(s metadata.Partition, self int32) {
 	p.leaderEpoch.Store(s.LeaderEpoch())
 	p.leader.Store(s.Leader())
 	leads := s.Leader() == self && p.log != nil
-	was := p.leads.Swap(leads)
-	if leads && !was {
-		p.advanced(p.log.EndOffset())
+	if was := p.leads.Swap(leads); was != leads {
+		p.wakeAll()
 	}
-	if was && !leads {
-		p.advanced(p.highWatermark())
+}
+
+// setHW publishes the replica's high watermark and wakes parked fetches.
+func (p *partition) setHW(hw int64) {
+	p.hw.Store(hw)
+	p.wakeAll()
+}
+
+func (p *partition) wakeAll() {
+	p.wmu.Lock()
+	for _, w := range p.waiters {
+		w.wake()
 	}
+	p.wmu.Unlock()
+}
+
+// localOnly keeps the partitions this node holds a replica of.
+func localOnly(ps []*partition) []*partition {
+	out := make([]*partition, 0, len(ps))
+	for _, p := range ps {
+		if p.log != nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // isLeader reports whether this node leads the partition.

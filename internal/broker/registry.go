@@ -7,6 +7,7 @@ import (
 
 	"weir/internal/cluster"
 	"weir/internal/metadata"
+	"weir/internal/replica"
 )
 
 // The broker's topic registry (Broker.topics) is a projection of the
@@ -141,6 +142,7 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
 		b.logger.Warn("topic configs do not apply; using the broker defaults", "topic", t.name, "err", err)
 		cfg, _ = b.topicLogConfig(nil)
 	}
+	minISR := b.minISROf(t.configs)
 	parts := make([]*partition, mt.NumPartitions())
 	var stopped []*partition
 	mt.EachPartition(func(i int32, s metadata.Partition) bool {
@@ -155,7 +157,12 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
 			if p != nil {
 				stopped = append(stopped, p) // a placeholder
 			}
-			np, err := b.openPartition(t, i, cfg)
+			np, err := b.openPartition(t, i, cfg, false)
+			if err == nil {
+				if err = b.openReplica(np, minISR); err != nil {
+					np.log.Close()
+				}
+			}
 			if err != nil {
 				b.logger.Error("cannot open a partition this node replicates", "topic", t.name, "partition", i, "err", err)
 				np = &partition{topic: t, index: i}
@@ -168,6 +175,7 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
 			p = &partition{topic: t, index: i}
 		}
 		p.setState(s, self)
+		b.applyRole(p, s)
 		parts[i] = p
 		return true
 	})
@@ -209,9 +217,13 @@ func (b *Broker) removeTopic(id metadata.TopicID, deleteData bool) {
 // removes its data), and wakes fetches parked on it.
 func (b *Broker) dropPartition(p *partition, deleteData bool) {
 	p.leader.Store(-1)
-	p.advanced(p.highWatermark())
+	p.leads.Store(false)
+	p.wakeAll()
 	if p.log == nil {
 		return
+	}
+	if p.rep != nil {
+		b.replicas.RemovePartitions([]*replica.Replica{p.rep})
 	}
 	p.log.Close()
 	if deleteData {

@@ -25,11 +25,17 @@ func (b *Broker) enforceRetention() {
 	b.mu.RLock()
 	var parts []*partition
 	for _, t := range b.topics {
-		parts = append(parts, t.partitions...)
+		parts = append(parts, localOnly(t.partitions)...)
 	}
 	b.mu.RUnlock()
 	for _, p := range parts {
-		if _, err := p.log.EnforceRetention(p.highWatermark()); err != nil {
+		var err error
+		if p.rep != nil {
+			_, err = p.rep.EnforceRetention()
+		} else {
+			_, err = p.log.EnforceRetention(p.highWatermark())
+		}
+		if err != nil {
 			b.logger.Warn("retention failed", "topic", p.topic.name, "partition", p.index, "err", err)
 		}
 	}

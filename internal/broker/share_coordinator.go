@@ -196,7 +196,7 @@ func (c *shareCoordinator) openStateLogs(create bool) ([]*partition, bool, error
 	t := &topic{name: shareStateTopic, internal: true}
 	var parts []*partition
 	for i := range c.cfg.StatePartitions {
-		p, err := b.openPartition(t, i, cfg)
+		p, err := b.openPartition(t, i, cfg, false)
 		if err != nil {
 			for _, q := range parts {
 				q.log.Close()

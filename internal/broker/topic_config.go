@@ -59,9 +59,16 @@ func (b *Broker) applyTopicConfigs(t *topic, overrides map[string]string, parts 
 	if err != nil {
 		return err
 	}
+	minISR := b.minISROf(overrides)
 	for _, p := range parts {
+		if p.log == nil {
+			continue
+		}
 		if err := p.log.SetConfig(cfg); err != nil {
 			return fmt.Errorf("%w: %s-%d: %v", kerr.InvalidConfig, t.name, p.index, err)
+		}
+		if p.rep != nil {
+			p.rep.SetMinISR(minISR)
 		}
 	}
 	return nil

@@ -118,9 +118,10 @@ func partitionDir(dataDir, topic string, p int32) string {
 	return filepath.Join(dataDir, topic+"-"+strconv.Itoa(int(p)))
 }
 
-// openPartition opens (or creates) the log of one partition.
-func (b *Broker) openPartition(t *topic, p int32, cfg wlog.Config) (*partition, error) {
-	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, p), cfg, wlog.Options{Logger: b.logger, Now: b.now})
+// openPartition opens the log of one partition; with lazy, a partition
+// never written has no files until its first append.
+func (b *Broker) openPartition(t *topic, p int32, cfg wlog.Config, lazy bool) (*partition, error) {
+	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, p), cfg, wlog.Options{Logger: b.logger, Now: b.now, Syncer: b.syncer, Lazy: lazy})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s-%d: %w", t.name, p, err)
 	}

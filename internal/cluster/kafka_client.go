@@ -194,3 +194,11 @@ func (k *KafkaClient) Close() {
 		delete(k.idle, addr)
 	}
 }
+
+// Request sends any request once to the node Leader names (or a
+// bootstrap address), without the controller client's retries: brokers
+// use it to reach each other (replica fetches). The caller retries.
+func (k *KafkaClient) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp, _, err := k.attempt(ctx, req)
+	return resp, err
+}

@@ -78,6 +78,10 @@ func (c *Config) defaults() {
 	if c.Controller.Now == nil {
 		c.Controller.Now = time.Now
 	}
+	if c.Controller.LocalBroker == nil {
+		self := c.ID
+		c.Controller.LocalBroker = func(id int32) bool { return id == self }
+	}
 	if c.MergeConfigs == nil {
 		c.MergeConfigs = MergeConfigOps
 	}

@@ -20,6 +20,7 @@ const (
 	GroupMinSessionTimeout    = "group.min.session.timeout.ms"
 	GroupMaxSessionTimeout    = "group.max.session.timeout.ms"
 	BrokerRack                = "broker.rack"
+	ReplicaLagTimeMax         = "replica.lag.time.max.ms"
 	// weir's own broker configs.
 	WeirLogSyncBeforeAck   = "weir.log.sync.before.ack"
 	FaultProduceResponseMs = "weir.fault.produce.response.delay.ms"
@@ -94,6 +95,7 @@ var brokerDefs = newDefSet([]Def{
 	// weir's own.
 	{Name: WeirLogSyncBeforeAck, Type: Boolean, Default: "false", Dynamic: true, Support: Honoured, Doc: "weir: default weir.sync.before.ack."},
 	{Name: FaultProduceResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every produce response by this many milliseconds."},
+	{Name: ReplicaLagTimeMax, Type: Long, Default: "30000", valid: atLeast(1), Support: Honoured, Doc: "A follower that has not caught up with its leader's log end for this long leaves the ISR."},
 	{Name: LivenessProbeMs, Type: Long, Default: "200", valid: atLeast(0), Support: Honoured, Doc: "How often the active controller's node probes every unfenced broker's listener; a broker whose listener refuses connections twice in a row is fenced at once instead of after broker.session.timeout.ms. 0 turns probing off."},
 	{Name: LeaderHints, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "KIP-951: Produce and Fetch answers that fail with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH name the new leader and its endpoint. false leaves clients to refresh metadata, for comparisons."},
 	{Name: FaultFetchResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every fetch response by this many milliseconds."},

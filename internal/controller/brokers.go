@@ -47,7 +47,11 @@ func (c *Controller) RegisterBroker(req *kmsg.BrokerRegistrationRequest) (*kmsg.
 		return fail(kerr.InvalidRegistration)
 	}
 	old, exists := c.img.Broker(req.BrokerID)
-	if exists && old.Incarnation != req.IncarnationID && c.validSession(old) {
+	// The broker of the controller's own node cannot have another live
+	// incarnation: that would be this very process. Its restart after a
+	// crash need not wait for the old session to lapse.
+	local := c.cfg.LocalBroker != nil && c.cfg.LocalBroker(req.BrokerID)
+	if exists && old.Incarnation != req.IncarnationID && !local && c.validSession(old) {
 		return fail(kerr.DuplicateBrokerRegistration)
 	}
 	rec := &metadata.RegisterBrokerRecord{ID: req.BrokerID, Incarnation: req.IncarnationID, Fenced: true}

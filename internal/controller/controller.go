@@ -49,6 +49,10 @@ type Config struct {
 	UncleanLeaderElection bool
 	// DisableTopicDeletion turns delete.topic.enable off.
 	DisableTopicDeletion bool
+	// LocalBroker reports whether a broker id is the node this controller
+	// runs on (nil: none): its re-registration with a new incarnation is
+	// accepted at once, since the old one cannot be alive.
+	LocalBroker func(id int32) bool
 	// ProducerIDBlockSize is how many producer ids one
 	// AllocateProducerIds hands out. Default 1000, as Kafka.
 	ProducerIDBlockSize int32

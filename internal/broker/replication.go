@@ -1,0 +1,252 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/cluster"
+	"weir/internal/config"
+	wlog "weir/internal/log"
+	"weir/internal/metadata"
+	"weir/internal/replica"
+)
+
+// Replication: every local replica of a partition is an internal/replica
+// Replica over its log. The metadata loop switches it to leader or
+// follower as the image says; followers are fed by the replica Manager's
+// fetchers (one per leader broker, over the Kafka protocol to the
+// leader's listener); leaders serve followers' Fetch requests, keep the
+// high watermark and propose ISR changes, which this file sends to the
+// controller as AlterPartition.
+
+// openReplica wraps a freshly opened partition log in a Replica.
+func (b *Broker) openReplica(p *partition, minISR int) error {
+	r, err := replica.Open(p.log, p.log.EndOffset(), replica.Config{
+		LocalID:   b.cfg.NodeID,
+		Topic:     p.topic.name,
+		TopicID:   p.topic.id,
+		Partition: p.index,
+		MaxLag:    b.settings().Millis(config.ReplicaLagTimeMax),
+		MinISR:    minISR,
+		Eligible:  b.eligible,
+		OnISRChange: func(r *replica.Replica, ch replica.ISRChange) {
+			b.sendISRChange(p, r, ch)
+		},
+		OnHighWatermark: func(_ *replica.Replica, hw int64) { p.setHW(hw) },
+		OnFollowerAppend: func(_ *replica.Replica, h *wlog.BatchHeader) {
+			p.producers.Record(h)
+		},
+		OnTruncate: func(*replica.Replica, int64) {
+			if err := b.rebuildProducers(p); err != nil {
+				b.logger.Warn("producer state not rebuilt after truncation", "topic", p.topic.name, "partition", p.index, "err", err)
+			}
+		},
+		Now:    b.now,
+		Logger: b.logger,
+	})
+	if err != nil {
+		return err
+	}
+	p.rep = r
+	p.hw.Store(r.HighWatermark())
+	return nil
+}
+
+// eligible says whether a broker may join an ISR: registered, unfenced,
+// not shutting down, at the broker epoch its fetches carry (when known).
+func (b *Broker) eligible(id int32, epoch int64) bool {
+	br, ok := b.node.Image().Broker(id)
+	if !ok || !br.Active() {
+		return false
+	}
+	return epoch < 0 || br.Epoch == epoch
+}
+
+// applyRole makes a local replica leader or follower as the image says.
+// It runs on the metadata loop.
+func (b *Broker) applyRole(p *partition, s metadata.Partition) {
+	if p.rep == nil {
+		return
+	}
+	st := replica.StateOf(s)
+	switch {
+	case s.Leader() == b.cfg.NodeID:
+		b.replicas.RemovePartitions([]*replica.Replica{p.rep})
+		if err := p.rep.BecomeLeader(st); err != nil && !errors.Is(err, replica.ErrStaleState) {
+			b.logger.Warn("cannot lead", "topic", p.topic.name, "partition", p.index, "err", err)
+		}
+	default:
+		if err := p.rep.BecomeFollower(st); err != nil && !errors.Is(err, replica.ErrStaleState) {
+			b.logger.Warn("cannot follow", "topic", p.topic.name, "partition", p.index, "err", err)
+			return
+		}
+		if s.Leader() >= 0 {
+			b.replicas.AddPartitions([]replica.Follow{{Replica: p.rep, Leader: s.Leader(), LeaderEpoch: s.LeaderEpoch()}})
+		} else {
+			b.replicas.RemovePartitions([]*replica.Replica{p.rep})
+		}
+	}
+}
+
+// sendISRChange sends a leader's proposed ISR to the controller and
+// reports the answer back to the replica, off the caller's goroutine.
+func (b *Broker) sendISRChange(p *partition, r *replica.Replica, ch replica.ISRChange) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		backoff := 100 * time.Millisecond
+		for b.ctx.Err() == nil {
+			if !r.CompleteISRChange(ch, b.alterPartition(p, ch)) {
+				return
+			}
+			// The outcome is unknown: the change stays in flight and
+			// goes again, as Kafka resends it.
+			select {
+			case <-b.ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 2*time.Second)
+		}
+	}()
+}
+
+// alterPartition sends one AlterPartition for a proposed ISR.
+func (b *Broker) alterPartition(p *partition, ch replica.ISRChange) replica.ISRChangeResult {
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.Version = 3 // topic ids and broker epochs (KIP-903)
+	req.BrokerID = b.cfg.NodeID
+	if b.life != nil {
+		req.BrokerEpoch = b.life.Epoch()
+	}
+	t := kmsg.NewAlterPartitionRequestTopic()
+	t.Topic, t.TopicID = p.topic.name, p.topic.id
+	tp := kmsg.NewAlterPartitionRequestTopicPartition()
+	tp.Partition, tp.LeaderEpoch, tp.PartitionEpoch = p.index, ch.LeaderEpoch, ch.PartitionEpoch
+	img := b.node.Image()
+	for i, id := range ch.NewISR {
+		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+		e.BrokerID, e.BrokerEpoch = id, -1
+		if i < len(ch.BrokerEpochs) {
+			e.BrokerEpoch = ch.BrokerEpochs[i]
+		}
+		if e.BrokerEpoch < 0 {
+			if br, ok := img.Broker(id); ok {
+				e.BrokerEpoch = br.Epoch
+			}
+		}
+		tp.NewEpochISR = append(tp.NewEpochISR, e)
+		tp.NewISR = append(tp.NewISR, id)
+	}
+	t.Partitions = append(t.Partitions, tp)
+	req.Topics = append(req.Topics, t)
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	var res replica.ISRChangeResult
+	resp, err := b.ctl.Admin(ctx, req)
+	switch {
+	case err != nil:
+		res.Err = err
+	default:
+		ar := resp.(*kmsg.AlterPartitionResponse)
+		res.Err = kerr.ErrorForCode(ar.ErrorCode)
+		if res.Err == nil {
+			res.Err = errors.New("broker: AlterPartition answer without the partition")
+			for _, rt := range ar.Topics {
+				for _, rp := range rt.Partitions {
+					if rp.Partition == p.index {
+						res.Err = kerr.ErrorForCode(rp.ErrorCode)
+						res.LeaderEpoch, res.PartitionEpoch, res.ISR = rp.LeaderEpoch, rp.PartitionEpoch, rp.ISR
+					}
+				}
+			}
+		}
+	}
+	if res.Err != nil {
+		b.logger.Debug("ISR change not committed", "topic", p.topic.name, "partition", p.index, "isr", ch.NewISR, "err", res.Err)
+	}
+	return res
+}
+
+// shrinkLoop asks every led partition, every replica.lag.time.max.ms/2,
+// whether a follower fell out of the ISR.
+func (b *Broker) shrinkLoop() {
+	defer b.wg.Done()
+	for {
+		every := b.settings().Millis(config.ReplicaLagTimeMax) / 2
+		if every <= 0 {
+			every = 15 * time.Second
+		}
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		for _, p := range b.ledReplicas() {
+			p.rep.MaybeShrinkISR()
+		}
+	}
+}
+
+// ledReplicas lists the local partitions this node leads.
+func (b *Broker) ledReplicas() []*partition {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var out []*partition
+	for _, t := range b.topics {
+		for _, p := range t.partitions {
+			if p.rep != nil && p.isLeader() {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// brokerTransport sends the fetchers' requests to other brokers' Kafka
+// listeners, one controller-protocol client per broker.
+type brokerTransport struct {
+	b       *Broker
+	mu      sync.Mutex
+	clients map[int32]*cluster.KafkaClient
+}
+
+func (t *brokerTransport) Send(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+	t.mu.Lock()
+	c := t.clients[id]
+	if c == nil {
+		c = cluster.NewKafkaClient(cluster.KafkaClientConfig{
+			Leader:   func() int32 { return id },
+			Resolve:  cluster.ListenerResolver(t.b.node, listenerName),
+			ClientID: "weir-replica-" + itoa(t.b.cfg.NodeID),
+			Logger:   t.b.logger,
+		})
+		t.clients[id] = c
+	}
+	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return c.Request(ctx, req)
+}
+
+func (t *brokerTransport) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range t.clients {
+		c.Close()
+	}
+	t.clients = nil
+}
+
+// minISROf is a topic's min.insync.replicas.
+func (b *Broker) minISROf(configs map[string]string) int {
+	t, err := b.settings().Topic(configs)
+	if err != nil {
+		return 1
+	}
+	return t.MinInsyncReplicas()
+}
