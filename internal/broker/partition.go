@@ -6,8 +6,8 @@ import (
 
 	wlog "weir/internal/log"
 	"weir/internal/metadata"
-	"weir/internal/replica"
 	"weir/internal/producer"
+	"weir/internal/replica"
 )
 
 // partition is one partition of a topic as the metadata image describes
