@@ -196,6 +196,13 @@ func (c *EpochCache) persistLocked() error {
 	if c.dir == "" {
 		return nil
 	}
+	if _, err := os.Stat(c.dir); errors.Is(err, os.ErrNotExist) {
+		// A lazy log not written yet (internal/log Options.Lazy): there
+		// is nothing the entries could describe. The next change after
+		// the first append writes the file; a crash before that finds
+		// batches without a checkpoint, which Open rebuilds from.
+		return nil
+	}
 	if err := replaceFile(c.dir, epochCheckpointFile, encodeEpochCheckpoint(c.entries)); err != nil {
 		return fmt.Errorf("replica: leader-epoch checkpoint: %w", err)
 	}

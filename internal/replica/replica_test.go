@@ -307,3 +307,40 @@ func TestLogStartMovesTheEpochCache(t *testing.T) {
 		t.Fatalf("after retention: cache %v, want %v", got, want)
 	}
 }
+
+// TestLazyLogLeadsWithoutFiles: a replica over a lazy log that was never
+// written becomes leader without creating its directory; its first
+// append creates it, and a reopened replica rebuilds the epoch cache from
+// the batches.
+func TestLazyLogLeadsWithoutFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p-0")
+	l, err := wlog.Open(dir, wlog.DefaultConfig(), wlog.Options{Lazy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(l, 0, Config{LocalID: 1, Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.BecomeLeader(PartitionState{Leader: 1, LeaderEpoch: 4, PartitionEpoch: 1, Replicas: []int32{1}, ISR: []int32{1}}); err != nil {
+		t.Fatalf("lead over a lazy log: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("leading created the directory: %v", err)
+	}
+	if _, err := r.Append(batch("x", 1), 1, wlog.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openLog(t, dir)
+	t.Cleanup(func() { _ = l2.Close() })
+	r2, err := Open(l2, 1, Config{LocalID: 1, Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := r2.EpochCache().Latest(); !ok || e.Epoch != 4 || e.StartOffset != 0 {
+		t.Fatalf("reopened epoch cache latest %+v %v, want epoch 4 from 0", e, ok)
+	}
+}
