@@ -157,7 +157,7 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
 			if p != nil {
 				stopped = append(stopped, p) // a placeholder
 			}
-			np, err := b.openPartition(t, i, cfg, false)
+			np, err := b.openPartition(t, i, cfg, true)
 			if err == nil {
 				if err = b.openReplica(np, minISR); err != nil {
 					np.log.Close()
