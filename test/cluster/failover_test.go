@@ -37,6 +37,17 @@ func setUp(t *testing.T, ctx context.Context, topic string) (*testCluster, []vie
 	return c, views
 }
 
+// logUnconsumed reports acknowledged records the consumer never
+// received although it read past them. Not an assertion: these tests
+// check availability and convergence, and the durability of
+// acknowledged records across leader changes is for tests of
+// replication.
+func logUnconsumed(t *testing.T, ld *load, mark int) {
+	t.Helper()
+	n, some := ld.unconsumedBefore(mark)
+	t.Logf("acknowledged records produced before record %d that the consumer never received: %d %v", mark, n, some)
+}
+
 // TestControlledShutdownKeepsClientsGoing stops a node that leads
 // partitions with a controlled shutdown while a producer (acks=all) and a
 // group consumer run, then starts it again.
@@ -92,6 +103,7 @@ func TestControlledShutdownKeepsClientsGoing(t *testing.T) {
 	t.Logf("%v after the restart: leaders %v", time.Since(start), leadersOf(after[0]))
 	mark = ld.mark()
 	eventually(t, ctx, 20*time.Second, "records produced after the restart acknowledged and consumed on every partition", ld.flowingSince(mark))
+	logUnconsumed(t, ld, mark)
 
 	if failed, first := ld.stop(ctx); failed > 0 {
 		t.Errorf("%d records failed to produce across a controlled shutdown; first: %s", failed, strings.Join(first, "; "))
@@ -182,6 +194,7 @@ func TestControllerKillFailover(t *testing.T) {
 	t.Logf("metadata converged on all three %v after the restart", time.Since(start))
 	mark = ld.mark()
 	eventually(t, ctx, 20*time.Second, "records produced after the restart acknowledged and consumed on every partition", ld.flowingSince(mark))
+	logUnconsumed(t, ld, mark)
 	if failed, first := ld.stop(ctx); failed > 0 {
 		t.Errorf("%d records failed to produce across the controller's failover; first: %s", failed, strings.Join(first, "; "))
 	}

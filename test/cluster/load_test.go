@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -29,6 +30,8 @@ type load struct {
 	consumedMax []int // per partition, the highest index consumed
 	acked       int
 	consumed    int
+	ackedSet    map[int]bool
+	consumedSet map[int]bool
 	failed      int
 	firstFailed []string
 	fetchErrs   []string
@@ -60,7 +63,8 @@ func startLoad(t *testing.T, ctx context.Context, c *testCluster, topic string, 
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	l := &load{t: t, partitions: partitions, prod: prod, cons: cons, cancel: cancel,
-		ackedMax: filled(partitions, -1), consumedMax: filled(partitions, -1)}
+		ackedMax: filled(partitions, -1), consumedMax: filled(partitions, -1),
+		ackedSet: map[int]bool{}, consumedSet: map[int]bool{}}
 	l.wg.Add(2)
 	go l.produce(lctx)
 	go l.consume(lctx)
@@ -105,6 +109,7 @@ func (l *load) produce(ctx context.Context) {
 				return
 			}
 			l.acked++
+			l.ackedSet[i] = true
 			l.ackedMax[p] = max(l.ackedMax[p], i)
 		})
 	}
@@ -132,6 +137,7 @@ func (l *load) consume(ctx context.Context) {
 				return
 			}
 			l.consumed++
+			l.consumedSet[i] = true
 			l.consumedMax[r.Partition] = max(l.consumedMax[r.Partition], i)
 		})
 		l.mu.Unlock()
@@ -186,6 +192,27 @@ func (l *load) stop(ctx context.Context) (int, []string) {
 	l.t.Logf("load: %d produced, %d acknowledged, %d failed, %d consumed; first fetch errors %q",
 		l.next, l.acked, l.failed, l.consumed, l.fetchErrs)
 	return l.failed, l.firstFailed
+}
+
+// unconsumedBefore counts the acknowledged records produced before mark
+// that the consumer never received, with a few of them. Once
+// flowingSince(mark) has passed, the consumer has read past them on their
+// partition: they are gone from the log it read (or it skipped them on an
+// offset reset).
+func (l *load) unconsumedBefore(mark int) (int, []int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, some := 0, []int(nil)
+	for i := range l.ackedSet {
+		if i < mark && !l.consumedSet[i] {
+			n++
+			if len(some) < keepFirstErrs {
+				some = append(some, i)
+			}
+		}
+	}
+	slices.Sort(some)
+	return n, some
 }
 
 func (l *load) close() {
