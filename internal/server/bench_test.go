@@ -100,9 +100,23 @@ func (f funcDispatcher) Serve(ctx context.Context, req *Request) *Reply { return
 // ProducerPerformance sends with its defaults); per request cost of
 // reading the ~97 KiB frame, decoding it and answering. Allocations here
 // are the garbage a produce stream makes in the server.
+//
+// "reused" is the same with a dispatcher that lets the server reuse
+// produce frames (FrameReuser).
 func BenchmarkProduceFrames(b *testing.B) {
 	resp := kmsg.NewPtrProduceResponse()
-	c := benchServer(b, funcDispatcher(func(context.Context, *Request) *Reply { return Ready(resp) }))
+	serve := funcDispatcher(func(context.Context, *Request) *Reply { return Ready(resp) })
+	b.Run("fresh", func(b *testing.B) { benchProduceFrames(b, serve) })
+	b.Run("reused", func(b *testing.B) { benchProduceFrames(b, reusingDispatcher{serve}) })
+}
+
+// reusingDispatcher is a funcDispatcher that keeps no produce frame.
+type reusingDispatcher struct{ funcDispatcher }
+
+func (reusingDispatcher) ReusesFrame(key int16) bool { return key == 0 }
+
+func benchProduceFrames(b *testing.B, d Dispatcher) {
+	c := benchServer(b, d)
 	req := kmsg.NewPtrProduceRequest()
 	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 30000
 	topic := kmsg.NewProduceRequestTopic()

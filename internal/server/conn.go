@@ -128,7 +128,16 @@ func (c *conn) readRequests() (flush bool) {
 		if c.draining() || !c.acquireSlot() {
 			return true
 		}
-		frame, err := readFrame(br, c.s.maxRequestSize)
+		var buf []byte
+		var pooled bool
+		if len(c.s.reusable) > 0 {
+			// Peek blocks until the prefix and key arrive, as the read
+			// below would have.
+			if size, key, ok := peekFrameKey(br); ok && c.s.reusable[key] && size >= minFrameSize && size <= c.s.maxRequestSize {
+				buf, pooled = c.s.frames.get(int(size)), true
+			}
+		}
+		frame, err := readFrameInto(br, c.s.maxRequestSize, buf)
 		if err != nil {
 			if fse, ok := errors.AsType[*frameSizeError](err); ok {
 				c.violation("bad frame size", slog.Int("size", int(fse.size)))
@@ -137,7 +146,11 @@ func (c *conn) readRequests() (flush bool) {
 			return c.draining()
 		}
 		c.s.stats.bytesIn.Add(uint64(4 + len(frame)))
-		if !c.handle(frame) {
+		more := c.handle(frame)
+		if pooled {
+			c.s.frames.put(frame) // Serve has returned
+		}
+		if !more {
 			return true
 		}
 	}

@@ -36,6 +36,17 @@ type Dispatcher interface {
 	Serve(ctx context.Context, req *Request) *Reply
 }
 
+// FrameReuser is implemented by a Dispatcher that keeps no reference into
+// the frame of some requests once Serve has returned: no []byte field of
+// the request body (record batches, for a produce handler that has
+// appended them) is read or retained after that, by Serve or by work its
+// Reply waits on. For those keys the server reads requests into pooled
+// buffers and reuses each one as soon as Serve returns, so a stream of
+// produce requests allocates no frame per request.
+type FrameReuser interface {
+	ReusesFrame(key int16) bool
+}
+
 // Request is one decoded request.
 type Request struct {
 	Key           int16
@@ -45,7 +56,7 @@ type Request struct {
 	ClientID string
 	// Body is the decoded request, with its version set. Its []byte
 	// fields (record batches) alias the frame buffer, which the server
-	// never reuses.
+	// never reuses, except for the keys a FrameReuser names.
 	Body kmsg.Request
 	// Size is the frame size in bytes, without the 4-byte length prefix.
 	Size int32

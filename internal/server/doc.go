@@ -28,6 +28,25 @@
 // answered; at the bound the reader stops reading, which pushes back on
 // the client through TCP.
 //
+// This pipelines more than Kafka does: Kafka mutes a connection from the
+// moment it has read a request until the response has been sent, so its
+// broker never reads a connection's next request early; here the next
+// request is read and decoded as soon as Serve returns, while earlier
+// replies may still be pending or being written.
+//
+// # Frames
+//
+// A frame up to 1 MiB is read into one buffer of its size; larger ones
+// grow as their bytes arrive. Decoded requests alias that buffer, so it
+// is normally new for every request. A Dispatcher that implements
+// FrameReuser names keys whose requests it never references after Serve
+// returns (a produce handler that has appended the batches): frames of
+// those keys are read into pooled power-of-two buffers (4 KiB to 1 MiB)
+// that go back to the pool when Serve returns. A stream of 97 KiB
+// produce requests then allocates about 600 bytes per request instead of
+// 107 KiB (BenchmarkProduceFrames: 66-81 us/op fresh, 18-21 us/op
+// reused).
+//
 // Bad input never reaches the broker: a frame size below the smallest
 // header or above Config.MaxRequestSize, an unknown API key, an
 // unsupported version (except ApiVersions, answered with the KIP-511

@@ -42,6 +42,8 @@ type Server struct {
 	versions       map[int16]APIVersionRange
 	maxRequestSize int32
 	maxInFlight    int
+	reusable       map[int16]bool // keys whose frames come from frames
+	frames         framePool
 	ln             net.Listener
 	stats          *counters
 
@@ -87,6 +89,14 @@ func newServer(cfg Config) (*Server, error) {
 		maxInFlight:    cfg.MaxInFlight,
 		stats:          newCounters(versions),
 		conns:          make(map[*conn]struct{}),
+		reusable:       map[int16]bool{},
+	}
+	if fr, ok := cfg.Dispatcher.(FrameReuser); ok {
+		for key := range versions {
+			if fr.ReusesFrame(key) {
+				s.reusable[key] = true
+			}
+		}
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
