@@ -65,6 +65,12 @@ func (b *Broker) handleShareFetch(ctx context.Context, req *server.Request) *ser
 		return fail(fmt.Errorf("%w: maxBytes, minBytes, maxRecords and maxWaitMs must be set to 0 if isRenewAck is true.", kerr.InvalidRequest))
 	}
 	settings, exists := c.settings(group)
+	if !exists && !b.coordinates(group) {
+		// Another node coordinates the group; this one leads some of its
+		// partitions and keeps their share state.
+		settings = c.ensureGroup(group)
+		exists = true
+	}
 	if !exists {
 		return fail(fmt.Errorf("%w: Share group %s not found.", kerr.GroupIDNotFound, group))
 	}

@@ -255,6 +255,12 @@ func (b *Broker) Start(ctx context.Context) error {
 		return fmt.Errorf("broker: load share groups: %w", err)
 	}
 	b.started.Store(true)
+	img := b.node.Image()
+	for _, res := range img.ConfigResources() {
+		if res.Type == metadata.ResourceGroup {
+			b.shares.applyGroupConfigs(res.Name, img.Configs(res))
+		}
+	}
 	b.reloadGroups()
 	b.logger.Info("broker active", "node", b.cfg.NodeID, "cluster_id", b.clusterID)
 	return nil

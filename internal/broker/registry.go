@@ -71,6 +71,8 @@ func (b *Broker) applyUpdate(u cluster.Update) {
 				b.reconcileTopicConfigs(img, res.Name)
 			case metadata.ResourceBroker:
 				brokerConfigs = true
+			case metadata.ResourceGroup:
+				b.shares.applyGroupConfigs(res.Name, img.Configs(res))
 			}
 		}
 		if brokerConfigs {
@@ -116,6 +118,11 @@ func (b *Broker) reconcileAll(img *metadata.Image) bool {
 		b.reconcileTopicConfigs(img, t.Name())
 		return true
 	})
+	for _, res := range img.ConfigResources() {
+		if res.Type == metadata.ResourceGroup {
+			b.shares.applyGroupConfigs(res.Name, img.Configs(res))
+		}
+	}
 	return changed
 }
 

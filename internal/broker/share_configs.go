@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,7 +14,8 @@ import (
 
 // Group configs (resource type GROUP, 32) for DescribeConfigs and
 // IncrementalAlterConfigs: the share.* configs of Kafka's GroupConfig,
-// stored in __share_group_state and applied to the group at once. The
+// recorded in the metadata log (GROUP config resources) and applied by
+// every broker to the group's share partitions it leads. The
 // consumer.* and streams.* group configs are not served: setting one is
 // INVALID_CONFIG, describing lists only share.*. Any group id is a valid
 // resource, whether or not the group exists, as in Kafka.
@@ -122,7 +124,30 @@ func (c *shareCoordinator) alterGroupConfig(ctx context.Context, group string, o
 	if group == "" {
 		return fmt.Errorf("%w: Group name must not be empty", kerr.InvalidRequest)
 	}
-	return c.alterGroupConfigs(ctx, group, func(current map[string]string) (map[string]string, error) {
-		return c.cfg.alterGroupConfigs(current, ops)
-	}, validateOnly)
+	current := c.groupConfigs(group)
+	next, err := c.cfg.alterGroupConfigs(current, ops)
+	if err != nil || validateOnly {
+		return err
+	}
+	// Recorded in the metadata log, so every broker applies the same
+	// group configs (applyGroupConfigs) to the share partitions it leads.
+	return c.b.storeConfigs(kmsg.ConfigResourceTypeGroupConfig, group, current, next, func() bool {
+		return mapsEqual(c.groupConfigs(group), next)
+	})
+}
+
+// applyGroupConfigs takes a group's configs from the metadata image.
+func (c *shareCoordinator) applyGroupConfigs(group string, next map[string]string) {
+	if !c.b.started.Load() {
+		return // Start applies the image's group configs once the state is loaded
+	}
+	if mapsEqual(c.groupConfigs(group), next) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.b.ctx, 30*time.Second)
+	defer cancel()
+	err := c.alterGroupConfigs(ctx, group, func(map[string]string) (map[string]string, error) { return next, nil }, false)
+	if err != nil {
+		c.logger.Warn("group configs from the metadata log not applied", "group", group, "err", err)
+	}
 }

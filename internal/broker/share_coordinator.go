@@ -295,6 +295,14 @@ func (c *shareCoordinator) partFor(group string, topicID [16]byte, partition int
 	return c.partLocked(g, share.StateKey{Group: group, TopicID: topicID, Partition: partition}), g.settings, true
 }
 
+// ensureGroup makes the group known here (empty, no members): the share
+// partitions this node leads serve a group another node coordinates.
+func (c *shareCoordinator) ensureGroup(group string) groupSettings {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groupLocked(group).settings
+}
+
 // settings returns a group's settings (the broker defaults and its
 // config overrides) and whether the group exists.
 func (c *shareCoordinator) settings(group string) (groupSettings, bool) {

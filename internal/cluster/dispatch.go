@@ -180,7 +180,7 @@ func incrementalAlterConfigs(c *controller.Controller, req *kmsg.IncrementalAlte
 		out := kmsg.NewIncrementalAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
 		res := metadata.ConfigResource{Type: metadata.ResourceType(rr.ResourceType), Name: rr.ResourceName}
-		if res.Type != metadata.ResourceTopic && res.Type != metadata.ResourceBroker {
+		if res.Type != metadata.ResourceTopic && res.Type != metadata.ResourceBroker && res.Type != metadata.ResourceGroup {
 			setError(&out.ErrorCode, &out.ErrorMessage, kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type %v.", rr.ResourceType))
 			resp.Resources = append(resp.Resources, out)
 			continue

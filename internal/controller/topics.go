@@ -425,6 +425,11 @@ func (c *Controller) AlterConfigs(changes []ConfigChange) ([]error, []metadata.R
 					continue
 				}
 			}
+		case metadata.ResourceGroup:
+			if ch.Resource.Name == "" {
+				errs[i] = apiErr(kerr.InvalidRequest, "Group name must not be empty.")
+				continue
+			}
 		default:
 			errs[i] = apiErr(kerr.InvalidRequest, "Unsupported resource type %d.", ch.Resource.Type)
 			continue

@@ -443,6 +443,10 @@ func (b *Builder) config(r *ConfigRecord) error {
 				return invalidf("config of broker %q", r.Name)
 			}
 		}
+	case ResourceGroup:
+		if r.Name == "" {
+			return invalidf("config of a group without a name")
+		}
 	default:
 		return invalidf("config of resource type %d", r.Resource)
 	}

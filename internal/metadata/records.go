@@ -72,6 +72,8 @@ type ResourceType int8
 const (
 	ResourceTopic  ResourceType = 2
 	ResourceBroker ResourceType = 4
+	// ResourceGroup holds group configs (share.* of share groups).
+	ResourceGroup ResourceType = 32
 )
 
 func (t ResourceType) String() string {
@@ -80,6 +82,8 @@ func (t ResourceType) String() string {
 		return "topic"
 	case ResourceBroker:
 		return "broker"
+	case ResourceGroup:
+		return "group"
 	}
 	return fmt.Sprintf("resource(%d)", int8(t))
 }
