@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/config"
+	"weir/internal/metadata"
 	"weir/internal/server"
 	"weir/internal/share"
 )
@@ -328,7 +330,7 @@ func (f *shareFetch) wait(ctx context.Context) (shareFetchResult, bool) {
 			sp.removeWaiter(w)
 		}
 	}()
-	timer := time.NewTimer(msDuration(f.r.MaxWaitMillis))
+	timer := time.NewTimer(f.c.b.shareFetchWait(f))
 	defer timer.Stop()
 	start := time.Now()
 	// Something may have changed between the first attempt and the
@@ -420,4 +422,40 @@ func (f *shareFetch) body(resp *kmsg.ShareFetchResponse, res shareFetchResult) (
 		}
 	}
 	return encodeShareFetchBody(resp, f.r.Version, recs)
+}
+
+// shareFetchWait is how long an empty ShareFetch may park: the request's
+// MaxWaitMs, except that with weir.share.fetch.elsewhere.wait.ms >= 0 a
+// fetch whose topics have partitions led by other brokers waits at most
+// that long. A share consumer in record_limit mode (KIP-1206) fetches
+// from one broker at a time, so every empty broker it asks costs it a
+// full MaxWaitMs while records wait on the others: the seed's collapse.
+// Answering such a fetch early sends it on to the next broker. A consumer
+// with nothing to read anywhere then polls every broker at this pace
+// instead of MaxWaitMs: that is the price, bounded by the setting.
+func (b *Broker) shareFetchWait(f *shareFetch) time.Duration {
+	wait := msDuration(f.r.MaxWaitMillis)
+	early := b.settings().Millis(config.ShareFetchElsewhereWaitMs)
+	if early < 0 || early >= wait {
+		return wait
+	}
+	img := b.image()
+	seen := map[[16]byte]bool{}
+	for _, tp := range f.parts {
+		if seen[tp.topicID] {
+			continue
+		}
+		seen[tp.topicID] = true
+		t, ok := img.Topic(tp.topicID)
+		if !ok {
+			continue
+		}
+		elsewhere := !t.EachPartition(func(_ int32, s metadata.Partition) bool {
+			return s.Leader() < 0 || s.Leader() == b.cfg.NodeID
+		})
+		if elsewhere {
+			return early
+		}
+	}
+	return wait
 }

@@ -216,3 +216,57 @@ func TestDeadBrokerFencedWithoutWaitingForItsSession(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestShareFetchWaitElsewhere: an empty ShareFetch parks for its
+// MaxWaitMs unless its topics have partitions led by other brokers; then
+// weir.share.fetch.elsewhere.wait.ms bounds the wait (-1: off).
+func TestShareFetchWaitElsewhere(t *testing.T) {
+	tc := startCluster(t, 2)
+	ctx := testCtx(t)
+	c := newClient(t, tc.brokers[0].addr, kgo.SeedBrokers(tc.brokers[0].addr, tc.brokers[1].addr))
+	create := kmsg.NewPtrCreateTopicsRequest()
+	for name, leaders := range map[string][]int32{"spread": {1, 2}, "local": {1, 1}} {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+		for i, l := range leaders {
+			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			ra.Partition, ra.Replicas = int32(i), []int32{l}
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		}
+		create.Topics = append(create.Topics, rt)
+	}
+	cr := request[*kmsg.CreateTopicsResponse](t, ctx, c, create)
+	for _, st := range cr.Topics {
+		if st.ErrorCode != 0 {
+			t.Fatalf("create %s: %v", st.Topic, kerr.ErrorForCode(st.ErrorCode))
+		}
+	}
+	b := tc.brokers[0].b
+	if err := b.waitRegistry(ctx, func() bool { return b.lookupTopic("spread") != nil && b.lookupTopic("local") != nil }); err != nil {
+		t.Fatal(err)
+	}
+	fetchOn := func(topic string) *shareFetch {
+		r := kmsg.NewPtrShareFetchRequest()
+		r.MaxWaitMillis = 30000
+		return &shareFetch{c: b.shares, r: r, parts: []sessionPart{{topicID: b.lookupTopic(topic).id, partition: 0}}}
+	}
+	if got := b.shareFetchWait(fetchOn("local")); got != 30*time.Second {
+		t.Errorf("topic led here only: wait %v, want the request's 30s", got)
+	}
+	if got := b.shareFetchWait(fetchOn("spread")); got != 50*time.Millisecond {
+		t.Errorf("topic with a partition led elsewhere: wait %v, want the default 50ms", got)
+	}
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, ""
+	cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	cfg.Name, cfg.Value = "weir.share.fetch.elsewhere.wait.ms", kmsg.StringPtr("-1")
+	res.Configs = append(res.Configs, cfg)
+	alter.Resources = append(alter.Resources, res)
+	if ar := request[*kmsg.IncrementalAlterConfigsResponse](t, ctx, c, alter); ar.Resources[0].ErrorCode != 0 {
+		t.Fatalf("turn off: %v", kerr.ErrorForCode(ar.Resources[0].ErrorCode))
+	}
+	if err := b.waitRegistry(ctx, func() bool { return b.shareFetchWait(fetchOn("spread")) == 30*time.Second }); err != nil {
+		t.Fatalf("with -1 the wait stays short: %v", err)
+	}
+}

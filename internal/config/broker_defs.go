@@ -22,11 +22,12 @@ const (
 	BrokerRack                = "broker.rack"
 	ReplicaLagTimeMax         = "replica.lag.time.max.ms"
 	// weir's own broker configs.
-	WeirLogSyncBeforeAck   = "weir.log.sync.before.ack"
-	FaultProduceResponseMs = "weir.fault.produce.response.delay.ms"
-	FaultFetchResponseMs   = "weir.fault.fetch.response.delay.ms"
-	LeaderHints            = "weir.leader.hints.enable"
-	LivenessProbeMs        = "weir.broker.liveness.probe.ms"
+	WeirLogSyncBeforeAck      = "weir.log.sync.before.ack"
+	FaultProduceResponseMs    = "weir.fault.produce.response.delay.ms"
+	FaultFetchResponseMs      = "weir.fault.fetch.response.delay.ms"
+	LeaderHints               = "weir.leader.hints.enable"
+	LivenessProbeMs           = "weir.broker.liveness.probe.ms"
+	ShareFetchElsewhereWaitMs = "weir.share.fetch.elsewhere.wait.ms"
 )
 
 // brokerDefs are the broker configs weir knows, with Kafka 4.3's types,
@@ -96,6 +97,7 @@ var brokerDefs = newDefSet([]Def{
 	{Name: WeirLogSyncBeforeAck, Type: Boolean, Default: "false", Dynamic: true, Support: Honoured, Doc: "weir: default weir.sync.before.ack."},
 	{Name: FaultProduceResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every produce response by this many milliseconds."},
 	{Name: ReplicaLagTimeMax, Type: Long, Default: "30000", valid: atLeast(1), Support: Honoured, Doc: "A follower that has not caught up with its leader's log end for this long leaves the ISR."},
+	{Name: ShareFetchElsewhereWaitMs, Type: Long, Default: "50", valid: atLeast(-1), Dynamic: true, Support: Honoured, Doc: "An empty ShareFetch whose topics have partitions led by other brokers is answered after at most this many milliseconds instead of its MaxWaitMs, so a record_limit share consumer (which asks one broker at a time) moves on to brokers that have records. -1 turns this off."},
 	{Name: LivenessProbeMs, Type: Long, Default: "200", valid: atLeast(0), Support: Honoured, Doc: "How often the active controller's node probes every unfenced broker's listener; a broker whose listener refuses connections twice in a row is fenced at once instead of after broker.session.timeout.ms. 0 turns probing off."},
 	{Name: LeaderHints, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "KIP-951: Produce and Fetch answers that fail with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH name the new leader and its endpoint. false leaves clients to refresh metadata, for comparisons."},
 	{Name: FaultFetchResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every fetch response by this many milliseconds."},
