@@ -5,21 +5,49 @@
 //
 // # What it owns
 //
-// The topics of this node (names, ids, partition counts, config
-// overrides, persisted in meta.json in the data directory until the
-// replicated metadata log replaces it), one partition value per partition
-// (its log, high watermark, leader epoch, idempotent-producer state and
-// parked fetches), the internal __consumer_offsets topic that backs the
-// group coordinator's store, the producer-id allocator and the broker
-// configuration in force (static properties plus dynamic overrides,
-// replaced atomically on change).
+// The registry of topics and partitions this node serves, projected from
+// the replicated metadata image (registry.go): one goroutine applies
+// every update of the metadata log in order, opening a replica (a lazy
+// log wrapped in an internal/replica Replica) for each partition this
+// node replicates, switching it to leader or follower, closing and
+// removing those it no longer holds. Request handlers only read the
+// registry; changes go to the controller (cluster.go): CreateTopics,
+// DeleteTopics, CreatePartitions, config changes (topic, broker and GROUP
+// resources), producer-id blocks, ElectLeaders and reassignments are
+// validated here and decided by the active controller, and the handler
+// answers once this node applied the outcome. Every node runs a node of
+// the metadata quorum (internal/cluster): a single node is a quorum of
+// one on the same path. The broker's lifecycle (registration, heartbeats,
+// controlled shutdown on SIGTERM) and the controller's own APIs
+// (BrokerRegistration, BrokerHeartbeat, AlterPartition, ...) are served
+// here too (controller_apis.go).
+//
+// Replication (replication.go): leaders serve followers' Fetch requests
+// up to their log end and move the high watermark; followers are fed by
+// the replica Manager's fetchers over the Kafka protocol; proposed ISR
+// changes go to the controller as AlterPartition. Produce appends through
+// the replica; acks=all waits for the high watermark. Produce and Fetch
+// answers that fail with NOT_LEADER_OR_FOLLOWER carry KIP-951 leader hints
+// (leader_hints.go). While this node runs the active controller it also
+// fences brokers whose listener refuses connections (liveness.go), so a
+// killed broker's leaderships move in well under a second.
+//
+// The group coordinator serves the __consumer_offsets partitions this
+// node leads (FindCoordinator answers with the leader of the group's
+// partition) and is reloaded when that set changes; other nodes' groups
+// get NOT_COORDINATOR. Group offsets are written like acks=all produce.
 //
 // Share groups (KIP-932) are served here too (76-79, 90-92 and the GROUP
 // config resource): membership and share-partition state come from
 // internal/share; the broker keeps share sessions, parks ShareFetch long
-// polls on the same partition waiters as Fetch, and persists share state
-// in the internal topic __share_group_state through one writer goroutine
-// (share*.go).
+// polls on the same partition waiters as Fetch, and persists the state of
+// the share partitions it leads in node-local logs
+// (DataDir/__share_group_state-N) through one writer goroutine
+// (share*.go). A node that leads a group's partitions but does not
+// coordinate the group serves its ShareFetch and ShareAcknowledge all the
+// same; an empty ShareFetch on topics with partitions led elsewhere
+// returns after weir.share.fetch.elsewhere.wait.ms so that record_limit
+// consumers move on to brokers with records.
 //
 // # What it does not own
 //
@@ -32,7 +60,10 @@
 //
 // Serve runs on each connection's reader goroutine, one request at a time
 // per connection, so appends from one producer connection keep their
-// order. Work that waits (a fetch below MinBytes, an acks=all produce on a
+// order. Background goroutines, all started by New and stopped by Close:
+// the metadata loop, the retention loop, and in a cluster the liveness
+// prober and the ISR shrink loop; the replica Manager's fetchers; one
+// goroutine per AlterPartition in flight. Work that waits (a fetch below MinBytes, an acks=all produce on a
 // topic that fsyncs before acknowledging, JoinGroup and SyncGroup) runs on
 // a goroutine owned by the Broker, completes a pending reply, and is
 // cancelled and waited for by Close. Parked fetches register a waiter on
