@@ -222,7 +222,10 @@ func (b *Broker) Start(ctx context.Context) error {
 		Listeners: []kmsg.BrokerRegistrationRequestListener{l}, Rack: rack,
 		Client: b.ctl, Metadata: b.node.FSM(),
 		HeartbeatInterval: b.cfg.Cluster.HeartbeatInterval,
-		Logger:            b.logger,
+		// Registering and catching up are small requests: retry them
+		// soon, since each wait is start-up latency.
+		RetryInterval: 10 * time.Millisecond,
+		Logger:        b.logger,
 	})
 	if err != nil {
 		return err
