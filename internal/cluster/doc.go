@@ -157,9 +157,11 @@
 //     behind by less than that is sent log entries, not the snapshot; a
 //     restarting node restores its own latest snapshot and replays only
 //     the entries after it.
-//   - A broker that dies with the raft leader keeps its leaderships until
-//     its session lapses (broker.session.timeout.ms, 9 s) unless the
-//     owner calls Active.FenceBroker; nothing here watches raft peers.
+//   - A broker that dies keeps its leaderships until its session lapses
+//     (broker.session.timeout.ms, 9 s) unless the owner calls
+//     Active.FenceBroker; nothing here watches raft peers. The broker
+//     (internal/broker/liveness.go) does: the active controller's node
+//     fences a broker whose listener refuses connections.
 //   - A request interrupted by a change of controller gets
 //     NOT_CONTROLLER although its batch may commit; retried, it may find
 //     its own work done (TOPIC_ALREADY_EXISTS), as with Kafka.
