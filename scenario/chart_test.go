@@ -117,6 +117,7 @@ func TestWriteHTML(t *testing.T) {
 		Title:      "share drain: java <client>",
 		Params:     [][2]string{{"max.poll.records", "500"}},
 		Partitions: []int64{750, 250},
+		Leaders:    []int32{2},
 		Summary:    s.Summarize(),
 		Samples:    s.Samples,
 	}
@@ -129,7 +130,8 @@ func TestWriteHTML(t *testing.T) {
 		"<title>share drain: java &lt;client&gt;</title>",
 		"<svg", "records/s, log scale",
 		"<td>max.poll.records</td><td>500</td>",
-		"<td>0</td><td>750</td><td>75.00</td>",
+		"<td>0</td><td>750</td><td>75.00</td><td>2</td>",
+		"<td>1</td><td>250</td><td>25.00</td><td>?</td>",
 		"<td>peak rate (rec/s)</td><td>29000</td>",
 		"<td>1990</td>", // a plateau's median or the minimum
 	} {

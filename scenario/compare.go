@@ -13,28 +13,30 @@ import (
 // its CSV as <name>.json so that several runs can be compared later
 // (WriteComparison) without parsing terminal output.
 type RunRecord struct {
-	Name           string          `json:"name"`
-	Client         string          `json:"client"`
-	AcquireMode    string          `json:"acquire_mode"`
-	Bootstrap      string          `json:"bootstrap"`
-	Records        int64           `json:"records"`
-	Partitions     int             `json:"partitions"`
-	ZipfAlpha      float64         `json:"zipf_alpha"`
-	Seed           uint64          `json:"seed"`
-	MaxPollRecords int             `json:"max_poll_records"`
-	FetchMaxWaitMs int64           `json:"fetch_max_wait_ms"`
-	TimeoutS       float64         `json:"timeout_s"`
-	SampleS        float64         `json:"sample_interval_s"`
-	Backlog        []int64         `json:"backlog"`
-	Consumed       int64           `json:"consumed"`
-	Distinct       int64           `json:"distinct"`
-	Duplicates     int64           `json:"duplicates"`
-	Drained        bool            `json:"drained"`
-	PeakRate       float64         `json:"peak_rate"`
-	MinAfterPeak   float64         `json:"min_after_peak"`
-	FirstRecordS   float64         `json:"first_record_s"`
-	DrainS         float64         `json:"drain_s"`
-	Plateaus       []PlateauRecord `json:"plateaus"`
+	Name           string            `json:"name"`
+	Client         string            `json:"client"`
+	AcquireMode    string            `json:"acquire_mode"`
+	Bootstrap      string            `json:"bootstrap"`
+	Records        int64             `json:"records"`
+	Partitions     int               `json:"partitions"`
+	ZipfAlpha      float64           `json:"zipf_alpha"`
+	Seed           uint64            `json:"seed"`
+	MaxPollRecords int               `json:"max_poll_records"`
+	FetchMaxWaitMs int64             `json:"fetch_max_wait_ms"`
+	TimeoutS       float64           `json:"timeout_s"`
+	SampleS        float64           `json:"sample_interval_s"`
+	Backlog        []int64           `json:"backlog"`
+	Leaders        []int32           `json:"leaders"`
+	BrokerConfigs  map[string]string `json:"broker_configs,omitempty"`
+	Consumed       int64             `json:"consumed"`
+	Distinct       int64             `json:"distinct"`
+	Duplicates     int64             `json:"duplicates"`
+	Drained        bool              `json:"drained"`
+	PeakRate       float64           `json:"peak_rate"`
+	MinAfterPeak   float64           `json:"min_after_peak"`
+	FirstRecordS   float64           `json:"first_record_s"`
+	DrainS         float64           `json:"drain_s"`
+	Plateaus       []PlateauRecord   `json:"plateaus"`
 }
 
 // PlateauRecord is a Plateau in seconds.
@@ -49,7 +51,7 @@ func newRunRecord(cfg Config, res *Result) RunRecord {
 		Name: cfg.Name, Client: cfg.Client, AcquireMode: cfg.AcquireMode, Bootstrap: cfg.Bootstrap,
 		Records: cfg.Records, Partitions: cfg.Partitions, ZipfAlpha: cfg.ZipfAlpha, Seed: cfg.Seed,
 		MaxPollRecords: cfg.MaxPollRecords, FetchMaxWaitMs: cfg.FetchMaxWait.Milliseconds(),
-		TimeoutS: cfg.Timeout.Seconds(), SampleS: cfg.SampleInterval.Seconds(), Backlog: res.Backlog,
+		TimeoutS: cfg.Timeout.Seconds(), SampleS: cfg.SampleInterval.Seconds(), Backlog: res.Backlog, Leaders: res.Leaders, BrokerConfigs: cfg.BrokerConfigs,
 		Consumed: res.Consumed, Distinct: res.Distinct, Duplicates: res.Duplicates, Drained: res.Drained,
 		PeakRate: res.Summary.Peak, MinAfterPeak: res.Summary.MinAfter,
 		FirstRecordS: res.Summary.FirstRecord.Seconds(), DrainS: res.Summary.Drain().Seconds(),

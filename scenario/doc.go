@@ -29,6 +29,11 @@
 //     --sample-interval (a ticker here, a reporter thread in the JVM), and
 //     write the CSV, the HTML page, a JSON record and the summary.
 //
+// --broker-config k=v sets a dynamic broker config as a cluster default
+// for the run and deletes it afterwards; scenarios/share-case2 uses it to
+// drain with weir's broker-side help for record_limit consumers
+// (weir.share.fetch.elsewhere.wait.ms) turned off.
+//
 // `weir scenario share-report` puts several runs (their JSON and CSV) in
 // one markdown table with two charts; scenarios/share-case2 runs the whole
 // comparison.

@@ -43,6 +43,12 @@ type Config struct {
 	Name         string // file name stem in Out; default share-drain-<client>-<mode>
 	JavaDir      string // the Maven project of the Java driver (scenario/java)
 
+	// BrokerConfigs are dynamic broker configs set as cluster defaults for
+	// the run and deleted after it, for example
+	// weir.share.fetch.elsewhere.wait.ms=-1 to drain without weir's
+	// broker-side help for record_limit consumers.
+	BrokerConfigs map[string]string
+
 	Logger *slog.Logger
 	Stdout io.Writer // progress and the summary
 }
@@ -103,6 +109,7 @@ func (c *Config) validate() error {
 // Result is the outcome of one drain.
 type Result struct {
 	Backlog    []int64 // records per partition when the consumer started
+	Leaders    []int32 // each partition's leader then (-1: unknown)
 	Series     Series
 	Summary    Summary
 	Consumed   int64 // deliveries, duplicates included
@@ -151,6 +158,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	fmt.Fprintf(out, "topic %s, %d partitions, group %s\n", cfg.Topic, cfg.Partitions, cfg.Group)
+	if len(cfg.BrokerConfigs) > 0 {
+		actx, cancel := context.WithTimeout(ctx, time.Minute)
+		restore, err := setBrokerConfigs(actx, adm, cfg.BrokerConfigs)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := restore(rctx); err != nil {
+				fmt.Fprintf(out, "could not delete the broker configs set for the run: %v\n", err)
+			}
+		}()
+		fmt.Fprintf(out, "broker configs for this run (cluster defaults): %s\n", joinConfigs(cfg.BrokerConfigs))
+	}
 	start := time.Now()
 	if err := load(ctx, cfg, counts); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
@@ -158,14 +181,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	fmt.Fprintf(out, "loaded %d records in %s (Zipf alpha %g, seed %d)\n", cfg.Records, time.Since(start).Round(time.Millisecond), cfg.ZipfAlpha, cfg.Seed)
 	actx, cancel = context.WithTimeout(ctx, time.Minute)
 	bl, err := backlog(actx, adm, cfg.Topic, cfg.Partitions)
+	var lead []int32
+	if err == nil {
+		lead = leaders(actx, adm, cfg.Topic, cfg.Partitions)
+	}
 	cancel()
 	if err != nil {
 		return nil, err
 	}
 	var expect int64
-	for p, n := range bl {
-		fmt.Fprintf(out, "  partition %2d: %9d records (%5.2f%%)\n", p, n, 100*float64(n)/float64(cfg.Records))
+	for _, n := range bl {
 		expect += n
+	}
+	for p, n := range bl {
+		fmt.Fprintf(out, "  partition %2d: %9d records (%5.2f%%), leader %d\n", p, n, 100*float64(n)/float64(max(expect, 1)), lead[p])
 	}
 	fmt.Fprintf(out, "draining with one %s share consumer, share.acquire.mode=%s, max.poll.records=%d (timeout %s)\n",
 		cfg.Client, cfg.AcquireMode, cfg.MaxPollRecords, cfg.Timeout)
@@ -185,7 +214,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		sum.FirstRecord, sum.LastRecord = o.first, o.last
 	}
 	res := &Result{
-		Backlog: bl, Series: o.series, Summary: sum,
+		Backlog: bl, Leaders: lead, Series: o.series, Summary: sum,
 		Consumed: o.consumed, Distinct: o.distinct, Duplicates: o.duplicates,
 		Drained: o.distinct >= expect,
 	}
@@ -230,9 +259,11 @@ func writeOutputs(cfg Config, res *Result) error {
 			{"value bytes", strconv.Itoa(cfg.ValueSize)},
 			{"sampling interval", cfg.SampleInterval.String()},
 			{"topic / group", cfg.Topic + " / " + cfg.Group},
+			{"broker configs for the run", joinConfigs(cfg.BrokerConfigs)},
 			{"drained", fmt.Sprintf("%v (%d distinct, %d duplicates)", res.Drained, res.Distinct, res.Duplicates)},
 		},
 		Partitions: res.Backlog,
+		Leaders:    res.Leaders,
 		Summary:    res.Summary,
 		Samples:    res.Series.Samples,
 	}

@@ -103,6 +103,10 @@ func TestShareDrain(t *testing.T) {
 			cfg.MaxPollRecords = 50
 			cfg.Timeout = 60 * time.Second
 			cfg.Out = t.TempDir()
+			if client == ClientWeir && mode == "record_limit" {
+				// Set for the run, deleted after it.
+				cfg.BrokerConfigs = map[string]string{"weir.share.fetch.elsewhere.wait.ms": "-1"}
+			}
 			var out bytes.Buffer
 			cfg.Stdout = &out
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -138,7 +142,13 @@ func TestShareDrain(t *testing.T) {
 			if filepath.Base(res.CSV) != "share-drain-"+client+"-"+mode+".csv" {
 				t.Errorf("CSV named %s", res.CSV)
 			}
-			for _, want := range []string{"partition  0:", "peak rate:", "drain time:", "3000 distinct of 3000, 0 duplicates"} {
+			if cfg.BrokerConfigs != nil && !strings.Contains(out.String(), "broker configs for this run (cluster defaults): weir.share.fetch.elsewhere.wait.ms=-1") {
+				t.Errorf("output does not show the broker config:\n%s", out.String())
+			}
+			if strings.Contains(out.String(), "could not delete") {
+				t.Errorf("broker config not deleted:\n%s", out.String())
+			}
+			for _, want := range []string{"partition  0:", "leader 1", "peak rate:", "drain time:", "3000 distinct of 3000, 0 duplicates"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
 				}

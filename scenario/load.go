@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,6 +100,53 @@ func load(ctx context.Context, cfg Config, counts []int64) error {
 	mu.Lock()
 	defer mu.Unlock()
 	return firstErr
+}
+
+// setBrokerConfigs sets dynamic broker configs as cluster defaults and
+// returns the function that deletes them again.
+func setBrokerConfigs(ctx context.Context, adm *client.Admin, kv map[string]string) (func(context.Context) error, error) {
+	var set, del []client.AlterConfigOp
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		v := kv[k]
+		set = append(set, client.AlterConfigOp{Name: k, Value: &v})
+		del = append(del, client.AlterConfigOp{Name: k, Op: 1})
+	}
+	if err := adm.AlterConfigs(ctx, client.BrokerResource, "", set...); err != nil {
+		return nil, fmt.Errorf("set broker configs %s: %w", joinConfigs(kv), err)
+	}
+	return func(ctx context.Context) error { return adm.AlterConfigs(ctx, client.BrokerResource, "", del...) }, nil
+}
+
+// joinConfigs prints k=v pairs sorted by key, "none" for none.
+func joinConfigs(kv map[string]string) string {
+	if len(kv) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		parts = append(parts, k+"="+kv[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// leaders returns each partition's leader, -1 where unknown. The drain's
+// shape depends on it: a broker whose partitions are all drained is where
+// a round-robin consumer waits.
+func leaders(ctx context.Context, adm *client.Admin, topic string, partitions int) []int32 {
+	out := make([]int32, partitions)
+	for i := range out {
+		out[i] = -1
+	}
+	descs, err := adm.DescribeTopics(ctx, topic)
+	if err != nil || len(descs) != 1 {
+		return out
+	}
+	for _, p := range descs[0].Partitions {
+		if p.Err == nil && int(p.Partition) < partitions && p.Partition >= 0 {
+			out[p.Partition] = p.Leader
+		}
+	}
+	return out
 }
 
 // backlog returns each partition's records between its earliest and

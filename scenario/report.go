@@ -60,6 +60,7 @@ type Report struct {
 	Title      string
 	Params     [][2]string // name, value, in order
 	Partitions []int64     // records loaded per partition
+	Leaders    []int32     // each partition's leader, if known
 	Summary    Summary
 	Samples    []Sample
 }
@@ -83,6 +84,12 @@ func (s Summary) WriteText(w io.Writer) {
 var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	"rate": func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) },
 	"dur":  func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"leader": func(i int, leaders []int32) string {
+		if i >= len(leaders) || leaders[i] < 0 {
+			return "?"
+		}
+		return strconv.Itoa(int(leaders[i]))
+	},
 	"pct": func(n int64, parts []int64) string {
 		var t int64
 		for _, p := range parts {
@@ -117,8 +124,8 @@ var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
 <table>{{range .R.Params}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>
 {{end}}</table>
 <h2>Backlog per partition</h2>
-<table><tr><th>partition</th><th>records</th><th>%</th></tr>
-{{range $i, $n := .R.Partitions}}<tr><td>{{$i}}</td><td>{{$n}}</td><td>{{pct $n $.R.Partitions}}</td></tr>
+<table><tr><th>partition</th><th>records</th><th>%</th><th>leader</th></tr>
+{{range $i, $n := .R.Partitions}}<tr><td>{{$i}}</td><td>{{$n}}</td><td>{{pct $n $.R.Partitions}}</td><td>{{leader $i $.R.Leaders}}</td></tr>
 {{end}}</table>
 <p>The CSV next to this page holds the per-second samples (time_s, records, cumulative).</p>
 </body></html>

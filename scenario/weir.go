@@ -14,7 +14,8 @@ import (
 
 // drainWeir drains the backlog with client.ShareConsumer in this process,
 // implicit acknowledgement. A ticker goroutine, owned here and stopped
-// before returning, samples the delivery counter once a second.
+// before returning, samples the delivery counter once per sampling
+// interval.
 func drainWeir(ctx context.Context, spec drainSpec) (drainOutcome, error) {
 	cfg := spec.cfg
 	s, err := client.NewShareConsumer(map[string]string{
@@ -46,6 +47,10 @@ func drainWeir(ctx context.Context, spec drainSpec) (drainOutcome, error) {
 		return drainOutcome{}, err
 	}
 	var first, last time.Duration
+	outcome := func() drainOutcome {
+		return drainOutcome{series: smp.stop(), consumed: consumed.Load(), distinct: led.distinct,
+			duplicates: led.duplicate, first: first, last: last}
+	}
 	for led.distinct < spec.expect {
 		recs, err := s.Poll(dctx)
 		if len(recs) > 0 {
@@ -62,10 +67,10 @@ func drainWeir(ctx context.Context, spec drainSpec) (drainOutcome, error) {
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				err = nil // the drain timeout; Run reports what was drained
 			}
-			return drainOutcome{series: smp.stop(), consumed: consumed.Load(), distinct: led.distinct, duplicates: led.duplicate, first: first, last: last}, err
+			return outcome(), err
 		}
 	}
-	return drainOutcome{series: smp.stop(), consumed: consumed.Load(), distinct: led.distinct, duplicates: led.duplicate, first: first, last: last}, nil
+	return outcome(), nil
 }
 
 // sampler reads a counter once per interval into a Series.

@@ -65,6 +65,8 @@ func scenarioShareDrain(ctx context.Context, args []string, stdout, stderr io.Wr
 	fs.StringVar(&cfg.Out, "out", "", "directory for the CSV and HTML report (default: none written)")
 	fs.StringVar(&cfg.Name, "name", "", "file name stem of the report (default share-drain-<client>-<mode>)")
 	fs.StringVar(&cfg.JavaDir, "java-dir", "", "the Java driver's Maven project (default: scenario/java above the working directory)")
+	brokerConfigs := kvFlags{}
+	fs.Var(brokerConfigs, "broker-config", "dynamic broker config set as a cluster default for the run and deleted after it (key=value, repeatable), e.g. weir.share.fetch.elsewhere.wait.ms=-1")
 	verbose := fs.Bool("verbose", false, "log client activity to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -74,6 +76,9 @@ func scenarioShareDrain(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	if *verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if len(brokerConfigs) > 0 {
+		cfg.BrokerConfigs = brokerConfigs
 	}
 	cfg.Stdout = stdout
 	_, err := scenario.Run(ctx, cfg)
