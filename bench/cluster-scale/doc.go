@@ -1,0 +1,37 @@
+// Command cluster-scale measures a local cluster of three `weir serve`
+// processes (internal/localcluster) holding many partitions: the time to
+// create them through CreateTopics, the metadata memory they cost each
+// broker, idle CPU, Metadata request latency, a controlled shutdown of a
+// broker leading a third of them, and a controller failover after a
+// SIGKILL of the node running the controller. bench/cluster-scale/run
+// drives it; README.md there has the command and the results.
+//
+// # What it owns
+//
+// Each scenario (a partition count and a replication factor) runs on a
+// fresh cluster directory under --dir, which it removes afterwards
+// unless --keep. It starts the nodes with --metrics-listen and
+// --pprof-listen on free ports (read back from each node's weir.log), so
+// it can force a collection (/debug/pprof/heap?gc=1) before reading the
+// live heap from /metrics, and take CPU profiles of the node doing the
+// work while a figure is measured. Process figures (RSS, CPU ticks, open
+// files, threads) come from /proc.
+//
+// Every line of output is either a comment (#) or a measurement
+//
+//	M <scenario> <metric> <value> <unit>
+//
+// and a table of the scenarios is printed at the end.
+//
+// # What it does not own
+//
+// Building the weir binary (the script does). It never touches a
+// cluster it did not start: the base port must be free.
+//
+// # Concurrency
+//
+// One goroutine runs the scenarios; CPU profiles are fetched on
+// goroutines joined before the figure that they cover is printed. Every
+// process it starts is stopped (SIGKILL) before the scenario ends, also
+// on an interrupt.
+package main

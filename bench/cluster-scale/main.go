@@ -1,0 +1,1019 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/localcluster"
+)
+
+type options struct {
+	weir           string
+	dir            string
+	basePort       int
+	perTopic       int
+	topicsPerReq   int
+	idle           time.Duration
+	profiles       string
+	keep           bool
+	metaAll        int
+	metaOne        int
+	shutdownWindow time.Duration
+	exitWait       time.Duration
+}
+
+func main() {
+	var o options
+	scenarios := flag.String("scenarios", "100000x1,100000x3,1000000x1", "comma-separated PARTITIONSxRF scenarios, run in order, each on a fresh cluster")
+	flag.StringVar(&o.weir, "weir", "", "the weir binary (required)")
+	flag.StringVar(&o.dir, "dir", "", "directory for the clusters' data (required)")
+	flag.IntVar(&o.basePort, "base-port", 27640, "first Kafka port; the cluster uses six consecutive ports")
+	flag.IntVar(&o.perTopic, "partitions-per-topic", 50, "partitions per topic")
+	flag.IntVar(&o.topicsPerReq, "topics-per-request", 100, "topics per CreateTopics request")
+	flag.DurationVar(&o.idle, "idle", 10*time.Second, "how long idle CPU is measured")
+	flag.StringVar(&o.profiles, "profiles", "", "directory for CPU profiles (default: none taken)")
+	flag.BoolVar(&o.keep, "keep", false, "keep each cluster's directory")
+	flag.IntVar(&o.metaAll, "metadata-all", 5, "all-topics Metadata requests timed")
+	flag.IntVar(&o.metaOne, "metadata-one", 21, "one-topic Metadata requests timed")
+	flag.DurationVar(&o.shutdownWindow, "shutdown-profile", 0, "CPU profile length around the controlled shutdown (default: from the partition count)")
+	flag.DurationVar(&o.exitWait, "exit-wait", 3*time.Minute, "how long a SIGTERMed broker may take to exit before it is killed and the scenario fails")
+	flag.Parse()
+	if o.weir == "" || o.dir == "" {
+		fmt.Fprintln(os.Stderr, "usage: cluster-scale -weir BIN -dir DIR [flags]")
+		os.Exit(2)
+	}
+	var list []scenario
+	for _, s := range strings.Split(*scenarios, ",") {
+		sc, err := parseScenario(strings.TrimSpace(s))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		list = append(list, sc)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var rows []*row
+	failed := false
+	for _, sc := range list {
+		r, err := run(ctx, o, sc)
+		rows = append(rows, r)
+		if err != nil {
+			fmt.Printf("# scenario %s FAILED: %v\n", sc, err)
+			failed = true
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	printTable(os.Stdout, rows)
+	if failed {
+		os.Exit(1)
+	}
+}
+
+type scenario struct {
+	partitions int
+	rf         int
+}
+
+func (s scenario) String() string { return fmt.Sprintf("p%d-rf%d", s.partitions, s.rf) }
+
+func parseScenario(s string) (scenario, error) {
+	p, r, ok := strings.Cut(s, "x")
+	n, err1 := strconv.Atoi(p)
+	rf, err2 := strconv.Atoi(r)
+	if !ok || err1 != nil || err2 != nil || n < 1 || rf < 1 || rf > 3 {
+		return scenario{}, fmt.Errorf("bad scenario %q: want PARTITIONSxRF, RF 1 to 3", s)
+	}
+	return scenario{n, rf}, nil
+}
+
+// row holds one scenario's figures for the table; NaN-free: zero means
+// not measured.
+type row struct {
+	sc                 scenario
+	startup            time.Duration
+	create             time.Duration
+	visible            time.Duration
+	heapPerPart        float64
+	rssPerPart         float64
+	idleCPU            float64 // percent of one core, sum of the three nodes
+	metaAll, metaOne   time.Duration
+	metaAllParts       int
+	victimLeads        int
+	shutdownExit       time.Duration
+	shutdownTook       time.Duration
+	shutdownCommitted  time.Duration
+	shutdownChanged    int
+	restart            time.Duration
+	failoverElect      time.Duration
+	failoverActive     time.Duration
+	failoverCreate     time.Duration
+	failoverKilledRest time.Duration
+	fds, threads       int
+	failed             string
+	controllers        int
+}
+
+// bench is one scenario's cluster.
+type bench struct {
+	o    options
+	sc   scenario
+	name string
+	c    *localcluster.Cluster
+	dir  string
+	r    *row
+}
+
+func (b *bench) m(metric string, v any, unit string) {
+	fmt.Printf("M %s %s %v %s\n", b.name, metric, v, unit)
+}
+
+func run(ctx context.Context, o options, sc scenario) (r *row, err error) {
+	defer func() {
+		if err != nil {
+			r.failed = err.Error()
+		}
+	}()
+	r = &row{sc: sc}
+	b := &bench{o: o, sc: sc, name: sc.String(), dir: filepath.Join(o.dir, sc.String()), r: r}
+	os.RemoveAll(b.dir)
+	fmt.Printf("# scenario %s: %d partitions (%d topics of %d), RF %d, %s\n", b.name, sc.partitions,
+		(sc.partitions+o.perTopic-1)/o.perTopic, o.perTopic, sc.rf, time.Now().UTC().Format(time.RFC3339))
+	spec := localcluster.Spec{Nodes: 3, BasePort: o.basePort, Binary: o.weir,
+		Args: []string{"--metrics-listen", "127.0.0.1:0", "--pprof-listen", "127.0.0.1:0", "--shutdown-timeout", "300s"}}
+	start := time.Now()
+	c, err := localcluster.Up(ctx, b.dir, spec, 2*time.Minute)
+	if err != nil {
+		return r, err
+	}
+	b.c = c
+	r.startup = time.Since(start)
+	b.m("startup", ms(r.startup), "ms")
+	defer func() {
+		b.churn()
+		if err != nil {
+			b.keepLogs()
+		}
+		for n := 1; n <= 3; n++ {
+			localcluster.Kill(b.dir, n)
+		}
+		c.StopAll(10 * time.Second)
+		if !o.keep {
+			os.RemoveAll(b.dir)
+		}
+	}()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(spec.Bootstrap(), ",")...), kgo.RequestRetries(20))
+	if err != nil {
+		return r, err
+	}
+	defer cl.Close()
+	if err := warm(ctx, cl); err != nil {
+		return r, err
+	}
+
+	time.Sleep(2 * time.Second)
+	before := b.memory("before")
+	if err := b.create(ctx, cl); err != nil {
+		return r, err
+	}
+	time.Sleep(3 * time.Second)
+	after := b.memory("after")
+	var heaps, rsss []float64
+	for n := 1; n <= 3; n++ {
+		h := float64(after[n].heap-before[n].heap) / float64(sc.partitions)
+		s := float64(after[n].rss-before[n].rss) / float64(sc.partitions)
+		b.m(fmt.Sprintf("node%d.heap_per_partition", n), round1(h), "B")
+		b.m(fmt.Sprintf("node%d.rss_per_partition", n), round1(s), "B")
+		heaps, rsss = append(heaps, h), append(rsss, s)
+		r.fds = max(r.fds, after[n].fds)
+		r.threads = max(r.threads, after[n].threads)
+	}
+	r.heapPerPart, r.rssPerPart = median(heaps), median(rsss)
+
+	r.idleCPU = b.idleCPU(ctx)
+	if err := b.metadata(ctx, cl); err != nil {
+		return r, err
+	}
+	if err := b.shutdown(ctx, cl); err != nil {
+		return r, err
+	}
+	if err := b.failover(ctx, spec); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// create makes the scenario's topics in requests of topicsPerReq and
+// waits until every broker's metadata has the last one with leaders.
+func (b *bench) create(ctx context.Context, cl *kgo.Client) error {
+	adm := kadm.NewClient(cl)
+	topics := (b.sc.partitions + b.o.perTopic - 1) / b.o.perTopic
+	start := time.Now()
+	var last string
+	exists := 0
+	for i := 0; i < topics; i += b.o.topicsPerReq {
+		var names []string
+		for t := i; t < min(i+b.o.topicsPerReq, topics); t++ {
+			names = append(names, fmt.Sprintf("t%07d", t))
+		}
+		last = names[len(names)-1]
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		resp, err := adm.CreateTopics(rctx, int32(b.o.perTopic), int16(b.sc.rf), nil, names...)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("create topics %s..: %w", names[0], err)
+		}
+		for _, t := range resp.Sorted() {
+			switch {
+			case errors.Is(t.Err, kerr.TopicAlreadyExists):
+				// A retry of a request whose first try committed
+				// (its answer lost to a change of controller).
+				exists++
+			case t.Err != nil:
+				return fmt.Errorf("create topic %s: %w", t.Topic, t.Err)
+			}
+		}
+	}
+	b.r.create = time.Since(start)
+	b.m("create.answered", ms(b.r.create), "ms")
+	b.m("create.already_exists_on_retry", exists, "topics")
+	b.m("create.rate", int(float64(b.sc.partitions)/b.r.create.Seconds()), "partitions/s")
+	for n := int32(1); n <= 3; n++ {
+		for {
+			md, err := brokerMetadata(ctx, cl, n, last)
+			if err == nil && len(md.Topics) == 1 && md.Topics[0].ErrorCode == 0 && len(md.Topics[0].Partitions) == b.o.perTopic && allLed(md.Topics[0]) {
+				break
+			}
+			if ctx.Err() != nil || time.Since(start) > 10*time.Minute {
+				return fmt.Errorf("broker %d does not show %s with leaders", n, last)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	b.r.visible = time.Since(start)
+	b.m("create.visible_on_all", ms(b.r.visible), "ms")
+	return nil
+}
+
+// warm loads the client's view of the brokers, which Broker(id) needs.
+func warm(ctx context.Context, cl *kgo.Client) error {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	for range 100 {
+		if _, err := req.RequestWith(ctx, cl); err != nil {
+			return err
+		}
+		ok := true
+		for n := range 3 {
+			if _, err := cl.Broker(n+1).Request(ctx, kmsg.NewPtrApiVersionsRequest()); err != nil {
+				ok = false
+			}
+		}
+		if ok {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.New("the client does not reach every broker")
+}
+
+func allLed(t kmsg.MetadataResponseTopic) bool {
+	for _, p := range t.Partitions {
+		if p.Leader < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func brokerMetadata(ctx context.Context, cl *kgo.Client, node int32, topics ...string) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	resp, err := req.RequestWith(rctx, cl.Broker(int(node)))
+	return resp, err
+}
+
+type procMem struct {
+	heap, rss     int64
+	fds, threads  int
+	metricsHeapOK bool
+}
+
+// memory reads every node's live heap (after a forced collection) and
+// process figures.
+func (b *bench) memory(when string) [4]procMem {
+	var out [4]procMem
+	for n := 1; n <= 3; n++ {
+		pid := b.pid(n)
+		var pm procMem
+		pprofURL, metricsURL := b.endpoints(n)
+		if pprofURL != "" && metricsURL != "" {
+			if prof, err := httpGet(pprofURL+"heap?gc=1", 2*time.Minute); err == nil {
+				if b.o.profiles != "" && when == "after" {
+					b.save(fmt.Sprintf("heap-node%d", n), prof)
+				}
+				if body, err := httpGet(metricsURL, 2*time.Minute); err == nil {
+					pm.heap, pm.metricsHeapOK = promValue(body, "go_memstats_heap_alloc_bytes")
+				}
+			}
+		}
+		pm.rss, pm.threads = procStatus(pid)
+		pm.fds = countFDs(pid)
+		out[n] = pm
+		b.m(fmt.Sprintf("node%d.%s.heap", n, when), pm.heap, "B")
+		b.m(fmt.Sprintf("node%d.%s.rss", n, when), pm.rss, "B")
+		b.m(fmt.Sprintf("node%d.%s.fds", n, when), pm.fds, "")
+		b.m(fmt.Sprintf("node%d.%s.threads", n, when), pm.threads, "")
+	}
+	return out
+}
+
+// idleCPU is the CPU the three nodes use, together, while nothing is
+// asked of them, in percent of one core.
+func (b *bench) idleCPU(ctx context.Context) float64 {
+	var before [4]int64
+	for n := 1; n <= 3; n++ {
+		before[n] = cpuTicks(b.pid(n))
+	}
+	wait := b.profile(ctx, 1, "idle", b.o.idle)
+	start := time.Now()
+	select {
+	case <-time.After(b.o.idle):
+	case <-ctx.Done():
+	}
+	secs := time.Since(start).Seconds()
+	var total float64
+	for n := 1; n <= 3; n++ {
+		pct := float64(cpuTicks(b.pid(n))-before[n]) / 100 / secs * 100
+		total += pct
+		b.m(fmt.Sprintf("node%d.idle_cpu", n), round1(pct), "%")
+	}
+	wait()
+	b.m("idle_cpu.total", round1(total), "%")
+	return total
+}
+
+// metadata times Metadata requests from a client to broker 1.
+func (b *bench) metadata(ctx context.Context, cl *kgo.Client) error {
+	var all, one []time.Duration
+	for range b.o.metaAll {
+		start := time.Now()
+		md, err := brokerMetadata(ctx, cl, 1)
+		if err != nil {
+			return fmt.Errorf("metadata (all topics): %w", err)
+		}
+		all = append(all, time.Since(start))
+		parts := 0
+		for _, t := range md.Topics {
+			parts += len(t.Partitions)
+		}
+		b.r.metaAllParts = parts
+	}
+	for i := range b.o.metaOne {
+		name := fmt.Sprintf("t%07d", i*7919%max(1, b.sc.partitions/b.o.perTopic))
+		start := time.Now()
+		if _, err := brokerMetadata(ctx, cl, 1, name); err != nil {
+			return fmt.Errorf("metadata (one topic): %w", err)
+		}
+		one = append(one, time.Since(start))
+	}
+	b.r.metaAll, b.r.metaOne = medianDur(all), medianDur(one)
+	b.m("metadata_all.partitions", b.r.metaAllParts, "")
+	b.m("metadata_all.median", ms(b.r.metaAll), "ms")
+	b.m("metadata_all.runs", fmtDurs(all), "ms")
+	b.m("metadata_one.median", ms(b.r.metaOne), "ms")
+	b.m("metadata_one.max", ms(slices.Max(one)), "ms")
+	return nil
+}
+
+// leaders counts leaderships per broker and finds the controller.
+func leaders(ctx context.Context, cl *kgo.Client, via int32) (map[int32]int, int32, error) {
+	md, err := brokerMetadata(ctx, cl, via)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := map[int32]int{}
+	for _, t := range md.Topics {
+		for _, p := range t.Partitions {
+			out[p.Leader]++
+		}
+	}
+	return out, md.ControllerID, nil
+}
+
+// shutdown SIGTERMs a broker that does not run the controller and times
+// it until the process exits; the controller's log says when the batch
+// moving its leaderships committed.
+func (b *bench) shutdown(ctx context.Context, cl *kgo.Client) error {
+	led, ctl, err := leaders(ctx, cl, 1)
+	if err != nil {
+		return err
+	}
+	victim := int32(3)
+	if ctl == 3 {
+		victim = 2
+	}
+	b.r.victimLeads = led[victim]
+	b.m("shutdown.controller_node", ctl, "")
+	b.m("shutdown.victim_node", victim, "")
+	b.m("shutdown.victim_leaderships", led[victim], "")
+	marks := b.logMarks()
+	window := b.o.shutdownWindow
+	if window == 0 {
+		window = time.Duration(3+b.sc.partitions/100_000) * time.Second
+	}
+	var waits []func()
+	for n := 1; n <= 3; n++ {
+		what := "shutdown"
+		switch int32(n) {
+		case ctl:
+			what = "shutdown-controller"
+		case victim:
+			continue // its profile would end with the process
+		}
+		waits = append(waits, b.profile(ctx, n, what, window))
+	}
+	wait := func() {
+		for _, w := range waits {
+			w()
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	pid := b.pid(int(victim))
+	start := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return err
+	}
+	for alive(pid) {
+		if time.Since(start) > b.o.exitWait {
+			b.m("shutdown.victim_stuck", "true", "")
+			b.dumpGoroutines(int(victim))
+			syscall.Kill(pid, syscall.SIGKILL)
+			for alive(pid) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			b.logFacts(int(victim), marks)
+			return fmt.Errorf("node %d did not exit within %v of SIGTERM; killed", victim, b.o.exitWait)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	b.r.shutdownExit = time.Since(start)
+	wait()
+	b.m("shutdown.sigterm_to_exit", ms(b.r.shutdownExit), "ms")
+	if line, _, ok := b.logFind(int(victim), marks, `msg="controlled shutdown" took=`); ok {
+		if d, err := time.ParseDuration(field(line, "took")); err == nil {
+			b.r.shutdownTook = d
+			b.m("shutdown.broker_took", ms(d), "ms")
+		}
+		if e := field(line, "err"); e != "<nil>" {
+			b.m("shutdown.broker_err", strconv.Quote(e), "")
+		}
+	}
+	if line, t, ok := b.logFind(int(ctl), marks, `msg="broker shutting down"`); ok {
+		b.r.shutdownChanged, _ = strconv.Atoi(field(line, "partitions_changed"))
+		b.r.shutdownCommitted = t.Sub(start)
+		b.m("shutdown.controller_batch_committed_at", ms(b.r.shutdownCommitted), "ms")
+		b.m("shutdown.controller_partitions_changed", b.r.shutdownChanged, "")
+	}
+	if _, t, ok := b.logFind(int(ctl), marks, `reason="controlled shutdown complete"`); ok {
+		b.m("shutdown.controller_fenced_at", ms(t.Sub(start)), "ms")
+	}
+	// Back up: it registers again and is unfenced; with RF 1 its
+	// partitions, leaderless meanwhile, get it back as leader.
+	start = time.Now()
+	if err := b.c.StartNode(ctx, int(victim), 10*time.Minute); err != nil {
+		return fmt.Errorf("restart node %d: %w", victim, err)
+	}
+	b.r.restart = time.Since(start)
+	b.m("shutdown.restart_ready", ms(b.r.restart), "ms")
+	return nil
+}
+
+// failover SIGKILLs the node running the controller and times a
+// preferred election sent through the survivors until it succeeds.
+func (b *bench) failover(ctx context.Context, spec localcluster.Spec) error {
+	admin, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(spec.Bootstrap(), ",")...), kgo.RequestRetries(20))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if err := warm(ctx, admin); err != nil {
+		return err
+	}
+	_, ctl, err := leaders(ctx, admin, 1)
+	if err != nil {
+		return err
+	}
+	var surv []int32
+	for n := int32(1); n <= 3; n++ {
+		if n != ctl {
+			surv = append(surv, n)
+		}
+	}
+	x, y := surv[0], surv[1]
+	probe := "probe-" + b.name
+	// The probe partition is led by x with y preferred: a preferred
+	// election after the failover is a real leadership change.
+	if err := probeTopic(ctx, admin, probe, x, y); err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(spec.KafkaAddr(int(x)), spec.KafkaAddr(int(y))), kgo.RequestRetries(0))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := warm(ctx, cl); err != nil {
+		return err
+	}
+	marks := b.logMarks()
+	b.m("failover.killed_node", ctl, "")
+	start := time.Now()
+	if err := syscall.Kill(b.pid(int(ctl)), syscall.SIGKILL); err != nil {
+		return err
+	}
+	attempts := 0
+	var lastErr string
+	for {
+		attempts++
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.ElectionType = 0 // preferred
+		rt := kmsg.NewElectLeadersRequestTopic()
+		rt.Topic, rt.Partitions = probe, []int32{0}
+		req.Topics = append(req.Topics, rt)
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := req.RequestWith(rctx, cl.Broker(int(x)))
+		cancel()
+		if err == nil && resp.ErrorCode == 0 && len(resp.Topics) == 1 && resp.Topics[0].Partitions[0].ErrorCode == 0 {
+			break
+		}
+		switch {
+		case err != nil:
+			lastErr = err.Error()
+		case resp.ErrorCode != 0:
+			lastErr = fmt.Sprintf("error code %d", resp.ErrorCode)
+		case len(resp.Topics) == 1:
+			lastErr = fmt.Sprintf("partition error code %d", resp.Topics[0].Partitions[0].ErrorCode)
+		}
+		if time.Since(start) > 5*time.Minute || ctx.Err() != nil {
+			return fmt.Errorf("no election accepted after the failover (%d attempts, last: %s)", attempts, lastErr)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.r.failoverElect = time.Since(start)
+	b.m("failover.election_accepted", ms(b.r.failoverElect), "ms")
+	b.m("failover.election_attempts", attempts, "")
+	if attempts > 1 {
+		b.m("failover.last_refusal", strconv.Quote(lastErr), "")
+	}
+	cstart := time.Now()
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.TimeoutMillis = 30000
+	ctt := kmsg.NewCreateTopicsRequestTopic()
+	ctt.Topic, ctt.NumPartitions, ctt.ReplicationFactor = "after-"+b.name, 1, 1
+	ct.Topics = append(ct.Topics, ctt)
+	if resp, err := ct.RequestWith(ctx, cl.Broker(int(y))); err != nil || resp.Topics[0].ErrorCode != 0 {
+		return fmt.Errorf("create after failover through node %d: %v %+v", y, err, resp)
+	}
+	b.r.failoverCreate = time.Since(cstart)
+	b.m("failover.next_create_topics", ms(b.r.failoverCreate), "ms")
+	for _, n := range surv {
+		if _, t, ok := b.logFind(int(n), marks, `msg="controller active"`); ok {
+			b.r.failoverActive = t.Sub(start)
+			b.m("failover.controller_active_at", ms(b.r.failoverActive), "ms")
+			b.m("failover.new_controller_node", n, "")
+		}
+	}
+	start = time.Now()
+	if err := b.c.StartNode(ctx, int(ctl), 10*time.Minute); err != nil {
+		return fmt.Errorf("restart node %d: %w", ctl, err)
+	}
+	b.r.failoverKilledRest = time.Since(start)
+	b.m("failover.killed_restart_ready", ms(b.r.failoverKilledRest), "ms")
+	return nil
+}
+
+// probeTopic creates topic with one partition on [x y], then reorders
+// its replicas to [y x] and waits until x leads it with both in sync.
+func probeTopic(ctx context.Context, cl *kgo.Client, topic string, x, y int32) error {
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.TimeoutMillis = 30000
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, -1, -1
+	a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	a.Replicas = []int32{x, y}
+	t.ReplicaAssignment = append(t.ReplicaAssignment, a)
+	ct.Topics = append(ct.Topics, t)
+	resp, err := ct.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if c := resp.Topics[0].ErrorCode; c != 0 {
+		return fmt.Errorf("create %s: error code %d", topic, c)
+	}
+	ap := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	ap.TimeoutMillis = 30000
+	at := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	at.Topic = topic
+	p := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	p.Replicas = []int32{y, x}
+	at.Partitions = append(at.Partitions, p)
+	ap.Topics = append(ap.Topics, at)
+	aresp, err := ap.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if aresp.ErrorCode != 0 || aresp.Topics[0].Partitions[0].ErrorCode != 0 {
+		return fmt.Errorf("reassign %s: error codes %d/%d", topic, aresp.ErrorCode, aresp.Topics[0].Partitions[0].ErrorCode)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ok := true
+		for _, n := range []int32{x, y} {
+			md, err := brokerMetadata(ctx, cl, n, topic)
+			if err != nil || len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 1 {
+				ok = false
+				continue
+			}
+			pt := md.Topics[0].Partitions[0]
+			ok = ok && pt.Leader == x && slices.Equal(pt.Replicas, []int32{y, x}) && len(pt.ISR) == 2
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s: not led by %d with replicas [%d %d] in sync", topic, x, y, x)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// profile fetches a CPU profile of node n for d in the background into
+// the profiles directory; the returned func waits for it.
+func (b *bench) profile(ctx context.Context, n int, what string, d time.Duration) (wait func()) {
+	pprofURL, _ := b.endpoints(n)
+	if b.o.profiles == "" || pprofURL == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body, err := httpGet(fmt.Sprintf("%sprofile?seconds=%d", pprofURL, int(d.Seconds()+0.5)), d+time.Minute)
+		if err != nil {
+			fmt.Printf("# profile %s of node %d: %v\n", what, n, err)
+			return
+		}
+		b.save(fmt.Sprintf("%s-node%d", what, n), body)
+	}()
+	return func() {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// churn counts, over the scenario, the controllers that became active
+// and the raft elections and step-downs in the nodes' logs.
+func (b *bench) churn() {
+	count := func(needle string) int {
+		total := 0
+		for n := 1; n <= 3; n++ {
+			f, err := os.Open(b.logPath(n))
+			if err != nil {
+				continue
+			}
+			sc := bufio.NewScanner(f)
+			sc.Buffer(make([]byte, 64<<10), 4<<20)
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), needle) {
+					total++
+				}
+			}
+			f.Close()
+		}
+		return total
+	}
+	b.r.controllers = count(`msg="controller active"`)
+	b.m("churn.controller_active", b.r.controllers, "")
+	b.m("churn.raft_elections_started", count("heartbeat timeout reached, starting election"), "")
+	b.m("churn.raft_leader_stepped_down", count("failed to contact quorum of nodes, stepping down"), "")
+	b.m("churn.brokers_fenced_session", count(`reason="session timed out"`), "")
+}
+
+// keepLogs copies the nodes' logs next to the profiles when a scenario
+// fails.
+func (b *bench) keepLogs() {
+	if b.o.profiles == "" {
+		return
+	}
+	for n := 1; n <= 3; n++ {
+		raw, err := os.ReadFile(b.logPath(n))
+		if err != nil {
+			continue
+		}
+		path := filepath.Join(b.o.profiles, fmt.Sprintf("%s-node%d.log", b.name, n))
+		if os.WriteFile(path, raw, 0o644) == nil {
+			fmt.Printf("# log kept: %s\n", path)
+		}
+	}
+}
+
+// dumpGoroutines saves node n's goroutines (debug=1) next to the profiles.
+func (b *bench) dumpGoroutines(n int) {
+	pprofURL, _ := b.endpoints(n)
+	if pprofURL == "" || b.o.profiles == "" {
+		return
+	}
+	body, err := httpGet(pprofURL+"goroutine?debug=1", 30*time.Second)
+	if err != nil {
+		fmt.Printf("# goroutines of node %d: %v\n", n, err)
+		return
+	}
+	path := filepath.Join(b.o.profiles, fmt.Sprintf("%s-node%d-goroutines.txt", b.name, n))
+	if os.WriteFile(path, body, 0o644) == nil {
+		fmt.Printf("# goroutines of node %d: %s\n", n, path)
+	}
+}
+
+// logFacts prints node n's log lines after its mark that are not raft
+// chatter, to show where a shutdown stopped.
+func (b *bench) logFacts(n int, marks [4]int64) {
+	f, err := os.Open(b.logPath(n))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	f.Seek(marks[n], io.SeekStart)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		if line := sc.Text(); !strings.Contains(line, "component=raft") {
+			fmt.Printf("# node%d: %s\n", n, line)
+		}
+	}
+}
+
+// save writes a profile into the profiles directory.
+func (b *bench) save(what string, body []byte) {
+	path := filepath.Join(b.o.profiles, b.name+"-"+what+".pprof")
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		fmt.Printf("# profile %s: %v\n", path, err)
+		return
+	}
+	fmt.Printf("# profile %s\n", path)
+}
+
+func (b *bench) pid(n int) int {
+	raw, err := os.ReadFile(filepath.Join(localcluster.NodeDir(b.dir, n), "pid"))
+	if err != nil {
+		return -1
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	return pid
+}
+
+func (b *bench) logPath(n int) string {
+	return filepath.Join(localcluster.NodeDir(b.dir, n), "weir.log")
+}
+
+// endpoints are node n's pprof and metrics URLs from its latest start.
+func (b *bench) endpoints(n int) (pprofURL, metricsURL string) {
+	f, err := os.Open(b.logPath(n))
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if u, ok := strings.CutPrefix(line, "weir pprof on "); ok {
+			pprofURL = u
+		}
+		if u, ok := strings.CutPrefix(line, "weir metrics on "); ok {
+			metricsURL = u
+		}
+	}
+	return pprofURL, metricsURL
+}
+
+func (b *bench) logMarks() [4]int64 {
+	var marks [4]int64
+	for n := 1; n <= 3; n++ {
+		if st, err := os.Stat(b.logPath(n)); err == nil {
+			marks[n] = st.Size()
+		}
+	}
+	return marks
+}
+
+// logFind returns the first line of node n's log after its mark holding
+// needle, with the line's time.
+func (b *bench) logFind(n int, marks [4]int64, needle string) (string, time.Time, bool) {
+	f, err := os.Open(b.logPath(n))
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	defer f.Close()
+	if _, err := f.Seek(marks[n], io.SeekStart); err != nil {
+		return "", time.Time{}, false
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, needle) {
+			t, _ := time.Parse(time.RFC3339Nano, field(line, "time"))
+			return line, t, true
+		}
+	}
+	return "", time.Time{}, false
+}
+
+// field is key's value in a slog text line (quoted values unquoted).
+func field(line, key string) string {
+	i := strings.Index(line, " "+key+"=")
+	if i < 0 {
+		if !strings.HasPrefix(line, key+"=") {
+			return ""
+		}
+		i = -1
+	}
+	v := line[i+len(key)+2:]
+	if strings.HasPrefix(v, `"`) {
+		if s, err := strconv.QuotedPrefix(v); err == nil {
+			u, _ := strconv.Unquote(s)
+			return u
+		}
+	}
+	if j := strings.IndexByte(v, ' '); j >= 0 {
+		v = v[:j]
+	}
+	return v
+}
+
+func httpGet(url string, timeout time.Duration) ([]byte, error) {
+	hc := http.Client{Timeout: timeout}
+	resp, err := hc.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+func promValue(body []byte, name string) (int64, bool) {
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int64(f), err == nil
+		}
+	}
+	return 0, false
+}
+
+// procStatus reads VmRSS (bytes) and Threads from /proc/PID/status.
+func procStatus(pid int) (rss int64, threads int) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "VmRSS:":
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			rss = kb << 10
+		case "Threads:":
+			threads, _ = strconv.Atoi(f[1])
+		}
+	}
+	return rss, threads
+}
+
+func countFDs(pid int) int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// cpuTicks is utime+stime of pid in clock ticks (100 per second).
+func cpuTicks(pid int) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(raw)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + st
+}
+
+// alive: the process exists and is not a zombie.
+func alive(pid int) bool {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(raw)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func medianDur(v []time.Duration) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func fmtDurs(v []time.Duration) string {
+	var parts []string
+	for _, d := range v {
+		parts = append(parts, strconv.FormatFloat(ms(d), 'f', 1, 64))
+	}
+	return strings.Join(parts, ",")
+}
+
+func secs(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
+}
+
+func printTable(w io.Writer, rows []*row) {
+	fmt.Fprintln(w, "\n# Results (times in seconds unless marked; - = not measured)")
+	fmt.Fprintln(w, "| partitions | RF | cluster up | create (answered) | visible on all | heap B/partition/node | RSS B/partition/node | idle CPU (3 nodes, % of a core) | Metadata all ms | Metadata one ms | victim leads | shutdown SIGTERM→exit | broker's controlled shutdown | controller batch at | partitions changed | victim restart | failover: election accepted | new controller active at | killed node restart | controllers activated |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %.0f | %.0f | %.1f | %.1f | %.2f | %d | %s | %s | %s | %d | %s | %s | %s | %s | %d |\n",
+			r.sc.partitions, r.sc.rf, secs(r.startup), secs(r.create), secs(r.visible), r.heapPerPart, r.rssPerPart, r.idleCPU,
+			ms(r.metaAll), ms(r.metaOne), r.victimLeads, secs(r.shutdownExit), secs(r.shutdownTook), secs(r.shutdownCommitted),
+			r.shutdownChanged, secs(r.restart), secs(r.failoverElect), secs(r.failoverActive), secs(r.failoverKilledRest), r.controllers)
+	}
+	for _, r := range rows {
+		if r.failed != "" {
+			fmt.Fprintf(w, "# %s failed: %s\n", r.sc, r.failed)
+		}
+	}
+}
