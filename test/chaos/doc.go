@@ -1,0 +1,38 @@
+// Package chaos is the loss test of partition replication: a three-node
+// weir cluster of real processes (internal/localcluster, the weir binary
+// built once per test run), a topic of 6 partitions with replication
+// factor 3 and min.insync.replicas 2, idempotent acks=all producers that
+// send unique values ("ID-SEQ") round robin over the partitions — two
+// franz-go clients in process and, when kafka-clients 4.3.0 is in .cache
+// (scripts/apache-kafka fetch) and javac is on PATH, the Java client
+// (java/ChaosProducer.java, compiled by the test) — and a franz-go
+// consumer reading the topic from the start while faults are injected.
+//
+// TestKillLoop SIGKILLs, every few seconds, the leader of a random
+// partition (or, one round in four, the node running the controller),
+// restarts it after 0.5–2 s and waits until every partition has a leader
+// and its full ISR before the next round. TestPauseLoop freezes the
+// leader of a random partition (or the controller) with SIGSTOP for 7 s,
+// longer than replica.lag.time.max.ms (3 s in that test's
+// server.properties), then SIGCONTs it; it also requires that in at
+// least one round the frozen node left the ISR of a partition it follows.
+//
+// After the loop the producers flush, the cluster heals, a fresh
+// consumer reads every partition from offset 0 to its high watermark and
+// Check (ledger.go) proves that every acknowledged record is in the log
+// exactly once at the partition and offset it was acknowledged with, that
+// no value is there twice, that nothing unsent is there, that every
+// record the live consumer read is still there at the same offset, and
+// that each producer's acknowledged records on a partition are in send
+// order. The test logs the ack stall of each round (the longest gap in
+// acknowledgements on any partition after the fault, per client family):
+// a measurement, never an assertion.
+//
+// Short form (the default, in scripts/test): 8 kill rounds and 3 pause
+// rounds, about a minute each. Long form: WEIR_CHAOS_LONG=1 (50 kill
+// rounds, 12 pause rounds), or set WEIR_CHAOS_KILL_ROUNDS and
+// WEIR_CHAOS_PAUSE_ROUNDS. WEIR_CHAOS_SEED repeats a run's choice of
+// victims, WEIR_CHAOS_KEEP=DIR keeps the nodes' logs, WEIR_CHAOS_JAVA=0
+// leaves the Java producer out. scripts/chaos runs either form in one
+// command and saves the output under bench/results/.
+package chaos

@@ -1,0 +1,359 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/localcluster"
+)
+
+// weirBin is the weir binary every cluster of this package runs, built
+// once by TestMain.
+var weirBin string
+
+func TestMain(m *testing.M) {
+	tmp, err := os.MkdirTemp("", "weir-chaos-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(1)
+	}
+	weirBin = filepath.Join(tmp, "weir")
+	build := exec.Command("go", "build", "-o", weirBin, "weir/cmd/weir")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	code := 1
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos: building weir:", err)
+	} else {
+		code = m.Run()
+	}
+	os.RemoveAll(tmp)
+	os.Exit(code)
+}
+
+const (
+	topic      = "chaos"
+	partitions = 6
+	nodes      = 3
+)
+
+// chaosCluster is a three-node cluster of weir processes owned by one
+// test, with an admin client on every node.
+type chaosCluster struct {
+	*localcluster.Cluster
+	t   *testing.T
+	cl  *kgo.Client
+	adm *kadm.Client
+}
+
+// startCluster starts the cluster with the given broker properties and
+// creates the topic (RF 3, min.insync.replicas 2). The cluster stops
+// when the test ends; its logs are kept (WEIR_CHAOS_KEEP, or a temporary
+// directory when the test failed).
+func startCluster(t *testing.T, ctx context.Context, props map[string]string) *chaosCluster {
+	t.Helper()
+	dir := t.TempDir()
+	args := []string{"--shutdown-timeout", "5s"}
+	if len(props) > 0 {
+		var b strings.Builder
+		for k, v := range props {
+			fmt.Fprintf(&b, "%s=%s\n", k, v)
+		}
+		path := filepath.Join(dir, "server.properties")
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", path)
+	}
+	var c *localcluster.Cluster
+	var lastErr error
+	for range 4 { // a free port can be taken between the check and the bind
+		spec := localcluster.Spec{Nodes: nodes, BasePort: freeBasePort(t, 2*nodes), Binary: weirBin, Args: args}
+		cdir := filepath.Join(dir, "cluster-"+strconv.Itoa(spec.BasePort))
+		var err error
+		if c, err = localcluster.Up(ctx, cdir, spec, 30*time.Second); err == nil {
+			break
+		}
+		lastErr = err
+		t.Logf("cluster on ports from %d did not start, retrying: %v", spec.BasePort, err)
+	}
+	if c == nil {
+		t.Fatalf("no cluster: %v", lastErr)
+	}
+	cc := &chaosCluster{Cluster: c, t: t}
+	t.Cleanup(func() {
+		for n := 1; n <= nodes; n++ {
+			cc.signal(n, syscall.SIGCONT) // a stopped process would not stop
+		}
+		c.StopAll(15 * time.Second)
+		if keep := os.Getenv("WEIR_CHAOS_KEEP"); keep != "" || t.Failed() {
+			cc.keepLogs(keep)
+		}
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cc.bootstrap()...), kgo.RetryTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	cc.cl, cc.adm = cl, kadm.NewClient(cl)
+	t.Logf("cluster of %d nodes on %s in %s, broker properties %v", nodes, c.Spec.Bootstrap(), c.Dir, props)
+
+	eventually(t, ctx, 30*time.Second, "topic created", func(ctx context.Context) error {
+		mis := "2"
+		r, err := cc.adm.CreateTopic(ctx, partitions, nodes, map[string]*string{"min.insync.replicas": &mis}, topic)
+		if err == nil && r.Err != nil && !strings.Contains(r.Err.Error(), "TOPIC_ALREADY_EXISTS") {
+			err = r.Err
+		}
+		return err
+	})
+	cc.waitHealthy(ctx, 60*time.Second)
+	return cc
+}
+
+func (c *chaosCluster) bootstrap() []string { return strings.Split(c.Spec.Bootstrap(), ",") }
+
+// layout is a partition's leader and in-sync replicas.
+type layout struct {
+	leader int32
+	isr    []int32
+}
+
+// layouts reads every partition's leader and ISR from the cluster.
+func (c *chaosCluster) layouts(ctx context.Context) ([]layout, error) {
+	md, err := c.adm.Metadata(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	td, ok := md.Topics[topic]
+	if !ok || td.Err != nil {
+		return nil, fmt.Errorf("topic %s: %v", topic, td.Err)
+	}
+	out := make([]layout, partitions)
+	for p := range out {
+		pd, ok := td.Partitions[int32(p)]
+		if !ok {
+			return nil, fmt.Errorf("partition %d missing from metadata", p)
+		}
+		out[p] = layout{leader: pd.Leader, isr: pd.ISR}
+	}
+	return out, nil
+}
+
+// layoutsFrom asks node n (and no other) for every partition's leader
+// and ISR.
+func (c *chaosCluster) layoutsFrom(ctx context.Context, n int) ([]layout, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, c.cl.Broker(n))
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		return nil, fmt.Errorf("node %d: no metadata of topic %s", n, topic)
+	}
+	out := make([]layout, partitions)
+	seen := 0
+	for _, p := range resp.Topics[0].Partitions {
+		if p.Partition >= 0 && p.Partition < partitions {
+			out[p.Partition] = layout{leader: p.Leader, isr: p.ISR}
+			seen++
+		}
+	}
+	if seen != partitions {
+		return nil, fmt.Errorf("node %d: metadata of %d partitions, want %d", n, seen, partitions)
+	}
+	return out, nil
+}
+
+// healthy is nil when every partition has a leader and all replicas in
+// sync.
+func (c *chaosCluster) healthy(ctx context.Context) error {
+	ls, err := c.layouts(ctx)
+	if err != nil {
+		return err
+	}
+	for p, l := range ls {
+		if l.leader < 0 || len(l.isr) != nodes {
+			return fmt.Errorf("partition %d: leader %d, ISR %v", p, l.leader, l.isr)
+		}
+	}
+	return nil
+}
+
+func (c *chaosCluster) waitHealthy(ctx context.Context, timeout time.Duration) time.Duration {
+	return eventually(c.t, ctx, timeout, "every partition led with its full ISR", c.healthy)
+}
+
+// recover waits until the cluster is healthy again and says how long
+// that took.
+func (c *chaosCluster) recover(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	d, err := poll(ctx, timeout, c.healthy)
+	if err != nil {
+		err = fmt.Errorf("every partition led with its full ISR: %w", err)
+	}
+	return d, err
+}
+
+// controller is the node that logged "controller active" last.
+func (c *chaosCluster) controller() int {
+	best, bestAt := 0, ""
+	for n := 1; n <= nodes; n++ {
+		f, err := os.Open(filepath.Join(localcluster.NodeDir(c.Dir, n), "weir.log"))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if !strings.Contains(line, `msg="controller active"`) || !strings.HasPrefix(line, "time=") {
+				continue
+			}
+			at, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+			if at > bestAt { // RFC 3339 in UTC with a fixed width sorts as text
+				best, bestAt = n, at
+			}
+		}
+		f.Close()
+	}
+	return best
+}
+
+// pid is node n's process id.
+func (c *chaosCluster) pid(n int) (int, error) {
+	b, err := os.ReadFile(filepath.Join(localcluster.NodeDir(c.Dir, n), "pid"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+func (c *chaosCluster) signal(n int, sig syscall.Signal) error {
+	pid, err := c.pid(n)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal %v to node %d (pid %d): %w", sig, n, pid, err)
+	}
+	return nil
+}
+
+// keepLogs copies every node's log to dir (a new temporary directory if
+// empty) and prints the end of each.
+func (c *chaosCluster) keepLogs(dir string) {
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "weir-chaos-logs"); err != nil {
+			c.t.Logf("keeping logs: %v", err)
+			return
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.t.Logf("keeping logs: %v", err)
+		return
+	}
+	for n := 1; n <= nodes; n++ {
+		b, err := os.ReadFile(filepath.Join(localcluster.NodeDir(c.Dir, n), "weir.log"))
+		dst := filepath.Join(dir, c.t.Name()+"-node-"+strconv.Itoa(n)+".log")
+		if err == nil {
+			err = os.WriteFile(dst, b, 0o644)
+		}
+		if err != nil {
+			c.t.Logf("keeping node %d's log: %v", n, err)
+			continue
+		}
+		c.t.Logf("node %d log kept in %s", n, dst)
+		if c.t.Failed() {
+			c.t.Logf("node %d's log ends with:\n%s", n, b[max(0, len(b)-4096):])
+		}
+	}
+}
+
+// freeBasePort finds n consecutive loopback ports free right now, below
+// the ephemeral range (32768-60999 on Linux): a node restarted after a
+// SIGKILL must find its ports unused by some client's outgoing socket.
+func freeBasePort(t *testing.T, n int) int {
+	t.Helper()
+	free := func(base int) bool {
+		var held []net.Listener
+		defer func() {
+			for _, ln := range held {
+				ln.Close()
+			}
+		}()
+		for p := base; p < base+n; p++ {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				return false
+			}
+			held = append(held, ln)
+		}
+		return true
+	}
+	for range 100 {
+		if base := 20000 + rand.IntN(12000); free(base) {
+			return base
+		}
+	}
+	t.Fatalf("no %d consecutive free ports", n)
+	return 0
+}
+
+// eventually calls check every 100 ms until it returns nil, failing the
+// test with its last error once timeout has passed. It returns how long
+// the wait took.
+func eventually(t *testing.T, ctx context.Context, timeout time.Duration, what string, check func(context.Context) error) time.Duration {
+	t.Helper()
+	d, err := poll(ctx, timeout, check)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return d
+}
+
+// poll calls check every 100 ms until it returns nil and says how long
+// that took, or returns check's last error once timeout has passed.
+func poll(ctx context.Context, timeout time.Duration, check func(context.Context) error) (time.Duration, error) {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := check(cctx)
+		cancel()
+		if err == nil {
+			return time.Since(start), nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return time.Since(start), fmt.Errorf("not true after %v: %w", timeout, err)
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+	case <-tm.C:
+	}
+}
