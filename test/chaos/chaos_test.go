@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"weir/internal/localcluster"
 )
 
@@ -112,10 +114,13 @@ func (r *chaosRun) clients(ctx context.Context) (stop func() []error) {
 		pwg.Add(1)
 		goErr(func() error { defer pwg.Done(); return f() })
 	}
-	for i := range 2 {
-		id := "kgo" + strconv.Itoa(i)
-		producer(func() error { return kgoProducer(pctx, id, seeds, r.ledger, 2*time.Minute) })
-	}
+	// kgo0 runs with franz-go's defaults, so it refreshes metadata at
+	// most every 5 s (MetadataMinAge); kgo1 may every 250 ms, which shows
+	// how much of kgo0's stall is that client setting.
+	producer(func() error { return kgoProducer(pctx, "kgo0", "kgo", seeds, r.ledger, 2*time.Minute) })
+	producer(func() error {
+		return kgoProducer(pctx, "kgo1", "kgo-meta250ms", seeds, r.ledger, 2*time.Minute, kgo.MetadataMinAge(250*time.Millisecond))
+	})
 	if r.javaCP != "" {
 		logPath := filepath.Join(r.javaDir, "java0.log")
 		producer(func() error { return javaProducer(pctx, "java0", r.javaDir, r.javaCP, seeds, r.ledger, logPath) })
@@ -194,7 +199,7 @@ func (r *chaosRun) finish(ctx context.Context, name string, stop func() []error,
 	v := Check(acks, failed, seen, final)
 	t.Logf("chaos %s: %d rounds; %d acknowledged, %d failed sends (%d of them in the log anyway), live consumer read %d, final read %d",
 		name, len(r.faults), v.Acked, v.FailedSends, v.FailedPresent, v.Seen, v.Final)
-	for _, client := range []string{"kgo", "java"} {
+	for _, client := range []string{"kgo", "kgo-meta250ms", "java"} {
 		n := 0
 		for _, a := range acks {
 			if a.Client == client {

@@ -26,16 +26,16 @@ const sendEvery = 3 * time.Millisecond
 
 // kgoProducer sends records with an idempotent acks=all franz-go client
 // until ctx ends, then flushes what it buffered (within flushFor) and
-// records every outcome in the ledger.
-func kgoProducer(ctx context.Context, id string, seeds []string, l *Ledger, flushFor time.Duration) error {
-	cl, err := kgo.NewClient(
+// records every outcome in the ledger under client family family.
+func kgoProducer(ctx context.Context, id, family string, seeds []string, l *Ledger, flushFor time.Duration, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is on by default
-		kgo.ProducerLinger(2*time.Millisecond),
+		kgo.ProducerLinger(2 * time.Millisecond),
 		kgo.MaxBufferedRecords(50000),
-	)
+	}, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func kgoProducer(ctx context.Context, id string, seeds []string, l *Ledger, flus
 			l.Failed(v)
 			return
 		}
-		l.Acked(Ack{Client: "kgo", Value: v, Partition: r.Partition, Offset: r.Offset, At: time.Now()})
+		l.Acked(Ack{Client: family, Value: v, Partition: r.Partition, Offset: r.Offset, At: time.Now()})
 	}
 	tick := time.NewTicker(sendEvery)
 	defer tick.Stop()

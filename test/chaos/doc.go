@@ -3,7 +3,9 @@
 // built once per test run), a topic of 6 partitions with replication
 // factor 3 and min.insync.replicas 2, idempotent acks=all producers that
 // send unique values ("ID-SEQ") round robin over the partitions — two
-// franz-go clients in process and, when kafka-clients 4.3.0 is in .cache
+// franz-go clients in process (kgo0 with franz-go's defaults, kgo1 with
+// a 250 ms MetadataMinAge instead of 5 s, to tell the client's metadata
+// refresh pacing from the broker's failover in the stall figures) and, when kafka-clients 4.3.0 is in .cache
 // (scripts/apache-kafka fetch) and javac is on PATH, the Java client
 // (java/ChaosProducer.java, compiled by the test) — and a franz-go
 // consumer reading the topic from the start while faults are injected.
