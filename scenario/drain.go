@@ -172,7 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				fmt.Fprintf(out, "could not delete the broker configs set for the run: %v\n", err)
 			}
 		}()
-		fmt.Fprintf(out, "broker configs for this run (cluster defaults): %s\n", joinConfigs(cfg.BrokerConfigs))
+		fmt.Fprintf(out, "broker configs for this run (cluster defaults, read back): %s\n", joinConfigs(cfg.BrokerConfigs))
 	}
 	start := time.Now()
 	if err := load(ctx, cfg, counts); err != nil {

@@ -142,7 +142,7 @@ func TestShareDrain(t *testing.T) {
 			if filepath.Base(res.CSV) != "share-drain-"+client+"-"+mode+".csv" {
 				t.Errorf("CSV named %s", res.CSV)
 			}
-			if cfg.BrokerConfigs != nil && !strings.Contains(out.String(), "broker configs for this run (cluster defaults): weir.share.fetch.elsewhere.wait.ms=-1") {
+			if cfg.BrokerConfigs != nil && !strings.Contains(out.String(), "broker configs for this run (cluster defaults, read back): weir.share.fetch.elsewhere.wait.ms=-1") {
 				t.Errorf("output does not show the broker config:\n%s", out.String())
 			}
 			if strings.Contains(out.String(), "could not delete") {

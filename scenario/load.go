@@ -114,7 +114,44 @@ func setBrokerConfigs(ctx context.Context, adm *client.Admin, kv map[string]stri
 	if err := adm.AlterConfigs(ctx, client.BrokerResource, "", set...); err != nil {
 		return nil, fmt.Errorf("set broker configs %s: %w", joinConfigs(kv), err)
 	}
-	return func(ctx context.Context) error { return adm.AlterConfigs(ctx, client.BrokerResource, "", del...) }, nil
+	restore := func(ctx context.Context) error { return adm.AlterConfigs(ctx, client.BrokerResource, "", del...) }
+	if err := awaitBrokerConfigs(ctx, adm, kv); err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, restore(rctx))
+	}
+	return restore, nil
+}
+
+// awaitBrokerConfigs waits until the cluster defaults read back with the
+// values set. It reads the cluster-default resource (""), which any broker
+// answers from its copy of the metadata; a per-broker check would need
+// DescribeConfigs sent to each broker, which client.Admin does not do.
+func awaitBrokerConfigs(ctx context.Context, adm *client.Admin, kv map[string]string) error {
+	for {
+		entries, err := adm.DescribeConfigs(ctx, client.BrokerResource, "")
+		if err == nil {
+			have := map[string]string{}
+			for _, e := range entries {
+				if e.Value != nil {
+					have[e.Name] = *e.Value
+				}
+			}
+			for k, v := range kv {
+				if have[k] != v && err == nil {
+					err = fmt.Errorf("%s reads back as %q", k, have[k])
+				}
+			}
+			if err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("broker configs %s not applied: %w", joinConfigs(kv), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // joinConfigs prints k=v pairs sorted by key, "none" for none.
