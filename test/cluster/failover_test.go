@@ -121,9 +121,12 @@ func TestControllerKillFailover(t *testing.T) {
 	c, views := setUp(t, ctx, topic)
 	all := c.live()
 	ctrl := int(views[0].controller)
-	if lines := c.activations(ctrl); len(lines) == 0 {
-		t.Errorf("brokers name node %d the controller but its log has no \"controller active\" line", ctrl)
-	}
+	eventually(t, ctx, 5*time.Second, "a \"controller active\" line in the controller's log", func(context.Context) error {
+		if len(c.activations(ctrl)) == 0 {
+			return fmt.Errorf("brokers name node %d the controller but its log has no such line", ctrl)
+		}
+		return nil
+	})
 	activated := map[int]int{}
 	for _, n := range all {
 		activated[n] = len(c.activations(n))
@@ -154,11 +157,16 @@ func TestControllerKillFailover(t *testing.T) {
 		return nil
 	})
 	t.Logf("new controller %d, named by every live broker %v after the kill", newCtrl, toController)
-	if lines := c.activations(int(newCtrl)); len(lines) <= activated[int(newCtrl)] {
-		t.Errorf("brokers name node %d the new controller but its log has no new \"controller active\" line", newCtrl)
-	} else {
-		t.Logf("node %d: %s", newCtrl, lines[len(lines)-1])
-	}
+	// DescribeCluster names the raft leader, which logs "controller active"
+	// once its controller has started on the committed image.
+	var lines []string
+	eventually(t, ctx, 5*time.Second, "a new \"controller active\" line in the new controller's log", func(context.Context) error {
+		if lines = c.activations(int(newCtrl)); len(lines) <= activated[int(newCtrl)] {
+			return fmt.Errorf("node %d has %d such lines, as before the kill", newCtrl, len(lines))
+		}
+		return nil
+	})
+	t.Logf("node %d: %s", newCtrl, lines[len(lines)-1])
 
 	const second = "created-after-failover"
 	eventually(t, ctx, 20*time.Second, "CreateTopics after the failover", func(ctx context.Context) error {
