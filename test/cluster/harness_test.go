@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -130,20 +129,11 @@ func (c *testCluster) keepLogs() {
 }
 
 func copyFile(dst, src string) error {
-	in, err := os.Open(src)
+	b, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return os.WriteFile(dst, b, 0o644)
 }
 
 func tail(path string, n int) string {
