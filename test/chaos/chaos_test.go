@@ -225,11 +225,15 @@ func (r *chaosRun) finish(ctx context.Context, name string, stop func() []error,
 			st := Stalls(acks, client, partitions, times, loopEnd, k.include)
 			var each []string
 			for i, s := range st {
+				if s.Partition < 0 {
+					each = append(each, fmt.Sprintf("%d:-", i+1))
+					continue
+				}
 				each = append(each, fmt.Sprintf("%d:%v(p%d+%v)", i+1, s.Gap.Round(time.Millisecond), s.Partition, s.After.Round(time.Millisecond)))
 			}
 			gaps := Gaps(st)
 			t.Logf("chaos %s: %s ack stall, %s: median %v, max %v over %d rounds (%d acks); round:gap(partition+start after the fault): %s",
-				name, client, k.what, Median(gaps).Round(time.Millisecond), Max(gaps).Round(time.Millisecond), len(st), n, strings.Join(each, " "))
+				name, client, k.what, Median(gaps).Round(time.Millisecond), Max(gaps).Round(time.Millisecond), len(gaps), n, strings.Join(each, " "))
 		}
 	}
 	for _, s := range v.Violations {

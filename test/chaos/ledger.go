@@ -193,7 +193,7 @@ func splitValue(v string) (producer string, seq int64) {
 // Stall is one fault's longest gap in acknowledgements.
 type Stall struct {
 	Gap       time.Duration
-	Partition int32         // where it was
+	Partition int32         // where it was; -1 when no partition was included
 	After     time.Duration // when it began, from the fault
 }
 
@@ -221,8 +221,9 @@ func Stalls(acks []Ack, client string, partitions int32, faults []time.Time, end
 			to = faults[i+1]
 		}
 		worst := &out[i]
+		worst.Partition = -1 // until a partition is included
 		gap := func(p int, a, b time.Time) {
-			if d := b.Sub(a); d > worst.Gap {
+			if d := b.Sub(a); d > worst.Gap || worst.Partition < 0 {
 				*worst = Stall{Gap: d, Partition: int32(p), After: a.Sub(from)}
 			}
 		}
@@ -242,11 +243,13 @@ func Stalls(acks []Ack, client string, partitions int32, faults []time.Time, end
 	return out
 }
 
-// Gaps are the stalls' lengths.
+// Gaps are the lengths of the stalls that cover some partition.
 func Gaps(st []Stall) []time.Duration {
-	out := make([]time.Duration, len(st))
-	for i, s := range st {
-		out[i] = s.Gap
+	var out []time.Duration
+	for _, s := range st {
+		if s.Partition >= 0 {
+			out = append(out, s.Gap)
+		}
 	}
 	return out
 }

@@ -102,6 +102,10 @@ func TestStalls(t *testing.T) {
 	if want := (Stall{Gap: 1400 * time.Millisecond, Partition: 0, After: 100 * time.Millisecond}); only0[0] != want {
 		t.Errorf("partition 0 only: %+v, want %+v", only0[0], want)
 	}
+	none := Stalls(acks, "kgo", 2, []time.Time{at(0)}, at(3000), func(int, int32) bool { return false })
+	if none[0].Partition != -1 || len(Gaps(none)) != 0 {
+		t.Errorf("no partition included: %+v, gaps %v", none[0], Gaps(none))
+	}
 	if m := Median([]time.Duration{3, 1, 2}); m != 2 {
 		t.Errorf("median %v, want 2", m)
 	}
