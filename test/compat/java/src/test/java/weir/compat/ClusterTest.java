@@ -365,7 +365,8 @@ class ClusterTest {
                 String second = Compat.name("cluster-after-kill");
                 Compat.eventually(Duration.ofSeconds(20), () -> {
                     try {
-                        admin.createTopics(List.of(new NewTopic(second, 3, RF))).all().get(10, TimeUnit.SECONDS);
+                        // RF 2: once the dead broker is fenced only two are available.
+                        admin.createTopics(List.of(new NewTopic(second, 3, (short) 2))).all().get(10, TimeUnit.SECONDS);
                     } catch (ExecutionException e) {
                         // A try cut short by the change of controller may have committed.
                         if (!(e.getCause() instanceof TopicExistsException)) {
