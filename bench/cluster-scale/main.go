@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
@@ -9,11 +10,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -171,9 +174,7 @@ func run(ctx context.Context, o options, sc scenario) (r *row, err error) {
 	b.m("startup", ms(r.startup), "ms")
 	defer func() {
 		b.churn()
-		if err != nil {
-			b.keepLogs()
-		}
+		b.keepLogs()
 		for n := 1; n <= 3; n++ {
 			localcluster.Kill(b.dir, n)
 		}
@@ -211,6 +212,7 @@ func run(ctx context.Context, o options, sc scenario) (r *row, err error) {
 	r.heapPerPart, r.rssPerPart = median(heaps), median(rsss)
 
 	r.idleCPU = b.idleCPU(ctx)
+	b.scrape()
 	if err := b.metadata(ctx, cl); err != nil {
 		return r, err
 	}
@@ -228,6 +230,17 @@ func run(ctx context.Context, o options, sc scenario) (r *row, err error) {
 func (b *bench) create(ctx context.Context, cl *kgo.Client) error {
 	adm := kadm.NewClient(cl)
 	topics := (b.sc.partitions + b.o.perTopic - 1) / b.o.perTopic
+	var waits []func()
+	window := time.Duration(3+b.sc.partitions/25_000) * time.Second
+	for n := 1; n <= 3; n++ {
+		waits = append(waits, b.profile(ctx, n, "create", min(window, 60*time.Second)))
+	}
+	defer func() {
+		for _, w := range waits {
+			w()
+		}
+	}()
+	ss := b.sched()
 	start := time.Now()
 	var last string
 	exists := 0
@@ -272,6 +285,7 @@ func (b *bench) create(ctx context.Context, cl *kgo.Client) error {
 	}
 	b.r.visible = time.Since(start)
 	b.m("create.visible_on_all", ms(b.r.visible), "ms")
+	ss.report("create")
 	return nil
 }
 
@@ -332,15 +346,20 @@ func (b *bench) memory(when string) [4]procMem {
 	for n := 1; n <= 3; n++ {
 		pid := b.pid(n)
 		var pm procMem
-		pprofURL, metricsURL := b.endpoints(n)
-		if pprofURL != "" && metricsURL != "" {
-			if prof, err := httpGet(pprofURL+"heap?gc=1", 2*time.Minute); err == nil {
-				if b.o.profiles != "" && when == "after" {
+		pprofURL, _ := b.endpoints(n)
+		if pprofURL != "" {
+			// The runtime's own figures, after a collection: /metrics
+			// would do too, but it lists every partition and is slow
+			// at this scale (see metrics.scrape).
+			gc := "&gc=1"
+			if b.o.profiles != "" && when == "after" {
+				if prof, err := httpGet(pprofURL+"heap?gc=1", 2*time.Minute); err == nil {
 					b.save(fmt.Sprintf("heap-node%d", n), prof)
+					gc = ""
 				}
-				if body, err := httpGet(metricsURL, 2*time.Minute); err == nil {
-					pm.heap, pm.metricsHeapOK = promValue(body, "go_memstats_heap_alloc_bytes")
-				}
+			}
+			if body, err := httpGet(pprofURL+"heap?debug=1"+gc, 2*time.Minute); err == nil {
+				pm.heap, pm.metricsHeapOK = memStat(body, "HeapAlloc")
 			}
 		}
 		pm.rss, pm.threads = procStatus(pid)
@@ -362,12 +381,14 @@ func (b *bench) idleCPU(ctx context.Context) float64 {
 		before[n] = cpuTicks(b.pid(n))
 	}
 	wait := b.profile(ctx, 1, "idle", b.o.idle)
+	ss := b.sched()
 	start := time.Now()
 	select {
 	case <-time.After(b.o.idle):
 	case <-ctx.Done():
 	}
 	secs := time.Since(start).Seconds()
+	ss.report("idle")
 	var total float64
 	for n := 1; n <= 3; n++ {
 		pct := float64(cpuTicks(b.pid(n))-before[n]) / 100 / secs * 100
@@ -464,12 +485,16 @@ func (b *bench) shutdown(ctx context.Context, cl *kgo.Client) error {
 			w()
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
 	pid := b.pid(int(victim))
+	stopPerf := b.perf(pid, "shutdown-victim")
+	defer stopPerf()
+	time.Sleep(300 * time.Millisecond)
+	ss := b.sched()
 	start := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		return err
 	}
+	polls := 0
 	for alive(pid) {
 		if time.Since(start) > b.o.exitWait {
 			b.m("shutdown.victim_stuck", "true", "")
@@ -481,9 +506,14 @@ func (b *bench) shutdown(ctx context.Context, cl *kgo.Client) error {
 			b.logFacts(int(victim), marks)
 			return fmt.Errorf("node %d did not exit within %v of SIGTERM; killed", victim, b.o.exitWait)
 		}
+		if polls++; polls%10 == 0 {
+			ss.take()
+		}
 		time.Sleep(2 * time.Millisecond)
 	}
 	b.r.shutdownExit = time.Since(start)
+	ss.report("shutdown")
+	stopPerf()
 	wait()
 	b.m("shutdown.sigterm_to_exit", ms(b.r.shutdownExit), "ms")
 	if line, _, ok := b.logFind(int(victim), marks, `msg="controlled shutdown" took=`); ok {
@@ -553,6 +583,7 @@ func (b *bench) failover(ctx context.Context, spec localcluster.Spec) error {
 	}
 	marks := b.logMarks()
 	b.m("failover.killed_node", ctl, "")
+	ss := b.sched()
 	start := time.Now()
 	if err := syscall.Kill(b.pid(int(ctl)), syscall.SIGKILL); err != nil {
 		return err
@@ -587,6 +618,7 @@ func (b *bench) failover(ctx context.Context, spec localcluster.Spec) error {
 	}
 	b.r.failoverElect = time.Since(start)
 	b.m("failover.election_accepted", ms(b.r.failoverElect), "ms")
+	ss.report("failover")
 	b.m("failover.election_attempts", attempts, "")
 	if attempts > 1 {
 		b.m("failover.last_refusal", strconv.Quote(lastErr), "")
@@ -629,12 +661,17 @@ func probeTopic(ctx context.Context, cl *kgo.Client, topic string, x, y int32) e
 	a.Replicas = []int32{x, y}
 	t.ReplicaAssignment = append(t.ReplicaAssignment, a)
 	ct.Topics = append(ct.Topics, t)
-	resp, err := ct.RequestWith(ctx, cl)
-	if err != nil {
+	if err := retry(ctx, func() error {
+		resp, err := ct.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if c := resp.Topics[0].ErrorCode; c != 0 && c != kerr.TopicAlreadyExists.Code {
+			return fmt.Errorf("create %s: error code %d", topic, c)
+		}
+		return nil
+	}); err != nil {
 		return err
-	}
-	if c := resp.Topics[0].ErrorCode; c != 0 {
-		return fmt.Errorf("create %s: error code %d", topic, c)
 	}
 	ap := kmsg.NewPtrAlterPartitionAssignmentsRequest()
 	ap.TimeoutMillis = 30000
@@ -644,12 +681,17 @@ func probeTopic(ctx context.Context, cl *kgo.Client, topic string, x, y int32) e
 	p.Replicas = []int32{y, x}
 	at.Partitions = append(at.Partitions, p)
 	ap.Topics = append(ap.Topics, at)
-	aresp, err := ap.RequestWith(ctx, cl)
-	if err != nil {
+	if err := retry(ctx, func() error {
+		aresp, err := ap.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if aresp.ErrorCode != 0 || aresp.Topics[0].Partitions[0].ErrorCode != 0 {
+			return fmt.Errorf("reassign %s: error codes %d/%d", topic, aresp.ErrorCode, aresp.Topics[0].Partitions[0].ErrorCode)
+		}
+		return nil
+	}); err != nil {
 		return err
-	}
-	if aresp.ErrorCode != 0 || aresp.Topics[0].Partitions[0].ErrorCode != 0 {
-		return fmt.Errorf("reassign %s: error codes %d/%d", topic, aresp.ErrorCode, aresp.Topics[0].Partitions[0].ErrorCode)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -670,6 +712,20 @@ func probeTopic(ctx context.Context, cl *kgo.Client, topic string, x, y int32) e
 			return fmt.Errorf("%s: not led by %d with replicas [%d %d] in sync", topic, x, y, x)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// retry calls f until it succeeds, for up to two minutes: requests time
+// out while the cluster changes controllers.
+func retry(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := f()
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		fmt.Printf("# retrying: %v\n", err)
+		time.Sleep(time.Second)
 	}
 }
 
@@ -726,22 +782,40 @@ func (b *bench) churn() {
 	b.m("churn.brokers_fenced_session", count(`reason="session timed out"`), "")
 }
 
-// keepLogs copies the nodes' logs next to the profiles when a scenario
-// fails.
+// keepLogs copies the nodes' logs, gzipped, next to the profiles.
 func (b *bench) keepLogs() {
 	if b.o.profiles == "" {
 		return
 	}
 	for n := 1; n <= 3; n++ {
-		raw, err := os.ReadFile(b.logPath(n))
-		if err != nil {
+		path := filepath.Join(b.o.profiles, fmt.Sprintf("%s-node%d.log.gz", b.name, n))
+		if err := gzipFile(b.logPath(n), path); err != nil {
+			fmt.Printf("# log of node %d: %v\n", n, err)
 			continue
 		}
-		path := filepath.Join(b.o.profiles, fmt.Sprintf("%s-node%d.log", b.name, n))
-		if os.WriteFile(path, raw, 0o644) == nil {
-			fmt.Printf("# log kept: %s\n", path)
-		}
+		fmt.Printf("# log kept: %s\n", path)
 	}
+}
+
+func gzipFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(out)
+	_, err = io.Copy(zw, in)
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // dumpGoroutines saves node n's goroutines (debug=1) next to the profiles.
@@ -776,6 +850,36 @@ func (b *bench) logFacts(n int, marks [4]int64) {
 		if line := sc.Text(); !strings.Contains(line, "component=raft") {
 			fmt.Printf("# node%d: %s\n", n, line)
 		}
+	}
+}
+
+// perf records pid's stacks with perf(1), if there is one, until the
+// process exits or the returned func is called (it waits for the file).
+// The go runtime's own profiles end with the process; perf's do not.
+func (b *bench) perf(pid int, what string) (stop func()) {
+	bin, err := exec.LookPath("perf")
+	if b.o.profiles == "" || err != nil {
+		return func() {}
+	}
+	path := filepath.Join(b.o.profiles, fmt.Sprintf("%s-%s.perf", b.name, what))
+	cmd := exec.Command(bin, "record", "-q", "-F", "499", "-g", "-p", strconv.Itoa(pid), "-o", path)
+	if err := cmd.Start(); err != nil {
+		fmt.Printf("# perf: %v\n", err)
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				cmd.Process.Signal(os.Interrupt)
+				<-done
+			}
+			fmt.Printf("# perf %s\n", path)
+		})
 	}
 }
 
@@ -891,14 +995,31 @@ func httpGet(url string, timeout time.Duration) ([]byte, error) {
 	return io.ReadAll(resp.Body)
 }
 
-func promValue(body []byte, name string) (int64, bool) {
+// memStat reads "# name = value" from a heap profile in debug=1 text.
+func memStat(body []byte, name string) (int64, bool) {
 	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return int64(f), err == nil
+		if v, ok := strings.CutPrefix(line, "# "+name+" = "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
 		}
 	}
 	return 0, false
+}
+
+// scrape times one /metrics request to node 1.
+func (b *bench) scrape() {
+	_, metricsURL := b.endpoints(1)
+	if metricsURL == "" {
+		return
+	}
+	start := time.Now()
+	body, err := httpGet(metricsURL, 5*time.Minute)
+	if err != nil {
+		b.m("metrics.scrape_error", strconv.Quote(err.Error()), "")
+		return
+	}
+	b.m("metrics.scrape", ms(time.Since(start)), "ms")
+	b.m("metrics.scrape_size", len(body), "B")
 }
 
 // procStatus reads VmRSS (bytes) and Threads from /proc/PID/status.
@@ -949,6 +1070,70 @@ func cpuTicks(pid int) int64 {
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return u + st
+}
+
+// schedstat sums the CPU time and the time spent runnable but waiting
+// for a CPU over pid's threads (/proc/PID/task/*/schedstat, ns).
+func schedstat(pid int) (run, wait int64) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, t := range tasks {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(raw))
+		if len(f) < 2 {
+			continue
+		}
+		r, _ := strconv.ParseInt(f[0], 10, 64)
+		w, _ := strconv.ParseInt(f[1], 10, 64)
+		run += r
+		wait += w
+	}
+	return run, wait
+}
+
+// sched follows the three nodes' CPU time and run-queue wait over a
+// phase: the machine is shared, and a phase that waits for CPU more than
+// it runs is bounded by the machine, not by weir. A node that exits
+// keeps its last reading (take() refreshes them).
+type sched struct {
+	b           *bench
+	pids        [4]int
+	first, last [4][2]int64
+}
+
+func (b *bench) sched() *sched {
+	s := &sched{b: b}
+	for n := 1; n <= 3; n++ {
+		s.pids[n] = b.pid(n)
+		r, w := schedstat(s.pids[n])
+		s.first[n] = [2]int64{r, w}
+		s.last[n] = s.first[n]
+	}
+	return s
+}
+
+func (s *sched) take() {
+	for n := 1; n <= 3; n++ {
+		if r, w := schedstat(s.pids[n]); r > 0 {
+			s.last[n] = [2]int64{r, w}
+		}
+	}
+}
+
+func (s *sched) report(phase string) {
+	s.take()
+	var run, wait int64
+	for n := 1; n <= 3; n++ {
+		run += s.last[n][0] - s.first[n][0]
+		wait += s.last[n][1] - s.first[n][1]
+	}
+	s.b.m(phase+".cpu_3_nodes", run/1e6, "ms")
+	s.b.m(phase+".runqueue_wait_3_nodes", wait/1e6, "ms")
 }
 
 // alive: the process exists and is not a zombie.
