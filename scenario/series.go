@@ -153,7 +153,7 @@ func (s *Series) Summarize() Summary {
 	for i := peak; i <= end; i++ {
 		sum.MinAfter = min(sum.MinAfter, rates[i])
 	}
-	sum.Plateaus = plateaus(s.Samples[first:end+1], rates[first:end+1], first, prevAt(s.Samples, first))
+	sum.Plateaus = findPlateaus(s.Samples[first:end+1], first, prevAt(s.Samples, first), usual)
 	return sum
 }
 
@@ -176,11 +176,44 @@ func prevAt(samples []Sample, i int) time.Duration {
 	return samples[i-1].At
 }
 
-// plateaus splits rates greedily into maximal runs whose max/min ratio stays
-// within PlateauBand and returns those at least PlateauMinSamples long.
-// offset is the index of rates[0] in the full series, start the time the
-// first sample's interval began.
-func plateaus(samples []Sample, rates []float64, offset int, start time.Duration) []Plateau {
+// Long drains are read in coarser steps: once the records took more than
+// LongDrain, plateaus are found on PlateauBucket-long sums of samples and a
+// plateau needs PlateauMinBuckets of them. A consumer stuck in a fetch-wait
+// pattern delivers in bursts (500 records, then nothing for a few seconds),
+// so one-second rates jump between 0 and thousands while the rate over
+// tens of seconds is flat.
+const (
+	LongDrain         = 2 * time.Minute
+	PlateauBucket     = 20 * time.Second
+	PlateauMinBuckets = 3
+)
+
+// findPlateaus returns the plateaus of samples (offset is the index of
+// samples[0] in the series, start the time its interval began), on single
+// samples or, for a long drain, on PlateauBucket sums.
+func findPlateaus(samples []Sample, offset int, start, interval time.Duration) []Plateau {
+	if len(samples) == 0 {
+		return nil
+	}
+	per, minRun := 1, PlateauMinSamples
+	if samples[len(samples)-1].At-start > LongDrain && interval > 0 && interval < PlateauBucket {
+		per, minRun = int(PlateauBucket/interval), PlateauMinBuckets
+	}
+	// Sum samples into buckets of per samples (the last one may be short).
+	var buckets []Sample
+	var first []int // index in samples of each bucket's first sample
+	for i := 0; i < len(samples); i += per {
+		j := min(i+per, len(samples))
+		b := Sample{At: samples[j-1].At, Cumulative: samples[j-1].Cumulative}
+		for _, x := range samples[i:j] {
+			b.Count += x.Count
+		}
+		buckets = append(buckets, b)
+		first = append(first, i)
+	}
+	rates := (&Series{Samples: buckets}).Rates()
+	// Rates() measures the first bucket from time 0; measure it from start.
+	rates[0] = buckets[0].Rate(start)
 	var out []Plateau
 	for i := 0; i < len(rates); {
 		lo, hi := rates[i], rates[i]
@@ -192,14 +225,18 @@ func plateaus(samples []Sample, rates []float64, offset int, start time.Duration
 			}
 			lo, hi = nlo, nhi
 		}
-		if j-i >= PlateauMinSamples {
+		if j-i >= minRun {
 			from := start
 			if i > 0 {
-				from = samples[i-1].At
+				from = buckets[i-1].At
+			}
+			last := len(samples) - 1
+			if j < len(first) {
+				last = first[j] - 1
 			}
 			out = append(out, Plateau{
-				Start: offset + i, End: offset + j - 1,
-				From: from, To: samples[j-1].At,
+				Start: offset + first[i], End: offset + last,
+				From: from, To: buckets[j-1].At,
 				Median: median(rates[i:j]),
 			})
 		}

@@ -184,3 +184,34 @@ func TestMedian(t *testing.T) {
 		t.Error("median of nothing is not NaN")
 	}
 }
+
+// TestSummarizeLongBurstyDrain is the seed's collapse as a Java record_limit
+// consumer shows it: 500 records a poll, a few polls a second waiting out
+// fetch.max.wait.ms on empty brokers, so one-second rates jump between 0
+// and 2000. Over 20-second buckets the rate is a flat 500 rec/s.
+func TestSummarizeLongBurstyDrain(t *testing.T) {
+	counts := []int64{0}
+	for range 10 {
+		counts = append(counts, 30000)
+	}
+	for range 75 {
+		counts = append(counts, 2000, 0, 0, 0)
+	}
+	counts = append(counts, 100)
+	sum := seriesOf(t, counts...).Summarize()
+	if sum.Peak != 30000 || sum.MinAfter != 0 {
+		t.Errorf("peak %v, min after %v; want 30000 and 0 (one-second rates)", sum.Peak, sum.MinAfter)
+	}
+	var tail *Plateau
+	for i, p := range sum.Plateaus {
+		if p.Median == 500 {
+			tail = &sum.Plateaus[i]
+		}
+	}
+	if tail == nil || tail.Seconds() < 240 {
+		t.Fatalf("plateaus %+v: want one at 500 rec/s lasting most of the 300 s tail", sum.Plateaus)
+	}
+	if tail.Start < 1 || tail.End >= len(counts) || tail.End < tail.Start {
+		t.Errorf("plateau covers samples %d..%d of %d", tail.Start, tail.End, len(counts))
+	}
+}
