@@ -70,7 +70,8 @@ type ComparedRun struct {
 	Samples []Sample
 }
 
-// LoadRun reads <stem>.json and <stem>.csv.
+// LoadRun reads <stem>.json and <stem>.csv; the plateaus come from the
+// CSV.
 func LoadRun(label, stem string) (ComparedRun, error) {
 	run := ComparedRun{Label: label}
 	b, err := os.ReadFile(stem + ".json")
@@ -81,7 +82,17 @@ func LoadRun(label, stem string) (ComparedRun, error) {
 		return run, fmt.Errorf("%s.json: %w", stem, err)
 	}
 	run.Samples, err = readCSVFile(stem + ".csv")
-	return run, err
+	if err != nil {
+		return run, err
+	}
+	// Plateaus are recomputed from the samples, so that runs recorded
+	// before a change to the plateau rule read the same as new ones.
+	sum := (&Series{Samples: run.Samples}).Summarize()
+	run.Record.Plateaus = nil
+	for _, p := range sum.Plateaus {
+		run.Record.Plateaus = append(run.Record.Plateaus, PlateauRecord{p.From.Seconds(), p.To.Seconds(), p.Median})
+	}
+	return run, nil
 }
 
 func readCSVFile(path string) ([]Sample, error) {
@@ -169,7 +180,7 @@ func (c Comparison) writeMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "\n![rate over time](%s-rate.svg)\n\n![rate over time, log scale](%s-rate-log.svg)\n\n", c.ChartPrefix, c.ChartPrefix)
 	b.WriteString("Drain time runs from the first to the last record delivered (the group join is left out); " +
 		"\"min after peak\" is the lowest rate over one sampling interval between the peak and the last full interval; " +
-		"plateaus are runs of 5 samples or more within a factor 1.5. Per-run CSV and HTML pages sit next to this file " +
+		"plateaus are runs of 5 samples or more within a factor 1.5 (of 3 or more 20-second sums when a drain lasts over two minutes). Per-run CSV and HTML pages sit next to this file " +
 		"(see the scenario package docs for how they are measured).\n")
 	_, err := io.WriteString(w, b.String())
 	return err

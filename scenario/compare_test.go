@@ -29,7 +29,7 @@ func TestWriteComparison(t *testing.T) {
 	stems := []string{
 		write("ref", RunRecord{Client: "java", AcquireMode: "batch_optimized", Backlog: []int64{100000, 5000}, Distinct: 105000, Drained: true, PeakRate: 20000, MinAfterPeak: 20000, DrainS: 5.2}, ref),
 		write("slow", RunRecord{Client: "java", AcquireMode: "record_limit", Backlog: []int64{100000, 5000}, Distinct: 45000, Drained: false, PeakRate: 29000, MinAfterPeak: 500, DrainS: 10.4,
-			Plateaus: []PlateauRecord{{2, 9, 2000}}}, slow),
+			Plateaus: []PlateauRecord{{0, 1, 123}}}, slow), // stale: LoadRun recomputes plateaus from the CSV
 		write("fast", RunRecord{Client: "weir", AcquireMode: "record_limit", Backlog: []int64{100000, 5000}, Distinct: 105000, Duplicates: 3, Drained: true, PeakRate: 19000, MinAfterPeak: 18000, DrainS: 6.24}, fast),
 	}
 	c := Comparison{Title: "case 2", Setup: "one broker", Reference: 0, ChartPrefix: "cmp"}
@@ -49,9 +49,9 @@ func TestWriteComparison(t *testing.T) {
 	}
 	for _, want := range []string{
 		"# case 2\n\none broker\n",
-		"| reference | java | batch_optimized | 20000 | 20000 | 5.20 s | 1 (reference) | 105000 of 105000 |  |",
+		"| reference | java | batch_optimized | 20000 | 20000 | 5.20 s | 1 (reference) | 105000 of 105000 | 20000 (1.0–6.0 s) |",
 		"| java record_limit | java | record_limit | 29000 | 500 | > 10.4 s | > 2.00 | 45000 of 105000 | 2000 (2.0–9.0 s) |",
-		"| weir record_limit | weir | record_limit | 19000 | 18000 | 6.24 s | 1.20 | 105000 of 105000, 3 duplicates |  |",
+		"| weir record_limit | weir | record_limit | 19000 | 18000 | 6.24 s | 1.20 | 105000 of 105000, 3 duplicates | 19000 (1.0–7.0 s) |",
 		"![rate over time](cmp-rate.svg)",
 	} {
 		if !strings.Contains(string(md), want) {
