@@ -69,9 +69,12 @@
 //   - min after peak: the lowest rate between the peak and the last full
 //     sample, the depth of any collapse;
 //   - plateaus: runs of 5 or more samples whose rates stay within a factor
-//     1.5 of each other (PlateauBand), with their median; a healthy drain
-//     shows one plateau near the peak, the seed's collapse two or three
-//     steps down;
+//     1.5 of each other (PlateauBand), with their median; for a drain
+//     longer than two minutes, runs of 3 or more 20-second sums, because a
+//     consumer stuck waiting on empty brokers delivers in bursts that make
+//     one-second rates jump between 0 and thousands. A healthy drain shows
+//     one plateau near the peak, the seed's collapse two or three steps
+//     down;
 //   - drain time: from the first to the last record delivered, measured
 //     by the driver to the millisecond, so the group join is not counted.
 //
