@@ -1119,7 +1119,8 @@ func (b *bench) sched() *sched {
 
 func (s *sched) take() {
 	for n := 1; n <= 3; n++ {
-		if r, w := schedstat(s.pids[n]); r > 0 {
+		// A process that is exiting loses threads: keep the larger.
+		if r, w := schedstat(s.pids[n]); r >= s.last[n][0] {
 			s.last[n] = [2]int64{r, w}
 		}
 	}
