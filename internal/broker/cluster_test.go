@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -106,6 +107,21 @@ func TestLeaderHints(t *testing.T) {
 	for _, tb := range tc.brokers {
 		if err := tb.b.waitRegistry(ctx, func() bool { return tb.b.lookupTopic("hints") != nil }); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// Every broker describes the partition as the image holds it.
+	for _, id := range []int32{1, 2} {
+		dreq := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		dt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		dt.Topic = "hints"
+		dreq.Topics = append(dreq.Topics, dt)
+		dresp, err := dreq.RequestWith(ctx, c.Broker(int(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dp := dresp.Topics[0].Partitions[0]
+		if dp.LeaderID != 1 || !slices.Equal(dp.Replicas, []int32{1, 2}) || len(dp.ISR) != 2 {
+			t.Fatalf("broker %d describes the partition as leader %d replicas %v isr %v, want leader 1 replicas [1 2]", id, dp.LeaderID, dp.Replicas, dp.ISR)
 		}
 	}
 	follower := c.Broker(2)

@@ -90,7 +90,7 @@ func (p *partition) advanced(hw int64) {
 func (p *partition) highWatermark() int64 { return p.hw.Load() }
 
 // setState takes the partition's state from the metadata image (the
-// replica's role is switched separately, by applyRole). A replica that
+// replica's role is switched separately, by applyRoles). A replica that
 // stops leading wakes its parked fetches so they answer with
 // NOT_LEADER_OR_FOLLOWER.
 func (p *partition) setState(s metadata.Partition, self int32) {

@@ -151,6 +151,7 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
 	}
 	minISR := b.minISROf(t.configs)
 	parts := make([]*partition, mt.NumPartitions())
+	roles := make([]roleChange, 0, mt.NumPartitions())
 	var stopped []*partition
 	mt.EachPartition(func(i int32, s metadata.Partition) bool {
 		var p *partition
@@ -182,10 +183,11 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
 			p = &partition{topic: t, index: i}
 		}
 		p.setState(s, self)
-		b.applyRole(p, s)
+		roles = append(roles, roleChange{p, s})
 		parts[i] = p
 		return true
 	})
+	b.applyRoles(roles)
 	b.mu.Lock()
 	t.partitions = parts
 	b.topics[t.name] = t

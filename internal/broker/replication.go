@@ -67,29 +67,58 @@ func (b *Broker) eligible(id int32, epoch int64) bool {
 	return epoch < 0 || br.Epoch == epoch
 }
 
-// applyRole makes a local replica leader or follower as the image says.
-// It runs on the metadata loop.
-func (b *Broker) applyRole(p *partition, s metadata.Partition) {
-	if p.rep == nil {
-		return
-	}
-	st := replica.StateOf(s)
-	switch {
-	case s.Leader() == b.cfg.NodeID:
-		b.replicas.RemovePartitions([]*replica.Replica{p.rep})
-		if err := p.rep.BecomeLeader(st); err != nil && !errors.Is(err, replica.ErrStaleState) {
-			b.logger.Warn("cannot lead", "topic", p.topic.name, "partition", p.index, "err", err)
+// roleChange is one local replica's new state from the image.
+type roleChange struct {
+	p *partition
+	s metadata.Partition
+}
+
+// applyRoles makes local replicas leader or follower as the image says,
+// with one call into the fetcher Manager for all of them: new leaders
+// leave their fetchers first, then lead; followers follow, then join the
+// fetchers of their leaders. It runs on the metadata loop.
+func (b *Broker) applyRoles(changes []roleChange) {
+	var leading []*replica.Replica
+	var stopping []*replica.Replica
+	var follows []replica.Follow
+	for _, c := range changes {
+		if c.p.rep == nil {
+			continue
 		}
-	default:
+		if c.s.Leader() == b.cfg.NodeID {
+			leading = append(leading, c.p.rep)
+		}
+	}
+	if len(leading) > 0 {
+		b.replicas.RemovePartitions(leading)
+	}
+	for _, c := range changes {
+		p, s := c.p, c.s
+		if p.rep == nil {
+			continue
+		}
+		st := replica.StateOf(s)
+		if s.Leader() == b.cfg.NodeID {
+			if err := p.rep.BecomeLeader(st); err != nil && !errors.Is(err, replica.ErrStaleState) {
+				b.logger.Warn("cannot lead", "topic", p.topic.name, "partition", p.index, "err", err)
+			}
+			continue
+		}
 		if err := p.rep.BecomeFollower(st); err != nil && !errors.Is(err, replica.ErrStaleState) {
 			b.logger.Warn("cannot follow", "topic", p.topic.name, "partition", p.index, "err", err)
-			return
+			continue
 		}
 		if s.Leader() >= 0 {
-			b.replicas.AddPartitions([]replica.Follow{{Replica: p.rep, Leader: s.Leader(), LeaderEpoch: s.LeaderEpoch()}})
+			follows = append(follows, replica.Follow{Replica: p.rep, Leader: s.Leader(), LeaderEpoch: s.LeaderEpoch()})
 		} else {
-			b.replicas.RemovePartitions([]*replica.Replica{p.rep})
+			stopping = append(stopping, p.rep)
 		}
+	}
+	if len(stopping) > 0 {
+		b.replicas.RemovePartitions(stopping)
+	}
+	if len(follows) > 0 {
+		b.replicas.AddPartitions(follows)
 	}
 }
 

@@ -157,7 +157,9 @@ func (b *Broker) partitionOf(t *topic, p int32) (*partition, error) {
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	part := t.partitions[p]
-	if !part.isLeader() {
+	// Until Start finished, the image may be the one this node had on
+	// disk: it must not act on leaderships the cluster moved meanwhile.
+	if !part.isLeader() || !b.started.Load() {
 		return nil, kerr.NotLeaderForPartition
 	}
 	return part, nil

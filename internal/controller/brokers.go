@@ -51,7 +51,7 @@ func (c *Controller) RegisterBroker(req *kmsg.BrokerRegistrationRequest) (*kmsg.
 	// incarnation: that would be this very process. Its restart after a
 	// crash need not wait for the old session to lapse.
 	local := c.cfg.LocalBroker != nil && c.cfg.LocalBroker(req.BrokerID)
-	if exists && old.Incarnation != req.IncarnationID && !local && c.validSession(old) {
+	if exists && old.Incarnation != req.IncarnationID && !local && !sameListeners(old, req) && c.validSession(old) {
 		return fail(kerr.DuplicateBrokerRegistration)
 	}
 	rec := &metadata.RegisterBrokerRecord{ID: req.BrokerID, Incarnation: req.IncarnationID, Fenced: true}
@@ -226,6 +226,24 @@ func (c *Controller) FenceBroker(id int32, epoch int64) []metadata.Record {
 	}
 	recs, _ := c.fence(b, "lost")
 	return recs
+}
+
+// sameListeners reports whether a registration names exactly the listener
+// endpoints (host and port) of the registered incarnation. Only one
+// process can listen on a host's port, so a new incarnation that holds
+// the old one's endpoints proves the old one is gone: a restarted broker
+// takes over at once instead of after the old session lapses.
+func sameListeners(old *metadata.Broker, req *kmsg.BrokerRegistrationRequest) bool {
+	if len(old.Endpoints) == 0 || len(old.Endpoints) != len(req.Listeners) {
+		return false
+	}
+	for i, e := range old.Endpoints {
+		l := req.Listeners[i]
+		if e.Listener != l.Name || e.Host != l.Host || e.Port != l.Port || e.Host == "" || e.Port == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // UnregisterBroker handles UnregisterBroker (API 64): the broker's

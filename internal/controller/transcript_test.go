@@ -85,7 +85,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		req := kmsg.NewPtrBrokerRegistrationRequest()
 		req.BrokerID = h.intArg(d, "id", -1)
 		req.IncarnationID = [16]byte{byte(h.intArg(d, "incarnation", 1)), byte(req.BrokerID)}
-		req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: uint16(9092 + req.BrokerID)}}
+		req.Listeners = []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: uint16(h.intArg(d, "port", 9092+req.BrokerID))}}
 		if d.HasArg("rack") {
 			var rack string
 			d.ScanArgs(t, "rack", &rack)
