@@ -9,11 +9,12 @@
 //   - The leader-epoch cache (EpochCache): (epoch, start offset) entries,
 //     persisted in the partition directory as "leader-epoch-checkpoint"
 //     (text: "v1", the count, one "epoch offset" line each), replaced
-//     atomically (temporary file, fsync, rename, directory fsync) on every
-//     change. It is written before the batches that need it, so after a
-//     crash it may only be ahead of the log; Open cuts it to the log's end
-//     and start, and rebuilds it from the batch headers if the file is
-//     missing or does not decode.
+//     atomically (temporary file, rename) on every change, without fsync:
+//     fsyncs on every election of every partition cost more than the
+//     election. After a crash the file may be ahead of the log or lag it;
+//     Open cuts it to the log's end and start, adds the epochs of batches
+//     after its newest entry, and rebuilds it from the batch headers if
+//     the file is missing or does not decode.
 //   - The role and leader epoch of the replica, set by the broker from the
 //     metadata image (BecomeLeader / BecomeFollower).
 //   - As leader: each follower's fetch offset and last caught-up time, the

@@ -27,7 +27,7 @@ const (
 	DefaultFetchMinBytes         = 1                      // replica.fetch.min.bytes
 	DefaultFetchMaxBytes         = 10 << 20               // replica.fetch.response.max.bytes
 	DefaultFetchPartitionMaxByte = 1 << 20                // replica.fetch.max.bytes
-	DefaultFetchBackoff          = time.Second            // replica.fetch.backoff.ms
+	DefaultFetchBackoff          = 50 * time.Millisecond  // replica.fetch.backoff.ms (Kafka: 1 s, which stalls acks=all for a second after every leader move)
 )
 
 // Transport sends one request to a broker and returns its response. The

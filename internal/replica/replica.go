@@ -239,8 +239,49 @@ func Open(l *wlog.Log, hw int64, cfg Config) (*Replica, error) {
 	if err := cache.TruncateFromStart(l.StartOffset()); err != nil {
 		return nil, err
 	}
+	if ok {
+		// The checkpoint is replaced without fsync: after a crash it may
+		// lag the log. Epochs stamped on batches after its newest entry
+		// are added from the batch headers.
+		if err := extendFromLog(cache, l); err != nil {
+			return nil, err
+		}
+	}
 	r.hw.Store(min(max(hw, l.StartOffset()), l.EndOffset()))
 	return r, nil
+}
+
+// extendFromLog adds the epochs of batches after the cache's newest
+// entry.
+func extendFromLog(c *EpochCache, l *wlog.Log) error {
+	from := l.StartOffset()
+	latest, ok := c.Latest()
+	if ok {
+		from = max(latest.StartOffset, from)
+	}
+	var add []EpochEntry
+	err := l.ScanHeaders(from, func(h wlog.BatchHeader) bool {
+		newest := latest.Epoch
+		if !ok {
+			newest = -1
+		}
+		if len(add) > 0 {
+			newest = add[len(add)-1].Epoch
+		}
+		if h.LeaderEpoch > newest {
+			add = append(add, EpochEntry{Epoch: h.LeaderEpoch, StartOffset: h.BaseOffset})
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range add {
+		if err := c.Assign(e.Epoch, e.StartOffset); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // epochsFromLog rebuilds the cache from the epochs stamped on the batches.

@@ -344,3 +344,46 @@ func TestLazyLogLeadsWithoutFiles(t *testing.T) {
 		t.Fatalf("reopened epoch cache latest %+v %v, want epoch 4 from 0", e, ok)
 	}
 }
+
+// TestOpenExtendsALaggingCheckpoint: the checkpoint is written without
+// fsync, so after a crash it may miss the newest epochs; Open adds them
+// from the batch headers.
+func TestOpenExtendsALaggingCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir)
+	r, err := Open(l, 0, Config{LocalID: 1, Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead := func(epoch int32) {
+		if err := r.BecomeLeader(PartitionState{Leader: 1, LeaderEpoch: epoch, PartitionEpoch: epoch, Replicas: []int32{1}, ISR: []int32{1}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Append(batch("x", 1), 1, wlog.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lead(3)
+	stale, err := os.ReadFile(filepath.Join(dir, epochCheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead(5)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The crash left the checkpoint of before epoch 5.
+	if err := os.WriteFile(filepath.Join(dir, epochCheckpointFile), stale, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openLog(t, dir)
+	t.Cleanup(func() { _ = l2.Close() })
+	r2, err := Open(l2, 2, Config{LocalID: 1, Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []EpochEntry{{Epoch: 3, StartOffset: 0}, {Epoch: 5, StartOffset: 1}}
+	if got := r2.EpochCache().Entries(); !slices.Equal(got, want) {
+		t.Fatalf("entries after reopening %v, want %v", got, want)
+	}
+}
