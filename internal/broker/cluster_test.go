@@ -286,3 +286,23 @@ func TestShareFetchWaitElsewhere(t *testing.T) {
 		t.Fatalf("with -1 the wait stays short: %v", err)
 	}
 }
+
+// TestForwardError: a forwarded admin request no controller decided gets
+// the error code in its response, for every request forwarded as is.
+func TestForwardError(t *testing.T) {
+	code := kerr.NotController.Code
+	elect := kmsg.NewPtrElectLeadersRequest()
+	et := kmsg.NewElectLeadersRequestTopic()
+	et.Topic, et.Partitions = "t", []int32{0, 1}
+	elect.Topics = append(elect.Topics, et)
+	er := forwardError(elect, code).(*kmsg.ElectLeadersResponse)
+	if er.ErrorCode != code || len(er.Topics) != 1 || len(er.Topics[0].Partitions) != 2 || er.Topics[0].Partitions[1].ErrorCode != code {
+		t.Fatalf("ElectLeaders: %+v", er)
+	}
+	if r := forwardError(kmsg.NewPtrAlterPartitionAssignmentsRequest(), code).(*kmsg.AlterPartitionAssignmentsResponse); r.ErrorCode != code {
+		t.Fatalf("AlterPartitionAssignments: %+v", r)
+	}
+	if r := forwardError(kmsg.NewPtrListPartitionReassignmentsRequest(), code).(*kmsg.ListPartitionReassignmentsResponse); r.ErrorCode != code {
+		t.Fatalf("ListPartitionReassignments: %+v", r)
+	}
+}
