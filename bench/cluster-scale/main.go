@@ -835,8 +835,8 @@ func (b *bench) dumpGoroutines(n int) {
 	}
 }
 
-// logFacts prints node n's log lines after its mark that are not raft
-// chatter, to show where a shutdown stopped.
+// logFacts prints node n's log lines after its mark that are neither raft
+// chatter nor per-partition lines, to show where a shutdown stopped.
 func (b *bench) logFacts(n int, marks [4]int64) {
 	f, err := os.Open(b.logPath(n))
 	if err != nil {
@@ -847,7 +847,8 @@ func (b *bench) logFacts(n int, marks [4]int64) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
-		if line := sc.Text(); !strings.Contains(line, "component=raft") {
+		line := sc.Text()
+		if !strings.Contains(line, "component=raft") && !strings.Contains(line, `msg="replica: became`) && !strings.Contains(line, "fetch failed") {
 			fmt.Printf("# node%d: %s\n", n, line)
 		}
 	}

@@ -1,0 +1,58 @@
+package main
+
+import "testing"
+
+func TestField(t *testing.T) {
+	line := `time=2026-11-22T04:42:49.258Z level=INFO msg="controlled shutdown" took=9.597387579s err=<nil>`
+	for _, tc := range []struct {
+		key, want string
+	}{
+		{"time", "2026-11-22T04:42:49.258Z"},
+		{"msg", "controlled shutdown"},
+		{"took", "9.597387579s"},
+		{"err", "<nil>"},
+		{"absent", ""},
+		{"ok", ""}, // "took" ends with "ok": only whole keys match
+	} {
+		if got := field(line, tc.key); got != tc.want {
+			t.Errorf("field(%q) = %q, want %q", tc.key, got, tc.want)
+		}
+	}
+	quoted := `msg="brokers fenced" nodes=[2] reason="controlled shutdown complete" partitions_changed=0`
+	if got := field(quoted, "reason"); got != "controlled shutdown complete" {
+		t.Errorf("quoted value: got %q", got)
+	}
+	if got := field(quoted, "partitions_changed"); got != "0" {
+		t.Errorf("last value: got %q", got)
+	}
+}
+
+func TestParseScenario(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want scenario
+		ok   bool
+	}{
+		{"100000x1", scenario{100000, 1}, true},
+		{"30000x3", scenario{30000, 3}, true},
+		{"100000", scenario{}, false},
+		{"100000x4", scenario{}, false},
+		{"0x1", scenario{}, false},
+		{"ax1", scenario{}, false},
+	} {
+		got, err := parseScenario(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseScenario(%q) = %v, %v; want %v, ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestMemStat(t *testing.T) {
+	body := []byte("heap profile: 1: 2 [3: 4] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 123\n# HeapAlloc = 694560336\n# Sys = 99\n")
+	if v, ok := memStat(body, "HeapAlloc"); !ok || v != 694560336 {
+		t.Errorf("HeapAlloc = %d, %v", v, ok)
+	}
+	if _, ok := memStat(body, "NextGC"); ok {
+		t.Error("found a stat that is not there")
+	}
+}
