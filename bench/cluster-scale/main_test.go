@@ -28,21 +28,19 @@ func TestField(t *testing.T) {
 }
 
 func TestParseScenario(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want scenario
-		ok   bool
-	}{
-		{"100000x1", scenario{100000, 1}, true},
-		{"30000x3", scenario{30000, 3}, true},
-		{"100000", scenario{}, false},
-		{"100000x4", scenario{}, false},
-		{"0x1", scenario{}, false},
-		{"ax1", scenario{}, false},
-	} {
-		got, err := parseScenario(tc.in)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("parseScenario(%q) = %v, %v; want %v, ok=%v", tc.in, got, err, tc.want, tc.ok)
+	// A zero scenario: the input must be refused.
+	cases := map[string]scenario{
+		"100000x1": {100000, 1},
+		"30000x3":  {30000, 3},
+		"100000":   {},
+		"100000x4": {},
+		"0x1":      {},
+		"ax1":      {},
+	}
+	for in, want := range cases {
+		got, err := parseScenario(in)
+		if refused := want == (scenario{}); (err != nil) != refused || got != want {
+			t.Errorf("parseScenario(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 }
