@@ -56,7 +56,7 @@ def main(paths):
     if ("rf", "3") in m or ("rf", "1") in m:
         r3, r1 = m[("rf", "3")], m[("rf", "1")]
         n = max(len(r3["rate"]), len(r1["rate"]))
-        print(f"### Single partition, acks=all, unthrottled: RF 3 against RF 1 (median of {n} runs per side)\n")
+        print(f"### Single partition, unthrottled (acks=all unless the raw header adds acks=1): RF 3 against RF 1 (median of {n} runs per side)\n")
         print("| metric | RF 3 | RF 1 | RF3/RF1 |")
         print("|---|---:|---:|---:|")
         for name, k in [("records/s", "rate"), ("MB/s", "mb_s"), ("p50 (ms)", "p50"), ("p99 (ms)", "p99"),
