@@ -632,13 +632,8 @@ func (b *bench) failover(ctx context.Context, spec localcluster.Spec) error {
 		b.m("failover.last_refusal", strconv.Quote(lastErr), "")
 	}
 	cstart := time.Now()
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	ct.TimeoutMillis = 30000
-	ctt := kmsg.NewCreateTopicsRequestTopic()
-	ctt.Topic, ctt.NumPartitions, ctt.ReplicationFactor = "after-"+b.name, 1, 1
-	ct.Topics = append(ct.Topics, ctt)
-	if resp, err := ct.RequestWith(ctx, cl.Broker(int(y))); err != nil || resp.Topics[0].ErrorCode != 0 {
-		return fmt.Errorf("create after failover through node %d: %v %+v", y, err, resp)
+	if ok, why := createOne(ctx, cl.Broker(int(y)), "after-"+b.name); !ok {
+		return fmt.Errorf("create after failover through node %d: %s", y, why)
 	}
 	b.r.failoverCreate = time.Since(cstart)
 	b.m("failover.next_create_topics", ms(b.r.failoverCreate), "ms")
@@ -720,6 +715,9 @@ func probeTopic(ctx context.Context, cl *kgo.Client, topic string, x, y int32) e
 		if err != nil {
 			return err
 		}
+		if len(resp.Topics) != 1 {
+			return fmt.Errorf("create %s: no topic in the answer", topic)
+		}
 		if c := resp.Topics[0].ErrorCode; c != 0 && c != kerr.TopicAlreadyExists.Code {
 			return fmt.Errorf("create %s: error code %d", topic, c)
 		}
@@ -740,8 +738,14 @@ func probeTopic(ctx context.Context, cl *kgo.Client, topic string, x, y int32) e
 		if err != nil {
 			return err
 		}
-		if aresp.ErrorCode != 0 || aresp.Topics[0].Partitions[0].ErrorCode != 0 {
-			return fmt.Errorf("reassign %s: error codes %d/%d", topic, aresp.ErrorCode, aresp.Topics[0].Partitions[0].ErrorCode)
+		if aresp.ErrorCode != 0 {
+			return fmt.Errorf("reassign %s: error code %d", topic, aresp.ErrorCode)
+		}
+		if len(aresp.Topics) != 1 || len(aresp.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("reassign %s: no partition in the answer", topic)
+		}
+		if c := aresp.Topics[0].Partitions[0].ErrorCode; c != 0 {
+			return fmt.Errorf("reassign %s: error code %d", topic, c)
 		}
 		return nil
 	}); err != nil {
