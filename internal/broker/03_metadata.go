@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -113,6 +114,15 @@ func metadataBroker(br *metadata.Broker) (kmsg.MetadataResponseBroker, bool) {
 // returns the error code of each topic that could not be created (an
 // existing topic is not an error).
 func (b *Broker) autoCreate(ctx context.Context, names []string) map[string]int16 {
+	// A client that connected while this broker was still joining (a
+	// probe at start-up) waits for it a little rather than retry later.
+	wait := time.NewTimer(5 * time.Second)
+	select {
+	case <-b.startedCh:
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+	wait.Stop()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	for _, n := range names {
 		rt := kmsg.NewCreateTopicsRequestTopic()
@@ -121,9 +131,17 @@ func (b *Broker) autoCreate(ctx context.Context, names []string) map[string]int1
 	}
 	req.TimeoutMillis = 10000
 	errs := map[string]int16{}
-	resp, err := b.admin(ctx, req, func(kmsg.Response) func() bool {
+	resp, err := b.admin(ctx, req, func(res kmsg.Response) func() bool {
+		// Wait only for the topics that exist now: one the controller
+		// refused never appears.
+		var made []string
+		for _, st := range res.(*kmsg.CreateTopicsResponse).Topics {
+			if st.ErrorCode == 0 || st.ErrorCode == kerr.TopicAlreadyExists.Code {
+				made = append(made, st.Topic)
+			}
+		}
 		return func() bool {
-			for _, n := range names {
+			for _, n := range made {
 				if b.lookupTopic(n) == nil {
 					return false
 				}
@@ -138,9 +156,14 @@ func (b *Broker) autoCreate(ctx context.Context, names []string) map[string]int1
 		return errs
 	}
 	for _, st := range resp.(*kmsg.CreateTopicsResponse).Topics {
-		if st.ErrorCode != 0 && st.ErrorCode != kerr.TopicAlreadyExists.Code {
+		switch {
+		case st.ErrorCode == kerr.InvalidReplicationFactor.Code:
+			// Not enough brokers registered yet (a cluster starting):
+			// the client retries, as it does for a topic being created.
+			errs[st.Topic] = kerr.LeaderNotAvailable.Code
+		case st.ErrorCode != 0 && st.ErrorCode != kerr.TopicAlreadyExists.Code:
 			errs[st.Topic] = st.ErrorCode
-		} else if b.lookupTopic(st.Topic) == nil {
+		case b.lookupTopic(st.Topic) == nil:
 			errs[st.Topic] = kerr.LeaderNotAvailable.Code
 		}
 	}

@@ -102,7 +102,8 @@ type Broker struct {
 	img     atomic.Pointer[metadata.Image] // the image the registry reflects
 	started atomic.Bool                    // Start finished: coordinators run
 
-	creatingOffsets atomic.Bool // a creation of __consumer_offsets is under way
+	creatingOffsets atomic.Bool   // a creation of __consumer_offsets is under way
+	startedCh       chan struct{} // closed when Start finished
 	regMu           sync.Mutex
 	regCh           chan struct{} // closed at each registry update
 	applyMu         sync.RWMutex  // held by the metadata loop while it applies an update
@@ -152,6 +153,7 @@ func New(cfg Config) (*Broker, error) {
 		topics:     map[string]*topic{},
 		topicsByID: map[[16]byte]*topic{},
 		regCh:      make(chan struct{}),
+		startedCh:  make(chan struct{}),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	settings := cfg.Settings
@@ -426,3 +428,9 @@ func msDuration(ms int32) time.Duration {
 	}
 	return time.Duration(ms) * time.Millisecond
 }
+
+// ReusesFrame implements server.FrameReuser for Produce: the handler
+// appends every batch before Serve returns (idempotence checks included)
+// and what it may wait for afterwards (durability, the high watermark)
+// reads only offsets, never the request's record bytes.
+func (b *Broker) ReusesFrame(key int16) bool { return key == 0 }

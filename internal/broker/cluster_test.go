@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/config"
 	wlog "weir/internal/log"
 	"weir/internal/quorum"
 	"weir/internal/server"
@@ -304,5 +305,32 @@ func TestForwardError(t *testing.T) {
 	}
 	if r := forwardError(kmsg.NewPtrListPartitionReassignmentsRequest(), code).(*kmsg.ListPartitionReassignmentsResponse); r.ErrorCode != code {
 		t.Fatalf("ListPartitionReassignments: %+v", r)
+	}
+}
+
+// TestAutoCreateRefusedAnswersAtOnce: when the controller cannot create a
+// topic Metadata asks for (here: default.replication.factor 3 on one
+// broker), Metadata answers LEADER_NOT_AVAILABLE at once instead of
+// waiting for a topic that will never appear.
+func TestAutoCreateRefusedAnswersAtOnce(t *testing.T) {
+	settings, err := config.NewBroker(map[string]string{config.NodeID: "1", config.DefaultReplicationFactor: "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := startBroker(t, t.TempDir(), func(c *Config) { c.Settings = settings })
+	c := newClient(t, tb.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("never")
+	req.Topics = append(req.Topics, rt)
+	req.AllowAutoTopicCreation = true
+	resp, err := req.RequestWith(ctx, c)
+	if err != nil {
+		t.Fatalf("Metadata with a refused auto-creation did not answer: %v", err)
+	}
+	if code := resp.Topics[0].ErrorCode; code != kerr.LeaderNotAvailable.Code {
+		t.Fatalf("topic error %v, want LEADER_NOT_AVAILABLE", kerr.ErrorForCode(code))
 	}
 }
