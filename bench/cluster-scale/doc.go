@@ -12,10 +12,12 @@
 // fresh cluster directory under --dir, which it removes afterwards
 // unless --keep. It starts the nodes with --metrics-listen and
 // --pprof-listen on free ports (read back from each node's weir.log), so
-// it can force a collection (/debug/pprof/heap?gc=1) before reading the
-// live heap from /metrics, and take CPU profiles of the node doing the
-// work while a figure is measured. Process figures (RSS, CPU ticks, open
-// files, threads) come from /proc.
+// it can read the live heap after a forced collection
+// (/debug/pprof/heap?debug=1&gc=1), time a /metrics scrape, and take CPU
+// and heap profiles of the nodes while a figure is measured; the broker
+// that stops is recorded with perf(1) when there is one, since its own
+// profile would end with it. Process figures (RSS, CPU ticks, run-queue
+// wait, open files, threads) come from /proc.
 //
 // Every line of output is either a comment (#) or a measurement
 //
@@ -26,7 +28,9 @@
 // # What it does not own
 //
 // Building the weir binary (the script does). It never touches a
-// cluster it did not start: the base port must be free.
+// cluster it did not start: the base port must be free. A broker that
+// does not exit after SIGTERM, or a failover that does not complete, is
+// reported (goroutines dumped, logs kept) rather than fixed.
 //
 // # Concurrency
 //
