@@ -92,9 +92,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 		resp.Topics = append(resp.Topics, st)
 	}
 	for _, h := range hints {
-		br := kmsg.NewProduceResponseBroker()
-		br.NodeID, br.Host, br.Port, br.Rack = h.leader, h.host, h.port, h.rack
-		resp.Brokers = append(resp.Brokers, br)
+		addProduceHint(resp, h)
 	}
 	if r.Acks == 0 {
 		if failed {
@@ -107,8 +105,11 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 	if len(waits) == 0 {
 		return server.Ready(resp)
 	}
+	// The wait below reads nothing of the request: its frame is reused
+	// once Serve returns (ReusesFrame).
+	timeout, version := msDuration(r.TimeoutMillis), r.Version
 	return b.async(ctx, func(ctx context.Context) kmsg.Response {
-		ctx, cancel := context.WithTimeout(ctx, msDuration(r.TimeoutMillis))
+		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		for _, w := range waits {
 			if w.p.log.Config().SyncBeforeAck {
@@ -125,7 +126,15 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 					code = kerr.RequestTimedOut.Code
 				}
-				markPartition(resp, w.p, code)
+				if sp := markPartition(resp, w.p, code); sp != nil && version >= 10 {
+					// Leadership left while the batch waited: the most
+					// common NOT_LEADER_OR_FOLLOWER of a move carries
+					// the new leader too (KIP-951).
+					if h, ok := b.hintFor(w.p.topic, w.p.index, err, -1); ok {
+						sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
+						addProduceHint(resp, h)
+					}
+				}
 			}
 		}
 		return resp
@@ -162,13 +171,30 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16) (wlog.
 	return res.AppendResult, res.LeaderEpoch, nil
 }
 
-func markPartition(resp *kmsg.ProduceResponse, p *partition, code int16) {
+// markPartition sets the error of p's answer, unless it has one, and
+// returns that answer (nil when it had an error already).
+func markPartition(resp *kmsg.ProduceResponse, p *partition, code int16) *kmsg.ProduceResponseTopicPartition {
+	var marked *kmsg.ProduceResponseTopicPartition
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			sp := &resp.Topics[i].Partitions[j]
 			if (resp.Topics[i].Topic == p.topic.name || resp.Topics[i].TopicID == p.topic.id) && sp.Partition == p.index && sp.ErrorCode == 0 {
 				sp.ErrorCode = code
+				marked = sp
 			}
 		}
 	}
+	return marked
+}
+
+// addProduceHint adds a leader's endpoint to a Produce answer once.
+func addProduceHint(resp *kmsg.ProduceResponse, h leaderHint) {
+	for _, br := range resp.Brokers {
+		if br.NodeID == h.leader {
+			return
+		}
+	}
+	br := kmsg.NewProduceResponseBroker()
+	br.NodeID, br.Host, br.Port, br.Rack = h.leader, h.host, h.port, h.rack
+	resp.Brokers = append(resp.Brokers, br)
 }

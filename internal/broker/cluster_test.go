@@ -334,3 +334,69 @@ func TestAutoCreateRefusedAnswersAtOnce(t *testing.T) {
 		t.Fatalf("topic error %v, want LEADER_NOT_AVAILABLE", kerr.ErrorForCode(code))
 	}
 }
+
+// TestLeaderHintOnAcksAllWait: an acks=all produce still waiting for its
+// followers when leadership leaves is answered NOT_LEADER_OR_FOLLOWER
+// with the new leader (KIP-951), like one refused up front.
+func TestLeaderHintOnAcksAllWait(t *testing.T) {
+	tc := startCluster(t, 2)
+	ctx := testCtx(t)
+	c := newClient(t, tc.brokers[0].addr, kgo.SeedBrokers(tc.brokers[0].addr, tc.brokers[1].addr))
+	create := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "moving", -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Replicas = []int32{1, 2}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	create.Topics = append(create.Topics, rt)
+	if cr := request[*kmsg.CreateTopicsResponse](t, ctx, c, create); cr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v", kerr.ErrorForCode(cr.Topics[0].ErrorCode))
+	}
+	for _, tb := range tc.brokers {
+		if err := tb.b.waitRegistry(ctx, func() bool { return tb.b.lookupTopic("moving") != nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The follower stops fetching: the batch below cannot commit.
+	tc.brokers[1].b.replicas.Close()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 20000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic, pt.TopicID = "moving", topicIDOf(t, tc.brokers[0], "moving")
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = oneBatch(t)
+	pt.Partitions = append(pt.Partitions, pp)
+	req.Topics = append(req.Topics, pt)
+	answered := make(chan *kmsg.ProduceResponse, 1)
+	go func() {
+		resp, err := req.RequestWith(ctx, c.Broker(1))
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- resp
+	}()
+	// Wait until the batch is in the leader's log, then move leadership
+	// away with a controlled shutdown of the leader.
+	b1 := tc.brokers[0].b
+	deadline := time.Now().Add(10 * time.Second)
+	for b1.lookupTopic("moving").partitions[0].log.EndOffset() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the batch never reached the leader's log")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := b1.ControlledShutdown(ctx); err != nil {
+		t.Fatalf("controlled shutdown: %v", err)
+	}
+	resp := <-answered
+	if resp == nil {
+		t.Fatal("no answer")
+	}
+	sp := resp.Topics[0].Partitions[0]
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID != 2 {
+		t.Fatalf("waiting acks=all produce: code %v, current leader %+v", kerr.ErrorForCode(sp.ErrorCode), sp.CurrentLeader)
+	}
+	if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 2 {
+		t.Fatalf("hint endpoints %+v, want node 2", resp.Brokers)
+	}
+}
