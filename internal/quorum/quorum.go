@@ -264,10 +264,27 @@ func (n *Node) RemoveServer(id int32) error {
 // Snapshot asks for a snapshot now (tests and operators).
 func (n *Node) Snapshot() error { return n.r.Snapshot().Error() }
 
-// Close stops the node and waits for its goroutines.
+// shutdownGrace is how long Close lets raft stop on its own before it
+// closes the transport under it.
+const shutdownGrace = 2 * time.Second
+
+// Close stops the node and waits for its goroutines. raft's Shutdown
+// waits for its replication goroutines, which can be stuck writing to a
+// peer that stopped reading (paused, or shutting down too); closing the
+// transport fails those writes, so after a grace period it is closed
+// under a shutdown that has not finished.
 func (n *Node) Close() error {
-	err := n.r.Shutdown().Error()
-	n.transport.Close()
+	f := n.r.Shutdown()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	var err error
+	select {
+	case err = <-done:
+		n.transport.Close()
+	case <-time.After(shutdownGrace):
+		n.transport.Close()
+		err = <-done
+	}
 	if cerr := n.logs.Close(); err == nil {
 		err = cerr
 	}
