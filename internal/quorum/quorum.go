@@ -146,7 +146,12 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 			meta.Close()
 			return nil, err
 		}
-		tcp, err := raft.NewTCPTransportWithLogger(cfg.Addr, addr, 8, 5*time.Second, rc.Logger)
+		// No pipelining (MaxRPCsInFlight 1): it brings little with
+		// batching, and its send loop can park for good when a follower
+		// refuses an entry, which hung Shutdown of a leader under load.
+		tcp, err := raft.NewTCPTransportWithConfig(cfg.Addr, addr, &raft.NetworkTransportConfig{
+			MaxPool: 8, Timeout: 5 * time.Second, Logger: rc.Logger, MaxRPCsInFlight: 1,
+		})
 		if err != nil {
 			logs.Close()
 			meta.Close()

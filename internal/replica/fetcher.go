@@ -456,7 +456,7 @@ func (f *fetcher) handleResponse(ctx context.Context, sent map[partitionKey]sent
 				continue
 			}
 			if err := f.apply(ctx, sp, rp); err != nil {
-				f.logger.Warn("replica: partition fetch failed; backing off", "topic", sp.p.r.cfg.Topic, "partition", rp.Partition, "err", err)
+				f.logger.Debug("replica: partition fetch failed; backing off", "topic", sp.p.r.cfg.Topic, "partition", rp.Partition, "err", err)
 				backoff = append(backoff, k)
 			}
 			f.end(k)
@@ -481,7 +481,7 @@ func (f *fetcher) apply(ctx context.Context, sp sentPartition, rp *kmsg.FetchRes
 		f.mu.Lock()
 		sp.p.fenced = true
 		f.mu.Unlock()
-		f.logger.Info("replica: fenced by the leader; waiting for metadata", "topic", r.cfg.Topic, "partition", r.cfg.Partition, "epoch", epoch)
+		f.logger.Debug("replica: fenced by the leader; waiting for metadata", "topic", r.cfg.Topic, "partition", r.cfg.Partition, "epoch", epoch)
 		return nil
 	default:
 		return err

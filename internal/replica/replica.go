@@ -384,7 +384,7 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 	r.wakeLocked()
 	r.mu.Unlock()
 	r.roleMu.Unlock()
-	r.logger.Info("replica: became leader", "epoch", st.LeaderEpoch, "partition_epoch", st.PartitionEpoch, "isr", st.ISR, "leo", leo, "hw", r.hw.Load())
+	r.logger.Debug("replica: became leader", "epoch", st.LeaderEpoch, "partition_epoch", st.PartitionEpoch, "isr", st.ISR, "leo", leo, "hw", r.hw.Load())
 	r.notifyHW(moved)
 	return nil
 }
@@ -411,7 +411,7 @@ func (r *Replica) BecomeFollower(st PartitionState) error {
 	r.wakeLocked()
 	r.mu.Unlock()
 	if changed {
-		r.logger.Info("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.log.EndOffset(), "hw", r.hw.Load())
+		r.logger.Debug("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.log.EndOffset(), "hw", r.hw.Load())
 	}
 	return nil
 }
@@ -466,7 +466,7 @@ func (r *Replica) proposeISR(c *ISRChange) {
 	if c == nil {
 		return
 	}
-	r.logger.Info("replica: proposing ISR change", "epoch", c.LeaderEpoch, "partition_epoch", c.PartitionEpoch, "isr", c.NewISR)
+	r.logger.Debug("replica: proposing ISR change", "epoch", c.LeaderEpoch, "partition_epoch", c.PartitionEpoch, "isr", c.NewISR)
 	if r.cfg.OnISRChange != nil {
 		r.cfg.OnISRChange(r, *c)
 	}
