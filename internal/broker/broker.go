@@ -114,6 +114,7 @@ type Broker struct {
 
 	replicas  *replica.Manager // follower fetchers
 	transport *brokerTransport // their connections to leaders
+	isr       isrQueue         // ISR changes for the controller (replication.go)
 
 	grp         atomic.Pointer[group.Coordinator]
 	grpMu       sync.Mutex // serialises coordinator replacement
@@ -154,6 +155,7 @@ func New(cfg Config) (*Broker, error) {
 		topicsByID: map[[16]byte]*topic{},
 		regCh:      make(chan struct{}),
 		startedCh:  make(chan struct{}),
+		isr:        isrQueue{pending: map[*partition]isrItem{}, wake: make(chan struct{}, 1)},
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	settings := cfg.Settings
@@ -198,9 +200,10 @@ func New(cfg Config) (*Broker, error) {
 	b.wg.Add(1)
 	go b.metadataLoop(sub)
 	if !cfg.Cluster.single(cfg.NodeID) {
-		b.wg.Add(2)
+		b.wg.Add(3)
 		go b.livenessLoop()
 		go b.shrinkLoop()
+		go b.isrLoop()
 	}
 	if cfg.RetentionCheckInterval > 0 {
 		b.wg.Add(1)

@@ -122,83 +122,182 @@ func (b *Broker) applyRoles(changes []roleChange) {
 	}
 }
 
-// sendISRChange sends a leader's proposed ISR to the controller and
-// reports the answer back to the replica, off the caller's goroutine.
+// ISR changes go to the controller in batches: sendISRChange queues a
+// replica's proposal (at most one per replica is in flight, the
+// replica's rule) and one goroutine, isrLoop, sends everything queued as
+// one AlterPartition at a time, reports each partition's outcome to its
+// replica, and queues again, after a back-off, those whose outcome is
+// unknown. A failover that makes thousands of partitions propose at
+// once therefore costs a few requests on one connection, not a request,
+// a goroutine and a connection per partition.
+
+// isrItem is one queued proposal.
+type isrItem struct {
+	p  *partition
+	r  *replica.Replica
+	ch replica.ISRChange
+}
+
+// isrQueue holds the proposals not sent yet.
+type isrQueue struct {
+	mu      sync.Mutex // leaf
+	pending map[*partition]isrItem
+	wake    chan struct{} // one token while pending is not empty
+}
+
+// maxISRBatch bounds the partitions of one AlterPartition.
+const maxISRBatch = 5000
+
+// sendISRChange queues a leader's proposed ISR for isrLoop.
 func (b *Broker) sendISRChange(p *partition, r *replica.Replica, ch replica.ISRChange) {
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		backoff := 100 * time.Millisecond
+	b.isr.mu.Lock()
+	b.isr.pending[p] = isrItem{p, r, ch}
+	b.isr.mu.Unlock()
+	select {
+	case b.isr.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeISR takes up to maxISRBatch queued proposals.
+func (b *Broker) takeISR() []isrItem {
+	b.isr.mu.Lock()
+	defer b.isr.mu.Unlock()
+	var out []isrItem
+	for p, it := range b.isr.pending {
+		if len(out) == maxISRBatch {
+			break
+		}
+		out = append(out, it)
+		delete(b.isr.pending, p)
+	}
+	return out
+}
+
+// isrLoop sends queued ISR changes until the broker closes.
+func (b *Broker) isrLoop() {
+	defer b.wg.Done()
+	backoff := 100 * time.Millisecond
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-b.isr.wake:
+		}
 		for b.ctx.Err() == nil {
-			if !r.CompleteISRChange(ch, b.alterPartition(p, ch)) {
-				return
+			batch := b.takeISR()
+			if len(batch) == 0 {
+				break
 			}
-			// The outcome is unknown: the change stays in flight and
-			// goes again, as Kafka resends it.
+			results := b.alterPartitions(batch)
+			unknown := 0
+			for i, it := range batch {
+				if it.r.CompleteISRChange(it.ch, results[i]) {
+					unknown++
+					b.isr.mu.Lock()
+					if _, newer := b.isr.pending[it.p]; !newer {
+						b.isr.pending[it.p] = it
+					}
+					b.isr.mu.Unlock()
+				}
+			}
+			if unknown == 0 {
+				backoff = 100 * time.Millisecond
+				continue
+			}
+			b.logger.Info("ISR changes with an unknown outcome; resending", "partitions", unknown, "after", backoff)
 			select {
 			case <-b.ctx.Done():
+				return
 			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, 2*time.Second)
 		}
-	}()
+	}
 }
 
-// alterPartition sends one AlterPartition for a proposed ISR.
-func (b *Broker) alterPartition(p *partition, ch replica.ISRChange) replica.ISRChangeResult {
+// alterPartitions sends one AlterPartition for a batch of proposals and
+// returns each one's outcome, in order.
+func (b *Broker) alterPartitions(batch []isrItem) []replica.ISRChangeResult {
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.Version = 3 // topic ids and broker epochs (KIP-903)
 	req.BrokerID = b.cfg.NodeID
 	if b.life != nil {
 		req.BrokerEpoch = b.life.Epoch()
 	}
-	t := kmsg.NewAlterPartitionRequestTopic()
-	t.Topic, t.TopicID = p.topic.name, p.topic.id
-	tp := kmsg.NewAlterPartitionRequestTopicPartition()
-	tp.Partition, tp.LeaderEpoch, tp.PartitionEpoch = p.index, ch.LeaderEpoch, ch.PartitionEpoch
 	img := b.node.Image()
-	for i, id := range ch.NewISR {
-		e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
-		e.BrokerID, e.BrokerEpoch = id, -1
-		if i < len(ch.BrokerEpochs) {
-			e.BrokerEpoch = ch.BrokerEpochs[i]
+	topicAt := map[[16]byte]int{}
+	for _, it := range batch {
+		p, ch := it.p, it.ch
+		i, ok := topicAt[p.topic.id]
+		if !ok {
+			t := kmsg.NewAlterPartitionRequestTopic()
+			t.Topic, t.TopicID = p.topic.name, p.topic.id
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			topicAt[p.topic.id] = i
 		}
-		if e.BrokerEpoch < 0 {
-			if br, ok := img.Broker(id); ok {
-				e.BrokerEpoch = br.Epoch
+		tp := kmsg.NewAlterPartitionRequestTopicPartition()
+		tp.Partition, tp.LeaderEpoch, tp.PartitionEpoch = p.index, ch.LeaderEpoch, ch.PartitionEpoch
+		for j, id := range ch.NewISR {
+			e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+			e.BrokerID, e.BrokerEpoch = id, -1
+			if j < len(ch.BrokerEpochs) {
+				e.BrokerEpoch = ch.BrokerEpochs[j]
 			}
-		}
-		tp.NewEpochISR = append(tp.NewEpochISR, e)
-		tp.NewISR = append(tp.NewISR, id)
-	}
-	t.Partitions = append(t.Partitions, tp)
-	req.Topics = append(req.Topics, t)
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	var res replica.ISRChangeResult
-	resp, err := b.ctl.Admin(ctx, req)
-	switch {
-	case err != nil:
-		res.Err = err
-	default:
-		ar := resp.(*kmsg.AlterPartitionResponse)
-		res.Err = kerr.ErrorForCode(ar.ErrorCode)
-		if res.Err == nil {
-			res.Err = errors.New("broker: AlterPartition answer without the partition")
-			for _, rt := range ar.Topics {
-				for _, rp := range rt.Partitions {
-					if rp.Partition == p.index {
-						res.Err = kerr.ErrorForCode(rp.ErrorCode)
-						res.LeaderEpoch, res.PartitionEpoch, res.ISR = rp.LeaderEpoch, rp.PartitionEpoch, rp.ISR
-					}
+			if e.BrokerEpoch < 0 {
+				if br, ok := img.Broker(id); ok {
+					e.BrokerEpoch = br.Epoch
 				}
 			}
+			tp.NewEpochISR = append(tp.NewEpochISR, e)
+			tp.NewISR = append(tp.NewISR, id)
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, tp)
+	}
+	results := make([]replica.ISRChangeResult, len(batch))
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	resp, err := b.ctl.Admin(ctx, req)
+	if err == nil {
+		if code := resp.(*kmsg.AlterPartitionResponse).ErrorCode; code != 0 {
+			err = kerr.ErrorForCode(code)
 		}
 	}
-	if res.Err != nil {
-		b.logger.Debug("ISR change not committed", "topic", p.topic.name, "partition", p.index, "isr", ch.NewISR, "err", res.Err)
+	if err != nil {
+		for i := range results {
+			results[i].Err = err
+		}
+		return results
 	}
-	return res
+	type key struct {
+		topic     [16]byte
+		partition int32
+	}
+	ids := map[string][16]byte{}
+	for _, it := range batch {
+		ids[it.p.topic.name] = it.p.topic.id
+	}
+	got := map[key]replica.ISRChangeResult{}
+	for _, rt := range resp.(*kmsg.AlterPartitionResponse).Topics {
+		id := rt.TopidID // sic: kmsg's name for the v2+ topic id
+		if id == ([16]byte{}) {
+			id = ids[rt.Topic]
+		}
+		for _, rp := range rt.Partitions {
+			got[key{id, rp.Partition}] = replica.ISRChangeResult{
+				Err: kerr.ErrorForCode(rp.ErrorCode), LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, ISR: rp.ISR,
+			}
+		}
+	}
+	for i, it := range batch {
+		res, ok := got[key{it.p.topic.id, it.p.index}]
+		if !ok {
+			res.Err = errors.New("broker: AlterPartition answer without the partition")
+		}
+		results[i] = res
+	}
+	return results
 }
 
 // shrinkLoop asks every led partition, every replica.lag.time.max.ms/2,
