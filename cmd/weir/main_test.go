@@ -25,6 +25,7 @@ func TestCommandLine(t *testing.T) {
 		{"stray argument", []string{"serve", "extra"}, 2, `unexpected argument "extra"`},
 		{"bad listen", []string{"serve", "--listen", "nowhere"}, 2, `invalid -listen "nowhere"`},
 		{"bad log level", []string{"serve", "--log-level", "loud"}, 2, "invalid -log-level"},
+		{"bad raft timeout", []string{"serve", "--raft-timeout", "1ms"}, 2, "invalid -raft-timeout 1ms"},
 		{"bad config value", []string{"serve", "--config", bad, "--data-dir", t.TempDir()}, 1, "num.partitions: Invalid value zero"},
 		{"missing config", []string{"serve", "--config", "/no/such/file"}, 1, "no such file"},
 		{"version", []string{"version"}, 0, "weir "},

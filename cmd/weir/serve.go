@@ -42,6 +42,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nonVotersFlag := fs.String("non-voters", "", "the other brokers, id@host:port,... with their raft addresses; they follow the metadata log without voting")
 	ctlBootstrap := fs.String("controller-bootstrap", "", "Kafka listener addresses (host:port,...) of the quorum's voters, tried while this node does not know the metadata leader")
 	clusterID := fs.String("cluster-id", "", "the cluster id (default: derived from -voters, or random for a single node)")
+	raftTimeout := fs.Duration("raft-timeout", 300*time.Millisecond, "raft heartbeat and election timeout of a multi-node metadata quorum: failover takes about this plus an election; raise it on a loaded machine where the controller changes hands too often")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long a controlled shutdown (on SIGTERM or Ctrl-C) may take before the broker stops anyway")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -54,6 +55,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nonVoters, err := parsePeers(*nonVotersFlag)
 	if err != nil {
 		fmt.Fprintf(stderr, "invalid -non-voters %q: %v\n", *nonVotersFlag, err)
+		return errUsage
+	}
+	if *raftTimeout < 50*time.Millisecond || *raftTimeout > time.Minute {
+		fmt.Fprintf(stderr, "invalid -raft-timeout %v: want 50ms to 1m\n", *raftTimeout)
 		return errUsage
 	}
 	if (len(voters) > 1 || len(nonVoters) > 0) && *raftListen == "" {
@@ -83,7 +88,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.DataDir = dir
 	cfg.Logger = logger
 	cfg.NullStorage = *nullStorage
-	cfg.Cluster = broker.ClusterConfig{RaftAddr: *raftListen, Voters: voters, NonVoters: nonVoters, ClusterID: *clusterID}
+	cfg.Cluster = broker.ClusterConfig{RaftAddr: *raftListen, Voters: voters, NonVoters: nonVoters, ClusterID: *clusterID, RaftTimeout: *raftTimeout}
 	for _, a := range strings.Split(*ctlBootstrap, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			cfg.Cluster.ControllerBootstrap = append(cfg.Cluster.ControllerBootstrap, a)

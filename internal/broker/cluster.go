@@ -48,6 +48,9 @@ type ClusterConfig struct {
 	// node learns it only when the leader next reaches it). The brokers of
 	// the applied image are tried too.
 	ControllerBootstrap []string
+	// RaftTimeout is the raft heartbeat and election timeout (and leader
+	// lease) of a multi-node quorum; zero keeps internal/cluster's 300 ms.
+	RaftTimeout time.Duration
 	// StartTimeout bounds how long Start waits for the controller to
 	// unfence this broker (default 30 s).
 	StartTimeout time.Duration
@@ -85,7 +88,9 @@ func (b *Broker) openCluster() error {
 	settings := b.settings()
 	n, err := cluster.Open(cluster.Config{
 		ID: b.cfg.NodeID, Dir: dir, RaftAddr: raftAddr, Voters: voters, NonVoters: cc.NonVoters,
-		Logger: b.logger,
+		Logger:           b.logger,
+		HeartbeatTimeout: lonelyZero(raftAddr, cc.RaftTimeout), ElectionTimeout: lonelyZero(raftAddr, cc.RaftTimeout),
+		LeaderLeaseTimeout: lonelyZero(raftAddr, cc.RaftTimeout),
 		Controller: controller.Config{
 			ClusterID:                id,
 			SessionTimeout:           cc.SessionTimeout,
@@ -105,6 +110,15 @@ func (b *Broker) openCluster() error {
 		ClientID: brokerClientPrefix + itoa(b.cfg.NodeID), Logger: b.logger,
 	})
 	return nil
+}
+
+// lonelyZero is d for a multi-node quorum and zero (the quick default)
+// for a single node.
+func lonelyZero(raftAddr string, d time.Duration) time.Duration {
+	if raftAddr == "" {
+		return 0
+	}
+	return d
 }
 
 // waitController waits until this node runs the active controller, which
