@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/cluster"
 	"weir/internal/config"
 	wlog "weir/internal/log"
 	"weir/internal/quorum"
@@ -291,19 +292,19 @@ func TestShareFetchWaitElsewhere(t *testing.T) {
 // TestForwardError: a forwarded admin request no controller decided gets
 // the error code in its response, for every request forwarded as is.
 func TestForwardError(t *testing.T) {
-	code := kerr.NotController.Code
+	code := kerr.RequestTimedOut.Code
 	elect := kmsg.NewPtrElectLeadersRequest()
 	et := kmsg.NewElectLeadersRequestTopic()
 	et.Topic, et.Partitions = "t", []int32{0, 1}
 	elect.Topics = append(elect.Topics, et)
-	er := forwardError(elect, code).(*kmsg.ElectLeadersResponse)
-	if er.ErrorCode != code || len(er.Topics) != 1 || len(er.Topics[0].Partitions) != 2 || er.Topics[0].Partitions[1].ErrorCode != code {
+	er := cluster.ErrorResponse(elect, code).(*kmsg.ElectLeadersResponse)
+	if len(er.Topics) != 1 || len(er.Topics[0].Partitions) != 2 || er.Topics[0].Partitions[1].ErrorCode != code {
 		t.Fatalf("ElectLeaders: %+v", er)
 	}
-	if r := forwardError(kmsg.NewPtrAlterPartitionAssignmentsRequest(), code).(*kmsg.AlterPartitionAssignmentsResponse); r.ErrorCode != code {
+	if r := cluster.ErrorResponse(kmsg.NewPtrAlterPartitionAssignmentsRequest(), code).(*kmsg.AlterPartitionAssignmentsResponse); r.ErrorCode != code {
 		t.Fatalf("AlterPartitionAssignments: %+v", r)
 	}
-	if r := forwardError(kmsg.NewPtrListPartitionReassignmentsRequest(), code).(*kmsg.ListPartitionReassignmentsResponse); r.ErrorCode != code {
+	if r := cluster.ErrorResponse(kmsg.NewPtrListPartitionReassignmentsRequest(), code).(*kmsg.ListPartitionReassignmentsResponse); r.ErrorCode != code {
 		t.Fatalf("ListPartitionReassignments: %+v", r)
 	}
 }

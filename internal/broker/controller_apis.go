@@ -65,39 +65,10 @@ func (b *Broker) handleForwarded(ctx context.Context, req *server.Request) *serv
 		resp, err := b.admin(ctx, req.Body, nil)
 		if err != nil {
 			b.logger.Warn("controller unreachable", "api", kmsg.NameForKey(req.Key), "err", err)
-			return forwardError(req.Body, errCode(controllerError(err)))
+			// Answered with the error rather than a closed connection, so
+			// the client retries without reconnecting.
+			return cluster.ErrorResponse(req.Body, errCode(controllerError(err)))
 		}
 		return resp
 	})
-}
-
-// forwardError answers a forwarded admin request that no controller
-// decided with a retriable error code, rather than closing the client's
-// connection.
-func forwardError(req kmsg.Request, code int16) kmsg.Response {
-	switch r := req.(type) {
-	case *kmsg.ElectLeadersRequest:
-		resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
-		resp.ErrorCode = code
-		for _, t := range r.Topics {
-			rt := kmsg.NewElectLeadersResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewElectLeadersResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp
-	case *kmsg.AlterPartitionAssignmentsRequest:
-		resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.ListPartitionReassignmentsRequest:
-		resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-		resp.ErrorCode = code
-		return resp
-	}
-	return nil
 }

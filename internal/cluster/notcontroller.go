@@ -11,7 +11,13 @@ import (
 // top-level code, or each item the request named). It returns nil for a
 // request that is not one of the ControllerKeys.
 func NotControllerResponse(req kmsg.Request) kmsg.Response {
-	code := kerr.NotController.Code
+	return ErrorResponse(req, kerr.NotController.Code)
+}
+
+// ErrorResponse is NotControllerResponse with another error code, for a
+// broker answering a request it could not get decided (REQUEST_TIMED_OUT
+// after a controller change, say).
+func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 	switch r := req.(type) {
 	case *kmsg.BrokerRegistrationRequest:
 		resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
