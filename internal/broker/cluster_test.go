@@ -87,6 +87,29 @@ func startCluster(t testing.TB, n int, mutate ...func(*Config)) *testCluster {
 	return tc
 }
 
+// createAssigned creates a topic with one partition per replica list
+// and waits until every broker's registry has it.
+func (tc *testCluster) createAssigned(t testing.TB, ctx context.Context, c *kgo.Client, name string, replicas ...[]int32) {
+	t.Helper()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+	for i, r := range replicas {
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = int32(i), r
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	}
+	create.Topics = append(create.Topics, rt)
+	if cr := request[*kmsg.CreateTopicsResponse](t, ctx, c, create); cr.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create %s: %v", name, kerr.ErrorForCode(cr.Topics[0].ErrorCode))
+	}
+	for _, tb := range tc.brokers {
+		if err := tb.b.waitRegistry(ctx, func() bool { return tb.b.lookupTopic(name) != nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestLeaderHints: a Produce or Fetch sent to a replica that does not
 // lead carries KIP-951's CurrentLeader and the leader's endpoint, unless
 // weir.leader.hints.enable is false.
@@ -94,23 +117,8 @@ func TestLeaderHints(t *testing.T) {
 	tc := startCluster(t, 2)
 	ctx := testCtx(t)
 	c := newClient(t, tc.brokers[0].addr, kgo.SeedBrokers(tc.brokers[0].addr, tc.brokers[1].addr))
-	create := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "hints", -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Replicas = []int32{1, 2}
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	create.Topics = append(create.Topics, rt)
-	cr := request[*kmsg.CreateTopicsResponse](t, ctx, c, create)
-	if cr.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create: %v", kerr.ErrorForCode(cr.Topics[0].ErrorCode))
-	}
-	// Both brokers must know the topic before the follower is asked.
-	for _, tb := range tc.brokers {
-		if err := tb.b.waitRegistry(ctx, func() bool { return tb.b.lookupTopic("hints") != nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// Both brokers know the topic before the follower is asked.
+	tc.createAssigned(t, ctx, c, "hints", []int32{1, 2})
 	// Every broker describes the partition as the image holds it.
 	for _, id := range []int32{1, 2} {
 		dreq := kmsg.NewPtrDescribeTopicPartitionsRequest()
@@ -242,27 +250,9 @@ func TestShareFetchWaitElsewhere(t *testing.T) {
 	tc := startCluster(t, 2)
 	ctx := testCtx(t)
 	c := newClient(t, tc.brokers[0].addr, kgo.SeedBrokers(tc.brokers[0].addr, tc.brokers[1].addr))
-	create := kmsg.NewPtrCreateTopicsRequest()
-	for name, leaders := range map[string][]int32{"spread": {1, 2}, "local": {1, 1}} {
-		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
-		for i, l := range leaders {
-			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-			ra.Partition, ra.Replicas = int32(i), []int32{l}
-			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-		}
-		create.Topics = append(create.Topics, rt)
-	}
-	cr := request[*kmsg.CreateTopicsResponse](t, ctx, c, create)
-	for _, st := range cr.Topics {
-		if st.ErrorCode != 0 {
-			t.Fatalf("create %s: %v", st.Topic, kerr.ErrorForCode(st.ErrorCode))
-		}
-	}
+	tc.createAssigned(t, ctx, c, "spread", []int32{1}, []int32{2})
+	tc.createAssigned(t, ctx, c, "local", []int32{1}, []int32{1})
 	b := tc.brokers[0].b
-	if err := b.waitRegistry(ctx, func() bool { return b.lookupTopic("spread") != nil && b.lookupTopic("local") != nil }); err != nil {
-		t.Fatal(err)
-	}
 	fetchOn := func(topic string) *shareFetch {
 		r := kmsg.NewPtrShareFetchRequest()
 		r.MaxWaitMillis = 30000
@@ -343,21 +333,7 @@ func TestLeaderHintOnAcksAllWait(t *testing.T) {
 	tc := startCluster(t, 2)
 	ctx := testCtx(t)
 	c := newClient(t, tc.brokers[0].addr, kgo.SeedBrokers(tc.brokers[0].addr, tc.brokers[1].addr))
-	create := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "moving", -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Replicas = []int32{1, 2}
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	create.Topics = append(create.Topics, rt)
-	if cr := request[*kmsg.CreateTopicsResponse](t, ctx, c, create); cr.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create: %v", kerr.ErrorForCode(cr.Topics[0].ErrorCode))
-	}
-	for _, tb := range tc.brokers {
-		if err := tb.b.waitRegistry(ctx, func() bool { return tb.b.lookupTopic("moving") != nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tc.createAssigned(t, ctx, c, "moving", []int32{1, 2})
 	// The follower stops fetching: the batch below cannot commit.
 	tc.brokers[1].b.replicas.Close()
 	req := kmsg.NewPtrProduceRequest()
