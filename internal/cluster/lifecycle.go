@@ -132,6 +132,7 @@ type BrokerLifecycle struct {
 	reported atomic.Int64 // the offset of the last heartbeat answered
 
 	// Loop state.
+	refused      int // registrations refused in a row
 	wantShutdown bool
 	lastSent     time.Time
 }
@@ -267,6 +268,9 @@ func (l *BrokerLifecycle) nextDue() time.Duration {
 	if l.State() == StateActive && !l.wantShutdown {
 		return l.cfg.HeartbeatInterval
 	}
+	if l.State() == StateRegistering && l.refused > 0 {
+		return min(l.cfg.HeartbeatInterval, max(l.cfg.RetryInterval, 500*time.Millisecond))
+	}
 	return l.cfg.RetryInterval
 }
 
@@ -326,8 +330,17 @@ func (l *BrokerLifecycle) register(ctx context.Context) {
 	case err != nil:
 		l.log.Debug("registration failed", "err", err)
 	case resp.ErrorCode != 0:
-		l.log.Warn("registration refused", "err", kerr.ErrorForCode(resp.ErrorCode))
+		// Refused (say, the previous incarnation's session is still
+		// live): say so once, then retry at the heartbeat interval.
+		if l.refused == 0 {
+			l.log.Warn("registration refused; retrying", "err", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		l.refused++
 	default:
+		if l.refused > 0 {
+			l.log.Info("registered after refusals", "refusals", l.refused)
+		}
+		l.refused = 0
 		l.epoch.Store(resp.BrokerEpoch)
 		l.setState(StateFenced)
 	}
