@@ -235,12 +235,18 @@ func (l *BrokerLifecycle) run() {
 	defer close(l.done)
 	shutdownReq := l.shutdownReq
 	wait := time.Duration(0)
+	// next is the Changed channel loaded before the image was last
+	// looked at: a change applied after that look closes it.
+	var next <-chan struct{}
 	for {
-		// Load Changed before deciding to send, so no change is missed.
 		var changed <-chan struct{}
 		if l.wakeOnChange() {
-			changed = l.cfg.Metadata.Changed()
+			changed = next
+			if changed == nil {
+				changed = l.cfg.Metadata.Changed()
+			}
 		}
+		next = nil
 		select {
 		case <-l.ctx.Done():
 			return
@@ -248,12 +254,20 @@ func (l *BrokerLifecycle) run() {
 			shutdownReq = nil
 			l.wantShutdown = true
 		case <-changed:
+			// Load the next channel before reading the image, so a change
+			// applied while this one is judged wakes the loop again.
+			next = l.cfg.Metadata.Changed()
 			if !l.changeWorthSending() {
 				// Keep the pending deadline.
 				wait = max(0, l.nextDue()-l.cfg.Clock.Now().Sub(l.lastSent))
 				continue
 			}
 		case <-l.cfg.Clock.After(wait):
+		}
+		if next == nil {
+			// communicate reads the image: a change applied after that
+			// must wake the next wait.
+			next = l.cfg.Metadata.Changed()
 		}
 		l.communicate()
 		if l.State() == StateStopped {
