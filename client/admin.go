@@ -40,15 +40,22 @@ func (a *Admin) bound(ctx context.Context) (context.Context, context.CancelFunc)
 }
 
 // controllerDo sends req to the controller named by metadata (any broker
-// forwards in KRaft), falling back to any broker.
+// forwards in KRaft), falling back to any broker. A controller that
+// refuses connections (killed, its successor not yet in metadata) is not
+// waited for: any live broker forwards to whichever controller is
+// active.
 func (a *Admin) controllerDo(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	if a.cl.meta.Load().controller < 0 {
 		_ = a.cl.refresh(ctx)
 	}
 	if c := a.cl.meta.Load().controller; c >= 0 {
-		if resp, err := a.cl.do(ctx, c, req); err == nil {
+		attempt, cancel := context.WithTimeout(ctx, a.cl.cfg.requestTimeout)
+		resp, err := a.cl.doFast(attempt, c, req)
+		cancel()
+		if err == nil {
 			return resp, nil
 		}
+		a.cl.requestRefresh()
 	}
 	resp, _, err := a.cl.doAny(ctx, req)
 	return resp, err

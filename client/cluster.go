@@ -245,6 +245,13 @@ func (c *cluster) dialed(node int32, nc *nodeConn, conn brokerConn, err error) {
 
 // conn waits for node's connection, dialing if needed.
 func (c *cluster) conn(ctx context.Context, node int32) (brokerConn, error) {
+	return c.connect(ctx, node, true)
+}
+
+// connect returns a connection to node. Patient, it dials again after
+// each failed dial's back-off until ctx ends; otherwise it returns the
+// error of a failed dial (or of the one whose back-off is running).
+func (c *cluster) connect(ctx context.Context, node int32, patient bool) (brokerConn, error) {
 	for {
 		c.mu.Lock()
 		if conn := c.tryConnLocked(node); conn != nil {
@@ -262,6 +269,9 @@ func (c *cluster) conn(ctx context.Context, node int32) (brokerConn, error) {
 			return nil, fmt.Errorf("client: no address known for node %d", node)
 		}
 		if wait == nil {
+			if lastErr != nil && !patient {
+				return nil, fmt.Errorf("client: node %d: %w", node, lastErr)
+			}
 			if lastErr != nil && ctx.Err() == nil {
 				// In backoff after a failed dial: wait it out, bounded by ctx.
 				t := time.NewTimer(max(time.Until(next), time.Millisecond))
@@ -284,7 +294,17 @@ func (c *cluster) conn(ctx context.Context, node int32) (brokerConn, error) {
 
 // do sends req to node and waits for the response.
 func (c *cluster) do(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
-	conn, err := c.conn(ctx, node)
+	return c.send(ctx, node, req, true)
+}
+
+// doFast is do without waiting out dial back-offs: a node that refuses
+// connections fails at once.
+func (c *cluster) doFast(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
+	return c.send(ctx, node, req, false)
+}
+
+func (c *cluster) send(ctx context.Context, node int32, req kmsg.Request, patient bool) (kmsg.Response, error) {
+	conn, err := c.connect(ctx, node, patient)
 	if err != nil {
 		return nil, err
 	}
@@ -314,22 +334,28 @@ func (c *cluster) anyNodes() []int32 {
 	return out
 }
 
-// doAny sends req to the first broker that answers.
+// doAny sends req to the first broker that answers. A first pass skips
+// brokers that refuse connections (a dead broker still listed in
+// metadata must not hold the request for its dial back-offs); if none
+// answered, a second pass waits for each in turn.
 func (c *cluster) doAny(ctx context.Context, req kmsg.Request) (kmsg.Response, int32, error) {
 	var errs []error
-	for _, node := range c.anyNodes() {
-		attempt, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout)
-		resp, err := c.do(attempt, node, req)
-		cancel()
-		if err == nil {
-			return resp, node, nil
-		}
-		if ctx.Err() != nil {
-			return nil, node, ctx.Err()
-		}
-		errs = append(errs, err)
-		if errors.Is(err, wire.ErrUnsupported) {
-			return nil, node, err
+	nodes := c.anyNodes()
+	for pass := range 2 {
+		for _, node := range nodes {
+			attempt, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout)
+			resp, err := c.send(attempt, node, req, pass == 1)
+			cancel()
+			if err == nil {
+				return resp, node, nil
+			}
+			if ctx.Err() != nil {
+				return nil, node, ctx.Err()
+			}
+			errs = append(errs, err)
+			if errors.Is(err, wire.ErrUnsupported) {
+				return nil, node, err
+			}
 		}
 	}
 	return nil, -1, fmt.Errorf("client: no broker answered: %w", errors.Join(errs...))
