@@ -88,7 +88,13 @@ def fmt_ratio(r):
 
 def report(path):
     values, context = load(path)
-    rate = next((re.search(r"rate=(\d+)", c).group(1) for c in context if "rate=" in c), "?")
+    header_rate = next((re.search(r"rate=([\d,]+)", c).group(1) for c in context if "rate=" in c), "")
+    # Older results name one latency phase "latency": it ran at the one rate.
+    for (broker, metric) in list(values):
+        if metric.startswith("latency.") and header_rate.isdigit():
+            values[(broker, f"latency_{header_rate}." + metric[len("latency."):])] = values.pop((broker, metric))
+    rates = sorted({int(m.split(".")[0][len("latency_"):]) for (_, m) in values
+                    if re.match(r"latency_\d+\.", m)})
     cores = next((int(re.search(r"machine: (\d+) cores", c).group(1)) for c in context if "machine: " in c), 0)
 
     def median(broker, metric):
@@ -107,10 +113,15 @@ def report(path):
         ("consume, MB/s (fetch phase)", "consume.mbps", "higher", 1.5),
         ("consume, records/s (fetch phase)", "consume.rps", "higher", 1.5),
         ("consume, MB/s incl. group join", "consume.mbps_total", "higher", None),
-        (f"latency at {rate} rec/s acks=all, p50 ms", "latency.steady_p50_ms", "lower", None),
-        (f"latency at {rate} rec/s acks=all, p99 ms", "latency.steady_p99_ms", "lower", 0.5),
-        (f"latency at {rate} rec/s acks=all, p99.9 ms", "latency.steady_p999_ms", "lower", None),
-        ("latency run achieved, records/s", "latency.steady_rps", "higher", None),
+    ]
+    for r in rates:
+        rows += [
+            (f"latency at {r} rec/s acks=all, p50 ms", f"latency_{r}.steady_p50_ms", "lower", None),
+            (f"latency at {r} rec/s acks=all, p99 ms", f"latency_{r}.steady_p99_ms", "lower", 0.5),
+            (f"latency at {r} rec/s acks=all, p99.9 ms", f"latency_{r}.steady_p999_ms", "lower", None),
+            (f"latency run at {r} rec/s achieved, records/s", f"latency_{r}.steady_rps", "higher", None),
+        ]
+    rows += [
         ("broker peak RSS, MiB", "rss_peak_mib", "lower", 0.25),
         ("broker RSS after start-up, MiB", "rss_idle_mib", "lower", None),
         ("start-up to first ack, ms", "startup_ms", "lower", 0.05),
@@ -119,19 +130,21 @@ def report(path):
         ("broker CPU s, unthrottled acks=1 produce", "produce_acks1.broker_cpu_s", "lower", None),
         ("broker CPU s, unthrottled acks=all produce", "produce_acksall.broker_cpu_s", "lower", None),
         ("broker CPU s, consume", "consume.broker_cpu_s", "lower", None),
-        (f"broker CPU s, {rate} rec/s latency run", "latency.broker_cpu_s", "lower", None),
     ]
-    unsustained = []
-    if rate.isdigit():
-        unsustained = [b for b in ("weir", "kafka")
-                       if (median(b, "latency.steady_rps") or 0) < 0.97 * int(rate)]
+    rows += [(f"broker CPU s, {r} rec/s latency run", f"latency_{r}.broker_cpu_s", "lower", None) for r in rates]
+
+    def unsustained(metric):
+        m = re.match(r"latency_(\d+)\.", metric)
+        if not m:
+            return []
+        return [b for b in ("weir", "kafka") if (median(b, f"latency_{m.group(1)}.steady_rps") or 0) < 0.97 * int(m.group(1))]
     out = []
     out.append("| measure | weir | Kafka | weir/Kafka | target | met |")
     out.append("|---|---:|---:|---:|---|---|")
     for label, metric, better, target in rows:
         w, k = median("weir", metric), median("kafka", metric)
         ratio = w / k if w is not None and k else None
-        if metric.endswith("_ms") and metric.startswith("latency.") and w is not None and k is not None and max(w, k) < 2:
+        if metric.endswith("_ms") and metric.startswith("latency_") and w is not None and k is not None and max(w, k) < 2:
             ratio = None  # the tool reports whole milliseconds
         if target is None:
             goal, met = "", ""
@@ -141,30 +154,28 @@ def report(path):
                 met = "n/a"
             else:
                 met = "yes" if (ratio >= target if better == "higher" else ratio <= target) else "no"
-                if metric.startswith("latency.") and unsustained:
-                    met += f" ({' and '.join(unsustained)} below the rate)"
+                if unsustained(metric):
+                    met += f" ({' and '.join(unsustained(metric))} below the rate)"
         out.append(f"| {label} | {fmt(w)} | {fmt(k)} | {fmt_ratio(ratio)} | {goal} | {met} |")
 
     notes = []
-    try:
-        want = float(rate)
+    for r in rates:
         for broker in ("weir", "kafka"):
-            got = values.get((broker, "latency.steady_rps"), [])
-            short = [g for g in got if g < 0.97 * want]
+            got = values.get((broker, f"latency_{r}.steady_rps"), [])
+            short = [g for g in got if g < 0.97 * r]
             if short:
-                notes.append(f"{broker} did not sustain {rate} records/s in {len(short)} of {len(got)} latency runs "
+                notes.append(f"{broker} did not sustain {r} records/s in {len(short)} of {len(got)} latency runs "
                              f"({', '.join(fmt(g) for g in short)} records/s): its latencies there include queueing.")
-            burst = [g for g in got if g > 1.03 * want]
+            burst = [g for g in got if g > 1.03 * r]
             if burst:
-                notes.append(f"{broker}: in {len(burst)} of {len(got)} latency runs the load generator fell behind "
-                             f"after its warm-up and caught up in a burst ({', '.join(fmt(g) for g in burst)} "
-                             "records/s over the measured part): those latencies include the burst.")
+                notes.append(f"{broker}: in {len(burst)} of {len(got)} latency runs at {r} records/s the load "
+                             f"generator fell behind after its warm-up and caught up in a burst "
+                             f"({', '.join(fmt(g) for g in burst)} records/s over the measured part): "
+                             "those latencies include the burst.")
         slower = min((median(b, "produce_acksall.rps") or 0) for b in ("weir", "kafka"))
         if slower:
-            notes.append(f"the fixed rate {rate} records/s is {want / slower:.0%} of the slower broker's "
+            notes.append(f"the fixed rate {r} records/s is {r / slower:.0%} of the slower broker's "
                          f"unthrottled acks=all median ({fmt(slower)} records/s).")
-    except ValueError:
-        pass
     for (broker, metric), v in sorted(values.items()):
         if metric.startswith("failed."):
             notes.append(f"{broker}: {metric[len('failed.'):]} failed in {len(v)} run(s): see the raw results.")
@@ -183,7 +194,7 @@ def report(path):
     out.append("")
     out.append("| phase | broker | wall | broker CPU | load generator CPU | interrupts (loopback TCP) | other processes | machine busy |")
     out.append("|---|---|---:|---:|---:|---:|---:|---:|")
-    for phase in ("produce_acks1", "produce_acksall", "consume", "latency"):
+    for phase in ["produce_acks1", "produce_acksall", "consume"] + [f"latency_{r}" for r in rates]:
         for broker in ("weir", "kafka"):
             wall = median(broker, f"{phase}.wall_s")
             if wall is None:
