@@ -158,6 +158,29 @@ def report(path):
                     met += f" ({' and '.join(unsustained(metric))} below the rate)"
         out.append(f"| {label} | {fmt(w)} | {fmt(k)} | {fmt_ratio(ratio)} | {goal} | {met} |")
 
+    ceiling_rows = [(label, metric, better) for label, metric, better, _ in rows
+                    if metric.startswith(("produce_", "latency_")) and not metric.endswith("broker_cpu_s")]
+    if any(values.get(("null", m)) for _, m, _ in ceiling_rows):
+        out.append("")
+        out.append("The ceiling: the same load generator against weir `--null-storage`, a broker that "
+                   "acknowledges produce without storing (medians):")
+        out.append("")
+        out.append("| measure | null broker | weir | weir/ceiling | target | met | Kafka/ceiling |")
+        out.append("|---|---:|---:|---:|---|---|---:|")
+        for label, metric, better in ceiling_rows:
+            n, w, k = median("null", metric), median("weir", metric), median("kafka", metric)
+            if n is None:
+                continue
+            wr = w / n if w is not None and n else None
+            kr = k / n if k is not None and n else None
+            goal = met = ""
+            if better == "higher" and metric.endswith("rps"):
+                goal = ">= 0.8"
+                met = "n/a" if wr is None else ("yes" if wr >= 0.8 else "no")
+            if metric.endswith("_ms") and max(n, w or 0, k or 0) < 2:
+                wr = kr = None  # whole milliseconds
+            out.append(f"| {label} | {fmt(n)} | {fmt(w)} | {fmt_ratio(wr)} | {goal} | {met} | {fmt_ratio(kr)} |")
+
     notes = []
     for r in rates:
         for broker in ("weir", "kafka"):
@@ -185,8 +208,15 @@ def report(path):
     out.append("")
     out.append("| measure | weir runs | Kafka runs |")
     out.append("|---|---|---|")
+    has_null = any(b == "null" for b, _ in values)
+    if has_null:
+        out[-2] = "| measure | weir runs | Kafka runs | null broker runs |"
+        out[-1] = "|---|---|---|---|"
     for label, metric, _, _ in rows:
-        out.append(f"| {label} | {runs('weir', metric)} | {runs('kafka', metric)} |")
+        line = f"| {label} | {runs('weir', metric)} | {runs('kafka', metric)} |"
+        if has_null:
+            line += f" {runs('null', metric)} |"
+        out.append(line)
 
     out.append("")
     out.append("Where the CPU went (medians, seconds; the machine has "
@@ -195,7 +225,7 @@ def report(path):
     out.append("| phase | broker | wall | broker CPU | load generator CPU | interrupts (loopback TCP) | other processes | machine busy |")
     out.append("|---|---|---:|---:|---:|---:|---:|---:|")
     for phase in ["produce_acks1", "produce_acksall", "consume"] + [f"latency_{r}" for r in rates]:
-        for broker in ("weir", "kafka"):
+        for broker in ("weir", "kafka", "null"):
             wall = median(broker, f"{phase}.wall_s")
             if wall is None:
                 continue
