@@ -33,8 +33,10 @@ import (
 //     one each time: each share partition acquires from its next fetch
 //     offset what MaxRecords (shared by all partitions), BatchSize, the
 //     acquire mode, the record lock cap and MaxBytes allow; acquisitions
-//     are durable before the records leave. Whole log batches go out as
-//     file ranges; AcquiredRecords says which offsets are the member's.
+//     are durable before the records leave. Log batches acquired whole go
+//     out as file ranges; an uncompressed batch acquired in part goes out
+//     trimmed to its acquired records (share_trim.go); AcquiredRecords
+//     says which offsets are the member's.
 //   - With nothing acquired the request parks until an append, an
 //     acknowledgement, a release or a lock expiry lets one of its
 //     partitions hand out records, or MaxWaitMs passes.
@@ -195,7 +197,7 @@ type shareFetchPart struct {
 	code   int16
 	msg    *string
 	ranges []share.AcquiredRange
-	recs   *fetchRecords
+	recs   *shareRecords
 }
 
 type shareFetchResult struct {
@@ -388,7 +390,7 @@ func (f *shareFetch) body(resp *kmsg.ShareFetchResponse, res shareFetchResult) (
 		at[tp] = slot{ti, len(resp.Topics[ti].Partitions) - 1}
 		return &resp.Topics[ti].Partitions[at[tp].p]
 	}
-	byMarker := map[[markerLen]byte]*fetchRecords{}
+	byMarker := map[[markerLen]byte]*shareRecords{}
 	for _, fp := range res.parts {
 		if !f.full && fp.code == 0 && len(fp.ranges) == 0 {
 			continue
@@ -411,7 +413,7 @@ func (f *shareFetch) body(resp *kmsg.ShareFetchResponse, res shareFetchResult) (
 	}
 	// Markers are spliced in the order they appear in the encoding: the
 	// order of the topics and partitions built above.
-	var recs []*fetchRecords
+	var recs []*shareRecords
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if len(p.Records) == markerLen {

@@ -47,7 +47,12 @@
 // coordinate the group serves its ShareFetch and ShareAcknowledge all the
 // same; an empty ShareFetch on topics with partitions led elsewhere
 // returns after weir.share.fetch.elsewhere.wait.ms so that record_limit
-// consumers move on to brokers with records.
+// consumers move on to brokers with records. A ShareFetch answers with
+// the log batches holding the acquired records: whole batches as file
+// ranges, and an uncompressed batch only part of which is acquired as a
+// trimmed copy holding just those records (share_trim.go), so that a
+// record_limit consumer slicing 500 records from a 256 KB batch does not
+// receive and decode the whole batch at every poll.
 //
 // # What it does not own
 //

@@ -16,10 +16,10 @@ import (
 func TestShareFetchBodyMatchesKmsgEncoding(t *testing.T) {
 	f, data := segmentFile(t)
 	for v := handlers[78].min; v <= handlers[78].max; v++ {
-		build := func(withMarkers bool) (*kmsg.ShareFetchResponse, []*fetchRecords) {
+		build := func(withMarkers bool) (*kmsg.ShareFetchResponse, []*shareRecords) {
 			resp := kmsg.NewPtrShareFetchResponse()
 			resp.AcquisitionLockTimeoutMillis = 30000
-			var recs []*fetchRecords
+			var recs []*shareRecords
 			for ti := range 2 {
 				st := kmsg.NewShareFetchResponseTopic()
 				st.TopicID = [16]byte{byte(ti + 1)}
@@ -33,7 +33,13 @@ func TestShareFetchBodyMatchesKmsgEncoding(t *testing.T) {
 						sp.ErrorCode = 3
 					case 2:
 						sp.AcquiredRecords = []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{{FirstOffset: 1, LastOffset: 9, DeliveryCount: 2}}
-						fr := &fetchRecords{marker: newMarker(), ranges: []wlog.FileRange{{File: f, Pos: 0, Len: 100}, {File: f, Pos: 100, Len: 220}}, size: 320}
+						// File pieces around an in-memory one, as a
+						// trimmed batch between whole ones.
+						fr := &shareRecords{marker: newMarker()}
+						fr.addFile(wlog.FileRange{File: f, Pos: 0, Len: 60})
+						fr.addFile(wlog.FileRange{File: f, Pos: 60, Len: 40})
+						fr.addBytes(data[100:150])
+						fr.addFile(wlog.FileRange{File: f, Pos: 150, Len: 170})
 						if withMarkers {
 							sp.Records = fr.marker[:]
 							recs = append(recs, fr)

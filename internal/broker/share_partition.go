@@ -220,7 +220,7 @@ type acquireArgs struct {
 type acquired struct {
 	ranges  []share.AcquiredRange
 	records int64
-	recs    *fetchRecords
+	recs    *shareRecords
 	ticket  *storeTicket
 }
 
@@ -308,6 +308,8 @@ type shareBatch struct {
 	rng   int   // index of the file range holding it
 	pos   int64 // file position
 	size  int64
+	// compressed batches are sent whole, never trimmed.
+	compressed bool
 }
 
 // readShareBatches reads p from offset from, up to maxBytes (at least one
@@ -344,6 +346,7 @@ func readShareBatches(p *partition, from, maxBytes, hw, limit int64) ([]shareBat
 		out = append(out, shareBatch{
 			batch: share.Batch{Base: h.BaseOffset, Last: h.LastOffset(), Skip: h.IsControl()},
 			rng:   rng, pos: pos, size: int64(h.Length),
+			compressed: h.Compression() != wlog.CompressionNone,
 		})
 		pos += int64(h.Length)
 		walked += int64(h.Length)
@@ -355,12 +358,14 @@ func readShareBatches(p *partition, from, maxBytes, hw, limit int64) ([]shareBat
 	return out, res.Ranges, nil
 }
 
-// holdingBatches returns the file ranges of the batches that hold any
-// acquired offset, merging neighbours. Whole batches go out, so records
-// at their edges may not be acquired; the client keeps only the acquired
-// ranges.
-func holdingBatches(batches []shareBatch, ranges []wlog.FileRange, acq []share.AcquiredRange) *fetchRecords {
-	fr := &fetchRecords{marker: newMarker()}
+// holdingBatches returns the records of the batches that hold any
+// acquired offset: file ranges, merged when neighbours, for batches
+// acquired whole, and trimmed copies (share_trim.go) for uncompressed
+// batches only part of which is acquired. A batch that cannot be trimmed
+// goes out whole, records at its edges included; the client keeps only
+// the acquired ranges.
+func holdingBatches(batches []shareBatch, ranges []wlog.FileRange, acq []share.AcquiredRange) *shareRecords {
+	fr := &shareRecords{marker: newMarker()}
 	j := 0
 	for _, b := range batches {
 		for j < len(acq) && acq[j].Last < b.batch.Base {
@@ -372,13 +377,14 @@ func holdingBatches(batches []shareBatch, ranges []wlog.FileRange, acq []share.A
 		if acq[j].First > b.batch.Last {
 			continue
 		}
-		f := ranges[b.rng].File
-		if n := len(fr.ranges); n > 0 && fr.ranges[n-1].File == f && fr.ranges[n-1].Pos+fr.ranges[n-1].Len == b.pos {
-			fr.ranges[n-1].Len += b.size
-		} else {
-			fr.ranges = append(fr.ranges, wlog.FileRange{File: f, Pos: b.pos, Len: b.size})
+		whole := wlog.FileRange{File: ranges[b.rng].File, Pos: b.pos, Len: b.size}
+		if !b.compressed && !b.batch.Skip && !coversBatch(acq[j:], b.batch) {
+			if data, ok := trimmedBatch(whole, acq[j:]); ok {
+				fr.addBytes(data)
+				continue
+			}
 		}
-		fr.size += b.size
+		fr.addFile(whole)
 	}
 	return fr
 }
