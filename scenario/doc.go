@@ -32,7 +32,10 @@
 // --broker-config k=v sets a dynamic broker config as a cluster default
 // for the run and deletes it afterwards; scenarios/share-case2 uses it to
 // drain with weir's broker-side help for record_limit consumers
-// (weir.share.fetch.elsewhere.wait.ms) turned off.
+// (weir.share.fetch.elsewhere.wait.ms) turned off. --cpuprofile and
+// --memprofile (Config.CPUProfile, MemProfile) profile the weir client
+// during the drain only, the load excluded; the broker is profiled
+// through `weir serve --pprof-listen`.
 //
 // `weir scenario share-report` puts several runs (their JSON and CSV) in
 // one markdown table with two charts; scenarios/share-case2 runs the whole

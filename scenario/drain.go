@@ -49,6 +49,12 @@ type Config struct {
 	// broker-side help for record_limit consumers.
 	BrokerConfigs map[string]string
 
+	// CPUProfile and MemProfile, when set, are files for the drain's CPU
+	// profile and the allocation profile taken after it (weir client
+	// only: the Java client runs in another process). The load is not
+	// profiled.
+	CPUProfile, MemProfile string
+
 	Logger *slog.Logger
 	Stdout io.Writer // progress and the summary
 }
@@ -84,6 +90,8 @@ func (c *Config) validate() error {
 		return errors.New("scenario: records, partitions, replication factor and max.poll.records must be positive")
 	case c.Timeout <= 0:
 		return errors.New("scenario: the drain needs a timeout")
+	case (c.CPUProfile != "" || c.MemProfile != "") && c.Client != ClientWeir:
+		return errors.New("scenario: profiles are taken of the weir client only")
 	case c.SampleInterval < 10*time.Millisecond:
 		return errors.New("scenario: the sampling interval must be 10ms or more")
 	}
@@ -204,7 +212,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Client == ClientJava {
 		o, err = drainJava(ctx, spec)
 	} else {
-		o, err = drainWeir(ctx, spec)
+		o, err = profiled(cfg, func() (drainOutcome, error) { return drainWeir(ctx, spec) })
 	}
 	if err != nil && len(o.series.Samples) == 0 {
 		return nil, err

@@ -67,6 +67,8 @@ func scenarioShareDrain(ctx context.Context, args []string, stdout, stderr io.Wr
 	fs.StringVar(&cfg.JavaDir, "java-dir", "", "the Java driver's Maven project (default: scenario/java above the working directory)")
 	brokerConfigs := kvFlags{}
 	fs.Var(brokerConfigs, "broker-config", "dynamic broker config set as a cluster default for the run and deleted after it (key=value, repeatable), e.g. weir.share.fetch.elsewhere.wait.ms=-1")
+	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "profiling only: write the weir client's CPU profile of the drain to this file")
+	fs.StringVar(&cfg.MemProfile, "memprofile", "", "profiling only: write the weir client's allocation profile, taken after the drain, to this file")
 	verbose := fs.Bool("verbose", false, "log client activity to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
