@@ -123,8 +123,8 @@ type ShareConsumer struct {
 	epoch       int32 // member epoch
 	assigned    map[shareTP]bool
 	hbErr       error
-	pending     map[shareTP]map[int64]AckType // acknowledgements not sent yet
-	delivered   map[shareTP]map[int64]bool    // handed out, not yet acknowledged
+	pending     map[shareTP]*ackRuns // acknowledgements not sent yet
+	delivered   map[shareTP]*ackRuns // handed out, not yet acknowledged (type unused)
 	buffered    []*ShareRecord
 	ackErrs     []error
 	lastRoundOK bool // the previous round acquired records
@@ -157,8 +157,8 @@ func NewShareConsumer(props map[string]string, opts ...Option) (*ShareConsumer, 
 		// records.
 		lastRoundOK: true,
 		assigned:    map[shareTP]bool{},
-		pending:     map[shareTP]map[int64]AckType{},
-		delivered:   map[shareTP]map[int64]bool{},
+		pending:     map[shareTP]*ackRuns{},
+		delivered:   map[shareTP]*ackRuns{},
 		wake:        make(chan struct{}, 1),
 	}
 	s.hbCtx, s.hbCancel = context.WithCancel(context.Background())
@@ -371,21 +371,23 @@ func (s *ShareConsumer) Poll(ctx context.Context) ([]*ShareRecord, error) {
 // acceptDeliveredLocked turns every delivered, unacknowledged record into a
 // pending ACCEPT.
 func (s *ShareConsumer) acceptDeliveredLocked() {
-	for tp, offs := range s.delivered {
-		for off := range offs {
-			s.pendingFor(tp)[off] = AckAccept
+	for tp, d := range s.delivered {
+		p := runsFor(s.pending, tp)
+		for _, x := range *d {
+			p.set(x.first, x.last, AckAccept, false)
 		}
 	}
-	s.delivered = map[shareTP]map[int64]bool{}
+	clear(s.delivered)
 }
 
-func (s *ShareConsumer) pendingFor(tp shareTP) map[int64]AckType {
-	m := s.pending[tp]
-	if m == nil {
-		m = map[int64]AckType{}
-		s.pending[tp] = m
+// runsFor returns m's runs for tp, adding empty ones.
+func runsFor(m map[shareTP]*ackRuns, tp shareTP) *ackRuns {
+	r := m[tp]
+	if r == nil {
+		r = &ackRuns{}
+		m[tp] = r
 	}
-	return m
+	return r
 }
 
 // takeBuffered hands out up to max.poll.records buffered records and notes
@@ -396,20 +398,18 @@ func (s *ShareConsumer) takeBuffered() []*ShareRecord {
 	n := min(len(s.buffered), s.cfg.maxPollRecords)
 	out := s.buffered[:n:n]
 	s.buffered = slices.Clone(s.buffered[n:])
+	m := s.cl.meta.Load()
 	for _, r := range out {
-		tp := s.tpOf(r)
-		d := s.delivered[tp]
-		if d == nil {
-			d = map[int64]bool{}
-			s.delivered[tp] = d
-		}
-		d[r.Offset] = true
+		runsFor(s.delivered, tpIn(m, r)).set(r.Offset, r.Offset, 0, false)
 	}
 	return out
 }
 
 func (s *ShareConsumer) tpOf(r *ShareRecord) shareTP {
-	m := s.cl.meta.Load()
+	return tpIn(s.cl.meta.Load(), r)
+}
+
+func tpIn(m *metadata, r *ShareRecord) shareTP {
 	var id [16]byte
 	if t := m.topics[r.Topic]; t != nil {
 		id = t.id
@@ -429,25 +429,28 @@ func (s *ShareConsumer) Acknowledge(r *ShareRecord, t AckType) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tp := s.tpOf(r)
-	if !s.delivered[tp][r.Offset] {
+	if d := s.delivered[tp]; d == nil || !d.remove(r.Offset) {
 		return ErrNotDelivered
 	}
-	delete(s.delivered[tp], r.Offset)
-	s.pendingFor(tp)[r.Offset] = t
+	runsFor(s.pending, tp).set(r.Offset, r.Offset, t, false)
 	return nil
 }
 
 // takeAcks removes the pending acknowledgements of the partitions led by
 // node (or all when node < 0 is not used) and returns them per partition.
-func (s *ShareConsumer) takeAcks(m *metadata, node int32) map[shareTP]map[int64]AckType {
+func (s *ShareConsumer) takeAcks(m *metadata, node int32) map[shareTP]ackRuns {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[shareTP]map[int64]AckType{}
+	out := map[shareTP]ackRuns{}
 	for tp, offs := range s.pending {
-		if s.leaderOf(m, tp) != node || len(offs) == 0 {
+		if len(*offs) == 0 {
+			delete(s.pending, tp)
 			continue
 		}
-		out[tp] = offs
+		if s.leaderOf(m, tp) != node {
+			continue
+		}
+		out[tp] = *offs
 		delete(s.pending, tp)
 	}
 	return out
@@ -455,15 +458,14 @@ func (s *ShareConsumer) takeAcks(m *metadata, node int32) map[shareTP]map[int64]
 
 // restoreAcks puts acknowledgements back after a request failed before the
 // broker applied them.
-func (s *ShareConsumer) restoreAcks(acks map[shareTP]map[int64]AckType) {
+func (s *ShareConsumer) restoreAcks(acks map[shareTP]ackRuns) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for tp, offs := range acks {
-		p := s.pendingFor(tp)
-		for off, t := range offs {
-			if _, newer := p[off]; !newer {
-				p[off] = t
-			}
+		p := runsFor(s.pending, tp)
+		for _, x := range offs {
+			// Acknowledgements made since are newer: they stay.
+			p.set(x.first, x.last, x.t, true)
 		}
 	}
 }
@@ -475,27 +477,6 @@ func (s *ShareConsumer) leaderOf(m *metadata, tp shareTP) int32 {
 	}
 	l, _ := m.leader(name, tp.part)
 	return l
-}
-
-// ackBatches encodes offsets as runs of consecutive offsets with one type.
-func ackBatches(offs map[int64]AckType) []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch {
-	keys := make([]int64, 0, len(offs))
-	for o := range offs {
-		keys = append(keys, o)
-	}
-	slices.Sort(keys)
-	var out []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch
-	for i := 0; i < len(keys); {
-		j := i + 1
-		for j < len(keys) && keys[j] == keys[j-1]+1 && offs[keys[j]] == offs[keys[i]] {
-			j++
-		}
-		b := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
-		b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = keys[i], keys[j-1], []int8{int8(offs[keys[i]])}
-		out = append(out, b)
-		i = j
-	}
-	return out
 }
 
 // round runs one fetch round over every leader of the assignment (fetch
@@ -515,7 +496,7 @@ func (s *ShareConsumer) round(ctx context.Context, fetch bool) error {
 	}
 	ackNodes := map[int32]bool{}
 	for tp, offs := range s.pending {
-		if l := s.leaderOf(m, tp); l >= 0 && len(offs) > 0 {
+		if l := s.leaderOf(m, tp); l >= 0 && len(*offs) > 0 {
 			ackNodes[l] = true
 		}
 	}

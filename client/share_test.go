@@ -83,18 +83,6 @@ func TestShareConfig(t *testing.T) {
 	}
 }
 
-func TestAckBatches(t *testing.T) {
-	got := ackBatches(map[int64]AckType{1: AckAccept, 2: AckAccept, 3: AckRelease, 5: AckAccept})
-	var s []string
-	for _, b := range got {
-		s = append(s, fmt.Sprintf("%d-%d:%v", b.FirstOffset, b.LastOffset, b.AcknowledgeTypes))
-	}
-	want := []string{"1-2:[1]", "3-3:[2]", "5-5:[1]"}
-	if !slices.Equal(s, want) {
-		t.Fatalf("batches %v, want %v", s, want)
-	}
-}
-
 // shareTopic creates a topic and makes group read it from the start
 // (share.auto.offset.reset defaults to latest).
 func shareTopic(t *testing.T, partitions int32, group string) string {
