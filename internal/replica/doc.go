@@ -84,11 +84,16 @@
 //     ReplicaID, BrokerEpoch (ReplicaState.Epoch), FetchOffset,
 //     CurrentLeaderEpoch, LastFetchedEpoch, MaxBytes}); answer with its
 //     Err code, HighWatermark, LogStartOffset, DivergingEpoch (only when
-//     Diverged()) and the file Ranges. It reads up to the log end (not
+//     Diverged()) and the file Ranges. The leader epoch is checked before
+//     the role, as in Kafka: a replica asked in an epoch it has not
+//     reached answers UNKNOWN_LEADER_EPOCH even while still a follower
+//     (the follower learnt of the promotion first); the broker holds that
+//     partition like an empty one until its promotion, then asks again. It reads up to the log end (not
 //     the high watermark), records the follower's progress, may propose an
 //     ISR expansion and move the high watermark. When the answer is empty
 //     the broker parks the fetch as it does for consumers and calls
-//     FetchForFollower again when woken.
+//     FetchForFollower again when woken (an answer with DivergingEpoch is
+//     not empty: the follower cannot catch up before it truncates).
 //   - OffsetForLeaderEpoch: r.EndOffsetForEpoch(currentLeaderEpoch, epoch,
 //     leaderOnly).
 //   - Every MaxLag/2 for each led partition: r.MaybeShrinkISR().
@@ -121,8 +126,15 @@
 // OFFSET_OUT_OF_RANGE as Kafka does (ListOffsets v7 with the replica id:
 // latest must be the leader's log end offset, not its high watermark),
 // stops on FENCED_LEADER_EPOCH until AddPartitions brings a newer epoch,
-// and backs off (replica.fetch.backoff.ms) on other errors. A partition
-// whose log holds batches but no epochs is first cut to its high
+// asks again at once on UNKNOWN_LEADER_EPOCH (the leader has not applied
+// its promotion yet; a weir leader holds such a fetch until it has, or
+// until MaxWait, so this does not spin), and backs off
+// (replica.fetch.backoff.ms, 50 ms here) on other errors. A partition
+// added to a fetcher while its request is in flight interrupts that
+// request (the leader may hold it up to MaxWait when its partitions have
+// nothing new), so the new partition's first fetch goes at once; the
+// interrupted request's connection is closed and nothing of its answer
+// is applied. A partition whose log holds batches but no epochs is first cut to its high
 // watermark, as Kafka does for followers without epoch information. The
 // broker's Transport must bound every request with a timeout:
 // RemovePartitions waits for a partition's response handling, which may

@@ -218,6 +218,16 @@ type fetcher struct {
 	applying map[partitionKey]bool
 	idle     *sync.Cond
 
+	// interrupt ends the request in flight (nil when none): a partition
+	// added while the leader holds the request parked (up to MaxWait, or
+	// until one of its partitions grows) would otherwise wait for that
+	// request to come back before its first fetch. mu guards it.
+	interrupt context.CancelFunc
+	// changes counts adds and builtAt is its value when the last request
+	// was built, so that a request built before an add is interrupted
+	// even when the add came before the request was sent.
+	changes, builtAt uint64
+
 	kick   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -243,6 +253,11 @@ func (f *fetcher) add(k partitionKey, fl Follow) {
 		return
 	}
 	f.parts[k] = &fetchPartition{r: fl.Replica, leaderEpoch: fl.LeaderEpoch, added: true}
+	f.changes++
+	if f.interrupt != nil {
+		f.interrupt()
+		f.interrupt = nil
+	}
 	f.mu.Unlock()
 	f.wake()
 }
@@ -282,9 +297,12 @@ func (f *fetcher) run(ctx context.Context) {
 			f.sleep(ctx, wait)
 			continue
 		}
-		resp, err := f.m.cfg.Transport.Send(ctx, f.leader, req)
+		resp, err := f.send(ctx, req)
 		if ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, errInterrupted) {
+			continue // partitions were added: ask again with them at once
 		}
 		if err == nil {
 			if fr, ok := resp.(*kmsg.FetchResponse); !ok {
@@ -299,6 +317,32 @@ func (f *fetcher) run(ctx context.Context) {
 		f.logger.Warn("replica: fetch failed; backing off", "err", err)
 		f.delay(sent, nil)
 	}
+}
+
+// errInterrupted is send's error when add ended the request.
+var errInterrupted = errors.New("replica: fetch interrupted by a partition change")
+
+// send sends one Fetch that add may interrupt. The interrupted request's
+// answer is dropped with its connection (the transport closes a
+// connection whose request was cancelled), so nothing of it is applied.
+func (f *fetcher) send(ctx context.Context, req *kmsg.FetchRequest) (kmsg.Response, error) {
+	rctx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	f.mu.Lock()
+	if f.changes != f.builtAt {
+		f.mu.Unlock()
+		return nil, errInterrupted
+	}
+	f.interrupt = interrupt
+	f.mu.Unlock()
+	resp, err := f.m.cfg.Transport.Send(rctx, f.leader, req)
+	f.mu.Lock()
+	f.interrupt = nil
+	f.mu.Unlock()
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		return nil, errInterrupted
+	}
+	return resp, err
 }
 
 // truncateEpochless cuts newly added partitions whose log holds batches
@@ -354,6 +398,7 @@ type sentPartition struct {
 func (f *fetcher) buildRequest() (*kmsg.FetchRequest, map[partitionKey]sentPartition, time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.builtAt = f.changes
 	cfg := &f.m.cfg
 	now := time.Now()
 	var wait time.Duration
@@ -475,6 +520,12 @@ func (f *fetcher) apply(ctx context.Context, sp sentPartition, rp *kmsg.FetchRes
 	case err == nil:
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		return f.resetOutOfRange(ctx, sp)
+	case errors.Is(err, kerr.UnknownLeaderEpoch):
+		// The leader has not applied the metadata that made it leader in
+		// this epoch yet. A weir leader holds such a fetch until it does
+		// (or MaxWait passes), so asking again at once does not spin, and
+		// the first fetch of the new epoch is not a back-off late.
+		return nil
 	case errors.Is(err, kerr.FencedLeaderEpoch):
 		// The leader is in a newer epoch than this broker knows: wait for
 		// the metadata to catch up (AddPartitions with the new epoch).

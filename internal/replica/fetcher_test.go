@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -276,5 +277,97 @@ func TestFetchRequestOnTheWire(t *testing.T) {
 	p := got.Topics[0].Partitions[0]
 	if p.Partition != 3 || p.FetchOffset != 2 || p.CurrentLeaderEpoch != 4 || p.LastFetchedEpoch != 4 || p.LogStartOffset != 0 {
 		t.Fatalf("partition %+v", p)
+	}
+}
+
+// TestFetcherAsksAgainAtOnceOnUnknownLeaderEpoch: a leader that has not
+// applied its promotion yet answers UNKNOWN_LEADER_EPOCH; the fetcher asks
+// again without backing off (the back-off here is an hour: one would
+// leave the test waiting for its deadline).
+func TestFetcherAsksAgainAtOnceOnUnknownLeaderEpoch(t *testing.T) {
+	r := followerOf(t, 4)
+	var mu sync.Mutex
+	answered := 0
+	tr := &scriptTransport{answer: func(req kmsg.Request) (kmsg.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		answered++
+		if answered == 1 {
+			return fetchAnswer(req, kerr.UnknownLeaderEpoch.Code), nil
+		}
+		return fetchAnswer(req, 0), nil
+	}}
+	m := NewManager(ManagerConfig{LocalID: 2, Transport: tr, Backoff: time.Hour})
+	defer m.Close()
+	m.AddPartitions([]Follow{{Replica: r, Leader: 1, LeaderEpoch: 4}})
+	eventually(t, waitLong, "a second fetch", func() bool { return len(tr.seen()) >= 2 })
+}
+
+// parkingTransport holds every Fetch, as a leader holds a follower's
+// fetch with nothing to read, until ctx ends, and records the partitions
+// of each request.
+type parkingTransport struct {
+	mu       sync.Mutex
+	requests [][]int32
+}
+
+func (p *parkingTransport) Send(ctx context.Context, _ int32, req kmsg.Request) (kmsg.Response, error) {
+	var parts []int32
+	for _, t := range req.(*kmsg.FetchRequest).Topics {
+		for _, rp := range t.Partitions {
+			parts = append(parts, rp.Partition)
+		}
+	}
+	p.mu.Lock()
+	p.requests = append(p.requests, parts)
+	p.mu.Unlock()
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (p *parkingTransport) sent(partition int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, parts := range p.requests {
+		if slices.Contains(parts, partition) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestFetcherInterruptsHeldFetchForNewPartition: a partition added to a
+// fetcher whose request the leader holds (nothing to read on the
+// partitions it names) is fetched at once, not when that request comes
+// back. The transport here holds requests forever.
+func TestFetcherInterruptsHeldFetchForNewPartition(t *testing.T) {
+	first := followerOf(t, 1)
+	l := openLog(t, t.TempDir())
+	t.Cleanup(func() { _ = l.Close() })
+	second, err := Open(l, 0, Config{LocalID: 2, Topic: "t", TopicID: [16]byte{9}, Partition: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.BecomeFollower(PartitionState{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	tr := &parkingTransport{}
+	m := NewManager(ManagerConfig{LocalID: 2, Transport: tr, Backoff: time.Hour})
+	defer m.Close()
+	m.AddPartitions([]Follow{{Replica: first, Leader: 1, LeaderEpoch: 1}})
+	eventually(t, waitLong, "a fetch of partition 3", func() bool { return tr.sent(3) })
+	m.AddPartitions([]Follow{{Replica: second, Leader: 1, LeaderEpoch: 1}})
+	eventually(t, waitLong, "a fetch of partition 4", func() bool { return tr.sent(4) })
+	// The same partitions again are no change: the request in flight
+	// stays.
+	ft := func() *fetcher { m.mu.Lock(); defer m.mu.Unlock(); return m.fetchers[1] }()
+	ft.mu.Lock()
+	before := ft.changes
+	ft.mu.Unlock()
+	m.AddPartitions([]Follow{{Replica: first, Leader: 1, LeaderEpoch: 1}, {Replica: second, Leader: 1, LeaderEpoch: 1}})
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if ft.changes != before {
+		t.Fatalf("re-adding known partitions counted as %d changes", ft.changes-before)
 	}
 }

@@ -143,9 +143,11 @@ type EpochEntryEnd struct {
 func (e EpochEntryEnd) Diverged() bool { return e.Epoch >= 0 }
 
 // FetchForFollower serves one partition of a follower's Fetch as leader,
-// in Kafka's order: not leader or not a replica: NOT_LEADER_OR_FOLLOWER;
-// the request's leader epoch is checked (FENCED_LEADER_EPOCH /
-// UNKNOWN_LEADER_EPOCH); with a last fetched epoch, a follower whose log
+// in Kafka's order: the request's leader epoch is checked first
+// (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH: a follower that learnt of
+// this broker's leadership before this broker did gets the latter, which
+// the broker holds rather than answers, see doc.go); not leader or not a
+// replica: NOT_LEADER_OR_FOLLOWER; with a last fetched epoch, a follower whose log
 // diverges gets DivergingEpoch and no records (its progress is not
 // recorded); otherwise records from FetchOffset up to the leader's log end
 // (OFFSET_OUT_OF_RANGE outside the log), then the follower's progress is
@@ -155,14 +157,14 @@ func (e EpochEntryEnd) Diverged() bool { return e.Epoch >= 0 }
 func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) FollowerFetchResult {
 	res := FollowerFetchResult{HighWatermark: r.hw.Load(), LogStartOffset: r.log.StartOffset(), LogEndOffset: r.log.EndOffset(), DivergingEpoch: EpochEntryEnd{UndefinedEpoch, UndefinedOffset}}
 	r.roleMu.RLock()
-	if r.role != RoleLeader {
-		r.roleMu.RUnlock()
-		res.Err = fmt.Errorf("%w: not the leader", kerr.NotLeaderForPartition)
-		return res
-	}
 	if err := checkLeaderEpoch(f.CurrentLeaderEpoch, r.leaderEpoch); err != nil {
 		r.roleMu.RUnlock()
 		res.Err = err
+		return res
+	}
+	if r.role != RoleLeader {
+		r.roleMu.RUnlock()
+		res.Err = fmt.Errorf("%w: not the leader", kerr.NotLeaderForPartition)
 		return res
 	}
 	r.mu.Lock()

@@ -387,3 +387,27 @@ func TestOpenExtendsALaggingCheckpoint(t *testing.T) {
 		t.Fatalf("entries after reopening %v, want %v", got, want)
 	}
 }
+
+// TestFetchForFollowerBeforePromotion: a replica asked to serve a follower
+// before it applied its own promotion checks the epoch first, as Kafka
+// does: a newer epoch is UNKNOWN_LEADER_EPOCH (the broker holds such a
+// fetch until the promotion arrives), the same one NOT_LEADER_OR_FOLLOWER,
+// an older one FENCED_LEADER_EPOCH.
+func TestFetchForFollowerBeforePromotion(t *testing.T) {
+	r := followerOf(t, 4, stamped("a", 2, 0, 4))
+	tests := []struct {
+		epoch int32
+		want  *kerr.Error
+	}{
+		{5, kerr.UnknownLeaderEpoch},
+		{4, kerr.NotLeaderForPartition},
+		{3, kerr.FencedLeaderEpoch},
+		{-1, kerr.NotLeaderForPartition},
+	}
+	for _, tt := range tests {
+		res := r.FetchForFollower(nil, FollowerFetch{ReplicaID: 1, FetchOffset: 2, CurrentLeaderEpoch: tt.epoch, LastFetchedEpoch: 4, MaxBytes: 1 << 20})
+		if !isKerr(res.Err, tt.want) {
+			t.Errorf("request epoch %d: %v, want %v", tt.epoch, res.Err, tt.want)
+		}
+	}
+}
