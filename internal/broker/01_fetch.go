@@ -32,7 +32,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.R
 		return server.Ready(resp)
 	}
 	res := b.fetchOnce(r)
-	if res.bytes >= int64(r.MinBytes) || r.MaxWaitMillis <= 0 || res.failed {
+	if res.bytes >= int64(r.MinBytes) || r.MaxWaitMillis <= 0 || res.now {
 		return b.fetchReply(r, res)
 	}
 	parts := b.fetchPartitions(r)
@@ -77,7 +77,7 @@ func (b *Broker) waitFetch(ctx context.Context, r *kmsg.FetchRequest, parts []*p
 		select {
 		case <-w.ch:
 			res := b.fetchOnce(r)
-			if res.bytes >= int64(r.MinBytes) || res.failed {
+			if res.bytes >= int64(r.MinBytes) || res.now {
 				return res, true
 			}
 		case <-timer.C:
@@ -88,12 +88,14 @@ func (b *Broker) waitFetch(ctx context.Context, r *kmsg.FetchRequest, parts []*p
 	}
 }
 
-// fetchResult is one read of every partition a fetch asks for.
+// fetchResult is one read of every partition a fetch asks for. now
+// says the answer must go at once: a partition failed, or a follower must
+// truncate (DivergingEpoch), which it cannot do while the fetch is held.
 type fetchResult struct {
-	resp   *kmsg.FetchResponse
-	recs   []*fetchRecords
-	bytes  int64
-	failed bool
+	resp  *kmsg.FetchResponse
+	recs  []*fetchRecords
+	bytes int64
+	now   bool
 }
 
 func (b *Broker) fetchReply(r *kmsg.FetchRequest, res fetchResult) *server.Reply {
@@ -109,16 +111,23 @@ func (b *Broker) fetchBody(r *kmsg.FetchRequest, res fetchResult) (*server.Body,
 	return encodeFetchBody(res.resp, r.Version, res.recs)
 }
 
-// fetchPartitions lists the known partitions a fetch reads.
+// fetchPartitions lists the known partitions a fetch reads, led here or
+// not: a follower's fetch held for a leadership this node has not applied
+// yet must be woken when it has.
 func (b *Broker) fetchPartitions(r *kmsg.FetchRequest) []*partition {
 	var out []*partition
 	for _, rt := range r.Topics {
 		t := b.fetchTopic(r, &rt)
+		if t == nil {
+			continue
+		}
+		b.mu.RLock()
 		for _, rp := range rt.Partitions {
-			if p, err := b.partitionOf(t, rp.Partition); err == nil {
-				out = append(out, p)
+			if rp.Partition >= 0 && int(rp.Partition) < len(t.partitions) {
+				out = append(out, t.partitions[rp.Partition])
 			}
 		}
+		b.mu.RUnlock()
 	}
 	return out
 }
@@ -131,8 +140,14 @@ func (b *Broker) fetchTopic(r *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) *t
 }
 
 // fetchOnce reads every requested partition once, as file ranges. It
-// reports the bytes read and whether any partition failed (errors are
-// answered at once).
+// reports the bytes read and whether the answer must go at once (errors,
+// and a follower's DivergingEpoch). A follower's partition whose request
+// names a leader epoch newer than the one this node has applied is the
+// exception: the metadata making this node its leader is on its way (the
+// follower learnt it first), so that partition reads as empty with
+// UNKNOWN_LEADER_EPOCH and holds the fetch like an empty one; the
+// metadata loop wakes the fetch once this node leads (applyRoles), and the
+// follower asks again without backing off.
 func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
 	var recs []*fetchRecords
@@ -141,7 +156,8 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 		budget = 1<<31 - 1
 	}
 	var total int64
-	failed := false
+	now := false
+	follower := fetchReplicaID(r)
 	var hints hintSet
 	for _, rt := range r.Topics {
 		st := kmsg.NewFetchResponseTopic()
@@ -152,9 +168,12 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 			sp.Partition = rp.Partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			p, perr := b.partitionOf(t, rp.Partition)
+			held := false
 			switch {
 			case t == nil && r.Version >= 13:
 				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case perr != nil && follower >= 0 && b.leadershipPending(t, rp.Partition, rp.CurrentLeaderEpoch):
+				sp.ErrorCode, held = kerr.UnknownLeaderEpoch.Code, true
 			case perr != nil:
 				sp.ErrorCode = errCode(perr)
 				if h, ok := b.hintFor(t, rp.Partition, perr, rp.CurrentLeaderEpoch); ok && r.Version >= 12 {
@@ -163,8 +182,10 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 				}
 			default:
 				var fr *fetchRecords
-				if follower := fetchReplicaID(r); follower >= 0 {
+				if follower >= 0 {
 					sp.ErrorCode, fr = b.readForFollower(p, r, follower, &rp, &sp, &budget)
+					held = sp.ErrorCode == kerr.UnknownLeaderEpoch.Code
+					now = now || sp.DivergingEpoch.Epoch >= 0
 				} else {
 					sp.ErrorCode, fr = b.readPartition(p, &rp, &sp, &budget, total == 0)
 				}
@@ -173,8 +194,8 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 					total += fr.size
 				}
 			}
-			if sp.ErrorCode != 0 {
-				failed = true
+			if sp.ErrorCode != 0 && !held {
+				now = true
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -187,7 +208,23 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 			resp.Brokers = append(resp.Brokers, br)
 		}
 	}
-	return fetchResult{resp: resp, recs: recs, bytes: total, failed: failed}
+	return fetchResult{resp: resp, recs: recs, bytes: total, now: now}
+}
+
+// leadershipPending reports whether a follower's fetch names, for a
+// partition this node replicates, a leader epoch newer than the one this
+// node has applied.
+func (b *Broker) leadershipPending(t *topic, index, epoch int32) bool {
+	if t == nil {
+		return false
+	}
+	b.mu.RLock()
+	var p *partition
+	if index >= 0 && int(index) < len(t.partitions) {
+		p = t.partitions[index]
+	}
+	b.mu.RUnlock()
+	return p != nil && p.rep != nil && epoch > p.leaderEpoch.Load()
 }
 
 // readPartition fills one partition of a fetch response and returns its

@@ -26,7 +26,12 @@
 // up to their log end and move the high watermark; followers are fed by
 // the replica Manager's fetchers over the Kafka protocol; proposed ISR
 // changes go to the controller as AlterPartition. Produce appends through
-// the replica; acks=all waits for the high watermark. Produce and Fetch
+// the replica; acks=all waits for the high watermark. A follower's fetch
+// naming a leader epoch this node has not applied yet (it learnt of this
+// node's promotion first) is held, not refused, and the metadata loop
+// wakes the fetches parked on every partition whose leadership it changed
+// once the replica has its new role; a DivergingEpoch answer goes out at
+// once. Produce and Fetch
 // answers that fail with NOT_LEADER_OR_FOLLOWER carry KIP-951 leader hints
 // (leader_hints.go). While this node runs the active controller it also
 // fences brokers whose listener refuses connections (liveness.go), so a

@@ -90,18 +90,19 @@ func (p *partition) advanced(hw int64) {
 func (p *partition) highWatermark() int64 { return p.hw.Load() }
 
 // setState takes the partition's state from the metadata image (the
-// replica's role is switched separately, by applyRoles). A replica that
-// stops leading wakes its parked fetches so they answer with
-// NOT_LEADER_OR_FOLLOWER.
-func (p *partition) setState(s metadata.Partition, self int32) {
+// replica's role is switched separately, by applyRoles) and reports
+// whether its leader epoch changed or this node started or stopped
+// leading it: applyRoles then wakes the partition's parked fetches once
+// the replica has its new role, so that they answer
+// NOT_LEADER_OR_FOLLOWER, or, for a follower's fetch held for this
+// leadership, are served.
+func (p *partition) setState(s metadata.Partition, self int32) (changed bool) {
 	st := s
 	p.state.Store(&st)
-	p.leaderEpoch.Store(s.LeaderEpoch())
+	epochChanged := p.leaderEpoch.Swap(s.LeaderEpoch()) != s.LeaderEpoch()
 	p.leader.Store(s.Leader())
 	leads := s.Leader() == self && p.log != nil
-	if was := p.leads.Swap(leads); was != leads {
-		p.wakeAll()
-	}
+	return p.leads.Swap(leads) != leads || epochChanged
 }
 
 // setHW publishes the replica's high watermark and wakes parked fetches.

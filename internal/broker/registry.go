@@ -182,8 +182,8 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
 			}
 			p = &partition{topic: t, index: i}
 		}
-		p.setState(s, self)
-		roles = append(roles, roleChange{p, s})
+		moved := p.setState(s, self)
+		roles = append(roles, roleChange{p, s, moved})
 		parts[i] = p
 		return true
 	})

@@ -67,17 +67,31 @@ func (b *Broker) eligible(id int32, epoch int64) bool {
 	return epoch < 0 || br.Epoch == epoch
 }
 
-// roleChange is one local replica's new state from the image.
+// roleChange is one partition's new state from the image; wake is set
+// when its leader epoch changed or this node started or stopped leading
+// it.
 type roleChange struct {
-	p *partition
-	s metadata.Partition
+	p    *partition
+	s    metadata.Partition
+	wake bool
 }
 
 // applyRoles makes local replicas leader or follower as the image says,
 // with one call into the fetcher Manager for all of them: new leaders
 // leave their fetchers first, then lead; followers follow, then join the
-// fetchers of their leaders. It runs on the metadata loop.
+// fetchers of their leaders. Then the fetches parked on partitions whose
+// leadership or leader epoch changed are woken: consumers' and followers' fetches on a
+// former leader answer NOT_LEADER_OR_FOLLOWER, and followers' fetches
+// held by a new leader until it applied its promotion (fetchOnce) are
+// served. It runs on the metadata loop.
 func (b *Broker) applyRoles(changes []roleChange) {
+	defer func() {
+		for _, c := range changes {
+			if c.wake {
+				c.p.wakeAll()
+			}
+		}
+	}()
 	var leading []*replica.Replica
 	var stopping []*replica.Replica
 	var follows []replica.Follow
