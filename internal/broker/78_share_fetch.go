@@ -28,7 +28,10 @@ import (
 //   - Piggy-backed acknowledgements are applied first, durably, and
 //     answered in AcknowledgeErrorCode. A final request (epoch -1) then
 //     closes the session, releasing what the member holds; a renew
-//     request fetches nothing.
+//     request, or one with MaxRecords 0, fetches nothing (the Java
+//     client's acknowledgement-only ShareFetch in record_limit mode sets
+//     MaxRecords, MaxBytes and MaxWaitMs to 0 for every broker but the
+//     one it takes records from that round).
 //   - Then the session's partitions are fetched, starting at a different
 //     one each time: each share partition acquires from its next fetch
 //     offset what MaxRecords (shared by all partitions), BatchSize, the
@@ -126,7 +129,10 @@ func (b *Broker) handleShareFetch(ctx context.Context, req *server.Request) *ser
 		c.closeSession(group, member)
 		return f.reply(resp, shareFetchResult{})
 	}
-	if renew {
+	if renew || r.MaxRecords <= 0 {
+		// MaxRecords 0 asks for no records: the Java client's
+		// acknowledgement-only ShareFetch in record_limit mode, sent to
+		// every broker but the one it takes records from this round.
 		return f.reply(resp, shareFetchResult{})
 	}
 	res := f.attempt(ctx)
@@ -220,9 +226,6 @@ func (r *shareFetchResult) failed() bool {
 func (f *shareFetch) attempt(ctx context.Context) shareFetchResult {
 	var res shareFetchResult
 	maxRecords := f.r.MaxRecords
-	if maxRecords <= 0 {
-		maxRecords = 500
-	}
 	budget := int64(f.r.MaxBytes)
 	if budget <= 0 {
 		budget = defaultShareMaxBytes

@@ -158,6 +158,10 @@ type fetchOpts struct {
 	acks       map[int32][]ack
 	epoch      *int32 // override the session epoch
 	version    int16
+	// acksOnly sends what the Java client sends to a broker it takes no
+	// records from in record_limit mode: MaxRecords, BatchSize,
+	// MaxBytes, MinBytes and MaxWaitMs all 0.
+	acksOnly bool
 }
 
 // fetch sends a ShareFetch for the member's assigned partitions (the
@@ -181,6 +185,9 @@ func (m *shareMember) fetch(ctx context.Context, o fetchOpts) *kmsg.ShareFetchRe
 		req.MaxRecords, req.BatchSize = 500, 500
 	}
 	req.ShareAcquireMode = o.mode
+	if o.acksOnly {
+		req.MaxRecords, req.BatchSize, req.MaxBytes, req.MinBytes, req.MaxWaitMillis = 0, 0, 0, 0, 0
+	}
 	t := kmsg.NewShareFetchRequestTopic()
 	t.TopicID = m.topic
 	for _, p := range m.parts {

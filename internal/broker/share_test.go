@@ -463,6 +463,36 @@ func TestShareRecordLimitIsSharedByPartitions(t *testing.T) {
 	}
 }
 
+// TestShareAcksOnlyFetchAcquiresNothing: a ShareFetch with MaxRecords 0
+// applies its acknowledgements and takes no records, so a record_limit
+// Java consumer never holds records it did not ask for (and waits where
+// Kafka makes it wait).
+func TestShareAcksOnlyFetchAcquiresNothing(t *testing.T) {
+	tb, p := shareSetup(t, t.TempDir(), 1, "g")
+	ctx := testCtx(t)
+	produceN(t, ctx, p, "q", 0, 0, 10, 10)
+	m := newShareMember(t, tb, "g", "m")
+	m.join(ctx, "q")
+	first := records(t, m.fetch(ctx, fetchOpts{maxWait: time.Second, maxRecords: 5, mode: 1}))
+	if got := offsetsOf(first); !slices.Equal(got, []int64{0, 1, 2, 3, 4}) {
+		t.Fatalf("first delivery %v", got)
+	}
+	resp := m.fetch(ctx, fetchOpts{acksOnly: true, mode: 1, acks: map[int32][]ack{0: {{0, 4, []int8{1}}}}})
+	if err := ackErrors(resp); err != nil {
+		t.Fatal(err)
+	}
+	if got := records(t, resp); len(got) != 0 {
+		t.Fatalf("acknowledgement-only fetch delivered %v", offsetsOf(got))
+	}
+	if st := tb.b.shares.describeOffset(shareKey(t, tb, "g", 0)); st.start != 5 {
+		t.Fatalf("start offset %d after accepting 0-4, want 5", st.start)
+	}
+	next := records(t, m.fetch(ctx, fetchOpts{maxWait: time.Second, maxRecords: 5, mode: 1}))
+	if got := offsetsOf(next); !slices.Equal(got, []int64{5, 6, 7, 8, 9}) {
+		t.Fatalf("after the acknowledgement-only fetch: %v, want 5-9 still available", got)
+	}
+}
+
 func TestShareFencedMemberReleases(t *testing.T) {
 	tb, p := shareSetup(t, t.TempDir(), 1, "g", "share.session.timeout.ms", "300", "share.heartbeat.interval.ms", "100")
 	ctx := testCtx(t)
