@@ -173,22 +173,27 @@
 // or go in a ShareAcknowledge on commit. Close closes every share session,
 // which releases whatever the member still holds.
 //
-// share.acquire.mode=record_limit makes max.poll.records a strict cap. The
-// Java client then fetches from one broker per Poll in turn, each fetch
-// waiting fetch.max.wait.ms, so one busy broker among empty ones is read
-// only between long idle waits. This client fetches from every leader in
-// each Poll, splitting max.poll.records across the requests, and lets a
-// request wait only when the whole previous round found nothing: while any
-// leader has records, no Poll waits for an empty one; a leader that was
-// just empty asks for one record and the busy ones share the rest of the
-// cap. share.go describes the policy. TestShareRecordLimitNoStallTwoLeaders
-// (go test -run ShareRecordLimitNoStall -v ./client/) runs it against two
-// in-memory leaders, one with 200 records and one empty, max.poll.records=10,
-// fetch.max.wait.ms=500: 200 records in 24 Polls and about 110 ms, the
-// slowest Poll under 1 ms, no waiting fetch sent to the empty leader.
-// Rotating one waiting fetch per Poll would have spent 20 × 500 ms on the
-// empty leader. TestIntegrationShareNoStall checks the same rule against
-// `weir serve`.
+// share.acquire.mode=record_limit makes max.poll.records a strict cap: the
+// records the member holds (acquired, not yet acknowledged) never exceed
+// it. The Java client then fetches from one broker per Poll in turn, each
+// fetch waiting fetch.max.wait.ms, so one busy broker among empty ones is
+// read only between long idle waits. This client goes back to the leader
+// that just returned records, with the whole cap, for up to 16 Polls in a
+// row before turning to the next leader with records; an empty leader gets
+// a one-record probe at most every 50 ms meanwhile, and a request waits
+// only when the round before asked every leader and found nothing, so no
+// Poll waits for an empty leader while another has records. Acknowledgements
+// for a leader the round does not fetch from are sent, and answered,
+// before the round acquires anything. share.go describes the policy.
+// TestShareRecordLimitNoStallTwoLeaders (go test -run ShareRecordLimit -v
+// ./client/) runs it against two in-memory leaders, one with 200 records
+// and one empty, max.poll.records=10, fetch.max.wait.ms=500: 200 records
+// in 22 Polls and about 100 ms (the first waits for the assignment), the
+// slowest Poll under 1 ms, one fetch to the empty leader and none that
+// waits. Rotating one waiting fetch per Poll would have spent 20 × 500 ms
+// on the empty leader. TestShareRecordLimitTwoBusyLeaders checks the cap
+// and the turns with two busy leaders; TestIntegrationShareNoStall checks
+// the wait rule against `weir serve`.
 //
 // # Admin
 //
@@ -224,7 +229,8 @@
 // the partition they append to, and response handling runs on the
 // connection's reader goroutine. The consumer adds a heartbeat goroutine
 // per group membership; a share consumer adds one heartbeat goroutine, runs
-// each Poll's fetches on goroutines that Poll waits for, and CommitAsync on
+// a Poll's requests on goroutines that Poll waits for (a lone request on
+// the caller's goroutine), and CommitAsync on
 // a goroutine Close waits for. Close stops every goroutine a client started and
 // waits for it. Times come from an injected clock so the producer can run
 // step by step in tests.

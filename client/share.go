@@ -28,36 +28,42 @@ import (
 //
 // # Fetch policy
 //
-// Every Poll fetches from all leaders of the assigned partitions at once,
-// one request per leader, and waits for all of them. Two rules decide what
-// each request asks for:
+// A Poll runs one round of ShareFetch requests, at most one per leader of
+// the assigned partitions, sent together; it waits for all of them. Which
+// leaders are asked, for how many records (MaxRecords) and how long they
+// may wait (MaxWaitMs) is planShareFetches, a pure function with its own
+// tests:
 //
-//   - Records (MaxRecords). With share.acquire.mode=record_limit the
-//     strict cap max.poll.records is split across the requests of the
-//     round, so the records acquired by one round never exceed it. A
-//     leader whose last fetch came back empty asks for one record (a
-//     probe that costs no wait); the leaders that had records share the
-//     rest. When none or all had records, or the cap is smaller than the
-//     number of leaders, the split is even (leaders beyond the budget get
-//     no fetch that round; the starting leader rotates). A probed leader
-//     that finds records gets a full share in the next round. With batch_optimized
-//     every request asks for max.poll.records, a soft cap, as Kafka does;
-//     records beyond max.poll.records wait in the consumer for the next
-//     Poll, still locked.
-//   - Waiting (MaxWaitMs). A request waits up to fetch.max.wait.ms only
-//     when the whole previous round came back empty; after a round that
-//     brought records from any leader, every request has MaxWaitMs 0. So a
-//     leader that has nothing never holds a Poll for fetch.max.wait.ms
-//     while another leader has records: in steady state a backlog on one
-//     leader is drained at one round trip per Poll, and an idle consumer
-//     long-polls. The price is one round of 0-wait requests after the
-//     records run out, and, when records come back after a fully idle
-//     period, one Poll that may wait for the slowest empty leader.
+//   - batch_optimized: every leader, each for max.poll.records, a soft
+//     cap, as Kafka does; records beyond max.poll.records wait in the
+//     consumer for the next Poll, still locked.
+//   - record_limit, a strict cap: a leader whose last fetch acquired
+//     records is hot. While any leader is hot, a round goes to one hot
+//     leader, the target, with the whole cap: the leader that just
+//     returned records is asked again at once, for up to shareStickRounds
+//     rounds, then the next hot leader takes over (so that a long backlog
+//     on one leader does not starve another). An empty leader not asked
+//     for shareProbeEvery gets a probe of one record in the same round,
+//     taken off the target's share, so that records arriving there are
+//     found without a wait. When no leader is hot, every leader is asked,
+//     the cap split evenly (leaders beyond the cap wait for a later round;
+//     the starting leader rotates).
+//   - Waiting: a round waits up to fetch.max.wait.ms only when the round
+//     before asked every leader and got nothing; otherwise MaxWaitMs is 0.
+//     A leader with nothing never holds a Poll while another has records;
+//     an idle consumer long-polls after at most two empty 0-wait rounds
+//     (the target alone, then every leader).
+//
+// With record_limit the acknowledgements of the previous Poll for a
+// leader this round does not fetch from go first, alone
+// (ShareAcknowledge), and the fetches follow: with the target's
+// acknowledgements riding on its own ShareFetch, the records the member
+// holds (acquired, not acknowledged) never exceed max.poll.records, and a
+// round is one request most of the time, sent from the caller's goroutine.
 //
 // Java's record_limit rotates one fetch per Poll across brokers, each
 // waiting fetch.max.wait.ms, so a consumer facing one busy and N empty
-// brokers spends N×fetch.max.wait.ms idle out of every N+1 Polls. The
-// policy above is planShareFetches, a pure function with its own tests.
+// brokers spends N×fetch.max.wait.ms idle out of every N+1 Polls.
 
 // AckType is how a share consumer acknowledges a record.
 type AckType int8
@@ -99,6 +105,7 @@ type shareLeader struct {
 	epoch   int32            // next ShareSessionEpoch
 	parts   map[shareTP]bool // partitions in the session
 	hadData bool             // the last fetch acquired records
+	asked   time.Time        // when the last fetch was sent
 }
 
 // ShareConsumer is a member of a share group. Like Consumer it is meant for
@@ -117,19 +124,23 @@ type ShareConsumer struct {
 	// commit); it is taken before mu.
 	sessMu  sync.Mutex
 	leaders map[int32]*shareLeader
+	// target is the hot leader record_limit rounds go to, stick the
+	// rounds it has had in a row (guarded by sessMu).
+	target int32
+	stick  int
 
-	mu          sync.Mutex // leaf: membership, acknowledgements, buffers
-	topics      []string
-	epoch       int32 // member epoch
-	assigned    map[shareTP]bool
-	hbErr       error
-	pending     map[shareTP]*ackRuns // acknowledgements not sent yet
-	delivered   map[shareTP]*ackRuns // handed out, not yet acknowledged (type unused)
-	buffered    []*ShareRecord
-	ackErrs     []error
-	lastRoundOK bool // the previous round acquired records
-	rotate      int
-	closed      bool
+	mu        sync.Mutex // leaf: membership, acknowledgements, buffers
+	topics    []string
+	epoch     int32 // member epoch
+	assigned  map[shareTP]bool
+	hbErr     error
+	pending   map[shareTP]*ackRuns // acknowledgements not sent yet
+	delivered map[shareTP]*ackRuns // handed out, not yet acknowledged (type unused)
+	buffered  []*ShareRecord
+	ackErrs   []error
+	idle      bool // the previous round asked every leader and got nothing
+	rotate    int
+	closed    bool
 
 	wake     chan struct{}
 	hbCtx    context.Context // ends at Close, stopping the heartbeat
@@ -148,18 +159,16 @@ func NewShareConsumer(props map[string]string, opts ...Option) (*ShareConsumer, 
 		return nil, err
 	}
 	s := &ShareConsumer{
-		cfg:      cfg,
-		o:        o,
-		log:      o.logger,
-		memberID: newMemberID(),
-		leaders:  map[int32]*shareLeader{},
-		// The first round probes without waiting, as after a round with
-		// records.
-		lastRoundOK: true,
-		assigned:    map[shareTP]bool{},
-		pending:     map[shareTP]*ackRuns{},
-		delivered:   map[shareTP]*ackRuns{},
-		wake:        make(chan struct{}, 1),
+		cfg:       cfg,
+		o:         o,
+		log:       o.logger,
+		memberID:  newMemberID(),
+		leaders:   map[int32]*shareLeader{},
+		target:    -1,
+		assigned:  map[shareTP]bool{},
+		pending:   map[shareTP]*ackRuns{},
+		delivered: map[shareTP]*ackRuns{},
+		wake:      make(chan struct{}, 1),
 	}
 	s.hbCtx, s.hbCancel = context.WithCancel(context.Background())
 	s.cl = newCluster(cfg.commonConfig, o, cfg.autoCreate)
@@ -281,49 +290,66 @@ func (s *ShareConsumer) heartbeat(ctx context.Context) (time.Duration, error) {
 // shareFetchPlan is one request of a round.
 type shareFetchPlan struct {
 	node       int32
-	maxRecords int32 // 0: no fetch this round, acknowledgements only
+	maxRecords int32
 	maxWait    time.Duration
 }
 
+// shareRound is what planShareFetches decides from.
+type shareRound struct {
+	nodes []int32 // the leaders of the assignment, sorted
+	hot   []bool  // hot[i]: leader i's last fetch acquired records
+	// probe[i]: leader i is empty and due for a probe (record_limit).
+	probe []bool
+	// target is the index of the hot leader served this round
+	// (record_limit), -1 when no leader is hot.
+	target         int
+	maxPollRecords int
+	recordLimit    bool
+	// idle: the previous round asked every leader and got nothing.
+	idle    bool
+	maxWait time.Duration
+	// rotate picks who is served first when record_limit's budget cannot
+	// cover every leader.
+	rotate int
+}
+
 // planShareFetches applies the fetch policy (see the package comment of
-// share.go) to the leaders of a round, given in order with hot[i] telling
-// whether leader i's last fetch acquired records. lastRoundHadData says
-// whether the previous round acquired any record; rotate picks the leader
-// served first when record_limit's budget cannot cover them all.
-func planShareFetches(nodes []int32, hot []bool, maxPollRecords int, recordLimit, lastRoundHadData bool, maxWait time.Duration, rotate int) []shareFetchPlan {
-	n := len(nodes)
+// share.go): the requests of one round, none with MaxRecords 0.
+func planShareFetches(r shareRound) []shareFetchPlan {
+	n := len(r.nodes)
 	if n == 0 {
 		return nil
 	}
-	wait := maxWait
-	if lastRoundHadData {
-		wait = 0
+	var wait time.Duration
+	if r.idle {
+		wait = r.maxWait
 	}
-	nHot := 0
-	for _, h := range hot {
-		if h {
-			nHot++
+	capped := int32(min(r.maxPollRecords, math.MaxInt32))
+	var out []shareFetchPlan
+	switch {
+	case !r.recordLimit:
+		for _, node := range r.nodes {
+			out = append(out, shareFetchPlan{node: node, maxRecords: capped, maxWait: wait})
 		}
-	}
-	// With record_limit, a leader that was just empty gets one record to
-	// probe with and the leaders that had records share the rest, when
-	// the cap leaves room for that; otherwise the cap is split evenly.
-	skew := recordLimit && nHot > 0 && nHot < n && maxPollRecords >= n
-	out := make([]shareFetchPlan, n)
-	start := rotate % n
-	hotRank := 0
-	for i := range n {
-		j := (start + i) % n
-		out[i] = shareFetchPlan{node: nodes[j], maxWait: wait, maxRecords: int32(min(maxPollRecords, math.MaxInt32))}
-		switch {
-		case !recordLimit:
-		case skew && !hot[j]:
-			out[i].maxRecords = 1
-		case skew:
-			out[i].maxRecords = int32(evenShare(maxPollRecords-(n-nHot), nHot, hotRank))
-			hotRank++
-		default:
-			out[i].maxRecords = int32(evenShare(maxPollRecords, n, i))
+	case r.target >= 0:
+		// The hot target gets the cap less one record per probe; probes
+		// beyond the cap wait for a later round (in rotation).
+		var probes []int32
+		for k := range n {
+			j := (r.rotate + k) % n
+			if j != r.target && r.probe[j] && !r.hot[j] && len(probes) < r.maxPollRecords-1 {
+				probes = append(probes, r.nodes[j])
+			}
+		}
+		out = append(out, shareFetchPlan{node: r.nodes[r.target], maxRecords: int32(r.maxPollRecords - len(probes)), maxWait: wait})
+		for _, node := range probes {
+			out = append(out, shareFetchPlan{node: node, maxRecords: 1, maxWait: wait})
+		}
+	default:
+		// Nobody is known to have records: every leader is asked, the cap
+		// split evenly; leaders beyond it wait for a later round.
+		for i := range min(n, r.maxPollRecords) {
+			out = append(out, shareFetchPlan{node: r.nodes[(r.rotate+i)%n], maxRecords: int32(evenShare(r.maxPollRecords, n, i)), maxWait: wait})
 		}
 	}
 	return out
@@ -500,7 +526,7 @@ func (s *ShareConsumer) round(ctx context.Context, fetch bool) error {
 			ackNodes[l] = true
 		}
 	}
-	hadData, rotate := s.lastRoundOK, s.rotate
+	idle, rotate := s.idle, s.rotate
 	s.rotate++
 	s.mu.Unlock()
 
@@ -509,17 +535,13 @@ func (s *ShareConsumer) round(ctx context.Context, fetch bool) error {
 		nodes = append(nodes, n)
 	}
 	slices.Sort(nodes)
-	hot := make([]bool, len(nodes))
-	for i, n := range nodes {
-		hot[i] = s.leaders[n] != nil && s.leaders[n].hadData
-	}
 	var plans []shareFetchPlan
 	if fetch {
-		plans = planShareFetches(nodes, hot, s.cfg.maxPollRecords, s.cfg.recordLimit, hadData, s.cfg.fetchMaxWait, rotate)
+		plans = planShareFetches(s.roundState(nodes, idle, rotate))
 	}
 	planned := map[int32]bool{}
 	for _, p := range plans {
-		planned[p.node] = p.maxRecords > 0
+		planned[p.node] = true
 	}
 	var ackOnly []int32
 	for n := range ackNodes {
@@ -548,7 +570,6 @@ func (s *ShareConsumer) round(ctx context.Context, fetch bool) error {
 	for _, n := range ackOnly {
 		s.leader(n)
 	}
-	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	var errs []error
 	got := 0
@@ -560,30 +581,94 @@ func (s *ShareConsumer) round(ctx context.Context, fetch bool) error {
 		}
 		errMu.Unlock()
 	}
-	for _, p := range plans {
-		if p.maxRecords == 0 {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			note(s.fetchFrom(ctx, m, p, byNode[p.node]))
-		}()
+	acks := make([]func(), len(ackOnly))
+	for i, n := range ackOnly {
+		acks[i] = func() { note(0, s.acknowledgeTo(ctx, m, n, false)) }
 	}
-	for _, n := range ackOnly {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			note(0, s.acknowledgeTo(ctx, m, n, false))
-		}()
+	fetches := make([]func(), len(plans))
+	now := time.Now()
+	for i, p := range plans {
+		s.leaders[p.node].asked = now
+		fetches[i] = func() { note(s.fetchFrom(ctx, m, p, byNode[p.node])) }
 	}
-	wg.Wait()
+	if s.cfg.recordLimit {
+		// The strict cap: records acknowledged to a leader this round
+		// is not fetching from are released there before anything new
+		// is acquired, so the member never holds more than the cap.
+		runAll(acks)
+		runAll(fetches)
+	} else {
+		runAll(append(acks, fetches...))
+	}
 	if fetch {
 		s.mu.Lock()
-		s.lastRoundOK = got > 0
+		s.idle = got == 0 && len(plans) == len(nodes)
 		s.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+// runAll runs fns at once and waits for them; a single one runs on the
+// caller's goroutine.
+func runAll(fns []func()) {
+	if len(fns) == 1 {
+		fns[0]()
+		return
+	}
+	var wg sync.WaitGroup
+	for _, fn := range fns {
+		wg.Go(fn)
+	}
+	wg.Wait()
+}
+
+// shareStickRounds is how many rounds in a row record_limit serves one
+// hot leader before turning to the next hot one, and shareProbeEvery how
+// often it asks an empty leader for one record meanwhile.
+const (
+	shareStickRounds = 16
+	shareProbeEvery  = 50 * time.Millisecond
+)
+
+// roundState gathers what planShareFetches needs and, with record_limit,
+// picks the round's target: the hot leader served last, for up to
+// shareStickRounds rounds, then the next hot one. Called with sessMu held.
+func (s *ShareConsumer) roundState(nodes []int32, idle bool, rotate int) shareRound {
+	r := shareRound{
+		nodes: nodes, hot: make([]bool, len(nodes)), probe: make([]bool, len(nodes)), target: -1,
+		maxPollRecords: s.cfg.maxPollRecords, recordLimit: s.cfg.recordLimit,
+		idle: idle, maxWait: s.cfg.fetchMaxWait, rotate: rotate,
+	}
+	now := time.Now()
+	cur := -1
+	for i, n := range nodes {
+		l := s.leaders[n]
+		r.hot[i] = l != nil && l.hadData
+		r.probe[i] = l == nil || now.Sub(l.asked) >= shareProbeEvery
+		if n == s.target {
+			cur = i
+		}
+	}
+	if !s.cfg.recordLimit {
+		return r
+	}
+	if cur >= 0 && r.hot[cur] && s.stick < shareStickRounds {
+		r.target = cur
+		s.stick++
+		return r
+	}
+	for k := 1; k <= len(nodes); k++ {
+		j := (max(cur, 0) + k) % len(nodes)
+		if cur < 0 {
+			j = k - 1
+		}
+		if r.hot[j] {
+			r.target, s.target, s.stick = j, nodes[j], 1
+			return r
+		}
+	}
+	s.target, s.stick = -1, 0
+	return r
 }
 
 func (s *ShareConsumer) leader(node int32) *shareLeader {

@@ -25,6 +25,35 @@ type shareFake struct {
 	next      [2]int64
 	waits     [2][]int32 // MaxWaitMs of every ShareFetch per node
 	records   [2][]int32 // MaxRecords of every ShareFetch per node
+	// held counts records acquired and not yet acknowledged, on both
+	// nodes together; maxHeld is its peak.
+	held, maxHeld int
+}
+
+// acked takes acknowledged records off held.
+func (f *shareFake) acked(first, last int64) {
+	f.mu.Lock()
+	f.held -= int(last - first + 1)
+	f.mu.Unlock()
+}
+
+// recordLimitConsumer is a subscribed share consumer of f with
+// record_limit, max.poll.records=10 and fetch.max.wait.ms=500; the test's
+// end closes it.
+func (f *shareFake) recordLimitConsumer(t *testing.T) *ShareConsumer {
+	t.Helper()
+	s, err := NewShareConsumer(map[string]string{
+		"bootstrap.servers": "fake:9092", "group.id": "g",
+		"share.acquire.mode": "record_limit", "max.poll.records": "10", "fetch.max.wait.ms": "500",
+	}, f.options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	if err := s.Subscribe([]string{f.topic}); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func (f *shareFake) options() []Option {
@@ -93,12 +122,26 @@ func (c *shareFakeConn) Do(ctx context.Context, req kmsg.Request, _ time.Duratio
 	case *kmsg.ShareFetchRequest:
 		return f.shareFetch(ctx, c.node, r)
 	case *kmsg.ShareAcknowledgeRequest:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				for _, b := range p.AcknowledgementBatches {
+					f.acked(b.FirstOffset, b.LastOffset)
+				}
+			}
+		}
 		return kmsg.NewPtrShareAcknowledgeResponse(), nil
 	}
 	return nil, fmt.Errorf("fake: unexpected %T", req)
 }
 
 func (f *shareFake) shareFetch(ctx context.Context, node int32, r *kmsg.ShareFetchRequest) (kmsg.Response, error) {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			for _, b := range p.AcknowledgementBatches {
+				f.acked(b.FirstOffset, b.LastOffset)
+			}
+		}
+	}
 	f.mu.Lock()
 	f.waits[node] = append(f.waits[node], r.MaxWaitMillis)
 	f.records[node] = append(f.records[node], r.MaxRecords)
@@ -106,6 +149,8 @@ func (f *shareFake) shareFetch(ctx context.Context, node int32, r *kmsg.ShareFet
 	f.available[node] -= n
 	first := f.next[node]
 	f.next[node] += int64(n)
+	f.held += n
+	f.maxHeld = max(f.maxHeld, f.held)
 	f.mu.Unlock()
 	resp := kmsg.NewPtrShareFetchResponse()
 	if n == 0 {
@@ -144,22 +189,13 @@ func (f *shareFake) shareFetch(ctx context.Context, node int32, r *kmsg.ShareFet
 // fetch.max.wait.ms=500. Rotating one fetch per Poll across the leaders
 // would spend 500 ms on the empty one every other Poll; the policy keeps
 // every Poll with records far below that, never sends the empty leader a
-// waiting fetch while the other has records, and never asks for more than
-// max.poll.records in one round.
+// waiting fetch while the other has records, asks it far less often than
+// the busy one, and never asks for more than max.poll.records in one
+// round.
 func TestShareRecordLimitNoStallTwoLeaders(t *testing.T) {
 	f := &shareFake{topic: "backlog", id: [16]byte{1, 2, 3}}
 	f.available[0] = 200
-	s, err := NewShareConsumer(map[string]string{
-		"bootstrap.servers": "fake:9092", "group.id": "g",
-		"share.acquire.mode": "record_limit", "max.poll.records": "10", "fetch.max.wait.ms": "500",
-	}, f.options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(context.Background())
-	if err := s.Subscribe([]string{f.topic}); err != nil {
-		t.Fatal(err)
-	}
+	s := f.recordLimitConsumer(t)
 	ctx := testCtx(t)
 	got := 0
 	var slowest time.Duration
@@ -185,7 +221,7 @@ func TestShareRecordLimitNoStallTwoLeaders(t *testing.T) {
 		t.Fatalf("drained %d of 200 in %d polls", got, polls)
 	}
 	f.mu.Lock()
-	waits1, recs0, recs1 := f.waits[1], f.records[0], f.records[1]
+	waits1, recs0 := f.waits[1], f.records[0]
 	f.mu.Unlock()
 	t.Logf("200 records in %d polls, %v; slowest poll with records %v; fetches: node 0 %d, node 1 %d", polls, drain, slowest, len(recs0), len(waits1))
 	if slowest >= 250*time.Millisecond {
@@ -199,24 +235,68 @@ func TestShareRecordLimitNoStallTwoLeaders(t *testing.T) {
 	if len(waits1) == 0 {
 		t.Error("the empty leader was never fetched")
 	}
-	for i := range min(len(recs0), len(recs1)) {
-		if recs0[i]+recs1[i] > 10 {
-			t.Errorf("round %d asked for %d+%d records, cap 10", i, recs0[i], recs1[i])
+	if len(waits1) > len(recs0)/2 {
+		t.Errorf("the empty leader was fetched %d times for %d fetches from the busy one", len(waits1), len(recs0))
+	}
+	f.mu.Lock()
+	maxHeld := f.maxHeld
+	f.mu.Unlock()
+	if maxHeld > 10 {
+		t.Errorf("the consumer held %d records acquired and not acknowledged, max.poll.records=10", maxHeld)
+	}
+	// Dry now: the target comes back empty, then a round asks every
+	// leader without waiting; only the round after that long-polls.
+	for i := range 2 {
+		t0 := time.Now()
+		if recs, err := s.Poll(ctx); err != nil || len(recs) != 0 {
+			t.Fatalf("poll %d after the drain: %d records, %v", i, len(recs), err)
+		}
+		if d := time.Since(t0); d >= 250*time.Millisecond {
+			t.Errorf("empty poll %d after the drain took %v, want a 0-wait round", i, d)
 		}
 	}
-	// Dry now: the next round does not wait, the one after long-polls.
 	t0 := time.Now()
-	if recs, err := s.Poll(ctx); err != nil || len(recs) != 0 {
-		t.Fatalf("poll after the drain: %d records, %v", len(recs), err)
-	}
-	if d := time.Since(t0); d >= 250*time.Millisecond {
-		t.Errorf("first empty poll took %v, want a 0-wait round", d)
-	}
-	t0 = time.Now()
 	if _, err := s.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(t0); d < 450*time.Millisecond {
 		t.Errorf("idle poll took %v, want a long poll", d)
+	}
+}
+
+// TestShareRecordLimitTwoBusyLeaders: both leaders have a backlog. The
+// consumer serves one at a time, switching after a few rounds (so neither
+// waits for the other to be drained), and the records it holds, acquired
+// and not acknowledged, never exceed max.poll.records, switches included.
+func TestShareRecordLimitTwoBusyLeaders(t *testing.T) {
+	f := &shareFake{topic: "backlog", id: [16]byte{4, 5, 6}}
+	f.available = [2]int{300, 300}
+	s := f.recordLimitConsumer(t)
+	ctx := testCtx(t)
+	var order []int32 // partition of each record, in delivery order
+	for polls := 0; len(order) < 600 && polls < 1000; polls++ {
+		recs, err := s.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			order = append(order, r.Partition)
+		}
+	}
+	if len(order) != 600 {
+		t.Fatalf("drained %d of 600", len(order))
+	}
+	f.mu.Lock()
+	maxHeld := f.maxHeld
+	f.mu.Unlock()
+	if maxHeld > 10 {
+		t.Errorf("the consumer held %d records acquired and not acknowledged, max.poll.records=10", maxHeld)
+	}
+	seen := map[int32]bool{}
+	for _, p := range order[:200] {
+		seen[p] = true
+	}
+	if !seen[0] || !seen[1] {
+		t.Errorf("the first 200 records came from partitions %v only: one leader waited for the other to drain", seen)
 	}
 }

@@ -17,38 +17,52 @@ func TestPlanShareFetches(t *testing.T) {
 		records int32
 		wait    time.Duration
 	}
+	f, tr := false, true
 	tests := []struct {
 		name        string
 		nodes       []int32
-		hot         []bool
+		hot, probe  []bool
+		target      int
 		max         int
 		recordLimit bool
-		hadData     bool
+		idle        bool
 		rotate      int
 		want        []want
 	}{
-		{"record_limit splits the cap, idle round long-polls", []int32{0, 1}, []bool{false, false}, 10, true, false, 0,
+		{"record_limit, nobody hot, idle: the cap split, a long poll", []int32{0, 1}, []bool{f, f}, []bool{tr, tr}, -1, 10, true, true, 0,
 			[]want{{0, 5, wait}, {1, 5, wait}}},
-		{"after records nobody waits; all hot: even split", []int32{0, 1, 2}, []bool{true, true, true}, 10, true, true, 0,
-			[]want{{0, 4, 0}, {1, 3, 0}, {2, 3, 0}}},
-		{"empty leaders probe with one record, hot ones share the rest", []int32{0, 1, 2}, []bool{false, true, false}, 10, true, true, 0,
-			[]want{{0, 1, 0}, {1, 8, 0}, {2, 1, 0}}},
-		{"two hot leaders share", []int32{0, 1, 2}, []bool{true, true, false}, 10, true, true, 2,
-			[]want{{2, 1, 0}, {0, 5, 0}, {1, 4, 0}}},
-		{"more leaders than records: rotation decides who fetches", []int32{0, 1, 2}, []bool{true, false, false}, 2, true, true, 1,
-			[]want{{1, 1, 0}, {2, 1, 0}, {0, 0, 0}}},
-		{"batch_optimized: soft cap per leader", []int32{3, 4}, []bool{true, false}, 500, false, true, 0,
+		{"nobody hot, not idle: no wait", []int32{0, 1, 2}, []bool{f, f, f}, []bool{f, f, f}, -1, 10, true, false, 1,
+			[]want{{1, 4, 0}, {2, 3, 0}, {0, 3, 0}}},
+		{"more leaders than records: rotation decides who fetches", []int32{0, 1, 2}, []bool{f, f, f}, []bool{tr, tr, tr}, -1, 2, true, false, 1,
+			[]want{{1, 1, 0}, {2, 1, 0}}},
+		{"the target gets the whole cap; empty leaders not due are left alone", []int32{0, 1, 2}, []bool{f, tr, f}, []bool{f, f, f}, 1, 10, true, false, 0,
+			[]want{{1, 10, 0}}},
+		{"other hot leaders wait for their turn", []int32{0, 1, 2}, []bool{tr, tr, tr}, []bool{tr, tr, tr}, 2, 10, true, false, 0,
+			[]want{{2, 10, 0}}},
+		{"empty leaders due probe with one record each", []int32{0, 1, 2}, []bool{f, tr, f}, []bool{tr, f, tr}, 1, 10, true, false, 0,
+			[]want{{1, 8, 0}, {0, 1, 0}, {2, 1, 0}}},
+		{"probes never take the target's last record", []int32{0, 1, 2}, []bool{f, tr, f}, []bool{tr, f, tr}, 1, 2, true, false, 2,
+			[]want{{1, 1, 0}, {2, 1, 0}}},
+		{"batch_optimized: soft cap per leader", []int32{3, 4}, []bool{tr, f}, []bool{f, f}, -1, 500, false, false, 0,
 			[]want{{3, 500, 0}, {4, 500, 0}}},
-		{"no leaders", nil, nil, 10, true, false, 0, nil},
+		{"batch_optimized idle: everyone long-polls", []int32{3, 4}, []bool{f, f}, []bool{f, f}, -1, 500, false, true, 0,
+			[]want{{3, 500, wait}, {4, 500, wait}}},
+		{"no leaders", nil, nil, nil, -1, 10, true, false, 0, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := planShareFetches(tc.nodes, tc.hot, tc.max, tc.recordLimit, tc.hadData, wait, tc.rotate)
+			got := planShareFetches(shareRound{
+				nodes: tc.nodes, hot: tc.hot, probe: tc.probe, target: tc.target, maxPollRecords: tc.max,
+				recordLimit: tc.recordLimit, idle: tc.idle, maxWait: wait, rotate: tc.rotate,
+			})
 			var g []want
 			total := 0
 			for _, p := range got {
 				g = append(g, want{p.node, p.maxRecords, p.maxWait})
 				total += int(p.maxRecords)
+				if p.maxRecords <= 0 {
+					t.Fatalf("plan %+v asks for no record", p)
+				}
 			}
 			if !slices.Equal(g, tc.want) {
 				t.Fatalf("plan = %v, want %v", g, tc.want)
