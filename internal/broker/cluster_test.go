@@ -17,6 +17,7 @@ import (
 	wlog "weir/internal/log"
 	"weir/internal/quorum"
 	"weir/internal/server"
+	"weir/internal/share"
 )
 
 // freePorts reserves n distinct free ports on 127.0.0.1 (released before
@@ -253,16 +254,20 @@ func TestShareFetchWaitElsewhere(t *testing.T) {
 	tc.createAssigned(t, ctx, c, "spread", []int32{1}, []int32{2})
 	tc.createAssigned(t, ctx, c, "local", []int32{1}, []int32{1})
 	b := tc.brokers[0].b
-	fetchOn := func(topic string) *shareFetch {
+	fetchMode := func(topic string, mode int8) *shareFetch {
 		r := kmsg.NewPtrShareFetchRequest()
-		r.MaxWaitMillis = 30000
+		r.Version, r.ShareAcquireMode, r.MaxWaitMillis = 2, mode, 30000
 		return &shareFetch{c: b.shares, r: r, parts: []sessionPart{{topicID: b.lookupTopic(topic).id, partition: 0}}}
 	}
+	fetchOn := func(topic string) *shareFetch { return fetchMode(topic, int8(share.RecordLimit)) }
 	if got := b.shareFetchWait(fetchOn("local")); got != 30*time.Second {
 		t.Errorf("topic led here only: wait %v, want the request's 30s", got)
 	}
-	if got := b.shareFetchWait(fetchOn("spread")); got != 50*time.Millisecond {
-		t.Errorf("topic with a partition led elsewhere: wait %v, want the default 50ms", got)
+	if got := b.shareFetchWait(fetchOn("spread")); got != 10*time.Millisecond {
+		t.Errorf("topic with a partition led elsewhere: wait %v, want the default 10ms", got)
+	}
+	if got := b.shareFetchWait(fetchMode("spread", int8(share.BatchOptimized))); got != 30*time.Second {
+		t.Errorf("batch_optimized fetch: wait %v, want the request's 30s", got)
 	}
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()

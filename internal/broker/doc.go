@@ -50,9 +50,11 @@
 // (DataDir/__share_group_state-N) through one writer goroutine
 // (share*.go). A node that leads a group's partitions but does not
 // coordinate the group serves its ShareFetch and ShareAcknowledge all the
-// same; an empty ShareFetch on topics with partitions led elsewhere
-// returns after weir.share.fetch.elsewhere.wait.ms so that record_limit
-// consumers move on to brokers with records. A ShareFetch answers with
+// same; an empty record_limit ShareFetch on topics with partitions led
+// elsewhere returns after weir.share.fetch.elsewhere.wait.ms (10 ms) so
+// that record_limit consumers move on to brokers with records, and a
+// ShareFetch with MaxRecords 0 (the Java client's acknowledgement-only
+// request) acquires nothing. A ShareFetch answers with
 // the log batches holding the acquired records: whole batches as file
 // ranges, and an uncompressed batch only part of which is acquired as a
 // trimmed copy holding just those records (share_trim.go), so that a
