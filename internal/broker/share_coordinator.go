@@ -59,6 +59,8 @@ type shareCoordinator struct {
 	sessionGen uint64
 
 	waits shareWaitStats
+	// trims keeps batches read to be trimmed (share_trim.go).
+	trims trimReads
 
 	wg sync.WaitGroup
 }

@@ -286,7 +286,7 @@ func (sp *sharePart) acquire(a acquireArgs) (acquired, error) {
 		sp.mu.Unlock()
 		out.ranges, out.records = res.Acquired, res.Records
 		if len(res.Acquired) > 0 {
-			out.recs = holdingBatches(batches, ranges, res.Acquired)
+			out.recs = holdingBatches(batches, ranges, res.Acquired, &sp.c.trims)
 		}
 		return out, nil
 	}
@@ -364,7 +364,7 @@ func readShareBatches(p *partition, from, maxBytes, hw, limit int64) ([]shareBat
 // batches only part of which is acquired. A batch that cannot be trimmed
 // goes out whole, records at its edges included; the client keeps only
 // the acquired ranges.
-func holdingBatches(batches []shareBatch, ranges []wlog.FileRange, acq []share.AcquiredRange) *shareRecords {
+func holdingBatches(batches []shareBatch, ranges []wlog.FileRange, acq []share.AcquiredRange, trims *trimReads) *shareRecords {
 	fr := &shareRecords{marker: newMarker()}
 	j := 0
 	for _, b := range batches {
@@ -379,7 +379,7 @@ func holdingBatches(batches []shareBatch, ranges []wlog.FileRange, acq []share.A
 		}
 		whole := wlog.FileRange{File: ranges[b.rng].File, Pos: b.pos, Len: b.size}
 		if !b.compressed && !b.batch.Skip && !coversBatch(acq[j:], b.batch) {
-			if data, ok := trimmedBatch(whole, acq[j:]); ok {
+			if data, ok := trims.trimmed(whole, acq[j:]); ok {
 				fr.addBytes(data)
 				continue
 			}

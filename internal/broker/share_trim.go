@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+	"os"
 	"sync"
 
 	wlog "weir/internal/log"
@@ -49,16 +51,30 @@ func coversBatch(acq []share.AcquiredRange, b share.Batch) bool {
 	return false
 }
 
+// trimHint is where a walk of a batch's records may start: record number
+// index, of offset offset, begins at byte at of the records. The zero hint
+// is the first record.
+type trimHint struct {
+	offset int64
+	at     int
+	index  int32
+}
+
 // trimBatch returns a copy of the whole v2 batch raw that keeps only the
 // records whose offsets are in acq (sorted, not overlapping). ok is false
 // when the batch is compressed, a control batch or malformed, or when the
 // copy would keep every record or none: the caller then sends raw as it
 // is. raw is only read.
-func trimBatch(raw []byte, acq []share.AcquiredRange) (out []byte, ok bool) {
+//
+// The walk starts at from when no acquired offset lies before it, and
+// next is where the walk stopped: a record_limit consumer takes a batch
+// in slices, each starting where the last one ended, so the next trim of
+// the batch starts there instead of at its first record.
+func trimBatch(raw []byte, acq []share.AcquiredRange, from trimHint) (out []byte, next trimHint, ok bool) {
 	h, err := wlog.ParseBatchHeader(raw)
 	if err != nil || h.Magic != 2 || int(h.Length) != len(raw) ||
 		h.Compression() != wlog.CompressionNone || h.IsControl() || len(acq) == 0 {
-		return nil, false
+		return nil, trimHint{}, false
 	}
 	body := raw[wlog.BatchHeaderSize:]
 	lastWanted := acq[len(acq)-1].Last
@@ -66,26 +82,38 @@ func trimBatch(raw []byte, acq []share.AcquiredRange) (out []byte, ok bool) {
 	var spans [][2]int
 	kept, size := int32(0), 0
 	pos, j, run := 0, 0, -1
-	for i := int32(0); i < h.NumRecords; i++ {
+	off, i := h.BaseOffset-1, int32(0)
+	if from.at > 0 && from.at <= len(body) && from.offset > h.BaseOffset && from.offset <= acq[0].First && from.index < h.NumRecords {
+		pos, off, i = from.at, from.offset-1, from.index
+	}
+	// In a batch without gaps (offset deltas 0 to count-1, as the log
+	// validates on append) a record's offset is its place; otherwise it is
+	// read from the record.
+	dense := h.LastOffsetDelta == h.NumRecords-1
+	for ; i < h.NumRecords; i++ {
 		start := pos
 		n, k := binary.Varint(body[pos:])
 		if k <= 0 || n < 1 || n > int64(len(body)-pos-k) {
-			return nil, false
+			return nil, trimHint{}, false
 		}
 		rec := body[pos+k : pos+k+int(n)]
 		pos += k + int(n)
-		// attributes (1 byte), timestamp delta, offset delta.
-		_, k1 := binary.Varint(rec[1:])
-		if k1 <= 0 {
-			return nil, false
+		off++
+		if !dense {
+			// attributes (1 byte), timestamp delta, offset delta.
+			_, k1 := binary.Varint(rec[1:])
+			if k1 <= 0 {
+				return nil, trimHint{}, false
+			}
+			delta, k2 := binary.Varint(rec[1+k1:])
+			if k2 <= 0 {
+				return nil, trimHint{}, false
+			}
+			off = h.BaseOffset + delta
 		}
-		delta, k2 := binary.Varint(rec[1+k1:])
-		if k2 <= 0 {
-			return nil, false
-		}
-		off := h.BaseOffset + delta
 		if off > lastWanted {
 			pos = start
+			next = trimHint{offset: off, at: start, index: i}
 			break
 		}
 		for j < len(acq) && acq[j].Last < off {
@@ -109,7 +137,7 @@ func trimBatch(raw []byte, acq []share.AcquiredRange) (out []byte, ok bool) {
 		size += pos - run
 	}
 	if kept == 0 || kept == h.NumRecords {
-		return nil, false
+		return nil, next, false
 	}
 	out = make([]byte, wlog.BatchHeaderSize, wlog.BatchHeaderSize+size)
 	copy(out, raw[:wlog.BatchHeaderSize])
@@ -119,27 +147,76 @@ func trimBatch(raw []byte, acq []share.AcquiredRange) (out []byte, ok bool) {
 	binary.BigEndian.PutUint32(out[trimAt.length:], uint32(len(out)-trimAt.lengthOverhead))
 	binary.BigEndian.PutUint32(out[trimAt.count:], uint32(kept))
 	binary.BigEndian.PutUint32(out[trimAt.crc:], crc32.Checksum(out[trimAt.attributes:], trimCRCTable))
-	return out, true
+	return out, next, true
 }
 
-// trimReadBufs holds the buffers batches are read into for trimming; a
-// trimmed copy never aliases them.
-var trimReadBufs sync.Pool
+// trimReadSlots is how many batches trimReads keeps: a few per share
+// partition being drained in record_limit mode at once.
+const trimReadSlots = 16
 
-// trimmedBatch reads the batch at fr and trims it to acq; ok is false when
-// it cannot be read or trimmed (the caller sends the file range).
-func trimmedBatch(fr wlog.FileRange, acq []share.AcquiredRange) ([]byte, bool) {
-	var buf []byte
-	if p, _ := trimReadBufs.Get().(*[]byte); p != nil {
-		buf = *p
+// trimReads keeps the last batches read for trimming, with the hint of
+// their last walk. A record_limit consumer slices a 256 KB batch of small
+// records into several polls; the batch is read from its segment once,
+// not at every poll. Before an entry is used its header is read again and
+// compared, so a batch truncated and rewritten at the same place is never
+// served from memory. A kept batch is never written to, so trims read it
+// without the lock.
+type trimReads struct {
+	mu      sync.Mutex
+	entries [trimReadSlots]trimRead
+	next    int
+}
+
+type trimRead struct {
+	file *os.File
+	pos  int64
+	raw  []byte
+	hint trimHint
+}
+
+// trimmed reads the batch at fr (or finds it kept) and trims it to acq;
+// ok is false when it cannot be read or trimmed (the caller sends the
+// file range).
+func (c *trimReads) trimmed(fr wlog.FileRange, acq []share.AcquiredRange) ([]byte, bool) {
+	raw, hint, slot := c.lookup(fr)
+	if raw == nil {
+		raw = make([]byte, fr.Len)
+		if _, err := fr.File.ReadAt(raw, fr.Pos); err != nil {
+			return nil, false
+		}
 	}
-	if int64(cap(buf)) < fr.Len {
-		buf = make([]byte, fr.Len)
+	out, next, ok := trimBatch(raw, acq, hint)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slot < 0 {
+		slot = c.next
+		c.next = (c.next + 1) % trimReadSlots
+	} else if e := &c.entries[slot]; e.file != fr.File || e.pos != fr.Pos {
+		return out, ok // replaced meanwhile
 	}
-	buf = buf[:fr.Len]
-	defer trimReadBufs.Put(&buf)
-	if _, err := fr.File.ReadAt(buf, fr.Pos); err != nil {
-		return nil, false
+	c.entries[slot] = trimRead{file: fr.File, pos: fr.Pos, raw: raw, hint: next}
+	return out, ok
+}
+
+// lookup finds the kept copy of the batch at fr, checking its header
+// against the file; slot is -1 when there is none.
+func (c *trimReads) lookup(fr wlog.FileRange) ([]byte, trimHint, int) {
+	c.mu.Lock()
+	slot := -1
+	var e trimRead
+	for i := range c.entries {
+		if c.entries[i].file == fr.File && c.entries[i].pos == fr.Pos && int64(len(c.entries[i].raw)) == fr.Len {
+			slot, e = i, c.entries[i]
+			break
+		}
 	}
-	return trimBatch(buf, acq)
+	c.mu.Unlock()
+	if slot < 0 {
+		return nil, trimHint{}, -1
+	}
+	var head [wlog.BatchHeaderSize]byte
+	if _, err := fr.File.ReadAt(head[:], fr.Pos); err != nil || !bytes.Equal(head[:], e.raw[:wlog.BatchHeaderSize]) {
+		return nil, trimHint{}, slot
+	}
+	return e.raw, e.hint, slot
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	wlog "weir/internal/log"
 	"weir/internal/share"
@@ -89,7 +90,7 @@ func TestTrimBatch(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			in := slices.Clone(tc.raw)
-			out, ok := trimBatch(in, tc.acq)
+			out, _, ok := trimBatch(in, tc.acq, trimHint{})
 			if !slices.Equal(in, tc.raw) {
 				t.Fatal("trimBatch changed its input")
 			}
@@ -165,7 +166,8 @@ func TestHoldingBatchesTrims(t *testing.T) {
 		{batch: share.Batch{Base: 10, Last: 14}, pos: n0 + n1, size: n2},
 	}
 	acq := []share.AcquiredRange{{First: 0, Last: 11, DeliveryCount: 1}}
-	fr := holdingBatches(batches, ranges, acq)
+	var trims trimReads
+	fr := holdingBatches(batches, ranges, acq, &trims)
 	if len(fr.pieces) != 2 {
 		t.Fatalf("%d pieces, want 2 (a file range for the first two batches, a trimmed third)", len(fr.pieces))
 	}
@@ -181,15 +183,15 @@ func TestHoldingBatchesTrims(t *testing.T) {
 	}
 	// A compressed batch acquired in part goes out whole.
 	batches[2].compressed = true
-	fr = holdingBatches(batches, ranges, acq)
+	fr = holdingBatches(batches, ranges, acq, &trims)
 	if len(fr.pieces) != 1 || fr.pieces[0].file.Len != n0+n1+n2 {
 		t.Fatalf("pieces %+v, want one file range of all three batches", fr.pieces)
 	}
 }
 
 // FuzzTrimBatch: trimming never panics, a trimmed batch is well framed,
-// and when the input's records decode, the trimmed batch's do too and
-// hold only acquired offsets.
+// and when the input is a batch the log accepts, the trimmed batch's
+// records decode and hold only acquired offsets.
 func FuzzTrimBatch(f *testing.F) {
 	f.Add(trimTestBatch(100, 10), int64(102), int64(104))
 	f.Add(trimTestBatch(0, 3), int64(-5), int64(1))
@@ -199,7 +201,7 @@ func FuzzTrimBatch(f *testing.F) {
 			return
 		}
 		acq := []share.AcquiredRange{{First: first, Last: last}}
-		out, ok := trimBatch(raw, acq)
+		out, _, ok := trimBatch(raw, acq, trimHint{})
 		if !ok {
 			return
 		}
@@ -207,8 +209,8 @@ func FuzzTrimBatch(f *testing.F) {
 		if err != nil || int(h.Length) != len(out) {
 			t.Fatalf("trimmed batch badly framed: %v", err)
 		}
-		if wlog.EachRecord(raw, func(*wlog.Record) bool { return true }) != nil {
-			return // records are copied as they are, malformed or not
+		if _, err := wlog.ValidateBatch(raw, nil, time.Now()); err != nil {
+			return // only batches the log accepts are trimmed for real
 		}
 		if err := wlog.EachRecord(out, func(r *wlog.Record) bool {
 			if r.Offset < first || r.Offset > last {
@@ -219,4 +221,80 @@ func FuzzTrimBatch(f *testing.F) {
 			t.Fatalf("trimmed batch does not decode: %v", err)
 		}
 	})
+}
+
+// TestTrimBatchSlices trims a batch in consecutive slices, as record_limit
+// polls take it, each walk starting at the last one's hint: the copies are
+// those a walk from the first record makes, and a hint past the first
+// acquired offset is not used.
+func TestTrimBatchSlices(t *testing.T) {
+	raw := trimTestBatch(1000, 40)
+	var hint trimHint
+	for first := int64(1000); first < 1040; first += 7 {
+		acq := []share.AcquiredRange{{First: first, Last: min(first+6, 1039), DeliveryCount: 1}}
+		fromStart, _, ok1 := trimBatch(raw, acq, trimHint{})
+		hinted, next, ok2 := trimBatch(raw, acq, hint)
+		if ok1 != ok2 || !slices.Equal(fromStart, hinted) {
+			t.Fatalf("slice at %d: the walk from hint %+v differs from the walk from the start", first, hint)
+		}
+		if first+7 < 1040 && next.offset != first+7 {
+			t.Fatalf("slice at %d: next hint %+v, want offset %d", first, next, first+7)
+		}
+		hint = next
+	}
+	// A hint past the acquired offsets must be ignored.
+	acq := []share.AcquiredRange{{First: 1002, Last: 1003}}
+	_, far, _ := trimBatch(raw, []share.AcquiredRange{{First: 1030, Last: 1031}}, trimHint{})
+	out, _, ok := trimBatch(raw, acq, far)
+	if !ok {
+		t.Fatal("not trimmed")
+	}
+	if offs, _ := trimmedContents(t, out); !slices.Equal(offs, []int64{1002, 1003}) {
+		t.Fatalf("with a hint past them, kept %v, want [1002 1003]", offs)
+	}
+}
+
+// TestTrimReadsRewrittenBatch: a kept batch is not used once the file
+// holds another batch at its place.
+func TestTrimReadsRewrittenBatch(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a := trimTestBatch(0, 10)
+	if _, err := f.WriteAt(a, 0); err != nil {
+		t.Fatal(err)
+	}
+	fr := wlog.FileRange{File: f, Pos: 0, Len: int64(len(a))}
+	acq := []share.AcquiredRange{{First: 2, Last: 3}}
+	var c trimReads
+	out, ok := c.trimmed(fr, acq)
+	if !ok {
+		t.Fatal("not trimmed")
+	}
+	if _, vals := trimmedContents(t, out); !slices.Equal(vals, []string{"v2", "v3"}) {
+		t.Fatalf("values %v", vals)
+	}
+	// Same place, same size, other records (a truncation and a new
+	// append): the values must come from the file, not the kept copy.
+	var bb wlog.BatchBuilder
+	bb.Reset(1000)
+	for i := range 10 {
+		bb.Add(1000+int64(i), nil, fmt.Appendf(nil, "w%d", i), nil)
+	}
+	b := bb.Build()
+	if len(b) != len(a) {
+		t.Fatalf("test batches differ in size: %d, %d", len(a), len(b))
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	out, ok = c.trimmed(fr, acq)
+	if !ok {
+		t.Fatal("not trimmed")
+	}
+	if _, vals := trimmedContents(t, out); !slices.Equal(vals, []string{"w2", "w3"}) {
+		t.Fatalf("values %v after the rewrite, want [w2 w3]", vals)
+	}
 }
