@@ -425,8 +425,15 @@ func (s *ShareConsumer) takeBuffered() []*ShareRecord {
 	out := s.buffered[:n:n]
 	s.buffered = slices.Clone(s.buffered[n:])
 	m := s.cl.meta.Load()
-	for _, r := range out {
-		runsFor(s.delivered, tpIn(m, r)).set(r.Offset, r.Offset, 0, false)
+	var tp shareTP
+	var d *ackRuns
+	for i, r := range out {
+		// Records come in runs of one partition: look it up once a run.
+		if i == 0 || r.Partition != out[i-1].Partition || r.Topic != out[i-1].Topic {
+			tp = tpIn(m, r)
+			d = runsFor(s.delivered, tp)
+		}
+		d.set(r.Offset, r.Offset, 0, false)
 	}
 	return out
 }
@@ -839,17 +846,24 @@ func decodeAcquired(topic string, rp *kmsg.ShareFetchResponseTopicPartition) ([]
 		}
 		return 0, false
 	}
-	var out []*ShareRecord
+	var want int64
+	for _, ar := range rp.AcquiredRecords {
+		want += max(ar.LastOffset-ar.FirstOffset+1, 0)
+	}
+	out := make([]*ShareRecord, 0, min(want, 1<<16))
 	err := records.Decode(rp.Records, 256<<20, func(b *records.Batch) {
 		if b.Control {
 			return
 		}
+		// One allocation per batch for its records, not one per record.
+		slab := make([]ShareRecord, 0, len(b.Records))
 		for _, r := range b.Records {
 			dc, ok := count(r.Offset)
 			if !ok {
 				continue
 			}
-			sr := &ShareRecord{ConsumerRecord: ConsumerRecord{Topic: topic, Partition: rp.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value, LeaderEpoch: r.LeaderEpoch}, DeliveryCount: dc}
+			slab = append(slab, ShareRecord{ConsumerRecord: ConsumerRecord{Topic: topic, Partition: rp.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value, LeaderEpoch: r.LeaderEpoch}, DeliveryCount: dc})
+			sr := &slab[len(slab)-1]
 			for _, h := range r.Headers {
 				sr.Headers = append(sr.Headers, Header{Key: h.Key, Value: h.Value})
 			}
