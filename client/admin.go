@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -279,7 +280,18 @@ func (a *Admin) DescribeConfigs(ctx context.Context, typ ConfigResourceType, nam
 	r := kmsg.NewDescribeConfigsRequestResource()
 	r.ResourceType, r.ResourceName = kmsg.ConfigResourceType(typ), name
 	req.Resources = append(req.Resources, r)
-	raw, _, err := a.cl.doAny(ctx, req)
+	var raw kmsg.Response
+	var err error
+	if id, ok := brokerResourceID(typ, name); ok {
+		// A broker describes its own configs (static ones differ per
+		// node), as Kafka's admin client asks.
+		if err := a.cl.ensureBroker(ctx, id); err != nil {
+			return nil, err
+		}
+		raw, err = a.cl.do(ctx, id, req)
+	} else {
+		raw, _, err = a.cl.doAny(ctx, req)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -294,6 +306,19 @@ func (a *Admin) DescribeConfigs(ctx context.Context, typ ConfigResourceType, nam
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// brokerResourceID is the node a BROKER resource names ("" is the
+// cluster-wide default: no node).
+func brokerResourceID(typ ConfigResourceType, name string) (int32, bool) {
+	if typ != BrokerResource || name == "" {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil || id < 0 {
+		return 0, false
+	}
+	return int32(id), true
 }
 
 // AlterConfigOp is one incremental config change.

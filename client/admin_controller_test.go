@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,45 +15,50 @@ import (
 	"weir/client/internal/wire"
 )
 
-// deadControllerFake is two brokers in memory: node 0 answers, node 1 —
-// the controller its metadata names — refuses every connection, as a
-// killed controller does until the survivors elect another.
-type deadControllerFake struct {
+// twoNodeFake is two brokers in memory, nodes 0 and 1; metadata names
+// node 1 the controller. A dead node refuses every connection, as a
+// killed broker does. DescribeConfigs answers with the node's own id.
+type twoNodeFake struct {
+	dead1   bool
 	dials1  atomic.Int32 // dials of node 1
 	mu      sync.Mutex
-	created []string // topics node 0 created
+	created []string // topics created (on any node)
 }
 
-func (f *deadControllerFake) options() []Option {
+func (f *twoNodeFake) options() []Option {
 	return []Option{func(o *options) {
 		o.dial = func(_ context.Context, _ int32, addr string, _ func(int)) (brokerConn, error) {
 			var port int32
 			if _, err := fmt.Sscanf(addr, "fake:%d", &port); err != nil {
 				return nil, fmt.Errorf("fake: bad address %q", addr)
 			}
-			if port == 9093 {
+			node := port - 9092
+			if node == 1 {
 				f.dials1.Add(1)
-				return nil, errors.New("connect: connection refused")
+				if f.dead1 {
+					return nil, errors.New("connect: connection refused")
+				}
 			}
-			return &deadControllerConn{f: f, done: make(chan struct{})}, nil
+			return &twoNodeConn{f: f, node: node, done: make(chan struct{})}, nil
 		}
 	}}
 }
 
-type deadControllerConn struct {
-	f    *deadControllerFake
+type twoNodeConn struct {
+	f    *twoNodeFake
+	node int32
 	done chan struct{}
 }
 
-func (c *deadControllerConn) Version(int16) (int16, bool) { return 0, true }
-func (c *deadControllerConn) Done() <-chan struct{}       { return c.done }
-func (c *deadControllerConn) Close()                      {}
-func (c *deadControllerConn) Send(req kmsg.Request, timeout time.Duration, _ bool, cb wire.Callback) {
+func (c *twoNodeConn) Version(int16) (int16, bool) { return 0, true }
+func (c *twoNodeConn) Done() <-chan struct{}       { return c.done }
+func (c *twoNodeConn) Close()                      {}
+func (c *twoNodeConn) Send(req kmsg.Request, timeout time.Duration, _ bool, cb wire.Callback) {
 	resp, err := c.Do(context.Background(), req, timeout)
 	cb(resp, err)
 }
 
-func (c *deadControllerConn) Do(_ context.Context, req kmsg.Request, _ time.Duration) (kmsg.Response, error) {
+func (c *twoNodeConn) Do(_ context.Context, req kmsg.Request, _ time.Duration) (kmsg.Response, error) {
 	switch r := req.(type) {
 	case *kmsg.MetadataRequest:
 		resp := kmsg.NewPtrMetadataResponse()
@@ -74,16 +80,23 @@ func (c *deadControllerConn) Do(_ context.Context, req kmsg.Request, _ time.Dura
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp, nil
+	case *kmsg.DescribeConfigsRequest:
+		resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, res := range r.Resources {
+			rr := kmsg.NewDescribeConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+			cfg := kmsg.NewDescribeConfigsResponseResourceConfig()
+			cfg.Name, cfg.Value = "answered.by", kmsg.StringPtr(strconv.Itoa(int(c.node)))
+			rr.Configs = append(rr.Configs, cfg)
+			resp.Resources = append(resp.Resources, rr)
+		}
+		return resp, nil
 	}
 	return nil, fmt.Errorf("fake: unexpected %s", kmsg.NameForKey(req.Key()))
 }
 
-// TestAdminDeadControllerFallsBack: a controller named by metadata that
-// refuses connections is tried once, not redialled until the call's
-// timeout; a live broker takes the request (brokers forward to whichever
-// controller is active).
-func TestAdminDeadControllerFallsBack(t *testing.T) {
-	f := &deadControllerFake{}
+func newTwoNodeAdmin(t *testing.T, f *twoNodeFake) *Admin {
+	t.Helper()
 	a, err := NewAdmin(map[string]string{
 		"bootstrap.servers":      "fake:9092",
 		"default.api.timeout.ms": "3000",
@@ -92,7 +105,17 @@ func TestAdminDeadControllerFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	t.Cleanup(a.Close)
+	return a
+}
+
+// TestAdminDeadControllerFallsBack: a controller named by metadata that
+// refuses connections is tried once, not redialled until the call's
+// timeout; a live broker takes the request (brokers forward to whichever
+// controller is active).
+func TestAdminDeadControllerFallsBack(t *testing.T) {
+	f := &twoNodeFake{dead1: true}
+	a := newTwoNodeAdmin(t, f)
 	if err := a.CreateTopics(context.Background(), TopicSpec{Name: "t", Partitions: 1, ReplicationFactor: 1}); err != nil {
 		t.Fatalf("CreateTopics with the named controller dead: %v", err)
 	}
@@ -106,5 +129,26 @@ func TestAdminDeadControllerFallsBack(t *testing.T) {
 	// 3 s timeout would take dozens of dials.
 	if n := f.dials1.Load(); n > 3 {
 		t.Fatalf("the dead controller was dialled %d times", n)
+	}
+}
+
+// TestAdminDescribeBrokerConfigsAsksThatBroker: a broker's configs
+// (static ones differ per node) are described by that broker, as Kafka's
+// admin client does; other resources by any broker.
+func TestAdminDescribeBrokerConfigsAsksThatBroker(t *testing.T) {
+	a := newTwoNodeAdmin(t, &twoNodeFake{})
+	ctx := context.Background()
+	for _, node := range []string{"1", "0", "1"} {
+		cfgs, err := a.DescribeConfigs(ctx, BrokerResource, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cfgs) != 1 || cfgs[0].Value == nil || *cfgs[0].Value != node {
+			t.Fatalf("broker %s described by %+v", node, cfgs)
+		}
+	}
+	// The cluster-wide default (empty name) and topics: any broker.
+	if _, err := a.DescribeConfigs(ctx, BrokerResource, ""); err != nil {
+		t.Fatal(err)
 	}
 }

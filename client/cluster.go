@@ -130,6 +130,21 @@ func (c *cluster) addrOf(node int32) (string, bool) {
 	return b.addr(), true
 }
 
+// ensureBroker refreshes metadata if node is not known yet, and says so
+// if it still is not.
+func (c *cluster) ensureBroker(ctx context.Context, node int32) error {
+	if _, ok := c.addrOf(node); ok {
+		return nil
+	}
+	if err := c.refresh(ctx); err != nil {
+		return err
+	}
+	if _, ok := c.addrOf(node); !ok {
+		return fmt.Errorf("client: broker %d is not in the cluster's metadata", node)
+	}
+	return nil
+}
+
 // tryConn returns node's connection if it is up; otherwise it starts a dial
 // (unless one runs or the reconnect backoff has not passed) and returns nil.
 // The sender uses it so one unreachable broker never stalls the others.
