@@ -36,7 +36,9 @@ import (
 //     one each time: each share partition acquires from its next fetch
 //     offset what MaxRecords (shared by all partitions), BatchSize, the
 //     acquire mode, the record lock cap and MaxBytes allow; acquisitions
-//     are durable before the records leave. Log batches acquired whole go
+//     are not written to __share_group_state (as in Kafka; see
+//     share.StateRecord.WithoutLocks), what else an acquisition
+//     changed is, before the records leave. Log batches acquired whole go
 //     out as file ranges; an uncompressed batch acquired in part goes out
 //     trimmed to its acquired records (share_trim.go); AcquiredRecords
 //     says which offsets are the member's.

@@ -48,7 +48,9 @@
 // polls on the same partition waiters as Fetch, and persists the state of
 // the share partitions it leads in node-local logs
 // (DataDir/__share_group_state-N) through one writer goroutine
-// (share*.go). A node that leads a group's partitions but does not
+// (share*.go): acknowledgements, releases and expiries, not acquisitions
+// (as in Kafka: a restart makes records only acquired available again,
+// with the delivery count they had before). A node that leads a group's partitions but does not
 // coordinate the group serves its ShareFetch and ShareAcknowledge all the
 // same; an empty record_limit ShareFetch on topics with partitions led
 // elsewhere returns after weir.share.fetch.elsewhere.wait.ms (10 ms) so

@@ -272,6 +272,7 @@ func (sp *sharePart) acquire(a acquireArgs) (acquired, error) {
 		for i, b := range batches {
 			req.Batches[i] = b.batch
 		}
+		startBefore := sp.p.StartOffset()
 		res, err := sp.p.Acquire(req, sp.c.b.now())
 		if errors.Is(err, share.ErrStaleRead) && attempt == 0 {
 			sp.mu.Unlock()
@@ -281,7 +282,10 @@ func (sp *sharePart) acquire(a acquireArgs) (acquired, error) {
 			sp.mu.Unlock()
 			return out, err
 		}
-		out.ticket = lastTicket(out.ticket, sp.persistLocked(res.Change))
+		// The acquisitions themselves are not written (see
+		// share.StateRecord.WithoutLocks); what else the acquisition
+		// changed (expired locks, archived offsets, the start offset) is.
+		out.ticket = lastTicket(out.ticket, sp.persistLocked(res.Change.WithoutLocks(startBefore)))
 		sp.afterChangeLocked(now)
 		sp.mu.Unlock()
 		out.ranges, out.records = res.Acquired, res.Records

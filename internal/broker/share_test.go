@@ -164,13 +164,26 @@ func TestShareArchivedAfterDeliveryLimit(t *testing.T) {
 	}
 }
 
-func TestShareRestartKeepsAcknowledgements(t *testing.T) {
-	dir := t.TempDir()
+// shareMemberOn starts a broker on dir with a one-partition topic q
+// holding n records (in batches of 5) and a member m of group g joined to
+// it: a broker a test restarts with the same dir (the records are
+// produced again only if n > 0).
+func shareMemberOn(t *testing.T, dir string, n int, member string) (*testBroker, *shareMember) {
+	t.Helper()
 	tb, p := shareSetup(t, dir, 1, "g")
 	ctx := testCtx(t)
-	produceN(t, ctx, p, "q", 0, 0, 20, 5)
-	m := newShareMember(t, tb, "g", "m")
+	if n > 0 {
+		produceN(t, ctx, p, "q", 0, 0, n, 5)
+	}
+	m := newShareMember(t, tb, "g", member)
 	m.join(ctx, "q")
+	return tb, m
+}
+
+func TestShareRestartKeepsAcknowledgements(t *testing.T) {
+	dir := t.TempDir()
+	tb, m := shareMemberOn(t, dir, 20, "m")
+	ctx := testCtx(t)
 	got := records(t, m.fetch(ctx, fetchOpts{maxWait: time.Second}))
 	if len(got) != 20 {
 		t.Fatalf("got %d records", len(got))
@@ -199,9 +212,7 @@ func TestShareRestartKeepsAcknowledgements(t *testing.T) {
 	})
 	tb.stop()
 
-	tb2, _ := shareSetup(t, dir, 1, "g")
-	m2 := newShareMember(t, tb2, "g", "m2")
-	m2.join(ctx, "q")
+	tb2, m2 := shareMemberOn(t, dir, 0, "m2")
 	var again []delivered
 	eventually(t, 5*time.Second, func() error {
 		again = append(again, records(t, m2.fetch(ctx, fetchOpts{maxWait: 200 * time.Millisecond}))...)
@@ -225,6 +236,56 @@ func TestShareRestartKeepsAcknowledgements(t *testing.T) {
 	}
 	if st := tb2.b.shares.describeOffset(shareKey(t, tb2, "g", 0)); st.start != 10 {
 		t.Fatalf("start offset %d after restart, want 10", st.start)
+	}
+}
+
+// TestShareAcquisitionsAreNotWritten: acquiring fresh records writes
+// nothing to __share_group_state (share.StateRecord.WithoutLocks); their
+// acknowledgement is written; and after a restart the acknowledged records
+// stay done while the ones only acquired come back with delivery count 1.
+func TestShareAcquisitionsAreNotWritten(t *testing.T) {
+	dir := t.TempDir()
+	tb, m := shareMemberOn(t, dir, 30, "m")
+	ctx := testCtx(t)
+	stateEnd := func() int64 {
+		var n int64
+		for _, lp := range tb.b.shares.stateLogs {
+			n += lp.log.EndOffset()
+		}
+		return n
+	}
+	// The first fetch makes the share partition (its snapshot is written).
+	first := records(t, m.fetch(ctx, fetchOpts{maxRecords: 5, mode: 1, maxWait: time.Second}))
+	if len(first) != 5 {
+		t.Fatalf("first fetch: %d records", len(first))
+	}
+	before := stateEnd()
+	second := records(t, m.fetch(ctx, fetchOpts{maxRecords: 5, mode: 1, acks: ackAll(first, 1)}))
+	if len(second) != 5 {
+		t.Fatalf("second fetch: %d records", len(second))
+	}
+	afterAck := stateEnd()
+	if afterAck <= before {
+		t.Fatalf("the acknowledgement of 5 records wrote nothing (state log end %d, then %d)", before, afterAck)
+	}
+	third := records(t, m.fetch(ctx, fetchOpts{maxRecords: 5, mode: 1}))
+	if len(third) != 5 {
+		t.Fatalf("third fetch: %d records", len(third))
+	}
+	if end := stateEnd(); end != afterAck {
+		t.Fatalf("acquiring 5 fresh records wrote %d state records", end-afterAck)
+	}
+	tb.stop()
+
+	_, m2 := shareMemberOn(t, dir, 0, "m2")
+	got := records(t, m2.fetch(ctx, fetchOpts{maxRecords: 100, maxWait: time.Second}))
+	if offs := offsetsOf(got); len(offs) == 0 || offs[0] != 5 || len(offs) != 25 {
+		t.Fatalf("after restart: offsets %v, want 5 to 29", offs)
+	}
+	for _, d := range got {
+		if d.count != 1 {
+			t.Fatalf("offset %d delivery count %d after the restart, want 1 (the lost acquisition is not counted)", d.offset, d.count)
+		}
 	}
 }
 
@@ -412,7 +473,12 @@ func copyDir(t *testing.T, from, to string) {
 	}
 }
 
-func TestShareCrashKeepsDeliveries(t *testing.T) {
+// TestShareCrashRedeliversOnlyUnacknowledged: after a crash (the data
+// directory copied as it is), the acknowledged records stay done and the
+// others come back. Acquisitions are not written (as in Kafka), so the
+// delivery the crash cut short is not counted: the records come back
+// with delivery count 1 again.
+func TestShareCrashRedeliversOnlyUnacknowledged(t *testing.T) {
 	dir := t.TempDir()
 	tb, p := shareSetup(t, dir, 1, "g")
 	ctx := testCtx(t)
@@ -436,8 +502,8 @@ func TestShareCrashKeepsDeliveries(t *testing.T) {
 		t.Fatalf("after the crash: %v, want 2-4", offsetsOf(got))
 	}
 	for _, d := range got {
-		if d.count != 2 {
-			t.Fatalf("offset %d delivery count %d: the delivery before the crash was lost", d.offset, d.count)
+		if d.count != 1 {
+			t.Fatalf("offset %d delivery count %d after the crash, want 1 (acquisitions are not written)", d.offset, d.count)
 		}
 	}
 }

@@ -104,10 +104,13 @@
 //     (KAFKA-19227).
 //  3. Persist what comes back. Acknowledgement deltas must be durable
 //     before the response reports success: a success is a promise that
-//     the records are not delivered again. Acquisition deltas should be
-//     durable before the records leave, or a crash forgets that delivery
-//     and the delivery count limit may be passed by the deliveries lost
-//     (Kafka persists no acquisitions and accepts that). Expiry and
+//     the records are not delivered again. Acquisitions need not be
+//     durable (Kafka persists none): StateRecord.WithoutLocks keeps
+//     what else an acquisition changed. A crash then forgets the
+//     deliveries in flight: their records come back with the delivery
+//     count they had before, so one delivery is counted twice and a record
+//     on its last attempt may be delivered once more than the limit. The
+//     weir broker writes no acquisitions. Expiry and
 //     release deltas can be written lazily: Restore ends every lock
 //     anyway. Deltas of many partitions can share one append (group
 //     commit). After a few hundred deltas (Kafka's

@@ -56,6 +56,48 @@ type StateRecord struct {
 // changed nothing durable. There is nothing to persist.
 func (r *StateRecord) IsZero() bool { return r.Kind == 0 }
 
+// WithoutLocks is the part of an acquisition's change that must be
+// durable: r with its acquired records as they were before this
+// acquisition took them (available, one delivery less), those that were
+// fresh (delivery count 1 now) left out, as Restore makes them anyway;
+// the zero record when nothing else changed (no other batch, and the
+// start offset is still startBefore, the start offset before the
+// acquisition).
+//
+// Acquisitions need not be durable, as in Kafka, which writes share state
+// on acknowledgement, release and expiry only: after a restart Restore
+// ends every lock, so a lost acquisition only means its records are
+// available again with the delivery count they had before it. Such a
+// record is delivered once more with the same count as the delivery the
+// restart cut short, and a record on its last attempt may be delivered
+// once more than the limit (its count never shows more than the limit).
+// Nothing acknowledged is lost: an acknowledgement's record carries the
+// state and count of its offsets, and Restore makes the offsets before
+// them that no record names available. Writing a redelivery as its state
+// before keeps the counts of an expiry that the same acquisition ended:
+// without it, a record could come back with none of its deliveries
+// counted. A drain of fresh records writes nothing.
+func (r StateRecord) WithoutLocks(startBefore int64) StateRecord {
+	if r.IsZero() {
+		return r
+	}
+	out := r
+	out.Batches = nil
+	for _, b := range r.Batches {
+		if b.State == Acquired {
+			if b.DeliveryCount <= 1 {
+				continue
+			}
+			b.State, b.DeliveryCount = Available, b.DeliveryCount-1
+		}
+		out.Batches = appendBatch(out.Batches, b)
+	}
+	if len(out.Batches) == 0 && out.StartOffset == startBefore {
+		return StateRecord{}
+	}
+	return out
+}
+
 // Errors of the state record and key codecs.
 var (
 	ErrTruncated      = errors.New("share: state record truncated")

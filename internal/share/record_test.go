@@ -3,6 +3,7 @@ package share
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -224,6 +225,41 @@ func TestInitialStartOffset(t *testing.T) {
 		}
 		if got := InitialStartOffset(r, testStart, log); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.reset, got, tc.want)
+		}
+	}
+}
+
+func TestStateRecordWithoutLocks(t *testing.T) {
+	delta := func(start int64, bs ...StateBatch) StateRecord {
+		return StateRecord{Kind: Delta, StartOffset: start, Batches: bs}
+	}
+	b := func(first, last int64, st RecordState, n int16) StateBatch {
+		return StateBatch{First: first, Last: last, State: st, DeliveryCount: n}
+	}
+	tests := []struct {
+		name        string
+		in          StateRecord
+		startBefore int64
+		want        StateRecord
+	}{
+		{"nothing changed", StateRecord{}, 0, StateRecord{}},
+		{"fresh records only: nothing to write", delta(10, b(10, 509, Acquired, 1)), 10, StateRecord{}},
+		{"fresh records, the start moved", delta(12, b(12, 40, Acquired, 1)), 10, delta(12)},
+		{"a redelivery is written as its state before",
+			delta(0, b(0, 4, Acquired, 3), b(5, 9, Acquired, 1)), 0, delta(0, b(0, 4, Available, 2))},
+		{"other changes stay, neighbours merge",
+			delta(0, b(0, 1, Archived, 4), b(2, 3, Available, 2), b(4, 6, Acquired, 3), b(7, 8, Acknowledged, 1)), 0,
+			delta(0, b(0, 1, Archived, 4), b(2, 6, Available, 2), b(7, 8, Acknowledged, 1))},
+	}
+	for _, tc := range tests {
+		got := tc.in.WithoutLocks(tc.startBefore)
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+		if !got.IsZero() {
+			if err := got.Validate(); err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
 		}
 	}
 }
