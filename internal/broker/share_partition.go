@@ -383,8 +383,10 @@ func holdingBatches(batches []shareBatch, ranges []wlog.FileRange, acq []share.A
 		}
 		whole := wlog.FileRange{File: ranges[b.rng].File, Pos: b.pos, Len: b.size}
 		if !b.compressed && !b.batch.Skip && !coversBatch(acq[j:], b.batch) {
-			if data, ok := trims.trimmed(whole, acq[j:]); ok {
-				fr.addBytes(data)
+			if pieces, ok := trims.trimmed(whole, acq[j:]); ok {
+				for _, pc := range pieces {
+					fr.addBytes(pc)
+				}
 				continue
 			}
 		}

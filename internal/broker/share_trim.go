@@ -19,10 +19,11 @@ import (
 // record of the batch to keep a few: with the producer's 256 KB batches
 // and 500-record polls, four fifths of every answer were thrown away.
 //
-// Such a batch, when uncompressed, goes out trimmed instead: a copy that
-// keeps the header's base offset, last offset delta and timestamps, and
-// only the records whose offsets are acquired, byte for byte. Its record
-// count, length and CRC are the copy's own. This is the shape of a batch
+// Such a batch, when uncompressed, goes out trimmed instead: a header that
+// keeps the base offset, last offset delta and timestamps, followed by
+// only the records whose offsets are acquired, byte for byte (sent from
+// the batch as read, without a copy). The record count, length and CRC
+// are the trimmed batch's own. This is the shape of a batch
 // from a compacted log (records missing, base offset and last offset delta
 // kept), which every client reads; the acquired ranges still say which
 // offsets are the member's. Compressed batches and control batches go out
@@ -60,17 +61,19 @@ type trimHint struct {
 	index  int32
 }
 
-// trimBatch returns a copy of the whole v2 batch raw that keeps only the
-// records whose offsets are in acq (sorted, not overlapping). ok is false
-// when the batch is compressed, a control batch or malformed, or when the
-// copy would keep every record or none: the caller then sends raw as it
-// is. raw is only read.
+// trimBatch returns the whole v2 batch raw trimmed to the records whose
+// offsets are in acq (sorted, not overlapping), as pieces to send one
+// after the other: a new header, then the runs of kept records as slices
+// of raw, which is only read and must not change while the pieces are in
+// use. ok is false when the batch is compressed, a control batch or
+// malformed, or when the trim would keep every record or none: the caller
+// then sends raw as it is.
 //
 // The walk starts at from when no acquired offset lies before it, and
 // next is where the walk stopped: a record_limit consumer takes a batch
 // in slices, each starting where the last one ended, so the next trim of
 // the batch starts there instead of at its first record.
-func trimBatch(raw []byte, acq []share.AcquiredRange, from trimHint) (out []byte, next trimHint, ok bool) {
+func trimBatch(raw []byte, acq []share.AcquiredRange, from trimHint) (out [][]byte, next trimHint, ok bool) {
 	h, err := wlog.ParseBatchHeader(raw)
 	if err != nil || h.Magic != 2 || int(h.Length) != len(raw) ||
 		h.Compression() != wlog.CompressionNone || h.IsControl() || len(acq) == 0 {
@@ -139,14 +142,18 @@ func trimBatch(raw []byte, acq []share.AcquiredRange, from trimHint) (out []byte
 	if kept == 0 || kept == h.NumRecords {
 		return nil, next, false
 	}
-	out = make([]byte, wlog.BatchHeaderSize, wlog.BatchHeaderSize+size)
-	copy(out, raw[:wlog.BatchHeaderSize])
+	head := make([]byte, wlog.BatchHeaderSize)
+	copy(head, raw)
+	binary.BigEndian.PutUint32(head[trimAt.length:], uint32(wlog.BatchHeaderSize+size-trimAt.lengthOverhead))
+	binary.BigEndian.PutUint32(head[trimAt.count:], uint32(kept))
+	out = make([][]byte, 0, 1+len(spans))
+	out = append(out, head)
+	crc := crc32.Update(0, trimCRCTable, head[trimAt.attributes:])
 	for _, s := range spans {
-		out = append(out, body[s[0]:s[1]]...)
+		out = append(out, body[s[0]:s[1]])
+		crc = crc32.Update(crc, trimCRCTable, body[s[0]:s[1]])
 	}
-	binary.BigEndian.PutUint32(out[trimAt.length:], uint32(len(out)-trimAt.lengthOverhead))
-	binary.BigEndian.PutUint32(out[trimAt.count:], uint32(kept))
-	binary.BigEndian.PutUint32(out[trimAt.crc:], crc32.Checksum(out[trimAt.attributes:], trimCRCTable))
+	binary.BigEndian.PutUint32(head[trimAt.crc:], crc)
 	return out, next, true
 }
 
@@ -177,7 +184,7 @@ type trimRead struct {
 // trimmed reads the batch at fr (or finds it kept) and trims it to acq;
 // ok is false when it cannot be read or trimmed (the caller sends the
 // file range).
-func (c *trimReads) trimmed(fr wlog.FileRange, acq []share.AcquiredRange) ([]byte, bool) {
+func (c *trimReads) trimmed(fr wlog.FileRange, acq []share.AcquiredRange) ([][]byte, bool) {
 	raw, hint, slot := c.lookup(fr)
 	if raw == nil {
 		raw = make([]byte, fr.Len)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -37,8 +38,9 @@ func setAttributes(b []byte, attrs uint16) []byte {
 
 // trimmedContents checks a trimmed batch's framing and CRC and returns its
 // records' offsets and values.
-func trimmedContents(t *testing.T, b []byte) ([]int64, []string) {
+func trimmedContents(t *testing.T, pieces [][]byte) ([]int64, []string) {
 	t.Helper()
+	b := bytes.Join(pieces, nil)
 	h, err := wlog.ParseBatchHeader(b)
 	if err != nil {
 		t.Fatal(err)
@@ -94,9 +96,14 @@ func TestTrimBatch(t *testing.T) {
 			if !slices.Equal(in, tc.raw) {
 				t.Fatal("trimBatch changed its input")
 			}
+			for _, pc := range out[min(1, len(out)):] {
+				if !bytes.Contains(in, pc) {
+					t.Fatal("a record piece is not a slice of the batch")
+				}
+			}
 			if tc.want == nil {
 				if ok {
-					t.Fatalf("trimmed to %d bytes, want the batch sent whole", len(out))
+					t.Fatalf("trimmed to %d pieces, want the batch sent whole", len(out))
 				}
 				return
 			}
@@ -113,7 +120,7 @@ func TestTrimBatch(t *testing.T) {
 				}
 			}
 			oh, _ := wlog.ParseBatchHeader(raw)
-			th, _ := wlog.ParseBatchHeader(out)
+			th, _ := wlog.ParseBatchHeader(bytes.Join(out, nil))
 			if th.BaseOffset != oh.BaseOffset || th.LastOffsetDelta != oh.LastOffsetDelta || th.BaseTimestamp != oh.BaseTimestamp || th.MaxTimestamp != oh.MaxTimestamp {
 				t.Fatalf("header %+v does not keep the offsets and timestamps of %+v", th, oh)
 			}
@@ -168,17 +175,18 @@ func TestHoldingBatchesTrims(t *testing.T) {
 	acq := []share.AcquiredRange{{First: 0, Last: 11, DeliveryCount: 1}}
 	var trims trimReads
 	fr := holdingBatches(batches, ranges, acq, &trims)
-	if len(fr.pieces) != 2 {
-		t.Fatalf("%d pieces, want 2 (a file range for the first two batches, a trimmed third)", len(fr.pieces))
+	if len(fr.pieces) != 3 {
+		t.Fatalf("%d pieces, want 3 (a file range for the first two batches, then the third's new header and its kept records)", len(fr.pieces))
 	}
 	if p := fr.pieces[0]; p.data != nil || p.file.Pos != 0 || p.file.Len != n0+n1 {
 		t.Fatalf("first piece %+v, want the file range [0, %d)", p, n0+n1)
 	}
-	offs, _ := trimmedContents(t, fr.pieces[1].data)
+	trimmed := [][]byte{fr.pieces[1].data, fr.pieces[2].data}
+	offs, _ := trimmedContents(t, trimmed)
 	if !slices.Equal(offs, []int64{10, 11}) {
 		t.Fatalf("trimmed batch holds %v, want [10 11]", offs)
 	}
-	if fr.size != n0+n1+int64(len(fr.pieces[1].data)) {
+	if fr.size != n0+n1+int64(len(bytes.Join(trimmed, nil))) {
 		t.Fatalf("size %d does not add up", fr.size)
 	}
 	// A compressed batch acquired in part goes out whole.
@@ -201,10 +209,11 @@ func FuzzTrimBatch(f *testing.F) {
 			return
 		}
 		acq := []share.AcquiredRange{{First: first, Last: last}}
-		out, _, ok := trimBatch(raw, acq, trimHint{})
+		pieces, _, ok := trimBatch(raw, acq, trimHint{})
 		if !ok {
 			return
 		}
+		out := bytes.Join(pieces, nil)
 		h, err := wlog.ParseBatchHeader(out)
 		if err != nil || int(h.Length) != len(out) {
 			t.Fatalf("trimmed batch badly framed: %v", err)
@@ -234,7 +243,7 @@ func TestTrimBatchSlices(t *testing.T) {
 		acq := []share.AcquiredRange{{First: first, Last: min(first+6, 1039), DeliveryCount: 1}}
 		fromStart, _, ok1 := trimBatch(raw, acq, trimHint{})
 		hinted, next, ok2 := trimBatch(raw, acq, hint)
-		if ok1 != ok2 || !slices.Equal(fromStart, hinted) {
+		if ok1 != ok2 || !bytes.Equal(bytes.Join(fromStart, nil), bytes.Join(hinted, nil)) {
 			t.Fatalf("slice at %d: the walk from hint %+v differs from the walk from the start", first, hint)
 		}
 		if first+7 < 1040 && next.offset != first+7 {
