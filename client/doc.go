@@ -178,7 +178,7 @@
 // it. The Java client then fetches from one broker per Poll in turn, each
 // fetch waiting fetch.max.wait.ms, so one busy broker among empty ones is
 // read only between long idle waits. This client goes back to the leader
-// that just returned records, with the whole cap, for up to 16 Polls in a
+// that just returned records, with the whole cap, for up to 64 Polls in a
 // row before turning to the next leader with records; an empty leader gets
 // a one-record probe at most every 50 ms meanwhile, and a request waits
 // only when the round before asked every leader and found nothing, so no

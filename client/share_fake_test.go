@@ -270,11 +270,11 @@ func TestShareRecordLimitNoStallTwoLeaders(t *testing.T) {
 // and not acknowledged, never exceed max.poll.records, switches included.
 func TestShareRecordLimitTwoBusyLeaders(t *testing.T) {
 	f := &shareFake{topic: "backlog", id: [16]byte{4, 5, 6}}
-	f.available = [2]int{300, 300}
+	f.available = [2]int{1000, 1000}
 	s := f.recordLimitConsumer(t)
 	ctx := testCtx(t)
 	var order []int32 // partition of each record, in delivery order
-	for polls := 0; len(order) < 600 && polls < 1000; polls++ {
+	for polls := 0; len(order) < 2000 && polls < 3000; polls++ {
 		recs, err := s.Poll(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -283,8 +283,8 @@ func TestShareRecordLimitTwoBusyLeaders(t *testing.T) {
 			order = append(order, r.Partition)
 		}
 	}
-	if len(order) != 600 {
-		t.Fatalf("drained %d of 600", len(order))
+	if len(order) != 2000 {
+		t.Fatalf("drained %d of 2000", len(order))
 	}
 	f.mu.Lock()
 	maxHeld := f.maxHeld
@@ -293,10 +293,10 @@ func TestShareRecordLimitTwoBusyLeaders(t *testing.T) {
 		t.Errorf("the consumer held %d records acquired and not acknowledged, max.poll.records=10", maxHeld)
 	}
 	seen := map[int32]bool{}
-	for _, p := range order[:200] {
+	for _, p := range order[:1000] {
 		seen[p] = true
 	}
 	if !seen[0] || !seen[1] {
-		t.Errorf("the first 200 records came from partitions %v only: one leader waited for the other to drain", seen)
+		t.Errorf("the first 1000 records came from partitions %v only: one leader waited for the other to drain", seen)
 	}
 }
