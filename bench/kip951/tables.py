@@ -41,12 +41,15 @@ def main(paths):
                 ("rate achieved (rec/s)", "rate"),
                 ("steady-state p99 (ms, after warm-up records)", "steady_p99"), ("steady-state p99.9 (ms)", "steady_p999"),
                 ("steady-state max (ms)", "steady_max"),
+                ("first second's max (ms, the client's start)", "first_second_max"),
+                ("max of the seconds around the move (ms)", "move_window_max"),
+                ("max of the other seconds after the first 5 (ms)", "other_seconds_max"),
                 ("partitions whose leader moved", "move_moved"), ("reassignment request to visible on all brokers (ms)", "move_reassign_visible_ms"),
                 ("ElectLeaders request (ms)", "move_elect_req_ms"), ("election to new leaders on all brokers (ms)", "move_converge_ms"),
                 ("whole move (ms)", "move_total_ms"), ("machine CPU used (cores)", "machine_cpu_s_per_s")]
         for name, k in rows:
             a, b = med(on[k]), med(off[k])
-            ratio = f"{b / a:.2f}" if a and a == a and b == b and k in ("p99", "p999", "max", "avg", "steady_p99", "steady_p999", "steady_max") else ""
+            ratio = f"{b / a:.2f}" if a and a == a and b == b and k in ("p99", "p999", "max", "avg", "steady_p99", "steady_p999", "steady_max", "first_second_max", "move_window_max", "other_seconds_max") else ""
             print(f"| {name} | {fmt(a)} | {fmt(b)} | {ratio} |")
         print("\nPer run (p99 / p99.9 / max ms):\n")
         print(f"- hints on: " + ", ".join(f"{a:.0f}/{b:.0f}/{c:.0f}" for a, b, c in zip(on["p99"], on["p999"], on["max"])))
