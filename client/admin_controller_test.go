@@ -20,6 +20,7 @@ import (
 // killed broker does. DescribeConfigs answers with the node's own id.
 type twoNodeFake struct {
 	dead1   bool
+	refuse0 atomic.Int32 // dials of node 0 (the bootstrap address) still to refuse
 	dials1  atomic.Int32 // dials of node 1
 	mu      sync.Mutex
 	created []string // topics created (on any node)
@@ -33,6 +34,9 @@ func (f *twoNodeFake) options() []Option {
 				return nil, fmt.Errorf("fake: bad address %q", addr)
 			}
 			node := port - 9092
+			if node == 0 && f.refuse0.Add(-1) >= 0 {
+				return nil, errors.New("connect: connection refused")
+			}
 			if node == 1 {
 				f.dials1.Add(1)
 				if f.dead1 {
@@ -150,5 +154,25 @@ func TestAdminDescribeBrokerConfigsAsksThatBroker(t *testing.T) {
 	// The cluster-wide default (empty name) and topics: any broker.
 	if _, err := a.DescribeConfigs(ctx, BrokerResource, ""); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAdminWaitsForARefusingBrokerWhenNoneAnswers: a request any broker
+// may answer first skips brokers that refuse connections, but when none
+// answers it waits out the back-off and asks again (a broker still
+// starting up), instead of failing at once.
+func TestAdminWaitsForARefusingBrokerWhenNoneAnswers(t *testing.T) {
+	f := &twoNodeFake{dead1: true}
+	f.refuse0.Store(1)
+	a := newTwoNodeAdmin(t, f)
+	cfgs, err := a.DescribeConfigs(context.Background(), TopicResource, "t")
+	if err != nil {
+		t.Fatalf("DescribeConfigs with the only live broker refusing its first dial: %v", err)
+	}
+	if len(cfgs) != 1 || cfgs[0].Value == nil || *cfgs[0].Value != "0" {
+		t.Fatalf("described by %+v, want node 0", cfgs)
+	}
+	if f.refuse0.Load() >= 0 {
+		t.Fatal("node 0's first dial was never refused: the test did not exercise the second pass")
 	}
 }

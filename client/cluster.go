@@ -357,6 +357,7 @@ func (c *cluster) doAny(ctx context.Context, req kmsg.Request) (kmsg.Response, i
 	var errs []error
 	nodes := c.anyNodes()
 	for pass := range 2 {
+		errs = errs[:0] // the patient pass's errors say why nobody answered
 		for _, node := range nodes {
 			attempt, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout)
 			resp, err := c.send(attempt, node, req, pass == 1)
