@@ -110,6 +110,10 @@ func (c *conn) readLoop() {
 	}
 	close(c.queue)
 	<-c.writerDone
+	// Close here, not only in the AfterFunc that wakes blocked reads:
+	// that runs on a goroutine of its own, and Shutdown's callers rely
+	// on every socket being closed once it returns.
+	c.nc.Close()
 	for out := range c.queue { // left behind by a writer that quit early
 		out.reply.abandon()
 	}
