@@ -1,18 +1,14 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"weir/internal/config"
 	wlog "weir/internal/log"
-	"weir/internal/producer"
 	"weir/internal/server"
 )
 
@@ -28,11 +24,15 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 	r := req.Body.(*kmsg.ProduceRequest)
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	acksValid := r.Acks == 0 || r.Acks == 1 || r.Acks == -1
+	type durableWait struct {
+		p      *partition
+		offset int64
+		epoch  int32 // the leader epoch the batch was stamped with
+		hw     bool  // acks=all: wait for the high watermark too
+	}
 	var waits []durableWait
-	var gaps []sequenceGap
 	failed := false
 	var hints hintSet
-	gapWait := b.settings().Millis(config.ProduceSequenceGapWaitMs)
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -61,22 +61,31 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 				p, err = b.partitionOf(t, rp.Partition)
 			}
 			if err == nil {
-				var w *durableWait
-				w, err = b.produceTo(p, rp.Records, r.Acks, &sp)
-				if w != nil {
-					waits = append(waits, *w)
-				}
-				if errors.Is(err, producer.ErrSequenceGap) && r.Acks != 0 && gapWait > 0 {
-					// Held below until the missing batch arrives; the
-					// records are copied because the request's frame is
-					// reused once Serve returns.
-					gaps = append(gaps, sequenceGap{p: p, t: t, records: bytes.Clone(rp.Records), topic: len(resp.Topics), part: len(st.Partitions)})
-					err = nil
+				var res wlog.AppendResult
+				var epoch int32
+				res, epoch, err = b.appendProduced(p, rp.Records, r.Acks)
+				if dup, ok := asDuplicate(err); ok {
+					// A retry of a batch already written: acknowledge it
+					// with its original offsets, as Kafka does.
+					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = dup.Batch.FirstOffset, dup.Batch.Timestamp, p.log.StartOffset()
+				} else if err == nil {
+					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+					sync := p.log.Config().SyncBeforeAck && r.Acks != 0 && !b.cfg.NullStorage
+					replicated := r.Acks == -1 && p.rep != nil && !b.cfg.NullStorage
+					if sync || replicated {
+						waits = append(waits, durableWait{p: p, offset: res.LastOffset + 1, epoch: epoch, hw: replicated})
+					}
 				}
 			}
-			if err != nil {
+			if _, dup := asDuplicate(err); err != nil && !dup {
 				failed = true
-				b.refuseProduce(t, rp.Partition, err, r.Version, &sp, &hints)
+				sp.ErrorCode = errCode(err)
+				sp.ErrorMessage = errMessage(err)
+				if h, ok := b.hintFor(t, rp.Partition, err, -1); ok && r.Version >= 10 {
+					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
+					hints.add(h)
+				}
+				b.logger.Debug("produce rejected", "topic", rt.Topic, "partition", rp.Partition, "err", err)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -93,29 +102,15 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 		}
 		return server.NoResponse()
 	}
-	if len(waits) == 0 && len(gaps) == 0 {
+	if len(waits) == 0 {
 		return server.Ready(resp)
 	}
-	// What follows reads nothing of the request but the copies made
-	// above: its frame is reused once Serve returns (ReusesFrame).
-	timeout, version, acks := msDuration(r.TimeoutMillis), r.Version, r.Acks
+	// The wait below reads nothing of the request: its frame is reused
+	// once Serve returns (ReusesFrame).
+	timeout, version := msDuration(r.TimeoutMillis), r.Version
 	return b.async(ctx, func(ctx context.Context) kmsg.Response {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		for _, g := range gaps {
-			sp := &resp.Topics[g.topic].Partitions[g.part]
-			w, err := b.produceAfterGap(ctx, g, acks, gapWait, sp)
-			if w != nil {
-				waits = append(waits, *w)
-			}
-			if err != nil {
-				var hs hintSet
-				b.refuseProduce(g.t, g.p.index, err, version, sp, &hs)
-				for _, h := range hs {
-					addProduceHint(resp, h)
-				}
-			}
-		}
 		for _, w := range waits {
 			if w.p.log.Config().SyncBeforeAck {
 				if err := w.p.log.WaitDurable(ctx, w.offset); err != nil {
@@ -144,91 +139,6 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 		}
 		return resp
 	})
-}
-
-// durableWait is an appended batch whose answer waits for an fsync, the
-// high watermark, or both.
-type durableWait struct {
-	p      *partition
-	offset int64
-	epoch  int32 // the leader epoch the batch was stamped with
-	hw     bool  // acks=all: wait for the high watermark too
-}
-
-// sequenceGap is a batch that arrived before an earlier one of its
-// producer, and where its answer goes (indexes into the response).
-type sequenceGap struct {
-	p           *partition
-	t           *topic
-	records     []byte
-	topic, part int
-}
-
-// produceTo appends one partition's batch and fills its answer's offsets;
-// it returns the wait the answer needs, if any. A retry of a batch already
-// written is acknowledged with its original offsets, as Kafka does.
-func (b *Broker) produceTo(p *partition, records []byte, acks int16, sp *kmsg.ProduceResponseTopicPartition) (*durableWait, error) {
-	res, epoch, err := b.appendProduced(p, records, acks)
-	if dup, ok := asDuplicate(err); ok {
-		sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = dup.Batch.FirstOffset, dup.Batch.Timestamp, p.log.StartOffset()
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-	sync := p.log.Config().SyncBeforeAck && acks != 0 && !b.cfg.NullStorage
-	replicated := acks == -1 && p.rep != nil && !b.cfg.NullStorage
-	if !sync && !replicated {
-		return nil, nil
-	}
-	return &durableWait{p: p, offset: res.LastOffset + 1, epoch: epoch, hw: replicated}, nil
-}
-
-// produceAfterGap appends a batch that arrived ahead of its producer's
-// next sequence once the missing batches are in, trying again after each
-// append to the partition, for at most wait. After a leadership move a
-// client may send batch n+1 to the new leader while batch n is still on
-// its way back from the old one; answering n+1 with
-// OUT_OF_ORDER_SEQUENCE_NUMBER at once costs the client its retry
-// back-off (100 ms for the Java client), while the retry of n usually
-// arrives within a round trip. The connection keeps reading while this
-// waits, so that retry is served meanwhile.
-func (b *Broker) produceAfterGap(ctx context.Context, g sequenceGap, acks int16, wait time.Duration, sp *kmsg.ProduceResponseTopicPartition) (*durableWait, error) {
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	w := newFetchWaiter()
-	g.p.addWaiter(w)
-	defer g.p.removeWaiter(w)
-	g.p.gapsHeld.Add(1)
-	for {
-		dw, err := b.produceTo(g.p, g.records, acks, sp)
-		if !errors.Is(err, producer.ErrSequenceGap) {
-			if err == nil {
-				g.p.gapsFilled.Add(1)
-			}
-			return dw, err
-		}
-		select {
-		case <-w.ch:
-		case <-timer.C:
-			return nil, err
-		case <-ctx.Done():
-			return nil, err
-		}
-	}
-}
-
-// refuseProduce fills a refused partition's answer: error code, message
-// and, for a leadership error, the new leader (KIP-951).
-func (b *Broker) refuseProduce(t *topic, partition int32, err error, version int16, sp *kmsg.ProduceResponseTopicPartition, hints *hintSet) {
-	sp.ErrorCode = errCode(err)
-	sp.ErrorMessage = errMessage(err)
-	if h, ok := b.hintFor(t, partition, err, -1); ok && version >= 10 {
-		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
-		hints.add(h)
-	}
-	b.logger.Debug("produce rejected", "partition", partition, "err", err)
 }
 
 // appendProduced checks that records hold exactly one batch and appends

@@ -36,8 +36,6 @@ var (
 	descParked    = prometheus.NewDesc("weir_share_fetch_parked_total", "ShareFetch requests that found nothing to acquire and waited.", nil, nil)
 	descParkedE   = prometheus.NewDesc("weir_share_fetch_parked_empty_total", "Parked ShareFetch requests that ended at MaxWaitMs with nothing.", nil, nil)
 	descParkedS   = prometheus.NewDesc("weir_share_fetch_parked_seconds_total", "Time parked ShareFetch requests waited.", nil, nil)
-	descGapsHeld  = prometheus.NewDesc("weir_produce_sequence_gaps_held_total", "Idempotent batches that arrived ahead of their producer's next sequence and were held for the missing batch.", nil, nil)
-	descGapsFill  = prometheus.NewDesc("weir_produce_sequence_gaps_filled_total", "Held batches appended once the missing batch arrived (the rest got OUT_OF_ORDER_SEQUENCE_NUMBER).", nil, nil)
 	descRebal     = prometheus.NewDesc("weir_group_classic_rebalances_total", "Classic group generations completed.", nil, nil)
 	descEpochs    = prometheus.NewDesc("weir_group_consumer_epoch_bumps_total", "KIP-848 group epoch increments (new target assignments).", nil, nil)
 	descExpired   = prometheus.NewDesc("weir_group_members_expired_total", "Group members removed after their session timed out.", nil, nil)
@@ -46,7 +44,7 @@ var (
 
 func (c brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHosted, descLed, descLEO, descHW, descLogStart, descLogSize, descFsyncs, descInFlight, descAcquired, descAvailable,
-		descArchived, descExpiries, descRedeliv, descAcked, descParked, descParkedE, descParkedS, descGapsHeld, descGapsFill, descRebal, descEpochs, descExpired, descCommitted} {
+		descArchived, descExpiries, descRedeliv, descAcked, descParked, descParkedE, descParkedS, descRebal, descEpochs, descExpired, descCommitted} {
 		ch <- d
 	}
 }
@@ -71,13 +69,6 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 			led++
 		}
 	}
-	var gapsHeld, gapsFilled int64
-	for _, p := range parts {
-		gapsHeld += p.gapsHeld.Load()
-		gapsFilled += p.gapsFilled.Load()
-	}
-	counter(descGapsHeld, float64(gapsHeld))
-	counter(descGapsFill, float64(gapsFilled))
 	gauge(descHosted, float64(len(parts)))
 	gauge(descLed, float64(led))
 	for _, p := range parts {

@@ -27,11 +27,6 @@ type partition struct {
 	hw          atomic.Int64
 	nullEnd     atomic.Int64 // offsets handed out in NullStorage mode
 
-	// Produce batches held because they arrived ahead of their
-	// producer's next sequence, and how many of them the missing batch
-	// reached in time (00_produce.go).
-	gapsHeld, gapsFilled atomic.Int64
-
 	// producers is the idempotent-producer state, touched only inside the
 	// log's append hooks (see internal/producer).
 	producers *producer.State

@@ -28,7 +28,6 @@ const (
 	LeaderHints               = "weir.leader.hints.enable"
 	LivenessProbeMs           = "weir.broker.liveness.probe.ms"
 	ShareFetchElsewhereWaitMs = "weir.share.fetch.elsewhere.wait.ms"
-	ProduceSequenceGapWaitMs  = "weir.produce.sequence.gap.wait.ms"
 )
 
 // brokerDefs are the broker configs weir knows, with Kafka 4.3's types,
@@ -100,7 +99,6 @@ var brokerDefs = newDefSet([]Def{
 	{Name: ReplicaLagTimeMax, Type: Long, Default: "30000", valid: atLeast(1), Support: Honoured, Doc: "A follower that has not caught up with its leader's log end for this long leaves the ISR."},
 	{Name: ShareFetchElsewhereWaitMs, Type: Long, Default: "10", valid: atLeast(-1), Dynamic: true, Support: Honoured, Doc: "An empty record_limit ShareFetch whose topics have partitions led by other brokers is answered after at most this many milliseconds instead of its MaxWaitMs, so a record_limit share consumer (which takes records from one broker at a time) moves on to brokers that have records. batch_optimized fetches keep their MaxWaitMs. -1 turns this off."},
 	{Name: LivenessProbeMs, Type: Long, Default: "200", valid: atLeast(0), Support: Honoured, Doc: "How often the active controller's node probes every unfenced broker's listener; a broker whose listener refuses connections twice in a row is fenced at once instead of after broker.session.timeout.ms. 0 turns probing off."},
-	{Name: ProduceSequenceGapWaitMs, Type: Long, Default: "100", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "An idempotent batch that arrives ahead of its producer's next sequence (after a leadership move, batch n+1 can reach the new leader before the retry of batch n) is held up to this many milliseconds for the missing batch, then appended, instead of being refused at once with OUT_OF_ORDER_SEQUENCE_NUMBER, which costs the client its retry back-off. 0 refuses at once, as Kafka does."},
 	{Name: LeaderHints, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "KIP-951: Produce and Fetch answers that fail with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH name the new leader and its endpoint. false leaves clients to refresh metadata, for comparisons."},
 	{Name: FaultFetchResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every fetch response by this many milliseconds."},
 })

@@ -51,7 +51,7 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 			dynamic[d.Synonyms[0].Name] = true
 		}
 	}
-	for _, n := range []string{FaultProduceResponseMs, FaultFetchResponseMs, LeaderHints, ShareFetchElsewhereWaitMs, ProduceSequenceGapWaitMs} {
+	for _, n := range []string{FaultProduceResponseMs, FaultFetchResponseMs, LeaderHints, ShareFetchElsewhereWaitMs} {
 		dynamic[n] = true
 	}
 	for _, d := range BrokerDefs() {

@@ -1,7 +1,6 @@
 package producer
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -18,13 +17,6 @@ const (
 	NoProducerEpoch int16 = -1
 	NoSequence      int32 = -1
 )
-
-// ErrSequenceGap marks an OUT_OF_ORDER_SEQUENCE_NUMBER whose batch starts
-// beyond the producer's next sequence: a batch before it has not arrived
-// yet, and may still (after a leadership move a client can send batch n+1
-// to the new leader while batch n is on its way back from the old one).
-// Check wraps it together with kerr.OutOfOrderSequenceNumber.
-var ErrSequenceGap = errors.New("an earlier batch is missing")
 
 // BatchesRetained is how many of a producer's latest batches a partition
 // remembers for duplicate detection. It is five, as in Kafka: an
@@ -193,9 +185,6 @@ func (s *State) Check(h *log.BatchHeader) error {
 		last = e.batches[e.n-1].LastSeq
 	}
 	if !inSequence(last, h.BaseSequence) {
-		if int64(h.BaseSequence) > int64(last)+1 {
-			return fmt.Errorf("%w: producer %d epoch %d sent sequence %d after %d (%w)", kerr.OutOfOrderSequenceNumber, h.ProducerID, h.ProducerEpoch, h.BaseSequence, last, ErrSequenceGap)
-		}
 		return fmt.Errorf("%w: producer %d epoch %d sent sequence %d after %d", kerr.OutOfOrderSequenceNumber, h.ProducerID, h.ProducerEpoch, h.BaseSequence, last)
 	}
 	return nil

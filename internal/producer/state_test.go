@@ -350,39 +350,3 @@ func TestGuardAndAppendedHooks(t *testing.T) {
 		t.Fatalf("entry %+v", e)
 	}
 }
-
-// Only a batch that starts beyond the next sequence is a gap that an
-// earlier batch may still fill; the broker may hold such a batch.
-func TestCheckMarksSequenceGaps(t *testing.T) {
-	cases := []struct {
-		name       string
-		seq, n     int32
-		epoch      int16
-		wantGap    bool
-		wantOOOSeq bool
-	}{
-		{name: "next in line", seq: 4, n: 1},
-		{name: "one batch missing", seq: 5, n: 1, wantGap: true, wantOOOSeq: true},
-		{name: "far ahead", seq: 1000, n: 3, wantGap: true, wantOOOSeq: true},
-		{name: "behind, not a retained batch", seq: 1, n: 2, wantOOOSeq: true},
-		{name: "retry with another count", seq: 2, n: 1, wantOOOSeq: true},
-		{name: "new epoch not at 0", seq: 4, n: 1, epoch: 1, wantOOOSeq: true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := newPartition(Options{})
-			for _, seq := range []int32{0, 2} {
-				if _, err := p.produce(header(1, 0, seq, 2)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			_, err := p.produce(header(1, tc.epoch, tc.seq, tc.n))
-			if got := errors.Is(err, kerr.OutOfOrderSequenceNumber); got != tc.wantOOOSeq {
-				t.Fatalf("OUT_OF_ORDER_SEQUENCE_NUMBER %v, want %v (%v)", got, tc.wantOOOSeq, err)
-			}
-			if got := errors.Is(err, ErrSequenceGap); got != tc.wantGap {
-				t.Fatalf("gap %v, want %v (%v)", got, tc.wantGap, err)
-			}
-		})
-	}
-}
