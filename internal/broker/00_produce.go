@@ -72,6 +72,14 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 					sync := p.log.Config().SyncBeforeAck && r.Acks != 0 && !b.cfg.NullStorage
 					replicated := r.Acks == -1 && p.rep != nil && !b.cfg.NullStorage
+					if replicated && !sync {
+						// A one-replica ISR has committed the batch
+						// already: answer without a goroutine.
+						if done, herr := p.rep.HWReached(epoch, res.LastOffset+1); done {
+							replicated = false
+							err = herr
+						}
+					}
 					if sync || replicated {
 						waits = append(waits, durableWait{p: p, offset: res.LastOffset + 1, epoch: epoch, hw: replicated})
 					}

@@ -79,19 +79,7 @@ func (r *Replica) leaderLEOChanged() bool {
 func (r *Replica) WaitForHW(ctx context.Context, epoch int32, offset int64) error {
 	for {
 		r.mu.Lock()
-		ls := r.ls
-		var err error
-		done := true
-		switch {
-		case ls == nil || ls.leaderEpoch != epoch:
-			err = fmt.Errorf("%w: leadership changed while waiting for replication", kerr.NotLeaderForPartition)
-		case ls.hw >= offset:
-			if n, minISR := len(ls.isr), int(r.minISR.Load()); n < minISR {
-				err = fmt.Errorf("%w: ISR has %d members, min.insync.replicas is %d", kerr.NotEnoughReplicasAfterAppend, n, minISR)
-			}
-		default:
-			done = false
-		}
+		done, err := r.hwReachedLocked(epoch, offset)
 		var ch chan struct{}
 		if !done {
 			ch = r.waitChLocked()
@@ -106,6 +94,29 @@ func (r *Replica) WaitForHW(ctx context.Context, epoch int32, offset int64) erro
 			return ctx.Err()
 		}
 	}
+}
+
+// HWReached is WaitForHW without the wait: done reports whether the
+// outcome is known now, and err is then WaitForHW's. A one-replica ISR
+// commits during Append, so a produce to it can be answered at once.
+func (r *Replica) HWReached(epoch int32, offset int64) (done bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hwReachedLocked(epoch, offset)
+}
+
+func (r *Replica) hwReachedLocked(epoch int32, offset int64) (bool, error) {
+	ls := r.ls
+	switch {
+	case ls == nil || ls.leaderEpoch != epoch:
+		return true, fmt.Errorf("%w: leadership changed while waiting for replication", kerr.NotLeaderForPartition)
+	case ls.hw >= offset:
+		if n, minISR := len(ls.isr), int(r.minISR.Load()); n < minISR {
+			return true, fmt.Errorf("%w: ISR has %d members, min.insync.replicas is %d", kerr.NotEnoughReplicasAfterAppend, n, minISR)
+		}
+		return true, nil
+	}
+	return false, nil
 }
 
 // FollowerFetch is one partition of a follower's Fetch request.

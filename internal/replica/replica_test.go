@@ -124,6 +124,29 @@ func TestWaitForHW(t *testing.T) {
 	})
 }
 
+// HWReached answers what WaitForHW would, without waiting: known at once
+// for a one-replica ISR, not yet while followers lag, and
+// NOT_LEADER_OR_FOLLOWER for another epoch.
+func TestHWReached(t *testing.T) {
+	solo, _, _ := leaderOf(t, []int32{1}, 1)
+	res := mustAppend(t, solo, 2, -1)
+	if done, err := solo.HWReached(res.LeaderEpoch, res.LastOffset+1); !done || err != nil {
+		t.Fatalf("one-replica ISR: done %v, err %v; want done, nil", done, err)
+	}
+	if done, err := solo.HWReached(res.LeaderEpoch+1, res.LastOffset+1); !done || !isKerr(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("other epoch: done %v, err %v; want done, NOT_LEADER_OR_FOLLOWER", done, err)
+	}
+	r, _, _ := leaderOf(t, []int32{1, 2}, 2)
+	res = mustAppend(t, r, 3, -1)
+	if done, err := r.HWReached(res.LeaderEpoch, res.LastOffset+1); done || err != nil {
+		t.Fatalf("follower behind: done %v, err %v; want not done", done, err)
+	}
+	r.FetchForFollower(nil, FollowerFetch{ReplicaID: 2, FetchOffset: res.LastOffset + 1, CurrentLeaderEpoch: res.LeaderEpoch, LastFetchedEpoch: res.LeaderEpoch, MaxBytes: 1 << 20})
+	if done, err := r.HWReached(res.LeaderEpoch, res.LastOffset+1); !done || err != nil {
+		t.Fatalf("follower caught up: done %v, err %v; want done, nil", done, err)
+	}
+}
+
 func TestFetchForFollowerErrors(t *testing.T) {
 	r, _, _ := leaderOf(t, []int32{1, 2, 3}, 1)
 	for i := range 3 {
