@@ -63,8 +63,12 @@ def main(paths):
         print("| metric | RF 3 | RF 1 | RF3/RF1 |")
         print("|---|---:|---:|---:|")
         for name, k in [("records/s", "rate"), ("MB/s", "mb_s"), ("p50 (ms)", "p50"), ("p99 (ms)", "p99"),
-                        ("machine CPU used (cores)", "machine_cpu_s_per_s")]:
-            a, b = med(r3[k]), med(r1[k])
+                        ("machine CPU used (cores)", "machine_cpu_s_per_s"),
+                        ("leader CPU per record (us)", "leader_cpu_us_per_record"),
+                        ("followers' CPU (s)", "followers_cpu_s")]:
+            if k not in r3 and k not in r1:
+                continue  # raw files from before the per-node figures
+            a, b = med(r3.get(k, [])), med(r1.get(k, []))
             print(f"| {name} | {fmt(a)} | {fmt(b)} | {a / b:.2f} |" if b else f"| {name} | {fmt(a)} | {fmt(b)} | |")
         # Runs alternate, so run i of each side are neighbours in time.
         ratios = [a / b for a, b in zip(r3["rate"], r1["rate"]) if b]
