@@ -25,6 +25,7 @@ type shareFake struct {
 	next      [2]int64
 	waits     [2][]int32 // MaxWaitMs of every ShareFetch per node
 	records   [2][]int32 // MaxRecords of every ShareFetch per node
+	tagged    [2][]bool  // whether each ShareFetch carried shareFetchAllLeadersTag = 1
 	// held counts records acquired and not yet acknowledged, on both
 	// nodes together; maxHeld is its peak.
 	held, maxHeld int
@@ -145,6 +146,11 @@ func (f *shareFake) shareFetch(ctx context.Context, node int32, r *kmsg.ShareFet
 	f.mu.Lock()
 	f.waits[node] = append(f.waits[node], r.MaxWaitMillis)
 	f.records[node] = append(f.records[node], r.MaxRecords)
+	tagged := false
+	r.UnknownTags.Each(func(k uint32, v []byte) {
+		tagged = tagged || k == shareFetchAllLeadersTag && len(v) == 1 && v[0] == 1
+	})
+	f.tagged[node] = append(f.tagged[node], tagged)
 	n := min(f.available[node], int(r.MaxRecords))
 	f.available[node] -= n
 	first := f.next[node]
@@ -261,6 +267,17 @@ func TestShareRecordLimitNoStallTwoLeaders(t *testing.T) {
 	}
 	if d := time.Since(t0); d < 450*time.Millisecond {
 		t.Errorf("idle poll took %v, want a long poll", d)
+	}
+	// Every record_limit fetch tells weir brokers that this consumer asks
+	// every leader at once (shareFetchAllLeadersTag).
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for node, tags := range f.tagged {
+		for i, ok := range tags {
+			if !ok {
+				t.Errorf("fetch %d to node %d lacks the all-leaders tag", i, node)
+			}
+		}
 	}
 }
 
