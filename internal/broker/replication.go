@@ -25,8 +25,18 @@ import (
 // controller as AlterPartition.
 
 // openReplica wraps a freshly opened partition log in a Replica.
+//
+// Its high watermark starts from the log's checkpoint (replica.Open clamps
+// it to the log), or from the log end for a log whose checkpoint holds
+// none (written before the checkpoint carried it): a replica that takes
+// its whole log for committed could, as a new leader, show consumers
+// records its followers never had.
 func (b *Broker) openReplica(p *partition, minISR int) error {
-	r, err := replica.Open(p.log, p.log.EndOffset(), replica.Config{
+	hw := p.log.EndOffset()
+	if ck, ok := p.log.CheckpointedHighWatermark(); ok {
+		hw = ck
+	}
+	r, err := replica.Open(p.log, hw, replica.Config{
 		LocalID:   b.cfg.NodeID,
 		Topic:     p.topic.name,
 		TopicID:   p.topic.id,
@@ -37,7 +47,10 @@ func (b *Broker) openReplica(p *partition, minISR int) error {
 		OnISRChange: func(r *replica.Replica, ch replica.ISRChange) {
 			b.sendISRChange(p, r, ch)
 		},
-		OnHighWatermark: func(_ *replica.Replica, hw int64) { p.setHW(hw) },
+		OnHighWatermark: func(_ *replica.Replica, hw int64) {
+			p.log.NoteHighWatermark(hw)
+			p.setHW(hw)
+		},
 		OnFollowerAppend: func(_ *replica.Replica, h *wlog.BatchHeader) {
 			p.producers.Record(h)
 		},

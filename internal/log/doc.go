@@ -8,8 +8,10 @@
 // plus a sparse offset index (.index) and a time index (.timeindex) that
 // are rebuilt from the .log whenever they are missing or do not check out.
 // A checkpoint file records the recovery point (everything below it was
-// fsynced) and the log start offset. The on-disk format and the recovery
-// rule are written down in docs/DESIGN.md.
+// fsynced), the log start offset and the high watermark the replica last
+// noted (NoteHighWatermark; CheckpointedHighWatermark reads it back on
+// open). The on-disk format and the recovery rule are written down in
+// docs/DESIGN.md.
 //
 // Append validates a batch (sizes, magic 2, CRC-32C, record structure,
 // count and offset deltas, timestamps, decompressing gzip, snappy, lz4 and

@@ -70,15 +70,21 @@ type Log struct {
 	logStart      int64
 	leo           int64
 	recoveryPoint int64 // as last written to the checkpoint file
-	unflushed     int64 // records appended since the last fsync request
-	toFlush       []*segment
-	retired       []retiredSegment
-	truncations   uint64 // bumped by every truncation, so a flush in flight does not over-claim
-	armed         bool   // the Syncer will visit: background work is pending
-	closing       bool   // Close has started
-	closed        bool
-	stopped       bool // the log closed: WaitDurable gives up (guarded by durableMu, not mu)
-	private       bool // syncer belongs to this log (set by Open)
+	// openHW is the high watermark the checkpoint held when the log was
+	// opened (-1: none); hw is the latest one noted (NoteHighWatermark),
+	// written with every checkpoint.
+	openHW      int64
+	hw          atomic.Int64
+	ckptHW      int64 // the high watermark in the checkpoint file
+	unflushed   int64 // records appended since the last fsync request
+	toFlush     []*segment
+	retired     []retiredSegment
+	truncations uint64 // bumped by every truncation, so a flush in flight does not over-claim
+	armed       bool   // the Syncer will visit: background work is pending
+	closing     bool   // Close has started
+	closed      bool
+	stopped     bool // the log closed: WaitDurable gives up (guarded by durableMu, not mu)
+	private     bool // syncer belongs to this log (set by Open)
 
 	// flushMu serialises flushes (the Syncer's passes, Flush, Close): one
 	// flush must not publish durability for segments another is still
@@ -160,7 +166,10 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		ckpt:   opts.CheckpointInterval,
 		syncer: opts.Syncer,
 		sync:   syncState{heapIdx: -1},
+		openHW: -1,
+		ckptHW: -1,
 	}
+	l.hw.Store(-1)
 	if l.logger == nil {
 		l.logger = discardLogger
 	}
@@ -202,8 +211,9 @@ func (l *Log) createLocked(now time.Time) error {
 	}
 	// The checkpoint write fsyncs the directory, so the segment's name is
 	// durable; the parent is fsynced for the directory's own name.
-	err = writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.leo, logStartOffset: l.logStart})
+	err = writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.leo, logStartOffset: l.logStart, highWatermark: l.hw.Load()})
 	if err == nil {
+		l.ckptHW = l.hw.Load()
 		err = syncDir(filepath.Dir(l.dir))
 	}
 	if err != nil {
@@ -620,11 +630,25 @@ func (l *Log) afterTruncate() error {
 // state changed; they are rare (roll, truncation, retention, the periodic
 // flush), so the short stall of appends is accepted.
 func (l *Log) writeCheckpointLocked() error {
-	if err := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.recoveryPoint, logStartOffset: l.logStart}); err != nil {
+	hw := l.hw.Load()
+	if err := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.recoveryPoint, logStartOffset: l.logStart, highWatermark: hw}); err != nil {
 		return fmt.Errorf("%w: checkpoint: %v", kerr.KafkaStorageError, err)
 	}
+	l.ckptHW = hw
 	return nil
 }
+
+// NoteHighWatermark records the partition's high watermark for the next
+// checkpoint (the periodic flush, a roll, a truncation, Close). It takes
+// no lock; a checkpoint may lag the high watermark, which only makes a
+// restarted replica start lower than it could.
+func (l *Log) NoteHighWatermark(hw int64) { l.hw.Store(hw) }
+
+// CheckpointedHighWatermark is the high watermark the checkpoint held when
+// the log was opened, and whether it held one (logs written before
+// version 2 checkpoints, or never checkpointed, hold none). It may exceed
+// the log end after a crash cut an unsynced tail.
+func (l *Log) CheckpointedHighWatermark() (int64, bool) { return l.openHW, l.openHW >= 0 }
 
 func keepSegments(list, alive []*segment) []*segment {
 	var out []*segment

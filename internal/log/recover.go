@@ -20,6 +20,10 @@ import (
 // prefix of what was written, and contains everything that was fsynced.
 func (l *Log) recover() error {
 	ck, haveCk := readCheckpoint(l.dir)
+	if haveCk {
+		l.openHW = ck.highWatermark
+		l.hw.Store(ck.highWatermark)
+	}
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
 		return err
@@ -139,9 +143,10 @@ func (l *Log) recover() error {
 	}
 	l.durable.Store(l.leo)
 	l.recoveryPoint = l.leo
-	if err := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.leo, logStartOffset: l.logStart}); err != nil {
+	if err := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.leo, logStartOffset: l.logStart, highWatermark: l.hw.Load()}); err != nil {
 		return err
 	}
+	l.ckptHW = l.hw.Load()
 	l.logger.Debug("log: opened", "dir", l.dir, "segments", len(l.segs), "log_start_offset", l.logStart, "log_end_offset", l.leo)
 	return nil
 }

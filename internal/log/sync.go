@@ -119,7 +119,7 @@ func (l *Log) flush(checkpointToo bool) error {
 	}
 	truncations := l.truncations
 	l.unflushed = 0
-	needCkpt := checkpointToo && l.recoveryPoint < leo
+	needCkpt := checkpointToo && (l.recoveryPoint < leo || l.hw.Load() != l.ckptHW)
 	l.mu.Unlock()
 
 	if len(sealed) == 0 && !needActive && !needIndex && !needCkpt {
@@ -160,8 +160,8 @@ func (l *Log) flush(checkpointToo bool) error {
 		rp = sealed[len(sealed)-1].seg.next
 	}
 	var err error
-	if rp > l.recoveryPoint {
-		l.recoveryPoint = rp
+	if rp > l.recoveryPoint || checkpointToo && l.hw.Load() != l.ckptHW {
+		l.recoveryPoint = max(rp, l.recoveryPoint)
 		err = l.writeCheckpointLocked()
 	}
 	l.mu.Unlock()
