@@ -116,6 +116,7 @@ func (t *Topic) LogConfig() log.Config {
 		FlushMessages:      v[FlushMessages].i,
 		FlushInterval:      boundedMs(v[FlushMs].i),
 		SyncBeforeAck:      v[SyncBeforeAck].b,
+		BackgroundSync:     v[BackgroundSync].b,
 		FileDeleteDelay:    msDuration(v[FileDeleteDelayMs].i),
 	}
 	if !t.Delete() {

@@ -29,6 +29,9 @@ const (
 	// SyncBeforeAck is weir's own: fsync (with group commit) before a
 	// produce is acknowledged.
 	SyncBeforeAck = "weir.sync.before.ack"
+	// BackgroundSync is weir's own: fsync unsynced data about once a
+	// second (true), or only when Kafka would (false).
+	BackgroundSync = "weir.background.sync"
 )
 
 const (
@@ -119,6 +122,8 @@ var topicDefs = newDefSet([]Def{
 		Doc: "Delete tiered data when tiered storage is turned off for the topic."},
 	{Name: SyncBeforeAck, Type: Boolean, Default: "false", Support: Honoured, Synonyms: syn(WeirLogSyncBeforeAck),
 		Doc: "weir: fsync before acknowledging a produce; concurrent produces share one fsync (group commit)."},
+	{Name: BackgroundSync, Type: Boolean, Default: "true", Support: Honoured, Synonyms: syn(WeirLogBackgroundSync),
+		Doc: "weir: fsync data not yet fsynced about once a second in the background. false fsyncs only where Kafka does (segment roll, flush.ms, flush.messages, shutdown): page cache only, for comparisons with Kafka's defaults."},
 })
 
 // infiniteMs is the largest millisecond count that still fits a

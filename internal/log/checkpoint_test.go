@@ -101,11 +101,11 @@ func TestFlushWritesMovedHighWatermark(t *testing.T) {
 	l := openTestLog(t, dir, DefaultConfig(), clock)
 	defer l.Close()
 	appendN(t, l, clock, 2, 1, 10)
-	if err := l.flush(true); err != nil {
+	if err := l.flush(true, false); err != nil {
 		t.Fatal(err)
 	}
 	l.NoteHighWatermark(2)
-	if err := l.flush(true); err != nil {
+	if err := l.flush(true, false); err != nil {
 		t.Fatal(err)
 	}
 	ck, ok := readCheckpoint(dir)

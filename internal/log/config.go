@@ -24,6 +24,11 @@ type Config struct {
 	// wait in WaitDurable, and concurrent waiters share one fsync (group
 	// commit).
 	SyncBeforeAck bool
+	// BackgroundSync fsyncs unsynced data about once a second in the
+	// background (weir's default). Off, the log fsyncs only on a segment
+	// seal, flush.ms, flush.messages, a WaitDurable caller, Flush and
+	// Close, as Kafka does (weir.background.sync=false).
+	BackgroundSync bool
 	// FileDeleteDelay is how long files of a deleted segment stay open so
 	// that reads already holding their ranges can finish
 	// (file.delete.delay.ms).
@@ -43,6 +48,7 @@ func DefaultConfig() Config {
 		RetentionBytes:     -1,
 		FlushMessages:      math.MaxInt64,
 		FlushInterval:      -1,
+		BackgroundSync:     true,
 		FileDeleteDelay:    time.Minute,
 	}
 }

@@ -34,8 +34,9 @@
 //
 // By default the log relies on the page cache, as Kafka does: data is
 // fsynced when a segment is sealed, every flush.ms, once flush.messages
-// records are unflushed, about once a second while unsynced data is left,
-// and at Close. With SyncBeforeAck the caller waits in WaitDurable before
+// records are unflushed, about once a second while unsynced data is left
+// (BackgroundSync; off, exactly Kafka's defaults), and at Close. With
+// SyncBeforeAck the caller waits in WaitDurable before
 // acknowledging; concurrent waiters share one fsync (group commit), so the
 // cost of durability falls as load rises.
 //

@@ -73,9 +73,12 @@ type Log struct {
 	// openHW is the high watermark the checkpoint held when the log was
 	// opened (-1: none); hw is the latest one noted (NoteHighWatermark),
 	// written with every checkpoint.
-	openHW      int64
-	hw          atomic.Int64
-	ckptHW      int64 // the high watermark in the checkpoint file
+	openHW int64
+	hw     atomic.Int64
+	ckptHW int64 // the high watermark in the checkpoint file
+	// syncAsked: a pass was asked for (signal), so the active segment is
+	// fsynced even without BackgroundSync.
+	syncAsked   atomic.Bool
 	unflushed   int64 // records appended since the last fsync request
 	toFlush     []*segment
 	retired     []retiredSegment
@@ -761,7 +764,7 @@ func (l *Log) EnforceRetention(hw int64) (int, error) {
 // Flush fsyncs everything appended so far, writes the indexes and the
 // recovery checkpoint.
 func (l *Log) Flush() error {
-	return l.flush(true)
+	return l.flush(true, true)
 }
 
 // WaitDurable blocks until every batch below offset is fsynced, asking the
@@ -811,6 +814,7 @@ func (l *Log) wakeWaiters(stop bool) {
 
 // signal asks the Syncer for a pass over the log now.
 func (l *Log) signal() {
+	l.syncAsked.Store(true)
 	l.syncer.request(l)
 }
 
@@ -825,7 +829,7 @@ func (l *Log) Close() error {
 	l.closing = true
 	l.mu.Unlock()
 	l.stopSyncing()
-	err := l.flush(true)
+	err := l.flush(true, true)
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()

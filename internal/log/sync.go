@@ -15,7 +15,7 @@ func (l *Log) syncPass() {
 	cfg := l.cfg.Load()
 	periodic := cfg.FlushInterval >= 0 && now.Sub(l.lastFlush) >= cfg.FlushInterval
 	writeCkpt := now.Sub(l.lastCkpt) >= l.ckpt
-	if err := l.flush(writeCkpt || periodic); err != nil {
+	if err := l.flush(writeCkpt || periodic, periodic); err != nil {
 		l.logger.Error("log: flush failed", "dir", l.dir, "err", err)
 	}
 	if periodic {
@@ -43,7 +43,7 @@ func (l *Log) nextPassLocked(now time.Time, cfg *Config) time.Duration {
 	if len(l.retired) > 0 || len(l.toFlush) > 0 || cfg.FlushInterval >= 0 || len(l.segs) == 0 {
 		return d
 	}
-	if active := l.segs[len(l.segs)-1]; active.synced < active.size {
+	if active := l.segs[len(l.segs)-1]; active.synced < active.size && cfg.BackgroundSync {
 		return d
 	}
 	return max(d, l.ckpt-now.Sub(l.lastCkpt))
@@ -68,14 +68,15 @@ func (l *Log) armAfterLocked(d time.Duration) {
 }
 
 func (l *Log) hasBackgroundWorkLocked() bool {
-	if len(l.retired) > 0 || len(l.toFlush) > 0 || l.recoveryPoint < l.leo {
+	bg := l.cfg.Load().BackgroundSync
+	if len(l.retired) > 0 || len(l.toFlush) > 0 || bg && l.recoveryPoint < l.leo || l.hw.Load() != l.ckptHW {
 		return true
 	}
 	if len(l.segs) == 0 {
 		return false
 	}
 	active := l.segs[len(l.segs)-1]
-	return active.synced < active.size || active.dirty
+	return bg && active.synced < active.size || active.dirty
 }
 
 func (l *Log) tickInterval() time.Duration {
@@ -88,8 +89,12 @@ func (l *Log) tickInterval() time.Duration {
 
 // flush fsyncs what was appended (sealed segments and the active one),
 // writes sealed segments' indexes and, with checkpointToo, the active index
-// and the recovery checkpoint. It is a no-op when nothing changed.
-func (l *Log) flush(checkpointToo bool) error {
+// and the recovery checkpoint. It is a no-op when nothing changed. Without
+// BackgroundSync the active segment is fsynced only when force is set
+// (flush.ms, Flush, Close) or someone asked (signal: a waiter,
+// flush.messages, a roll); the recovery point and the durable offset then
+// move only as far as what was fsynced.
+func (l *Log) flush(checkpointToo, force bool) error {
 	type pending struct {
 		seg *segment
 		ix  index
@@ -111,7 +116,11 @@ func (l *Log) flush(checkpointToo bool) error {
 	l.toFlush = nil
 	active := l.segs[len(l.segs)-1]
 	activeSize := active.size
-	needActive := active.synced < activeSize
+	asked := l.syncAsked.Swap(false)
+	unsynced := active.synced < activeSize
+	needActive := unsynced && (l.cfg.Load().BackgroundSync || force || asked)
+	// Everything below leo is fsynced once this flush is done.
+	allSynced := !unsynced || needActive
 	needIndex := checkpointToo && active.dirty
 	activeIndex := active.ix
 	if needIndex {
@@ -119,11 +128,13 @@ func (l *Log) flush(checkpointToo bool) error {
 	}
 	truncations := l.truncations
 	l.unflushed = 0
-	needCkpt := checkpointToo && (l.recoveryPoint < leo || l.hw.Load() != l.ckptHW)
+	needCkpt := checkpointToo && (allSynced && l.recoveryPoint < leo || l.hw.Load() != l.ckptHW)
 	l.mu.Unlock()
 
 	if len(sealed) == 0 && !needActive && !needIndex && !needCkpt {
-		l.advanceDurable(leo, truncations)
+		if allSynced {
+			l.advanceDurable(leo, truncations)
+		}
 		return nil
 	}
 	for _, p := range sealed {
@@ -149,15 +160,25 @@ func (l *Log) flush(checkpointToo bool) error {
 		l.mu.Unlock()
 		return nil // a truncation raced us; the next flush redoes the work
 	}
-	active.synced = max(active.synced, activeSize)
+	if needActive {
+		active.synced = max(active.synced, activeSize)
+	}
 	for _, p := range sealed {
 		p.seg.synced = p.seg.size
 	}
 	rp := l.recoveryPoint
-	if checkpointToo {
-		rp = leo
-	} else if len(sealed) > 0 {
-		rp = sealed[len(sealed)-1].seg.next
+	durable := int64(-1)
+	switch {
+	case allSynced:
+		durable = leo
+		if checkpointToo {
+			rp = leo
+		} else if len(sealed) > 0 {
+			rp = sealed[len(sealed)-1].seg.next
+		}
+	case len(sealed) > 0:
+		durable = sealed[len(sealed)-1].seg.next
+		rp = durable
 	}
 	var err error
 	if rp > l.recoveryPoint || checkpointToo && l.hw.Load() != l.ckptHW {
@@ -168,7 +189,9 @@ func (l *Log) flush(checkpointToo bool) error {
 	if err != nil {
 		return err
 	}
-	l.advanceDurable(leo, truncations)
+	if durable >= 0 {
+		l.advanceDurable(durable, truncations)
+	}
 	return nil
 }
 
