@@ -6,20 +6,29 @@ import (
 	"time"
 )
 
+// writtenLog opens a log with BackgroundSync as given and appends n
+// one-record batches, leaving no pass asked for (the first append's
+// segment creation asks for one; the tests want unasked passes).
+func writtenLog(t *testing.T, bg bool, n int) (*Log, *fakeClock, string) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.BackgroundSync = bg
+	clock := newFakeClock()
+	dir := t.TempDir()
+	l := openTestLog(t, dir, cfg, clock)
+	t.Cleanup(func() { l.Close() })
+	appendN(t, l, clock, n, 1, 10)
+	l.syncAsked.Store(false)
+	return l, clock, dir
+}
+
 // With BackgroundSync off, a pass of the Syncer that nobody asked for
 // fsyncs nothing and claims nothing durable; a waiter, Flush and Close
 // still fsync. With it on (the default) the same pass fsyncs.
 func TestBackgroundSync(t *testing.T) {
 	for _, bg := range []bool{true, false} {
 		t.Run(map[bool]string{true: "on", false: "off"}[bg], func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.BackgroundSync = bg
-			clock := newFakeClock()
-			dir := t.TempDir()
-			l := openTestLog(t, dir, cfg, clock)
-			defer l.Close()
-			appendN(t, l, clock, 3, 2, 10)
-			l.syncAsked.Store(false) // the first append's segment creation asked; this test wants an unasked pass
+			l, clock, dir := writtenLog(t, bg, 3)
 			// Unsynced data brings the next pass within a second only
 			// with background sync on.
 			l.mu.Lock()
@@ -54,14 +63,7 @@ func TestBackgroundSync(t *testing.T) {
 // Without BackgroundSync the recovery point never passes what was
 // fsynced: a periodic checkpoint pass over unsynced data keeps it.
 func TestCheckpointWithoutBackgroundSyncKeepsRecoveryPoint(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.BackgroundSync = false
-	clock := newFakeClock()
-	dir := t.TempDir()
-	l := openTestLog(t, dir, cfg, clock)
-	defer l.Close()
-	appendN(t, l, clock, 2, 1, 10)
-	l.syncAsked.Store(false)
+	l, _, dir := writtenLog(t, false, 2)
 	l.NoteHighWatermark(2)
 	if err := l.flush(true, false); err != nil {
 		t.Fatal(err)
