@@ -269,6 +269,16 @@ func TestShareFetchWaitElsewhere(t *testing.T) {
 	if got := b.shareFetchWait(fetchMode("spread", int8(share.BatchOptimized))); got != 30*time.Second {
 		t.Errorf("batch_optimized fetch: wait %v, want the request's 30s", got)
 	}
+	tagged := fetchOn("spread")
+	tagged.r.UnknownTags.Set(shareFetchAllLeadersTag, []byte{1})
+	if got := b.shareFetchWait(tagged); got != 30*time.Second {
+		t.Errorf("record_limit fetch from a consumer that asks every leader at once: wait %v, want the request's 30s", got)
+	}
+	other := fetchOn("spread")
+	other.r.UnknownTags.Set(shareFetchAllLeadersTag, []byte{2})
+	if got := b.shareFetchWait(other); got != 10*time.Millisecond {
+		t.Errorf("record_limit fetch with an unknown value of the tag: wait %v, want 10ms", got)
+	}
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, ""
