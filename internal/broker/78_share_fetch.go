@@ -83,6 +83,12 @@ func (b *Broker) handleShareFetch(ctx context.Context, req *server.Request) *ser
 	if !exists {
 		return fail(fmt.Errorf("%w: Share group %s not found.", kerr.GroupIDNotFound, group))
 	}
+	// The share state of the partitions led here is written here: on a
+	// node that does not coordinate the group, this may be the first
+	// share request it serves.
+	if err := c.ensureStore(); err != nil {
+		return fail(err)
+	}
 
 	var adds, forgets []sessionPart
 	var acks []shareAckPart

@@ -38,6 +38,9 @@ func (b *Broker) handleShareAcknowledge(ctx context.Context, req *server.Request
 	if err := c.ackSession(group, member, r.ShareSessionEpoch); err != nil {
 		return fail(err)
 	}
+	if err := c.ensureStore(); err != nil {
+		return fail(err)
+	}
 	settings, _ := c.settings(group)
 	resp.AcquisitionLockTimeoutMillis = int32(settings.part.LockDuration / time.Millisecond)
 	var acks []shareAckPart
