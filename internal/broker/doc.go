@@ -50,8 +50,13 @@
 // (DataDir/__share_group_state-N) through one writer goroutine
 // (share*.go): acknowledgements, releases and expiries, not acquisitions
 // (as in Kafka: a restart makes records only acquired available again,
-// with the delivery count they had before). A node that leads a group's partitions but does not
-// coordinate the group serves its ShareFetch and ShareAcknowledge all the
+// with the delivery count they had before). These logs are not
+// replicated: when a data partition's leadership moves, the new leader
+// starts its share partitions from share.auto.offset.reset, and the old
+// one keeps its own copy, which it serves again if the leadership comes
+// back (share_failover_test.go, built with -tags sharefailover, is the
+// test of the replicated design still to come). A node that leads a
+// group's partitions but does not coordinate the group serves its ShareFetch and ShareAcknowledge all the
 // same; an empty record_limit ShareFetch on topics with partitions led
 // elsewhere returns after weir.share.fetch.elsewhere.wait.ms (10 ms) so
 // that record_limit consumers move on to brokers with records, and a

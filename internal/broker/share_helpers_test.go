@@ -35,7 +35,13 @@ func shareClient(t testing.TB, tb *testBroker) *kgo.Client {
 // request sends req to node 1 (every test broker's id).
 func request[R kmsg.Response](t testing.TB, ctx context.Context, c *kgo.Client, req kmsg.Request) R {
 	t.Helper()
-	resp, err := c.Broker(1).Request(ctx, req)
+	return requestTo[R](t, ctx, c, 1, req)
+}
+
+// requestTo sends req to one node (of a test cluster).
+func requestTo[R kmsg.Response](t testing.TB, ctx context.Context, c *kgo.Client, node int32, req kmsg.Request) R {
+	t.Helper()
+	resp, err := c.Broker(int(node)).Request(ctx, req)
 	if err != nil {
 		t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
 	}
@@ -107,6 +113,16 @@ type shareMember struct {
 	session int32 // next share session epoch
 	topic   [16]byte
 	parts   []int32
+	// coord and leader are the nodes heartbeats and share fetches or
+	// acknowledgements go to; 0 is node 1.
+	coord, leader int32
+}
+
+func nodeOr1(n int32) int32 {
+	if n == 0 {
+		return 1
+	}
+	return n
 }
 
 func newShareMember(t testing.TB, tb *testBroker, group, id string) *shareMember {
@@ -121,7 +137,7 @@ func (m *shareMember) heartbeat(ctx context.Context, topics ...string) *kmsg.Sha
 	if m.epoch == 0 {
 		req.SubscribedTopicNames = topics
 	}
-	resp := request[*kmsg.ShareGroupHeartbeatResponse](m.t, ctx, m.c, req)
+	resp := requestTo[*kmsg.ShareGroupHeartbeatResponse](m.t, ctx, m.c, nodeOr1(m.coord), req)
 	if resp.ErrorCode != 0 {
 		return resp
 	}
@@ -206,7 +222,7 @@ func (m *shareMember) fetch(ctx context.Context, o fetchOpts) *kmsg.ShareFetchRe
 	if len(t.Partitions) > 0 {
 		req.Topics = append(req.Topics, t)
 	}
-	resp := request[*kmsg.ShareFetchResponse](m.t, ctx, m.c, req)
+	resp := requestTo[*kmsg.ShareFetchResponse](m.t, ctx, m.c, nodeOr1(m.leader), req)
 	if resp.ErrorCode == 0 && o.epoch == nil {
 		m.session = nextShareEpoch(req.ShareSessionEpoch)
 		if req.ShareSessionEpoch == -1 {
@@ -243,7 +259,7 @@ func (m *shareMember) acknowledge(ctx context.Context, acks map[int32][]ack, ren
 		t.Partitions = append(t.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, t)
-	resp := request[*kmsg.ShareAcknowledgeResponse](m.t, ctx, m.c, req)
+	resp := requestTo[*kmsg.ShareAcknowledgeResponse](m.t, ctx, m.c, nodeOr1(m.leader), req)
 	if resp.ErrorCode == 0 {
 		m.session = nextShareEpoch(m.session)
 		if req.ShareSessionEpoch == -1 {
