@@ -45,7 +45,11 @@
 // in write order: acquired records come back as if their lock expired, so
 // nothing acknowledged is delivered again and nothing goes past the
 // delivery count limit. StateKey names the partition a record belongs to.
-// The encodings are versioned and their decoders fuzzed.
+// The encodings are versioned and their decoders fuzzed. wire.go maps a
+// StateRecord to and from the inter-broker ReadShareGroupState (a
+// snapshot) and WriteShareGroupState (a delta) partitions, and Fence is a
+// share coordinator's state and leader epoch check; the broker does not
+// send these APIs yet (its share state is node-local).
 //
 // Group is one share group's membership as ShareGroupHeartbeat drives it
 // (member ids chosen by clients, member and group epochs, session timeout
