@@ -188,6 +188,33 @@ func leaders(ctx context.Context, adm *client.Admin, topic string, partitions in
 
 // backlog returns each partition's records between its earliest and
 // latest offsets: what the share group has to drain.
+// loadedBacklog is backlog once every partition's backlog has reached the
+// count loaded into it, polled until ctx ends (then the last reading and
+// an error).
+func loadedBacklog(ctx context.Context, adm *client.Admin, topic string, counts []int64) ([]int64, error) {
+	for {
+		bl, err := backlog(ctx, adm, topic, len(counts))
+		if err != nil {
+			return nil, err
+		}
+		short := -1
+		for p, n := range bl {
+			if n < counts[p] {
+				short = p
+				break
+			}
+		}
+		if short < 0 {
+			return bl, nil
+		}
+		select {
+		case <-ctx.Done():
+			return bl, fmt.Errorf("partition %d of %s shows %d of the %d records loaded: %w", short, topic, bl[short], counts[short], ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 func backlog(ctx context.Context, adm *client.Admin, topic string, partitions int) ([]int64, error) {
 	hi, err := adm.ListOffsets(ctx, topic, client.OffsetLatest)
 	if err != nil {
