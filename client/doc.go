@@ -185,7 +185,7 @@
 // Poll waits for an empty leader while another has records. Acknowledgements
 // for a leader the round does not fetch from are sent, and answered,
 // before the round acquires anything. share.go describes the policy.
-// Its record_limit fetches carry a tagged field (shareFetchAllLeadersTag)
+// Its record_limit fetches carry a tagged field (wiretag.ShareFetchAllLeaders)
 // saying that it asks every leader at once, so weir brokers keep such a
 // fetch's MaxWaitMs rather than answer it early for the sake of consumers
 // that ask one broker at a time; other brokers ignore the tag.

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/client/internal/records"
+	"weir/client/wiretag"
 )
 
 // A share consumer (KIP-932) is a member of a share group: the group's
@@ -286,16 +287,6 @@ func (s *ShareConsumer) heartbeat(ctx context.Context) (time.Duration, error) {
 	}
 	return time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond, nil
 }
-
-// shareFetchAllLeadersTag is a tagged field this client adds to its
-// record_limit ShareFetches. It tells weir brokers that the consumer asks
-// every leader at once when it waits (the Java client asks one broker at a
-// time), so a broker need not answer an empty fetch early to send it on to
-// another broker (weir.share.fetch.elsewhere.wait.ms): the request keeps
-// its MaxWaitMs and an idle consumer does not poll every few ms. Brokers
-// that do not know the tag ignore it, as Kafka's do with any unknown tagged
-// field. The value is a version byte, 1.
-const shareFetchAllLeadersTag = 0x7765
 
 // shareFetchPlan is one request of a round.
 type shareFetchPlan struct {
@@ -729,7 +720,9 @@ func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetch
 	req.MaxRecords, req.BatchSize = p.maxRecords, p.maxRecords
 	if s.cfg.recordLimit {
 		req.ShareAcquireMode = 1
-		req.UnknownTags.Set(shareFetchAllLeadersTag, []byte{1})
+		// This consumer asks every leader at once when it waits, so weir
+		// brokers keep its MaxWaitMs (wiretag.ShareFetchAllLeaders).
+		wiretag.SetShareFetchAllLeaders(&req.UnknownTags)
 	}
 	want := map[shareTP]bool{}
 	for _, tp := range parts {

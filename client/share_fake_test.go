@@ -11,6 +11,7 @@ import (
 
 	"weir/client/internal/records"
 	"weir/client/internal/wire"
+	"weir/client/wiretag"
 )
 
 // shareFake is two share-group leaders in memory: partition 0 on node 0,
@@ -25,7 +26,7 @@ type shareFake struct {
 	next      [2]int64
 	waits     [2][]int32 // MaxWaitMs of every ShareFetch per node
 	records   [2][]int32 // MaxRecords of every ShareFetch per node
-	tagged    [2][]bool  // whether each ShareFetch carried shareFetchAllLeadersTag = 1
+	tagged    [2][]bool  // whether each ShareFetch carried wiretag.ShareFetchAllLeaders
 	// held counts records acquired and not yet acknowledged, on both
 	// nodes together; maxHeld is its peak.
 	held, maxHeld int
@@ -146,11 +147,7 @@ func (f *shareFake) shareFetch(ctx context.Context, node int32, r *kmsg.ShareFet
 	f.mu.Lock()
 	f.waits[node] = append(f.waits[node], r.MaxWaitMillis)
 	f.records[node] = append(f.records[node], r.MaxRecords)
-	tagged := false
-	r.UnknownTags.Each(func(k uint32, v []byte) {
-		tagged = tagged || k == shareFetchAllLeadersTag && len(v) == 1 && v[0] == 1
-	})
-	f.tagged[node] = append(f.tagged[node], tagged)
+	f.tagged[node] = append(f.tagged[node], wiretag.HasShareFetchAllLeaders(&r.UnknownTags))
 	n := min(f.available[node], int(r.MaxRecords))
 	f.available[node] -= n
 	first := f.next[node]
@@ -269,7 +266,7 @@ func TestShareRecordLimitNoStallTwoLeaders(t *testing.T) {
 		t.Errorf("idle poll took %v, want a long poll", d)
 	}
 	// Every record_limit fetch tells weir brokers that this consumer asks
-	// every leader at once (shareFetchAllLeadersTag).
+	// every leader at once (wiretag.ShareFetchAllLeaders).
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for node, tags := range f.tagged {

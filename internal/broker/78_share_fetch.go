@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/client/wiretag"
 	"weir/internal/config"
 	"weir/internal/metadata"
 	"weir/internal/server"
@@ -450,11 +451,11 @@ func (f *shareFetch) body(resp *kmsg.ShareFetchResponse, res shareFetchResult) (
 // default 10 ms: about 1.5% of a core on the brokers per idle consumer).
 // batch_optimized consumers fetch from every broker at once and keep
 // their MaxWaitMs, and so do record_limit consumers that say they ask
-// every leader at once (weir's client, shareFetchAllLeadersTag): for them
+// every leader at once (weir's client, wiretag.ShareFetchAllLeaders): for them
 // an early answer only makes an idle consumer poll every few ms.
 func (b *Broker) shareFetchWait(f *shareFetch) time.Duration {
 	wait := msDuration(f.r.MaxWaitMillis)
-	if f.r.Version < 2 || f.r.ShareAcquireMode != int8(share.RecordLimit) || asksAllLeaders(f.r) {
+	if f.r.Version < 2 || f.r.ShareAcquireMode != int8(share.RecordLimit) || wiretag.HasShareFetchAllLeaders(&f.r.UnknownTags) {
 		return wait
 	}
 	early := b.settings().Millis(config.ShareFetchElsewhereWaitMs)
@@ -480,18 +481,4 @@ func (b *Broker) shareFetchWait(f *shareFetch) time.Duration {
 		}
 	}
 	return wait
-}
-
-// shareFetchAllLeadersTag is the tagged field weir's ShareConsumer adds to
-// its record_limit ShareFetches (client/share.go): the consumer asks every
-// leader at once when it waits, so it needs no early answer. The value is
-// a version byte, 1.
-const shareFetchAllLeadersTag = 0x7765
-
-func asksAllLeaders(r *kmsg.ShareFetchRequest) bool {
-	all := false
-	r.UnknownTags.Each(func(k uint32, v []byte) {
-		all = all || k == shareFetchAllLeadersTag && len(v) == 1 && v[0] == 1
-	})
-	return all
 }

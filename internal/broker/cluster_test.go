@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/client/wiretag"
 	"weir/internal/cluster"
 	"weir/internal/config"
 	wlog "weir/internal/log"
@@ -270,12 +271,12 @@ func TestShareFetchWaitElsewhere(t *testing.T) {
 		t.Errorf("batch_optimized fetch: wait %v, want the request's 30s", got)
 	}
 	tagged := fetchOn("spread")
-	tagged.r.UnknownTags.Set(shareFetchAllLeadersTag, []byte{1})
+	wiretag.SetShareFetchAllLeaders(&tagged.r.UnknownTags)
 	if got := b.shareFetchWait(tagged); got != 30*time.Second {
 		t.Errorf("record_limit fetch from a consumer that asks every leader at once: wait %v, want the request's 30s", got)
 	}
 	other := fetchOn("spread")
-	other.r.UnknownTags.Set(shareFetchAllLeadersTag, []byte{2})
+	other.r.UnknownTags.Set(wiretag.ShareFetchAllLeaders, []byte{2})
 	if got := b.shareFetchWait(other); got != 10*time.Millisecond {
 		t.Errorf("record_limit fetch with an unknown value of the tag: wait %v, want 10ms", got)
 	}
