@@ -69,7 +69,7 @@ func (l *Log) armAfterLocked(d time.Duration) {
 
 func (l *Log) hasBackgroundWorkLocked() bool {
 	bg := l.cfg.Load().BackgroundSync
-	if len(l.retired) > 0 || len(l.toFlush) > 0 || bg && l.recoveryPoint < l.leo || l.hw.Load() != l.ckptHW {
+	if len(l.retired) > 0 || len(l.toFlush) > 0 || bg && l.recoveryPoint < l.leo || l.hwUnwrittenLocked() {
 		return true
 	}
 	if len(l.segs) == 0 {
@@ -78,6 +78,10 @@ func (l *Log) hasBackgroundWorkLocked() bool {
 	active := l.segs[len(l.segs)-1]
 	return bg && active.synced < active.size || active.dirty
 }
+
+// hwUnwrittenLocked reports whether the noted high watermark differs from
+// the one in the checkpoint file. mu held.
+func (l *Log) hwUnwrittenLocked() bool { return l.hw.Load() != l.ckptHW }
 
 func (l *Log) tickInterval() time.Duration {
 	d := time.Second
@@ -128,7 +132,7 @@ func (l *Log) flush(checkpointToo, force bool) error {
 	}
 	truncations := l.truncations
 	l.unflushed = 0
-	needCkpt := checkpointToo && (allSynced && l.recoveryPoint < leo || l.hw.Load() != l.ckptHW)
+	needCkpt := checkpointToo && (allSynced && l.recoveryPoint < leo || l.hwUnwrittenLocked())
 	l.mu.Unlock()
 
 	if len(sealed) == 0 && !needActive && !needIndex && !needCkpt {
@@ -181,7 +185,7 @@ func (l *Log) flush(checkpointToo, force bool) error {
 		rp = durable
 	}
 	var err error
-	if rp > l.recoveryPoint || checkpointToo && l.hw.Load() != l.ckptHW {
+	if rp > l.recoveryPoint || checkpointToo && l.hwUnwrittenLocked() {
 		l.recoveryPoint = max(rp, l.recoveryPoint)
 		err = l.writeCheckpointLocked()
 	}
