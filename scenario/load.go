@@ -192,8 +192,16 @@ func leaders(ctx context.Context, adm *client.Admin, topic string, partitions in
 // count loaded into it, polled until ctx ends (then the last reading and
 // an error).
 func loadedBacklog(ctx context.Context, adm *client.Admin, topic string, counts []int64) ([]int64, error) {
+	return waitLoaded(ctx, topic, counts, 20*time.Millisecond, func(ctx context.Context) ([]int64, error) {
+		return backlog(ctx, adm, topic, len(counts))
+	})
+}
+
+// waitLoaded reads the backlog every interval until each partition's
+// covers counts.
+func waitLoaded(ctx context.Context, topic string, counts []int64, interval time.Duration, read func(context.Context) ([]int64, error)) ([]int64, error) {
 	for {
-		bl, err := backlog(ctx, adm, topic, len(counts))
+		bl, err := read(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +218,7 @@ func loadedBacklog(ctx context.Context, adm *client.Admin, topic string, counts 
 		select {
 		case <-ctx.Done():
 			return bl, fmt.Errorf("partition %d of %s shows %d of the %d records loaded: %w", short, topic, bl[short], counts[short], ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 }
