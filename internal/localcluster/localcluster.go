@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -307,8 +308,23 @@ func alive(pid int) bool {
 		return false
 	}
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return statAlive(stat, err, procMounted())
+}
+
+// procMounted reports whether this system lists processes in /proc.
+func procMounted() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return err == nil
+}
+
+// statAlive judges a process that kill(0) found from its /proc stat line
+// (or the error reading it). A process whose entry is gone although /proc
+// is there was reaped between the two looks: a node SIGKILLed a moment
+// before reads as a zombie, then as nothing, never as running. Without
+// /proc, kill(0) is all there is to go on.
+func statAlive(stat []byte, err error, proc bool) bool {
 	if err != nil {
-		return true // no /proc: trust kill(0)
+		return !(proc && errors.Is(err, fs.ErrNotExist))
 	}
 	s := string(stat)
 	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
