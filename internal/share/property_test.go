@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -315,6 +316,19 @@ func (m *propModel) restart() {
 	p, err := Restore(m.cfg, recs)
 	if err != nil {
 		m.t.Fatalf("restore: %v", err)
+	}
+	// A coordinator hands the records over folded into one snapshot: it
+	// must restore to the same partition.
+	folded, err := Fold(recs)
+	if err != nil {
+		m.t.Fatalf("fold: %v", err)
+	}
+	fp, err := Restore(m.cfg, []StateRecord{folded})
+	if err != nil {
+		m.t.Fatalf("restore the fold: %v", err)
+	}
+	if got, want := fp.Snapshot(), p.Snapshot(); !reflect.DeepEqual(got, want) {
+		m.t.Fatalf("restored from the fold of %d records:\n%+v\nwant\n%+v", len(recs), got, want)
 	}
 	// Expected: the old runs with every lock ended as an expiry.
 	want := &Partition{cfg: m.p.cfg, start: m.p.start, next: m.p.next, runs: slices.Clone(m.p.runs)}

@@ -323,6 +323,46 @@ func DecodeStateKey(b []byte) (StateKey, error) {
 // archived if that count reached the limit. Nothing acknowledged is
 // delivered again, and nothing is delivered more than the limit.
 func Restore(cfg Config, records []StateRecord) (*Partition, error) {
+	p, err := replay(cfg, records)
+	if err != nil {
+		return nil, err
+	}
+	// The locks died with the old owner: end them as an expiry would, so
+	// that a record on its last delivery attempt is archived, not
+	// delivered once more.
+	for i := range p.runs {
+		r := &p.runs[i]
+		if r.state != Acquired {
+			continue
+		}
+		r.state, r.member, r.deadline = Available, "", 0
+		if r.count >= p.cfg.DeliveryCountLimit {
+			r.state = Archived
+		}
+	}
+	p.coalesce()
+	p.advance()
+	p.touched, p.moved = p.touched[:0], false
+	return p, nil
+}
+
+// Fold merges a partition's state records, in the order they were
+// written, into one Snapshot from which Restore rebuilds the same
+// partition: what the share coordinator holding a partition's records
+// hands to the partition's leader. Unlike Restore it keeps acquired
+// records as they are; the leader's Restore ends their locks under its
+// own limits.
+func Fold(records []StateRecord) (StateRecord, error) {
+	p, err := replay(Config{}, records)
+	if err != nil {
+		return StateRecord{}, err
+	}
+	return p.Snapshot(), nil
+}
+
+// replay applies records in order: the newest snapshot of the highest
+// state epoch and the deltas of that epoch after it.
+func replay(cfg Config, records []StateRecord) (*Partition, error) {
 	var p *Partition
 	for i := range records {
 		rec := &records[i]
@@ -352,22 +392,6 @@ func Restore(cfg Config, records []StateRecord) (*Partition, error) {
 	if p == nil {
 		return nil, fmt.Errorf("share: %w: no snapshot", ErrCorrupt)
 	}
-	// The locks died with the old owner: end them as an expiry would, so
-	// that a record on its last delivery attempt is archived, not
-	// delivered once more.
-	for i := range p.runs {
-		r := &p.runs[i]
-		if r.state != Acquired {
-			continue
-		}
-		r.state, r.member, r.deadline = Available, "", 0
-		if r.count >= p.cfg.DeliveryCountLimit {
-			r.state = Archived
-		}
-	}
-	p.coalesce()
-	p.advance()
-	p.touched, p.moved = p.touched[:0], false
 	return p, nil
 }
 
