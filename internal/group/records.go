@@ -28,6 +28,10 @@ const (
 	recClassicGroup   int16 = 1
 	recConsumerGroup  int16 = 2
 	recConsumerMember int16 = 3
+	// recShareGroup: a share group exists (key: group; value: the value
+	// version alone). The broker's share coordinator writes and reads
+	// these; this package keeps them apart from its own groups.
+	recShareGroup int16 = 10
 )
 
 // valueV0 is the only value version written today.
@@ -248,6 +252,11 @@ func decodeRecord(key, value []byte) (decodedRecord, error) {
 	case recClassicGroup, recConsumerGroup:
 	case recConsumerMember:
 		r.member = k.str()
+	case recShareGroup:
+		if err := k.done(); err != nil {
+			return r, fmt.Errorf("group: record key: %w", err)
+		}
+		return r, nil
 	default:
 		if k.err == nil {
 			return r, fmt.Errorf("%w: record type %d", ErrUnknownRecord, r.kind)
@@ -372,4 +381,33 @@ func decodeConsumerMember(d *decoder) *consumerMemberValue {
 		m.target = append(m.target, t)
 	}
 	return m
+}
+
+// ShareGroupRecord is the __consumer_offsets record of a share group's
+// existence, or its tombstone when the group is deleted.
+func ShareGroupRecord(group string, exists bool) Record {
+	var k encoder
+	k.i16(recShareGroup)
+	k.str(group)
+	rec := Record{Key: k.b}
+	if exists {
+		var v encoder
+		v.i16(valueV0)
+		rec.Value = v.b
+	}
+	return rec
+}
+
+// ShareGroupOf reads a ShareGroupRecord: its group and whether the group
+// exists; ok is false for every other record.
+func ShareGroupOf(key, value []byte) (group string, exists, ok bool) {
+	k := decoder{b: key}
+	if k.i16() != recShareGroup || k.err != nil {
+		return "", false, false
+	}
+	group = k.str()
+	if k.done() != nil {
+		return "", false, false
+	}
+	return group, value != nil, true
 }
