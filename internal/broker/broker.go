@@ -291,9 +291,6 @@ func (b *Broker) closeLogs() error {
 			}
 		}
 	}
-	if b.shares != nil {
-		errs = append(errs, b.shares.closeLogs())
-	}
 	return errors.Join(errs...)
 }
 

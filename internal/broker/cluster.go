@@ -299,7 +299,16 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 // ensureOffsetsTopic creates __consumer_offsets through the controller
 // unless it exists.
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
-	if _, ok := b.node.Image().TopicByName(offsetsTopic); ok {
+	return b.ensureInternalTopic(ctx, offsetsTopic, b.cfg.OffsetsPartitions)
+}
+
+// ensureInternalTopic creates a compacted internal topic through the
+// controller unless it exists, with offsets.topic.replication.factor
+// replicas (at most the active brokers); __share_group_state with three
+// or more takes min.insync.replicas 2, Kafka's
+// share.coordinator.state.topic.min.isr.
+func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partitions int32) error {
+	if _, ok := b.node.Image().TopicByName(name); ok {
 		return nil
 	}
 	rf := int16(b.settings().Int(config.OffsetsTopicReplication))
@@ -311,18 +320,24 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	}
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = offsetsTopic, b.cfg.OffsetsPartitions, rf
-	c := kmsg.NewCreateTopicsRequestTopicConfig()
-	c.Name, c.Value = "cleanup.policy", ptr("compact")
-	rt.Configs = append(rt.Configs, c)
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, rf
+	set := func(k, v string) {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, ptr(v)
+		rt.Configs = append(rt.Configs, c)
+	}
+	set("cleanup.policy", "compact")
+	if name == shareStateTopic && rf >= 3 {
+		set("min.insync.replicas", "2")
+	}
 	req.Topics = append(req.Topics, rt)
 	resp, err := b.ctl.Admin(ctx, req)
 	if err != nil {
-		return fmt.Errorf("broker: create %s: %w", offsetsTopic, err)
+		return fmt.Errorf("broker: create %s: %w", name, err)
 	}
 	st := resp.(*kmsg.CreateTopicsResponse).Topics[0]
 	if st.ErrorCode != 0 && st.ErrorCode != kerr.TopicAlreadyExists.Code {
-		return fmt.Errorf("broker: create %s: %w", offsetsTopic, kerr.ErrorForCode(st.ErrorCode))
+		return fmt.Errorf("broker: create %s: %w", name, kerr.ErrorForCode(st.ErrorCode))
 	}
 	return nil
 }

@@ -45,17 +45,19 @@
 // Share groups (KIP-932) are served here too (76-79, 90-92 and the GROUP
 // config resource): membership and share-partition state come from
 // internal/share; the broker keeps share sessions, parks ShareFetch long
-// polls on the same partition waiters as Fetch, and persists the state of
-// the share partitions it leads in node-local logs
-// (DataDir/__share_group_state-N) through one writer goroutine
-// (share*.go): acknowledgements, releases and expiries, not acquisitions
-// (as in Kafka: a restart makes records only acquired available again,
-// with the delivery count they had before). These logs are not
-// replicated: when a data partition's leadership moves, the new leader
-// starts its share partitions from share.auto.offset.reset, and the old
-// one keeps its own copy, which it serves again if the leadership comes
-// back (share_failover_test.go, built with -tags sharefailover, is the
-// test of the replicated design still to come). A node that leads a
+// polls on the same partition waiters as Fetch, and persists share
+// state in the replicated internal topic __share_group_state (share*.go):
+// acknowledgements, releases and expiries, not acquisitions (as in Kafka:
+// a restart makes records only acquired available again, with the
+// delivery count they had before). The leader of the state partition a
+// key hashes to is the key's share coordinator (share_store.go): it
+// commits records as acks=all produce and fences deposed leaders of the
+// data partition by leader epoch; share-partition leaders reach it in
+// process or with WriteShareGroupState and ReadShareGroupState
+// (share_state.go), and load the state on their first use after a
+// leadership move, so a new leader redelivers only what was not
+// acknowledged (share_failover_test.go). Share groups are recorded in
+// __consumer_offsets by their group coordinator. A node that leads a
 // group's partitions but does not coordinate the group serves its ShareFetch and ShareAcknowledge all the
 // same; an empty record_limit ShareFetch on topics with partitions led
 // elsewhere returns after weir.share.fetch.elsewhere.wait.ms (10 ms) so

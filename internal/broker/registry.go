@@ -337,6 +337,9 @@ func (b *Broker) reloadGroups() {
 		old.Close()
 	}
 	b.logger.Info("group coordinator reloaded", "offsets_partitions", b.ledOffsetsPartitions())
+	if err := b.shares.loadGroups(b.ctx); err != nil {
+		b.logger.Error("share groups not loaded", "err", err)
+	}
 }
 
 // coordinatorPartition is the __consumer_offsets partition a group's

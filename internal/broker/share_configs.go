@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -136,18 +135,11 @@ func (c *shareCoordinator) alterGroupConfig(ctx context.Context, group string, o
 	})
 }
 
-// applyGroupConfigs takes a group's configs from the metadata image.
+// applyGroupConfigs takes a group's configs from the metadata image,
+// which keeps them durable.
 func (c *shareCoordinator) applyGroupConfigs(group string, next map[string]string) {
-	if !c.b.started.Load() {
-		return // Start applies the image's group configs once the state is loaded
-	}
 	if mapsEqual(c.groupConfigs(group), next) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.b.ctx, 30*time.Second)
-	defer cancel()
-	err := c.alterGroupConfigs(ctx, group, func(map[string]string) (map[string]string, error) { return next, nil }, false)
-	if err != nil {
-		c.logger.Warn("group configs from the metadata log not applied", "group", group, "err", err)
-	}
+	c.setGroupConfigs(group, next)
 }

@@ -1,13 +1,10 @@
 package broker
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/group"
 	wlog "weir/internal/log"
 	"weir/internal/share"
 )
@@ -41,13 +39,12 @@ type shareCoordinator struct {
 	logger *slog.Logger
 
 	// store is nil until __share_group_state exists: the topic is made
-	// when the first share group or group config is, as in Kafka.
+	// when the first share group is, as in Kafka.
 	store   atomic.Pointer[shareStore]
 	storeMu sync.Mutex // serialises the store's creation
-
-	logsMu    sync.Mutex // guards stateLogs; a leaf
-	stateLogs []*partition
-	timers    *shareTimers
+	// sender carries state records to coordinators on other nodes.
+	sender *stateSender
+	timers *shareTimers
 
 	mu      sync.Mutex
 	groups  map[string]*shareGroup
@@ -88,65 +85,21 @@ func newShareCoordinator(b *Broker, cfg ShareConfig) *shareCoordinator {
 		parts:    map[share.StateKey]*sharePart{},
 		sessions: map[shareSessionKey]*shareSession{},
 	}
+	c.sender = newStateSender(c)
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.timers.run() }()
 	return c
 }
 
-// start restores every share group and share partition from this
-// node's share-state logs, if they exist, and starts the store's writer.
+// start loads the share groups this node coordinates and starts the
+// store's writer if __share_group_state exists.
 func (c *shareCoordinator) start(ctx context.Context) error {
-	b := c.b
-	parts, ok, err := c.openStateLogs(false)
-	if err != nil {
-		return err
-	}
-	b.mu.RLock()
-	known := make(map[[16]byte]bool, len(b.topicsByID))
-	for id := range b.topicsByID {
-		known[id] = true
-	}
-	b.mu.RUnlock()
-	if !ok {
-		return nil
-	}
-	s := c.newStore(parts)
-	rep, err := s.replay(ctx)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.configs = rep.configs
-	for id := range rep.groups {
-		c.groupLocked(id)
-	}
-	restored := 0
-	for k, recs := range rep.states {
-		if !known[k.TopicID] {
-			continue // the topic is gone; refresh tombstones the key
+	if c.b.lookupTopic(shareStateTopic) != nil {
+		if err := c.ensureStore(); err != nil {
+			return err
 		}
-		g := c.groupLocked(k.Group)
-		p, err := share.Restore(g.settings.part, recs)
-		if err != nil {
-			c.logger.Warn("share partition state not restored", "group", k.Group, "partition", k.Partition, "err", err)
-			continue
-		}
-		sp := c.partLocked(g, k)
-		sp.p = p
-		restored++
 	}
-	if len(c.groups) > 0 {
-		c.logger.Info("share groups restored", "groups", len(c.groups), "partitions", restored)
-	}
-	c.runStore(s)
-	return nil
-}
-
-func (c *shareCoordinator) newStore(parts []*partition) *shareStore {
-	s := newShareStore(c.logger, parts, c.cfg.StateLogRecords)
-	s.refresh = c.refresh
-	return s
+	return c.loadGroups(ctx)
 }
 
 // runStore publishes the store and starts its writer.
@@ -156,8 +109,9 @@ func (c *shareCoordinator) runStore(s *shareStore) {
 	go func() { defer c.wg.Done(); s.run() }()
 }
 
-// ensureStore creates __share_group_state and its writer if they do not
-// exist yet. It takes Broker.mu, so no share lock may be held.
+// ensureStore creates __share_group_state through the controller unless
+// it exists, and the store's writer. It takes Broker.mu and waits for the
+// metadata, so no share lock may be held.
 func (c *shareCoordinator) ensureStore() error {
 	if c.store.Load() != nil {
 		return nil
@@ -167,84 +121,93 @@ func (c *shareCoordinator) ensureStore() error {
 	if c.store.Load() != nil {
 		return nil
 	}
-	parts, _, err := c.openStateLogs(true)
-	if err != nil {
-		return err
+	b := c.b
+	if b.lookupTopic(shareStateTopic) == nil {
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		defer cancel()
+		if err := b.ensureInternalTopic(ctx, shareStateTopic, c.statePartitions()); err != nil {
+			return err
+		}
+		if err := b.waitRegistry(ctx, func() bool { return b.lookupTopic(shareStateTopic) != nil }); err != nil {
+			return fmt.Errorf("broker: %s did not appear: %w", shareStateTopic, err)
+		}
 	}
-	c.runStore(c.newStore(parts))
+	t := b.lookupTopic(shareStateTopic)
+	b.mu.RLock()
+	n := len(t.partitions)
+	b.mu.RUnlock()
+	if n == 0 {
+		return fmt.Errorf("%w: %s has no partitions", kerr.CoordinatorNotAvailable, shareStateTopic)
+	}
+	c.runStore(newShareStore(b, c.logger, n, c.cfg.StateLogRecords))
 	return nil
 }
 
-// openStateLogs opens this node's share-state logs
-// (DataDir/__share_group_state-N): the state of the share partitions
-// this node leads. They are local to the node, not a replicated topic.
-// Without create, it opens them only if they exist (ok reports that).
-func (c *shareCoordinator) openStateLogs(create bool) ([]*partition, bool, error) {
-	c.logsMu.Lock()
-	defer c.logsMu.Unlock()
-	if c.stateLogs != nil {
-		return c.stateLogs, true, nil
+// statePartitions is the partition count __share_group_state is created
+// with: the configured one, else 1 on a single node and Kafka's 50 in a
+// cluster.
+func (c *shareCoordinator) statePartitions() int32 {
+	switch {
+	case c.cfg.StatePartitions > 0:
+		return c.cfg.StatePartitions
+	case c.b.cfg.Cluster.single(c.b.cfg.NodeID):
+		return 1
 	}
-	b := c.b
-	if !create {
-		if _, err := os.Stat(partitionDir(b.cfg.DataDir, shareStateTopic, 0)); err != nil {
-			return nil, false, nil
-		}
-	}
-	cfg, err := b.topicLogConfig(map[string]string{"cleanup.policy": "compact"})
-	if err != nil {
-		return nil, false, err
-	}
-	t := &topic{name: shareStateTopic, internal: true}
-	var parts []*partition
-	for i := range c.cfg.StatePartitions {
-		p, err := b.openPartition(t, i, cfg, false)
-		if err != nil {
-			for _, q := range parts {
-				q.log.Close()
-			}
-			return nil, false, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-		}
-		p.leads.Store(true)
-		parts = append(parts, p)
-	}
-	c.stateLogs = parts
-	return parts, true, nil
+	return 50
 }
 
-// closeLogs closes the share-state logs.
-func (c *shareCoordinator) closeLogs() error {
-	c.logsMu.Lock()
-	defer c.logsMu.Unlock()
-	var errs []error
-	for _, p := range c.stateLogs {
-		if err := p.log.Close(); err != nil && !errors.Is(err, wlog.ErrClosed) {
-			errs = append(errs, err)
+// writeGroupRecord records a share group's existence (or its deletion)
+// in the group's __consumer_offsets partition, which this node leads as
+// the group's coordinator, as Kafka keeps share groups there.
+func (c *shareCoordinator) writeGroupRecord(ctx context.Context, id string, exists bool) error {
+	s := &offsetsStore{b: c.b}
+	return s.Append(ctx, id, []group.Record{group.ShareGroupRecord(id, exists)})
+}
+
+// loadGroups makes known the share groups recorded in the
+// __consumer_offsets partitions this node leads: the groups it
+// coordinates. Their members rejoin (UNKNOWN_MEMBER_ID).
+func (c *shareCoordinator) loadGroups(ctx context.Context) error {
+	s := &offsetsStore{b: c.b}
+	ids := map[string]bool{}
+	for _, p := range s.partitions() {
+		if !p.isLeader() {
+			continue
+		}
+		err := eachLogRecord(ctx, p, func(r *wlog.Record) error {
+			if id, exists, ok := group.ShareGroupOf(r.Key, r.Value); ok {
+				ids[id] = exists
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("broker: share groups in %s-%d: %w", offsetsTopic, p.index, err)
 		}
 	}
-	c.stateLogs = nil
-	return errors.Join(errs...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for id, exists := range ids {
+		if _, ok := c.groups[id]; exists && !ok {
+			c.groupLocked(id)
+			n++
+		}
+	}
+	if n > 0 {
+		c.logger.Info("share groups loaded", "groups", n)
+	}
+	return nil
 }
 
 // errNoShareStore is a write attempted before the store exists, which the
 // entry points prevent with ensureStore.
-var errNoShareStore = errors.New("broker: __share_group_state does not exist")
+var errNoShareStore = fmt.Errorf("%w: %s does not exist yet", kerr.CoordinatorNotAvailable, shareStateTopic)
 
-// enqueue queues a record on the store; see shareStore.enqueue.
-func (c *shareCoordinator) enqueue(key, value []byte, full bool) *storeTicket {
-	s := c.store.Load()
-	if s == nil {
-		t := &storeTicket{done: make(chan struct{}), err: errNoShareStore}
-		close(t.done)
-		return t
-	}
-	return s.enqueue(key, value, full)
-}
-
-// close stops the timers, then the writer once its queue is written. The
-// broker calls it after its request goroutines are gone.
+// close stops the timers, the senders, then the writer once its queue is
+// written. The broker calls it after its request goroutines are gone.
 func (c *shareCoordinator) close() {
 	c.timers.close()
+	c.sender.close()
 	if s := c.store.Load(); s != nil {
 		s.close()
 	}
@@ -426,10 +389,9 @@ func (c *shareCoordinator) heartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 		g = &shareGroup{id: req.GroupID, g: share.NewGroup(req.GroupID, st.group), settings: st, parts: map[share.StateKey]*sharePart{}}
 	}
 	resp := g.g.Heartbeat(req, client, lookup, now)
-	var ticket *storeTicket
-	if !existed && resp.ErrorCode == 0 {
+	created := !existed && resp.ErrorCode == 0
+	if created {
 		c.groups[g.id] = g
-		ticket = c.enqueue(groupRecordKey(shareKeyGroup, g.id), []byte{0}, true)
 		c.logger.Info("share group created", "group", g.id)
 	}
 	var parts []*sharePart
@@ -445,8 +407,10 @@ func (c *shareCoordinator) heartbeat(ctx context.Context, req *kmsg.ShareGroupHe
 	if left {
 		c.releaseMember(g.id, req.MemberID, parts)
 	}
-	if err := ticket.wait(ctx); err != nil {
-		return fail(fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err))
+	if created {
+		if err := c.writeGroupRecord(ctx, g.id, true); err != nil {
+			return fail(fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err))
+		}
 	}
 	return resp
 }
@@ -525,10 +489,12 @@ func (c *shareCoordinator) deleteGroup(ctx context.Context, id string) error {
 		last = c.dropPartLocked(k, sp)
 	}
 	delete(c.groups, id)
-	last = lastTicket(last, c.enqueue(groupRecordKey(shareKeyGroup, id), nil, true))
 	c.mu.Unlock()
 	c.logger.Info("share group deleted", "group", id)
-	return waitTickets(ctx, last)
+	if err := waitTickets(ctx, last); err != nil {
+		return err
+	}
+	return c.writeGroupRecord(ctx, id, false)
 }
 
 // dropPartLocked forgets a share partition and tombstones its state. mu
@@ -540,88 +506,13 @@ func (c *shareCoordinator) dropPartLocked(k share.StateKey, sp *sharePart) *stor
 	for _, w := range sp.waiters {
 		w.wake()
 	}
-	t := c.enqueue(sp.rkey, nil, true)
+	t := c.stateWrite(sp.rkey, nil, stateFence{})
 	sp.mu.Unlock()
 	delete(c.parts, k)
 	if g, ok := c.groups[k.Group]; ok {
 		delete(g.parts, k)
 	}
 	return t
-}
-
-// refresh is the store's call for keys whose full record is old: it
-// writes them again (a snapshot, the group or config record), or a
-// tombstone when nothing needs them any more.
-func (c *shareCoordinator) refresh(keys [][]byte) {
-	for _, key := range keys {
-		switch key[0] {
-		case shareKeyState:
-			k, err := share.DecodeStateKey(key[1:])
-			if err != nil {
-				continue
-			}
-			c.mu.Lock()
-			sp, ok := c.parts[k]
-			if ok && sp.logPartition() == nil {
-				c.dropPartLocked(k, sp)
-				ok = false
-			}
-			c.mu.Unlock()
-			if !ok {
-				c.enqueue(key, nil, true)
-				continue
-			}
-			sp.mu.Lock()
-			if sp.p != nil && !sp.broken {
-				sp.writeSnapshotLocked()
-			}
-			sp.mu.Unlock()
-		case shareKeyGroup:
-			id := string(key[1:])
-			c.mu.Lock()
-			if _, ok := c.groups[id]; ok {
-				c.enqueue(key, []byte{0}, true)
-			} else {
-				c.enqueue(key, nil, true)
-			}
-			c.mu.Unlock()
-		case shareKeyConfig:
-			id := string(key[1:])
-			c.mu.Lock()
-			if m, ok := c.configs[id]; ok {
-				c.enqueue(key, encodeGroupConfigs(m), true)
-			} else {
-				c.enqueue(key, nil, true)
-			}
-			c.mu.Unlock()
-		}
-	}
-}
-
-// restoreFromLog rebuilds one share partition from its records in the
-// store, after a failed write left its memory ahead of the log. No records
-// gives a nil partition, initialised again on next use.
-func (c *shareCoordinator) restoreFromLog(k share.StateKey, rkey []byte, cfg share.Config) (*share.Partition, error) {
-	rep := replayed{states: map[share.StateKey][]share.StateRecord{}}
-	s := c.store.Load()
-	if s == nil {
-		return nil, errNoShareStore
-	}
-	p := s.parts[s.partFor(rkey)]
-	err := eachLogRecord(context.Background(), p, func(r *wlog.Record) error {
-		if bytes.Equal(r.Key, rkey) {
-			_, _ = rep.apply(r.Key, r.Value)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	recs, ok := rep.states[k]
-	if !ok {
-		return nil, nil
-	}
-	return share.Restore(cfg, recs)
 }
 
 // groupConfigs returns a group's config overrides.
@@ -631,27 +522,15 @@ func (c *shareCoordinator) groupConfigs(group string) map[string]string {
 	return maps.Clone(c.configs[group])
 }
 
-// alterGroupConfigs stores a group's new overrides and applies them to
+// setGroupConfigs applies a group's overrides from the metadata image to
 // the group and its share partitions at once (group configs are dynamic).
-func (c *shareCoordinator) alterGroupConfigs(ctx context.Context, group string, change func(map[string]string) (map[string]string, error), validateOnly bool) error {
-	if !validateOnly {
-		if err := c.ensureStore(); err != nil {
-			return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-		}
-	}
+func (c *shareCoordinator) setGroupConfigs(group string, next map[string]string) {
 	c.mu.Lock()
-	next, err := change(c.configs[group])
-	if err != nil || validateOnly {
-		c.mu.Unlock()
-		return err
-	}
-	var t *storeTicket
+	defer c.mu.Unlock()
 	if len(next) == 0 {
 		delete(c.configs, group)
-		t = c.enqueue(groupRecordKey(shareKeyConfig, group), nil, true)
 	} else {
-		c.configs[group] = next
-		t = c.enqueue(groupRecordKey(shareKeyConfig, group), encodeGroupConfigs(next), true)
+		c.configs[group] = maps.Clone(next)
 	}
 	if g, ok := c.groups[group]; ok {
 		g.settings = c.cfg.settingsFor(next)
@@ -665,7 +544,5 @@ func (c *shareCoordinator) alterGroupConfigs(ctx context.Context, group string, 
 			sp.mu.Unlock()
 		}
 	}
-	c.mu.Unlock()
 	c.logger.Info("share group config changed", "group", group, "overrides", len(next))
-	return waitTickets(ctx, t)
 }

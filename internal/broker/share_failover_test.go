@@ -1,12 +1,7 @@
-//go:build sharefailover
-
-// These tests state issue 8's remaining requirement: a share partition's
-// state survives a move of its data partition's leadership. They fail
-// until __share_group_state is a replicated topic in a cluster (see
-// "Known limits" in docs/DESIGN.md), so they build only with
-// -tags sharefailover:
-//
-//	go test -race -tags sharefailover -run TestShareStateFailover ./internal/broker/
+// These tests state issue 8's requirement that a share partition's state
+// survives a move of its data partition's leadership: the state lives in
+// the replicated __share_group_state, with the share coordinator that
+// leads the key's state partition.
 package broker
 
 import (

@@ -372,3 +372,15 @@ func eventually(t testing.TB, timeout time.Duration, fn func() error) {
 		<-tick.C
 	}
 }
+
+// stateLogs are b's replicas of the __share_group_state partitions.
+func stateLogs(t *testing.T, b *Broker) []*partition {
+	t.Helper()
+	tp := b.lookupTopic(shareStateTopic)
+	if tp == nil {
+		t.Fatalf("%s does not exist", shareStateTopic)
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return tp.partitions
+}

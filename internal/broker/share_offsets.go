@@ -22,31 +22,56 @@ type shareOffset struct {
 	epoch      int32
 }
 
-// describeOffset reads one share partition's start offset and lag.
+// describeOffset reads one share partition's start offset and lag: from
+// the share partition when this node leads it and has it loaded, else
+// from the state its share coordinator holds (the lag then only when the
+// data partition's log is here).
 func (c *shareCoordinator) describeOffset(k share.StateKey) shareOffset {
 	out := shareOffset{start: -1, lag: -1, epoch: -1}
 	c.mu.Lock()
 	sp, ok := c.parts[k]
 	c.mu.Unlock()
-	if !ok {
+	if ok {
+		if lp := sp.logPartition(); lp != nil {
+			hw := lp.highWatermark()
+			sp.mu.Lock()
+			loaded := sp.p != nil && !sp.deleted && !sp.broken
+			if loaded {
+				out.start, out.lag, out.epoch = sp.p.StartOffset(), sp.p.Lag(hw), lp.leaderEpoch.Load()
+			}
+			sp.mu.Unlock()
+			if loaded {
+				return out
+			}
+		}
+	}
+	rkey, err := stateRecordKey(k)
+	if err != nil || c.ensureStore() != nil {
 		return out
 	}
-	lp := sp.logPartition()
-	if lp == nil {
+	ctx, cancel := context.WithTimeout(c.b.ctx, 15*time.Second)
+	defer cancel()
+	recs, err := c.stateRead(ctx, rkey, -1)
+	if err != nil || len(recs) == 0 {
 		return out
 	}
-	hw := lp.highWatermark()
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	if sp.p == nil || sp.deleted {
+	p, err := share.Restore(share.Config{}, recs)
+	if err != nil {
 		return out
 	}
-	out.start, out.lag, out.epoch = sp.p.StartOffset(), sp.p.Lag(hw), lp.leaderEpoch.Load()
+	out.start = p.StartOffset()
+	if lp := c.b.lookupTopicID(k.TopicID); lp != nil {
+		if part, err := c.b.partitionOf(lp, k.Partition); err == nil {
+			out.lag, out.epoch = p.Lag(part.highWatermark()), part.leaderEpoch.Load()
+		}
+	}
 	return out
 }
 
 // initializedParts lists a group's share partitions that have state, or
-// false when the group does not exist.
+// false when the group does not exist: those loaded here, and those whose
+// state the share coordinator on this node holds (in a cluster, state
+// coordinated elsewhere is not listed).
 func (c *shareCoordinator) initializedParts(group string) ([]share.StateKey, bool) {
 	c.mu.Lock()
 	g, ok := c.groups[group]
@@ -58,15 +83,22 @@ func (c *shareCoordinator) initializedParts(group string) ([]share.StateKey, boo
 	if !ok {
 		return nil, false
 	}
-	var keys []share.StateKey
+	seen := map[share.StateKey]bool{}
 	for _, sp := range parts {
 		sp.mu.Lock()
 		if sp.p != nil && !sp.deleted {
-			keys = append(keys, sp.key)
+			seen[sp.key] = true
 		}
 		sp.mu.Unlock()
 	}
-	return keys, true
+	if s := c.store.Load(); s != nil {
+		ctx, cancel := context.WithTimeout(c.b.ctx, 15*time.Second)
+		defer cancel()
+		for _, k := range s.keysOf(ctx, group) {
+			seen[k] = true
+		}
+	}
+	return slices.Collect(maps.Keys(seen)), true
 }
 
 // alterOffsets resets share partitions of an empty (or new) group to new
@@ -89,7 +121,6 @@ func (c *shareCoordinator) alterOffsets(ctx context.Context, r *kmsg.AlterShareG
 	var tickets []*storeTicket
 	if !existed {
 		g = c.groupLocked(r.GroupID)
-		tickets = append(tickets, c.enqueue(groupRecordKey(shareKeyGroup, g.id), []byte{0}, true))
 	}
 	now := c.b.now()
 	for _, rt := range r.Topics {
@@ -115,7 +146,11 @@ func (c *shareCoordinator) alterOffsets(ctx context.Context, r *kmsg.AlterShareG
 		resp.Topics = append(resp.Topics, st)
 	}
 	c.mu.Unlock()
-	if err := waitTickets(ctx, tickets...); err != nil {
+	err := waitTickets(ctx, tickets...)
+	if err == nil && !existed {
+		err = c.writeGroupRecord(ctx, r.GroupID, true)
+	}
+	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = kerr.KafkaStorageError.Code, errMessage(err)
 	}
 }
@@ -127,17 +162,25 @@ func (sp *sharePart) reset(start int64, now time.Time) *storeTicket {
 	defer sp.mu.Unlock()
 	sp.broken, sp.deleted = false, false
 	var t *storeTicket
+	// The share coordinator starts a new state epoch for the reset, so a
+	// leader holding the old state (here or on another node) is fenced
+	// and loads the reset one.
+	reinit := stateFence{stateEpoch: 0, leaderEpoch: -1, reinit: true}
 	switch {
 	case start < 0:
 		sp.p = nil
-		t = sp.c.enqueue(sp.rkey, nil, true)
+		t = sp.c.stateWrite(sp.rkey, nil, reinit)
 	case sp.p == nil:
 		sp.p = share.New(sp.cfg, start)
-		t = sp.writeSnapshotLocked()
+		t = sp.writeSnapshotAs(reinit)
 	default:
 		sp.p.Reset(start)
-		t = sp.writeSnapshotLocked()
+		reinit.stateEpoch = sp.p.StateEpoch()
+		t = sp.writeSnapshotAs(reinit)
 	}
+	// This node's copy is not the coordinator's (its state epoch may
+	// differ): the next use loads it.
+	sp.broken = sp.p != nil
 	for _, w := range sp.waiters {
 		w.wake()
 	}

@@ -35,6 +35,9 @@ type sharePart struct {
 	broken bool
 	// deltas counts records written since the last snapshot.
 	deltas int
+	// epoch is the data partition's leader epoch when p was loaded; a
+	// different one means the leadership moved, and p is loaded again.
+	epoch int32
 	// waiters are ShareFetch requests parked until records are
 	// acquirable here again (an acknowledgement, a release, an expiry).
 	waiters []*fetchWaiter
@@ -60,31 +63,45 @@ func (sp *sharePart) logPartition() *partition {
 	return p
 }
 
-// readyLocked makes sp.p usable: restores it after a failed write, or
-// creates it at the group's share.auto.offset.reset position and queues
-// its first snapshot (records of later changes queue behind it, so it is
-// durable before any answer that depends on it).
+// readyLocked makes sp.p usable: on first use, after a failed write, or
+// when the data partition's leader epoch moved since the state was
+// loaded, it reads the state from the key's share coordinator (fencing
+// any older leader of the partition) and restores it, or, when there is
+// none, creates it at the group's share.auto.offset.reset position. Then
+// it queues a snapshot stamped with this leader's epoch (records of later
+// changes queue behind it, so it is durable before any answer that
+// depends on it). The read may wait for another node, with sp.mu held:
+// the partition is unusable until it is done.
 func (sp *sharePart) readyLocked(reset share.OffsetReset, now time.Time) (*storeTicket, error) {
 	if sp.deleted {
 		return nil, kerr.UnknownTopicOrPartition
-	}
-	if sp.broken {
-		p, err := sp.c.restoreFromLog(sp.key, sp.rkey, sp.cfg)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errShareStateLost, err)
-		}
-		sp.p, sp.broken, sp.deltas = p, false, 0
-	}
-	if sp.p != nil {
-		return nil, nil
 	}
 	lp := sp.logPartition()
 	if lp == nil {
 		return nil, kerr.UnknownTopicOrPartition
 	}
-	start := share.InitialStartOffset(reset, now, logOffsets{lp})
-	sp.p = share.New(sp.cfg, start)
-	sp.p.SetLeaderEpoch(lp.leaderEpoch.Load())
+	epoch := lp.leaderEpoch.Load()
+	if sp.p != nil && !sp.broken && sp.epoch == epoch {
+		return nil, nil
+	}
+	sp.p, sp.deltas = nil, 0
+	ctx, cancel := context.WithTimeout(sp.c.b.ctx, 15*time.Second)
+	defer cancel()
+	recs, err := sp.c.stateRead(ctx, sp.rkey, epoch)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errShareStateLost, err)
+	}
+	if len(recs) > 0 {
+		p, err := share.Restore(sp.cfg, recs)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errShareStateLost, err)
+		}
+		sp.p = p
+	} else {
+		sp.p = share.New(sp.cfg, share.InitialStartOffset(reset, now, logOffsets{lp}))
+	}
+	sp.p.SetLeaderEpoch(epoch)
+	sp.epoch, sp.broken = epoch, false
 	return sp.writeSnapshotLocked(), nil
 }
 
@@ -103,17 +120,26 @@ func (sp *sharePart) persistLocked(rec share.StateRecord) *storeTicket {
 		panic(fmt.Sprintf("broker: share state record does not encode: %v", err))
 	}
 	sp.deltas++
-	return sp.c.enqueue(sp.rkey, v, false)
+	return sp.c.stateWrite(sp.rkey, v, stateFence{stateEpoch: rec.StateEpoch, leaderEpoch: sp.epoch})
 }
 
 func (sp *sharePart) writeSnapshotLocked() *storeTicket {
+	return sp.writeSnapshotAs(stateFence{})
+}
+
+// writeSnapshotAs queues the whole state, fenced as f says (an
+// administrative reset), else with this leader's epochs.
+func (sp *sharePart) writeSnapshotAs(f stateFence) *storeTicket {
 	snap := sp.p.Snapshot()
 	v, err := snap.AppendTo(nil)
 	if err != nil {
 		panic(fmt.Sprintf("broker: share snapshot does not encode: %v", err))
 	}
 	sp.deltas = 0
-	return sp.c.enqueue(sp.rkey, v, true)
+	if !f.reinit {
+		f = stateFence{stateEpoch: snap.StateEpoch, leaderEpoch: sp.epoch}
+	}
+	return sp.c.stateWrite(sp.rkey, v, f)
 }
 
 // afterChangeLocked wakes parked fetches if records may be acquirable and

@@ -48,8 +48,9 @@
 // The encodings are versioned and their decoders fuzzed. wire.go maps a
 // StateRecord to and from the inter-broker ReadShareGroupState (a
 // snapshot) and WriteShareGroupState (a delta) partitions, and Fence is a
-// share coordinator's state and leader epoch check; the broker does not
-// send these APIs yet (its share state is node-local).
+// share coordinator's state and leader epoch check (the broker's store
+// applies its own form of it). Fold merges a partition's records into the
+// one snapshot a coordinator hands to a new leader.
 //
 // Group is one share group's membership as ShareGroupHeartbeat drives it
 // (member ids chosen by clients, member and group epochs, session timeout
