@@ -57,8 +57,8 @@ type ShareConfig struct {
 	// at "latest"; this lets a whole broker default to another strategy.
 	AutoOffsetReset string
 	// StatePartitions is the partition count of __share_group_state when
-	// the broker creates it (Kafka's share.coordinator.state.topic.num.
-	// partitions is 50; a single node needs 1).
+	// the broker creates it; 0 means 1 on a single node and Kafka's
+	// share.coordinator.state.topic.num.partitions, 50, in a cluster.
 	StatePartitions int32
 	// SnapshotEvery is share.coordinator.snapshot.update.records.per.
 	// snapshot (500): a share partition writes its whole state after this
@@ -116,9 +116,6 @@ func (c ShareConfig) withDefaults() ShareConfig {
 	}
 	if c.AutoOffsetReset == "" {
 		c.AutoOffsetReset = "latest"
-	}
-	if c.StatePartitions <= 0 {
-		c.StatePartitions = 1
 	}
 	if c.SnapshotEvery <= 0 {
 		c.SnapshotEvery = 500

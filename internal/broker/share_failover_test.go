@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/share"
 )
 
 // TestShareStateFailover: a member acquires ten records on the data
@@ -28,35 +30,7 @@ func TestShareStateFailover(t *testing.T) {
 	}{
 		{"elect", func(t *testing.T, ctx context.Context, c *testCluster, adm *kgo.Client, leader int32, replicas []int32) int32 {
 			next := slices.Concat(replicas[1:], replicas[:1])
-			reassign := kmsg.NewPtrAlterPartitionAssignmentsRequest()
-			rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
-			rt.Topic = "sf"
-			rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
-			rp.Partition, rp.Replicas = 0, next
-			rt.Partitions = append(rt.Partitions, rp)
-			reassign.Topics = append(reassign.Topics, rt)
-			resp, err := adm.Request(ctx, reassign)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r := resp.(*kmsg.AlterPartitionAssignmentsResponse); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
-				t.Fatalf("reassign: %+v", r)
-			}
-			elect := kmsg.NewPtrElectLeadersRequest()
-			et := kmsg.NewElectLeadersRequestTopic()
-			et.Topic, et.Partitions = "sf", []int32{0}
-			elect.Topics = append(elect.Topics, et)
-			eventually(t, 20*time.Second, func() error {
-				resp, err := adm.Request(ctx, elect)
-				if err != nil {
-					return err
-				}
-				r := resp.(*kmsg.ElectLeadersResponse)
-				if code := r.Topics[0].Partitions[0].ErrorCode; code != 0 && code != kerr.ElectionNotNeeded.Code {
-					return kerr.ErrorForCode(code)
-				}
-				return nil
-			})
+			moveLeader(t, ctx, adm, "sf", next)
 			return next[0]
 		}},
 		{"kill", func(t *testing.T, ctx context.Context, c *testCluster, adm *kgo.Client, leader int32, replicas []int32) int32 {
@@ -157,5 +131,212 @@ func TestShareStateFailover(t *testing.T) {
 				t.Errorf("new leader delivered %d records, want 6 (offsets 4-9)", len(again))
 			}
 		})
+	}
+}
+
+// moveLeader reassigns partition 0 of topic to replicas and elects their
+// first, the preferred leader.
+func moveLeader(t *testing.T, ctx context.Context, adm *kgo.Client, topic string, replicas []int32) {
+	t.Helper()
+	reassign := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	rp.Partition, rp.Replicas = 0, replicas
+	rt.Partitions = append(rt.Partitions, rp)
+	reassign.Topics = append(reassign.Topics, rt)
+	resp, err := adm.Request(ctx, reassign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(*kmsg.AlterPartitionAssignmentsResponse); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("reassign: %+v", r)
+	}
+	elect := kmsg.NewPtrElectLeadersRequest()
+	et := kmsg.NewElectLeadersRequestTopic()
+	et.Topic, et.Partitions = topic, []int32{0}
+	elect.Topics = append(elect.Topics, et)
+	eventually(t, 20*time.Second, func() error {
+		resp, err := adm.Request(ctx, elect)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.ElectLeadersResponse)
+		if code := r.Topics[0].Partitions[0].ErrorCode; code != 0 && code != kerr.ElectionNotNeeded.Code {
+			return kerr.ErrorForCode(code)
+		}
+		return nil
+	})
+}
+
+// TestShareStateCoordinatorFailover stops the node coordinating a share
+// partition's state (the leader of its __share_group_state partition,
+// neither the group's coordinator nor the data partition's leader) after
+// some acknowledgements: the member acknowledges the rest through the new
+// coordinator, and when the data partition's leadership then moves too,
+// the new leader, reading the state from the new coordinator, delivers
+// only records produced afterwards.
+func TestShareStateCoordinatorFailover(t *testing.T) {
+	c := startCluster(t, 3, shortShareLocks, func(c *Config) { c.OffsetsPartitions = 6 })
+	ctx := testCtx(t)
+	var seeds []string
+	for _, b := range c.brokers {
+		seeds = append(seeds, b.addr)
+	}
+	adm := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.RetryTimeout(10*time.Second))
+	c.createAssigned(t, ctx, adm, "sc", []int32{1, 2, 3})
+	first := c.brokers[0].b
+	if err := first.shares.ensureStore(); err != nil {
+		t.Fatal(err)
+	}
+	topicID := topicIDOf(t, c.brokers[0], "sc")
+	// A cluster makes __consumer_offsets on the first FindCoordinator.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorType, fc.CoordinatorKeys = 0, []string{"any"}
+	eventually(t, 30*time.Second, func() error {
+		fr := request[*kmsg.FindCoordinatorResponse](t, ctx, adm, fc)
+		return kerr.ErrorForCode(fr.Coordinators[0].ErrorCode)
+	})
+	// A group whose coordinator is not node 1 (the data leader) and whose
+	// state partition is led by the third node.
+	var group string
+	var coord, stateNode int32
+	stateIndex := -1
+	eventually(t, 30*time.Second, func() error {
+		s := first.shares.store.Load()
+		for i := range 1000 {
+			g := fmt.Sprintf("scf-%d", i)
+			p, ok := first.coordinatorPartition(g)
+			if !ok {
+				return fmt.Errorf("no %s yet", offsetsTopic)
+			}
+			gc := p.leader.Load()
+			rkey, err := stateRecordKey(share.StateKey{Group: g, TopicID: topicID, Partition: 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			si := s.partFor(rkey)
+			sn := s.coordinatorOf(si)
+			if gc > 1 && sn > 1 && sn != gc {
+				group, coord, stateNode, stateIndex = g, gc, sn, si
+				return nil
+			}
+		}
+		seen := map[[2]int32]int{}
+		for i := range 1000 {
+			g := fmt.Sprintf("scf-%d", i)
+			p, _ := first.coordinatorPartition(g)
+			rkey, _ := stateRecordKey(share.StateKey{Group: g, TopicID: topicID, Partition: 0})
+			seen[[2]int32{p.leader.Load(), s.coordinatorOf(s.partFor(rkey))}]++
+		}
+		return fmt.Errorf("no group name found with its state coordinated by a third node: (group coordinator, state coordinator) counts %v", seen)
+	})
+	t.Logf("group %s: coordinator %d, data leader 1, state coordinator %d (%s-%d)", group, coord, stateNode, shareStateTopic, stateIndex)
+
+	produceN(t, ctx, newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("sc"), kgo.RecordPartitioner(kgo.ManualPartitioner())), "sc", 0, 0, 10, 10)
+	setGroupConfigs(t, ctx, adm, group, "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "60000")
+	m := &shareMember{t: t, c: newClient(t, seeds[0], kgo.SeedBrokers(seeds...)), group: group, id: "m1", coord: coord, leader: 1}
+	m.join(ctx, "sc")
+	var got []delivered
+	eventually(t, 20*time.Second, func() error {
+		got = append(got, records(t, m.fetch(ctx, fetchOpts{maxWait: 100 * time.Millisecond}))...)
+		if len(got) < 10 {
+			return fmt.Errorf("%d records acquired", len(got))
+		}
+		return nil
+	})
+	if resp := m.acknowledge(ctx, map[int32][]ack{0: {{0, 3, []int8{1}}, {4, 9, []int8{2}}}}, false); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("acknowledge: %+v", resp)
+	}
+
+	c.brokers[stateNode-1].stop()
+	live := c.brokers[coord-1].b
+	stateTopic := live.lookupTopic(shareStateTopic)
+	eventually(t, 30*time.Second, func() error {
+		pm, ok := live.node.Image().Partition(stateTopic.id, int32(stateIndex))
+		if !ok || pm.Leader() == stateNode || pm.Leader() < 0 {
+			return fmt.Errorf("%s-%d still led by %d", shareStateTopic, stateIndex, pm.Leader())
+		}
+		return nil
+	})
+
+	// Accept 4-9 through the new coordinator. A write the old one did not
+	// answer fails the acknowledgement; the records come back and are
+	// accepted again.
+	accepted := map[int64]bool{}
+	var held []delivered
+	eventually(t, 30*time.Second, func() error {
+		resp := m.fetch(ctx, fetchOpts{maxWait: 100 * time.Millisecond, acks: ackAll(held, 1)})
+		if resp.ErrorCode != 0 {
+			m.session = 0
+			return kerr.ErrorForCode(resp.ErrorCode)
+		}
+		ackErr := ackErrors(resp)
+		if ackErr == nil {
+			for _, d := range held {
+				accepted[d.offset] = true
+			}
+		}
+		held = nil
+		for _, tp := range resp.Topics {
+			for _, p := range tp.Partitions {
+				if p.ErrorCode != 0 {
+					m.session = 0
+					return kerr.ErrorForCode(p.ErrorCode)
+				}
+			}
+		}
+		held = records(t, resp)
+		for _, d := range held {
+			if d.offset < 4 {
+				t.Fatalf("offset %d delivered again after it was accepted", d.offset)
+			}
+		}
+		if len(accepted) < 6 {
+			return fmt.Errorf("accepted %v (acknowledgement error: %v)", accepted, ackErr)
+		}
+		return nil
+	})
+
+	// Now the data partition's leadership moves to the group's
+	// coordinator, which reads the state from the new state coordinator.
+	moveLeader(t, ctx, adm, "sc", []int32{coord, 1, stateNode})
+	eventually(t, 30*time.Second, func() error {
+		pm, ok := live.node.Image().Partition(topicID, 0)
+		if !ok || pm.Leader() != coord {
+			return fmt.Errorf("leader still %d", pm.Leader())
+		}
+		return nil
+	})
+	produceN(t, ctx, newClient(t, seeds[0], kgo.SeedBrokers(seeds[coord-1]), kgo.DefaultProduceTopic("sc"), kgo.RecordPartitioner(kgo.ManualPartitioner())), "sc", 0, 10, 5, 5)
+	m.leader, m.session = coord, 0
+	var again []delivered
+	eventually(t, 30*time.Second, func() error {
+		resp := m.fetch(ctx, fetchOpts{maxWait: 100 * time.Millisecond})
+		if resp.ErrorCode != 0 {
+			m.session = 0
+			return kerr.ErrorForCode(resp.ErrorCode)
+		}
+		for _, tp := range resp.Topics {
+			for _, p := range tp.Partitions {
+				if p.ErrorCode != 0 {
+					m.session = 0
+					return kerr.ErrorForCode(p.ErrorCode)
+				}
+			}
+		}
+		again = append(again, records(t, resp)...)
+		if len(again) < 5 {
+			return fmt.Errorf("%d records acquired on the new leader: %+v", len(again), again)
+		}
+		return nil
+	})
+	for i, d := range again {
+		if d.offset != int64(10+i) || d.count != 1 {
+			t.Errorf("new leader delivered %+v, want offset %d for the first time", d, 10+i)
+		}
+	}
+	if len(again) != 5 {
+		t.Errorf("new leader delivered %d records, want 5 (offsets 10-14)", len(again))
 	}
 }
