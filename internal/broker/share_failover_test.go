@@ -92,27 +92,7 @@ func TestShareStateFailover(t *testing.T) {
 
 			// A new share session on the new leader.
 			m.leader, m.session = next, 0
-			var again []delivered
-			eventually(t, 20*time.Second, func() error {
-				resp := m.fetch(ctx, fetchOpts{maxWait: 100 * time.Millisecond})
-				if resp.ErrorCode != 0 {
-					m.session = 0
-					return kerr.ErrorForCode(resp.ErrorCode)
-				}
-				for _, tp := range resp.Topics {
-					for _, p := range tp.Partitions {
-						if p.ErrorCode != 0 {
-							m.session = 0
-							return kerr.ErrorForCode(p.ErrorCode)
-						}
-					}
-				}
-				again = append(again, records(t, resp)...)
-				if len(again) < 6 {
-					return fmt.Errorf("%d records acquired on the new leader: %+v", len(again), again)
-				}
-				return nil
-			})
+			again := acquireOnNewLeader(t, ctx, m, 6)
 			for i, d := range again {
 				// 4-6 were released after one delivery; 7-9 were only
 				// acquired, which is not durable (share.StateRecord's
@@ -267,10 +247,6 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 	var held []delivered
 	eventually(t, 30*time.Second, func() error {
 		resp := m.fetch(ctx, fetchOpts{maxWait: 100 * time.Millisecond, acks: ackAll(held, 1)})
-		if resp.ErrorCode != 0 {
-			m.session = 0
-			return kerr.ErrorForCode(resp.ErrorCode)
-		}
 		ackErr := ackErrors(resp)
 		if ackErr == nil {
 			for _, d := range held {
@@ -278,13 +254,8 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 			}
 		}
 		held = nil
-		for _, tp := range resp.Topics {
-			for _, p := range tp.Partitions {
-				if p.ErrorCode != 0 {
-					m.session = 0
-					return kerr.ErrorForCode(p.ErrorCode)
-				}
-			}
+		if err := fetchErr(m, resp); err != nil {
+			return err
 		}
 		held = records(t, resp)
 		for _, d := range held {
@@ -310,27 +281,7 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 	})
 	produceN(t, ctx, newClient(t, seeds[0], kgo.SeedBrokers(seeds[coord-1]), kgo.DefaultProduceTopic("sc"), kgo.RecordPartitioner(kgo.ManualPartitioner())), "sc", 0, 10, 5, 5)
 	m.leader, m.session = coord, 0
-	var again []delivered
-	eventually(t, 30*time.Second, func() error {
-		resp := m.fetch(ctx, fetchOpts{maxWait: 100 * time.Millisecond})
-		if resp.ErrorCode != 0 {
-			m.session = 0
-			return kerr.ErrorForCode(resp.ErrorCode)
-		}
-		for _, tp := range resp.Topics {
-			for _, p := range tp.Partitions {
-				if p.ErrorCode != 0 {
-					m.session = 0
-					return kerr.ErrorForCode(p.ErrorCode)
-				}
-			}
-		}
-		again = append(again, records(t, resp)...)
-		if len(again) < 5 {
-			return fmt.Errorf("%d records acquired on the new leader: %+v", len(again), again)
-		}
-		return nil
-	})
+	again := acquireOnNewLeader(t, ctx, m, 5)
 	for i, d := range again {
 		if d.offset != int64(10+i) || d.count != 1 {
 			t.Errorf("new leader delivered %+v, want offset %d for the first time", d, 10+i)
@@ -339,4 +290,41 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 	if len(again) != 5 {
 		t.Errorf("new leader delivered %d records, want 5 (offsets 10-14)", len(again))
 	}
+}
+
+// fetchErr is a ShareFetch's top-level or partition error, after which
+// the member opens a new share session.
+func fetchErr(m *shareMember, resp *kmsg.ShareFetchResponse) error {
+	if resp.ErrorCode != 0 {
+		m.session = 0
+		return kerr.ErrorForCode(resp.ErrorCode)
+	}
+	for _, tp := range resp.Topics {
+		for _, p := range tp.Partitions {
+			if p.ErrorCode != 0 {
+				m.session = 0
+				return kerr.ErrorForCode(p.ErrorCode)
+			}
+		}
+	}
+	return nil
+}
+
+// acquireOnNewLeader fetches from the member's leader, in a new share
+// session, until n records are acquired.
+func acquireOnNewLeader(t *testing.T, ctx context.Context, m *shareMember, n int) []delivered {
+	t.Helper()
+	var got []delivered
+	eventually(t, 30*time.Second, func() error {
+		resp := m.fetch(ctx, fetchOpts{maxWait: 100 * time.Millisecond})
+		if err := fetchErr(m, resp); err != nil {
+			return err
+		}
+		got = append(got, records(t, resp)...)
+		if len(got) < n {
+			return fmt.Errorf("%d records acquired on the new leader: %+v", len(got), got)
+		}
+		return nil
+	})
+	return got
 }
