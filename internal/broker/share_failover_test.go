@@ -64,16 +64,7 @@ func TestShareStateFailover(t *testing.T) {
 			produceN(t, ctx, newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("sf"), kgo.RecordPartitioner(kgo.ManualPartitioner())), "sf", 0, 0, 10, 10)
 			setGroupConfigs(t, ctx, adm, group, "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "60000")
 
-			m := &shareMember{t: t, c: newClient(t, seeds[0], kgo.SeedBrokers(seeds...)), group: group, id: "m1", coord: coord, leader: leader}
-			m.join(ctx, "sf")
-			var got []delivered
-			eventually(t, 20*time.Second, func() error {
-				got = append(got, records(t, m.fetch(ctx, fetchOpts{maxWait: 100 * time.Millisecond}))...)
-				if len(got) < 10 {
-					return fmt.Errorf("%d records acquired", len(got))
-				}
-				return nil
-			})
+			m := joinAndAcquire(t, ctx, seeds, group, "sf", coord, leader, 10)
 			acks := map[int32][]ack{0: {{0, 3, []int8{1}}, {4, 6, []int8{2}}}}
 			if resp := m.acknowledge(ctx, acks, false); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
 				t.Fatalf("acknowledge: %+v", resp)
@@ -215,16 +206,7 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 
 	produceN(t, ctx, newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("sc"), kgo.RecordPartitioner(kgo.ManualPartitioner())), "sc", 0, 0, 10, 10)
 	setGroupConfigs(t, ctx, adm, group, "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "60000")
-	m := &shareMember{t: t, c: newClient(t, seeds[0], kgo.SeedBrokers(seeds...)), group: group, id: "m1", coord: coord, leader: 1}
-	m.join(ctx, "sc")
-	var got []delivered
-	eventually(t, 20*time.Second, func() error {
-		got = append(got, records(t, m.fetch(ctx, fetchOpts{maxWait: 100 * time.Millisecond}))...)
-		if len(got) < 10 {
-			return fmt.Errorf("%d records acquired", len(got))
-		}
-		return nil
-	})
+	m := joinAndAcquire(t, ctx, seeds, group, "sc", coord, 1, 10)
 	if resp := m.acknowledge(ctx, map[int32][]ack{0: {{0, 3, []int8{1}}, {4, 9, []int8{2}}}}, false); resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("acknowledge: %+v", resp)
 	}
@@ -327,4 +309,21 @@ func acquireOnNewLeader(t *testing.T, ctx context.Context, m *shareMember, n int
 		return nil
 	})
 	return got
+}
+
+// joinAndAcquire joins member m1 of group to topic and fetches from leader
+// until n records are acquired.
+func joinAndAcquire(t *testing.T, ctx context.Context, seeds []string, group, topic string, coord, leader int32, n int) *shareMember {
+	t.Helper()
+	m := &shareMember{t: t, c: newClient(t, seeds[0], kgo.SeedBrokers(seeds...)), group: group, id: "m1", coord: coord, leader: leader}
+	m.join(ctx, topic)
+	var got []delivered
+	eventually(t, 20*time.Second, func() error {
+		got = append(got, records(t, m.fetch(ctx, fetchOpts{maxWait: 100 * time.Millisecond}))...)
+		if len(got) < n {
+			return fmt.Errorf("%d records acquired", len(got))
+		}
+		return nil
+	})
+	return m
 }
