@@ -506,7 +506,7 @@ func (c *shareCoordinator) dropPartLocked(k share.StateKey, sp *sharePart) *stor
 	for _, w := range sp.waiters {
 		w.wake()
 	}
-	t := c.stateWrite(sp.rkey, nil, stateFence{})
+	t := c.stateWrite(sp.rkey, nil, true, stateFence{})
 	sp.mu.Unlock()
 	delete(c.parts, k)
 	if g, ok := c.groups[k.Group]; ok {

@@ -169,7 +169,7 @@ func (sp *sharePart) reset(start int64, now time.Time) *storeTicket {
 	switch {
 	case start < 0:
 		sp.p = nil
-		t = sp.c.stateWrite(sp.rkey, nil, reinit)
+		t = sp.c.stateWrite(sp.rkey, nil, true, reinit)
 	case sp.p == nil:
 		sp.p = share.New(sp.cfg, start)
 		t = sp.writeSnapshotAs(reinit)

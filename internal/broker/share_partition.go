@@ -120,7 +120,7 @@ func (sp *sharePart) persistLocked(rec share.StateRecord) *storeTicket {
 		panic(fmt.Sprintf("broker: share state record does not encode: %v", err))
 	}
 	sp.deltas++
-	return sp.c.stateWrite(sp.rkey, v, stateFence{stateEpoch: rec.StateEpoch, leaderEpoch: sp.epoch})
+	return sp.c.stateWrite(sp.rkey, v, false, stateFence{stateEpoch: rec.StateEpoch, leaderEpoch: sp.epoch})
 }
 
 func (sp *sharePart) writeSnapshotLocked() *storeTicket {
@@ -139,7 +139,7 @@ func (sp *sharePart) writeSnapshotAs(f stateFence) *storeTicket {
 	if !f.reinit {
 		f = stateFence{stateEpoch: snap.StateEpoch, leaderEpoch: sp.epoch}
 	}
-	return sp.c.stateWrite(sp.rkey, v, f)
+	return sp.c.stateWrite(sp.rkey, v, true, f)
 }
 
 // afterChangeLocked wakes parked fetches if records may be acquirable and

@@ -51,19 +51,13 @@ type stateFence struct {
 // stateWrite sends a share partition's record (nil deletes its state) to
 // its coordinator and returns the ticket that completes when the record
 // is committed there. It never blocks on the network.
-func (c *shareCoordinator) stateWrite(rkey, value []byte, f stateFence) *storeTicket {
+// full says whether value is a snapshot (a deletion always is).
+func (c *shareCoordinator) stateWrite(rkey, value []byte, full bool, f stateFence) *storeTicket {
 	s := c.store.Load()
 	if s == nil {
 		return failedTicket(errNoShareStore)
 	}
-	full := value == nil
-	if !full {
-		r, err := share.DecodeStateRecord(value)
-		if err != nil {
-			return failedTicket(err)
-		}
-		full = r.Kind == share.Snapshot
-	}
+	full = full || value == nil
 	e := storeEntry{key: rkey, value: value, full: full, fence: true, stateEpoch: f.stateEpoch, leaderEpoch: f.leaderEpoch, reinit: f.reinit}
 	return c.route(s, e)
 }
