@@ -269,10 +269,21 @@ func scanRecords(body []byte, count int32) (recordStats, error) {
 
 // varintAt decodes the zigzag varint at b[p:]; the returned position is -1
 // when it does not parse (and stays -1 when passed -1).
+//
+// One- and two-byte varints (values -8192..8191: every record length,
+// key and value size under 8 KiB) are decoded inline; longer ones go to
+// binary.Varint.
 func varintAt(b []byte, p int) (int64, int) {
 	if uint(p) < uint(len(b)) {
-		if c := b[p]; c < 0x80 {
+		c := b[p]
+		if c < 0x80 {
 			return int64(c>>1) ^ -int64(c&1), p + 1
+		}
+		if uint(p+1) < uint(len(b)) {
+			if d := b[p+1]; d < 0x80 {
+				u := uint64(c&0x7f) | uint64(d)<<7
+				return int64(u>>1) ^ -int64(u&1), p + 2
+			}
 		}
 	}
 	return varintAtSlow(b, p)

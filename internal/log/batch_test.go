@@ -173,3 +173,31 @@ func FuzzValidateBatch(f *testing.F) {
 		}
 	})
 }
+
+// TestVarintAtMatchesBinaryVarint checks the inline one- and two-byte paths
+// of varintAt against binary.Varint (varintAtSlow) for every one- and two-byte input, at
+// the start, in the middle and cut short at the end of a buffer, and for
+// the positions that do not parse.
+func TestVarintAtMatchesBinaryVarint(t *testing.T) {
+	want := varintAtSlow // binary.Varint, positions as varintAt gives them
+	check := func(b []byte, p int) {
+		t.Helper()
+		gv, gp := varintAt(b, p)
+		wv, wp := want(b, p)
+		if gp != wp || (gp >= 0 && gv != wv) {
+			t.Fatalf("varintAt(% x, %d) = %d, %d; binary.Varint gives %d, %d", b, p, gv, gp, wv, wp)
+		}
+	}
+	for c := 0; c < 256; c++ {
+		for d := 0; d < 256; d++ {
+			check([]byte{byte(c), byte(d)}, 0)             // whole buffer
+			check([]byte{9, byte(c), byte(d), 0x01}, 1)    // mid-buffer, trailing byte
+			check([]byte{byte(c), byte(d), 0x80, 0x01}, 0) // a third byte when d continues
+			check([]byte{0x80, byte(c), byte(d)}, 1)       // ends at the buffer's end
+		}
+		check([]byte{byte(c)}, 0) // a continuation byte with nothing after it
+	}
+	for _, p := range []int{-1, 2, 3} {
+		check([]byte{0x02, 0x04}, p)
+	}
+}
