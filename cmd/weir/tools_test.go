@@ -167,7 +167,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{`weir_partition_log_end_offset{partition="0",topic="m"} 2`, `weir_server_requests_total{api="Produce"}`, "go_goroutines"} {
+	for _, want := range []string{`weir_partition_log_end_offset{partition="0",topic="m"} 2`, `weir_server_requests_total{api="Produce"}`, "weir_server_inline_replies_total", "go_goroutines"} {
 		if !strings.Contains(string(body), want) {
 			t.Fatalf("metrics lack %q:\n%s", want, body)
 		}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,7 +26,8 @@ const maxKeptWriteBuffer = 1 << 20
 
 // conn is one client connection: a reader goroutine that decodes requests
 // and calls the dispatcher in order, and a writer goroutine that writes
-// replies in the same order.
+// replies in the same order. A reply that is ready at once while the
+// writer has nothing queued is written by the reader itself (send).
 type conn struct {
 	s    *Server
 	nc   net.Conn
@@ -44,6 +46,12 @@ type conn struct {
 	// queue carries replies to the writer in request order. Its capacity
 	// equals slots', so sending never blocks.
 	queue chan outgoing
+	// queued counts replies sent to queue and not yet written. While it
+	// is 0 the writer is idle, and the reader writes a reply that is
+	// ready at once itself (send): same order, no goroutine hand-off.
+	queued atomic.Int32
+	// rbuf is the reader's encode buffer for the replies it writes.
+	rbuf []byte
 
 	stopRead   chan struct{} // closed by stopReading
 	stopOnce   sync.Once
@@ -189,8 +197,7 @@ func (c *conn) handle(frame []byte) bool {
 	c.s.stats.requests[h.key].Add(1)
 	if req == nil { // an ApiVersions version we do not serve
 		reply := Ready(apiVersionsFallback(c.s.versions[apiVersionsKey]))
-		c.queue <- outgoing{reply: reply, key: apiVersionsKey, correlationID: h.correlationID}
-		return true
+		return c.send(outgoing{reply: reply, key: apiVersionsKey, correlationID: h.correlationID})
 	}
 	reply := c.s.dispatcher.Serve(c.ctx, &Request{
 		Key:           h.key,
@@ -205,14 +212,43 @@ func (c *conn) handle(frame []byte) bool {
 		c.log.Error("dispatcher returned no reply, closing connection", "key", h.key, "version", h.version)
 		return false
 	}
-	c.queue <- outgoing{
+	return c.send(outgoing{
 		reply:         reply,
 		key:           h.key,
 		version:       h.version,
 		correlationID: h.correlationID,
 		flexible:      flexibleResponseHeader(req),
+	})
+}
+
+// send answers one request in order and reports whether reading should go
+// on. A reply that is ready while no earlier one waits for the writer is
+// written here, on the reader, which saves waking the writer for every
+// request a client sends one after another (a produce answered at once, a
+// fetch with data). Any other reply goes to the writer's queue.
+func (c *conn) send(out outgoing) bool {
+	if c.queued.Load() == 0 && out.reply.ready() {
+		c.s.stats.inlineReplies.Add(1)
+		var err error
+		c.rbuf, err = c.write(c.rbuf[:0], out)
+		if cap(c.rbuf) > maxKeptWriteBuffer {
+			c.rbuf = nil
+		}
+		<-c.slots
+		if err != nil {
+			if !errors.Is(err, errCloseRequested) {
+				if c.ctx.Err() == nil {
+					c.log.Debug("write failed", "err", err)
+				}
+				c.cancel() // nothing is left to flush to a broken socket
+			}
+			return false
+		}
+		return true
 	}
-	return !reply.closes()
+	c.queued.Add(1)
+	c.queue <- out
+	return !out.reply.closes()
 }
 
 func (c *conn) violation(msg string, attrs ...any) {
@@ -246,6 +282,7 @@ func (c *conn) writeLoop() {
 		if cap(buf) > maxKeptWriteBuffer {
 			buf = nil
 		}
+		c.queued.Add(-1) // written: the reader may write the next one itself
 		<-c.slots
 	}
 }

@@ -23,6 +23,11 @@
 //     fetch long poll, an acks=all produce), and writes it. A later reply
 //     that is ready waits behind an earlier pending one, as the protocol
 //     requires.
+//   - A Reply that is ready when Serve returns while the queue is empty
+//     and the writer idle (no reply read and not yet written) is written
+//     by the reader itself. Order holds (everything before it has been
+//     written), and the common case of a client waiting for each answer
+//     costs no wake-up of the writer. Stats.InlineReplies counts them.
 //
 // At most Config.MaxInFlight requests per connection are read and not yet
 // answered; at the bound the reader stops reading, which pushes back on

@@ -17,10 +17,11 @@ var (
 	descConnsOpen = prometheus.NewDesc("weir_server_connections_opened_total", "Connections accepted.", nil, nil)
 	descConnsShut = prometheus.NewDesc("weir_server_connections_closed_total", "Connections closed.", nil, nil)
 	descProtoErrs = prometheus.NewDesc("weir_server_protocol_errors_total", "Connections closed for bad input.", nil, nil)
+	descInline    = prometheus.NewDesc("weir_server_inline_replies_total", "Replies written by a connection's reader because nothing was queued before them.", nil, nil)
 )
 
 func (c serverCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRequests, descBytesIn, descBytesOut, descConnsOpen, descConnsShut, descProtoErrs} {
+	for _, d := range []*prometheus.Desc{descRequests, descBytesIn, descBytesOut, descConnsOpen, descConnsShut, descProtoErrs, descInline} {
 		ch <- d
 	}
 }
@@ -31,7 +32,7 @@ func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(n), kmsg.NameForKey(key))
 	}
 	for d, v := range map[*prometheus.Desc]uint64{descBytesIn: st.BytesIn, descBytesOut: st.BytesOut, descConnsOpen: st.ConnectionsOpened,
-		descConnsShut: st.ConnectionsClosed, descProtoErrs: st.ProtocolErrors} {
+		descConnsShut: st.ConnectionsClosed, descProtoErrs: st.ProtocolErrors, descInline: st.InlineReplies} {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -224,5 +226,103 @@ func TestServeSequentialPerConnection(t *testing.T) {
 	}
 	if len(next) != conns {
 		t.Fatalf("saw %d connections", len(next))
+	}
+}
+
+// Requests answered at once, one after another, are written by the reader
+// itself; a reply completed later goes through the writer, and a ready one
+// behind it waits its turn there too.
+func TestReadyRepliesWrittenByReader(t *testing.T) {
+	var pending *Reply
+	d := &fakeDispatcher{versions: testVersions, handle: func(_ context.Context, req *Request) *Reply {
+		if req.CorrelationID == 100 {
+			pending = NewPendingReply()
+			return pending
+		}
+		return Ready(req.Body.ResponseKind())
+	}}
+	s := startServer(t, d, nil)
+	c := dial(t, s)
+	const n = 50
+	for corr := int32(0); corr < n; corr++ {
+		c.send(reqFrame(&kmsg.MetadataRequest{Version: 9}, corr, nil))
+		if got := correlationOf(c.readFrame()); got != corr {
+			t.Fatalf("reply %d has correlation %d", corr, got)
+		}
+	}
+	if got := s.Stats().InlineReplies; got != n {
+		t.Fatalf("InlineReplies = %d after %d requests answered at once, want %d", got, n, n)
+	}
+	c.send(append(reqFrame(&kmsg.MetadataRequest{Version: 9}, 100, nil), reqFrame(&kmsg.MetadataRequest{Version: 9}, 101, nil)...))
+	eventually(t, 5*time.Second, "both requests served", func() bool { return len(d.served()) == n+2 })
+	pending.Complete(kmsg.NewPtrMetadataResponse())
+	for _, want := range []int32{100, 101} {
+		if got := correlationOf(c.readFrame()); got != want {
+			t.Fatalf("got correlation %d, want %d", got, want)
+		}
+	}
+	if got := s.Stats().InlineReplies; got != n {
+		t.Fatalf("InlineReplies = %d, want %d: the replies behind a pending one go through the writer", got, n)
+	}
+}
+
+// Replies ready at once and replies completed later in random order, on
+// one pipelined connection: the wire carries every reply once, in request
+// order, whichever goroutine writes it.
+func TestInlineAndQueuedRepliesKeepOrder(t *testing.T) {
+	const n = 2000
+	rng := rand.New(rand.NewPCG(1, 2))
+	var mu sync.Mutex
+	var completers sync.WaitGroup
+	defer completers.Wait()
+	d := &fakeDispatcher{versions: testVersions, handle: func(_ context.Context, req *Request) *Reply {
+		mu.Lock()
+		later, delay := rng.IntN(4) == 0, time.Duration(rng.IntN(300))*time.Microsecond
+		mu.Unlock()
+		if !later {
+			return Ready(req.Body.ResponseKind())
+		}
+		r := NewPendingReply()
+		completers.Go(func() {
+			time.Sleep(delay)
+			r.Complete(req.Body.ResponseKind())
+		})
+		return r
+	}}
+	s := startServer(t, d, nil)
+	c := dial(t, s)
+	done := make(chan string, 1)
+	go func() {
+		for want := int32(0); want < n; want++ {
+			b, err := c.tryReadFrame()
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			if got := correlationOf(b); got != want {
+				done <- fmt.Sprintf("got correlation %d, want %d", got, want)
+				return
+			}
+		}
+		done <- ""
+	}()
+	for corr := int32(0); corr < n; corr += 100 { // 100 frames at a time
+		var in []byte
+		for k := corr; k < corr+100; k++ {
+			in = append(in, reqFrame(&kmsg.MetadataRequest{Version: 9}, k, nil)...)
+		}
+		c.send(in)
+	}
+	select {
+	case msg := <-done:
+		if msg != "" {
+			t.Fatal(msg)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("replies did not all arrive within 30 s")
+	}
+	st := s.Stats()
+	if st.InlineReplies == 0 || st.InlineReplies >= n {
+		t.Fatalf("InlineReplies = %d of %d: want both paths taken", st.InlineReplies, n)
 	}
 }

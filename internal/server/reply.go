@@ -122,6 +122,16 @@ func (r *Reply) abandon() {
 	b.release()
 }
 
+// ready reports whether r is complete, so that it can be written now.
+func (r *Reply) ready() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // closes reports whether r is a CloseConnection reply. Only ready replies
 // can be.
 func (r *Reply) closes() bool {

@@ -24,6 +24,10 @@ type Stats struct {
 	// with sendfile(2) and through a userspace copy.
 	SendfileBytes   uint64
 	CopiedFileBytes uint64
+	// InlineReplies counts replies the reader wrote itself because they
+	// were ready while the writer had nothing queued; the rest went
+	// through the writer goroutine.
+	InlineReplies uint64
 }
 
 type counters struct {
@@ -33,6 +37,7 @@ type counters struct {
 	connsOpened, connsClosed       atomic.Uint64
 	protocolErrors, inFlightStalls atomic.Uint64
 	sendfileBytes, copiedFileBytes atomic.Uint64
+	inlineReplies                  atomic.Uint64
 }
 
 func newCounters(keys map[int16]APIVersionRange) *counters {
@@ -54,6 +59,7 @@ func (c *counters) snapshot() Stats {
 		InFlightStalls:    c.inFlightStalls.Load(),
 		SendfileBytes:     c.sendfileBytes.Load(),
 		CopiedFileBytes:   c.copiedFileBytes.Load(),
+		InlineReplies:     c.inlineReplies.Load(),
 	}
 	for k, v := range c.requests {
 		if n := v.Load(); n > 0 {
