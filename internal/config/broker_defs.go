@@ -24,6 +24,7 @@ const (
 	// weir's own broker configs.
 	WeirLogSyncBeforeAck      = "weir.log.sync.before.ack"
 	WeirLogBackgroundSync     = "weir.log.background.sync"
+	WeirLogPreallocate        = "weir.log.preallocate"
 	FaultProduceResponseMs    = "weir.fault.produce.response.delay.ms"
 	FaultFetchResponseMs      = "weir.fault.fetch.response.delay.ms"
 	LeaderHints               = "weir.leader.hints.enable"
@@ -97,6 +98,7 @@ var brokerDefs = newDefSet([]Def{
 	// weir's own.
 	{Name: WeirLogSyncBeforeAck, Type: Boolean, Default: "false", Dynamic: true, Support: Honoured, Doc: "weir: default weir.sync.before.ack."},
 	{Name: WeirLogBackgroundSync, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "weir: default weir.background.sync."},
+	{Name: WeirLogPreallocate, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "weir: default weir.preallocate."},
 	{Name: FaultProduceResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every produce response by this many milliseconds."},
 	{Name: ReplicaLagTimeMax, Type: Long, Default: "30000", valid: atLeast(1), Support: Honoured, Doc: "A follower that has not caught up with its leader's log end for this long leaves the ISR."},
 	{Name: ShareFetchElsewhereWaitMs, Type: Long, Default: "10", valid: atLeast(-1), Dynamic: true, Support: Honoured, Doc: "An empty record_limit ShareFetch whose topics have partitions led by other brokers is answered after at most this many milliseconds instead of its MaxWaitMs, so a record_limit share consumer (which takes records from one broker at a time) moves on to brokers that have records. batch_optimized fetches keep their MaxWaitMs. -1 turns this off."},

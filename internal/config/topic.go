@@ -117,6 +117,7 @@ func (t *Topic) LogConfig() log.Config {
 		FlushInterval:      boundedMs(v[FlushMs].i),
 		SyncBeforeAck:      v[SyncBeforeAck].b,
 		BackgroundSync:     v[BackgroundSync].b,
+		Preallocate:        v[Preallocate].b,
 		FileDeleteDelay:    msDuration(v[FileDeleteDelayMs].i),
 	}
 	if !t.Delete() {

@@ -32,6 +32,9 @@ const (
 	// BackgroundSync is weir's own: fsync unsynced data about once a
 	// second (true), or only when Kafka would (false).
 	BackgroundSync = "weir.background.sync"
+	// Preallocate is weir's own: reserve the active segment's blocks
+	// ahead of its end.
+	Preallocate = "weir.preallocate"
 )
 
 const (
@@ -124,6 +127,8 @@ var topicDefs = newDefSet([]Def{
 		Doc: "weir: fsync before acknowledging a produce; concurrent produces share one fsync (group commit)."},
 	{Name: BackgroundSync, Type: Boolean, Default: "true", Support: Honoured, Synonyms: syn(WeirLogBackgroundSync),
 		Doc: "weir: fsync data not yet fsynced about once a second in the background. false fsyncs only where Kafka does (segment roll, flush.ms, flush.messages, shutdown): page cache only, for comparisons with Kafka's defaults."},
+	{Name: Preallocate, Type: Boolean, Default: "true", Support: Honoured, Synonyms: syn(WeirLogPreallocate),
+		Doc: "weir: once the active segment holds 1 MiB, keep as much again (at most 16 MiB) of disk blocks reserved past its end (fallocate, file size unchanged), so that appends do not wait for the filesystem to allocate blocks while writeback holds the file; sealed segments give the rest back. Unlike preallocate, it never reserves a whole segment."},
 })
 
 // infiniteMs is the largest millisecond count that still fits a

@@ -29,6 +29,13 @@ type Config struct {
 	// seal, flush.ms, flush.messages, a WaitDurable caller, Flush and
 	// Close, as Kafka does (weir.background.sync=false).
 	BackgroundSync bool
+	// Preallocate reserves the active segment's disk blocks ahead of its
+	// end once it holds 1 MiB (as much as it holds, at most 16 MiB), so
+	// that appends do not wait for the filesystem to allocate blocks while
+	// writeback holds the file (weir.preallocate). Sealed segments give
+	// the rest back. Kafka's own preallocate (whole segments) is a
+	// different, unhonoured setting.
+	Preallocate bool
 	// FileDeleteDelay is how long files of a deleted segment stay open so
 	// that reads already holding their ranges can finish
 	// (file.delete.delay.ms).
@@ -49,6 +56,7 @@ func DefaultConfig() Config {
 		FlushMessages:      math.MaxInt64,
 		FlushInterval:      -1,
 		BackgroundSync:     true,
+		Preallocate:        true,
 		FileDeleteDelay:    time.Minute,
 	}
 }

@@ -40,6 +40,14 @@
 // acknowledging; concurrent waiters share one fsync (group commit), so the
 // cost of durability falls as load rises.
 //
+// # Block reservation
+//
+// Once the active segment holds 1 MiB it keeps blocks reserved past its
+// end (Preallocate, fallocate with the file size unchanged; as much as it
+// holds, at most 16 MiB) so that appends do not wait on the filesystem's
+// block allocation while writeback holds the file; sealing and Close give
+// the rest back. docs/DESIGN.md has the measurement behind it.
+//
 // # Many partitions
 //
 // A broker may hold far more partitions than it writes to. Two options keep

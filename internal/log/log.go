@@ -349,10 +349,11 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config,
 		stampBatch(b, info, base, opts.LeaderEpoch, cfg.LogAppendTime, now)
 	}
 	active := l.segs[len(l.segs)-1]
-	if err := active.appendBatch(b, &info.BatchHeader, cfg.IndexIntervalBytes); err != nil {
+	if err := active.appendBatch(b, &info.BatchHeader, cfg.IndexIntervalBytes, cfg.Preallocate, cfg.SegmentBytes); err != nil {
 		// A failed write may have left part of the batch in the file;
 		// cut it off so the log stays a valid prefix.
 		_ = active.f.Truncate(active.size)
+		active.alloc = min(active.alloc, active.size)
 		l.mu.Unlock()
 		return AppendResult{}, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
@@ -425,7 +426,11 @@ func (l *Log) roll(now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("%w: roll segment: %v", kerr.KafkaStorageError, err)
 	}
-	l.toFlush = append(l.toFlush, l.segs[len(l.segs)-1])
+	prev := l.segs[len(l.segs)-1]
+	if err := prev.trim(); err != nil {
+		l.logger.Warn("log: could not free blocks reserved past a sealed segment", "dir", l.dir, "base", prev.base, "err", err)
+	}
+	l.toFlush = append(l.toFlush, prev)
 	l.segs = append(l.segs[:len(l.segs):len(l.segs)], seg)
 	l.logger.Debug("log: rolled segment", "dir", l.dir, "base", seg.base)
 	l.signal()
@@ -580,6 +585,7 @@ func (l *Log) Truncate(offset int64) error {
 	if err := seg.f.Truncate(pos); err != nil {
 		return fmt.Errorf("%w: truncate: %v", kerr.KafkaStorageError, err)
 	}
+	seg.alloc = min(seg.alloc, pos) // truncating freed the reserved blocks too
 	if err := seg.f.Sync(); err != nil {
 		return fmt.Errorf("%w: truncate: %v", kerr.KafkaStorageError, err)
 	}
@@ -851,6 +857,9 @@ func (l *Log) closeFiles() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.segs {
+		if err := s.trim(); err != nil {
+			l.logger.Warn("log: could not free blocks reserved past the log end", "dir", l.dir, "base", s.base, "err", err)
+		}
 		s.f.Close()
 	}
 	for _, r := range l.retired {
