@@ -16,6 +16,7 @@ import (
 	"weir/internal/metadata"
 	"weir/internal/quorum"
 	"weir/internal/server"
+	"weir/internal/testport"
 )
 
 // eventually polls cond until it holds or d passes.
@@ -32,12 +33,7 @@ func eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {
 
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return testport.Addr(tb)
 }
 
 func testLogger(tb testing.TB) *slog.Logger {

@@ -5,11 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"weir/internal/testport"
 )
 
 // listFSM records every applied entry; its snapshot is the list.
@@ -55,12 +56,7 @@ func (f *listFSM) list() []string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return testport.Addr(t)
 }
 
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {

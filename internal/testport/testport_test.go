@@ -1,0 +1,31 @@
+package testport
+
+import (
+	"net"
+	"strconv"
+	"testing"
+)
+
+func TestAddrIsFreeAndBelowTheEphemeralRange(t *testing.T) {
+	seen := map[string]bool{}
+	for range 20 {
+		addr := Addr(t)
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := strconv.Atoi(port)
+		if host != "127.0.0.1" || p < Low || p >= High {
+			t.Fatalf("Addr gave %s, want 127.0.0.1 and a port in [%d, %d)", addr, Low, High)
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("Addr gave %s, which does not bind: %v", addr, err)
+		}
+		ln.Close()
+		seen[addr] = true
+	}
+	if len(seen) < 10 {
+		t.Fatalf("20 calls gave only %d different addresses", len(seen))
+	}
+}
