@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,24 +20,25 @@ import (
 	"weir/internal/quorum"
 	"weir/internal/server"
 	"weir/internal/share"
+	"weir/internal/testport"
 )
 
-// freePorts reserves n distinct free ports on 127.0.0.1 (released before
-// use; the window for another process to take one is small).
+// freePorts picks n distinct ports on 127.0.0.1 that were free a moment
+// ago, from below the kernel's ephemeral range (see internal/testport).
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var ls []net.Listener
+	seen := map[int]bool{}
 	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(ports) < n {
+		_, port, err := net.SplitHostPort(testport.Addr(t))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
+		p, _ := strconv.Atoi(port)
+		if !seen[p] {
+			seen[p] = true
+			ports = append(ports, p)
+		}
 	}
 	return ports
 }
