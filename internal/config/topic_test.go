@@ -75,6 +75,10 @@ func TestTopicLogConfig(t *testing.T) {
 			func(c log.Config) bool { return c.SyncBeforeAck }},
 		{"sync before ack topic override wins", map[string]string{WeirLogSyncBeforeAck: "true"}, map[string]string{SyncBeforeAck: "false"},
 			func(c log.Config) bool { return !c.SyncBeforeAck }},
+		{"preallocate off from broker", map[string]string{WeirLogPreallocate: "false"}, nil,
+			func(c log.Config) bool { return !c.Preallocate }},
+		{"preallocate topic override wins", map[string]string{WeirLogPreallocate: "false"}, map[string]string{Preallocate: "true"},
+			func(c log.Config) bool { return c.Preallocate }},
 		{"max message and delete delay", map[string]string{MessageMaxBytes: "100"}, map[string]string{FileDeleteDelayMs: "0"},
 			func(c log.Config) bool { return c.MaxMessageBytes == 100 && c.FileDeleteDelay == 0 }},
 	}
