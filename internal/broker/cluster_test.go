@@ -88,6 +88,23 @@ func startCluster(t testing.TB, n int, mutate ...func(*Config)) *testCluster {
 			t.Fatalf("start: %v", err)
 		}
 	}
+	// Each node waits in Start only for its own unfencing to reach its
+	// own image; a client's first Metadata may go to any node, so wait
+	// until every node lists every other as unfenced too.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tb := range tc.brokers {
+		if err := tb.b.waitRegistry(ctx, func() bool {
+			for id := range int32(n) {
+				if br, ok := tb.b.image().Broker(id + 1); !ok || br.Fenced {
+					return false
+				}
+			}
+			return true
+		}); err != nil {
+			t.Fatalf("node %d never saw all %d nodes unfenced: %v", tb.b.cfg.NodeID, n, err)
+		}
+	}
 	return tc
 }
 
