@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -124,6 +125,43 @@ func total(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// TestRestartReturnsOnceThisRunIsListed: Start returns only when the
+// node's own image lists this run's registration unfenced, not the
+// previous run's replayed from disk, which the new (fenced) registration
+// replaces a moment later; in that window Metadata would not list the
+// node and a client asking for it by ID gets "unknown broker". The window
+// is a race, so the test restarts many times and watches the listing for
+// a while after each Start, with busy goroutines competing for the CPU
+// (the registry then lags the replicated state the lifecycle reads).
+func TestRestartReturnsOnceThisRunIsListed(t *testing.T) {
+	dir := t.TempDir()
+	stop := make(chan struct{})
+	var busy sync.WaitGroup
+	for range 2 * runtime.NumCPU() {
+		busy.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		})
+	}
+	defer busy.Wait()
+	defer close(stop)
+	for run := range 10 {
+		tb := startBroker(t, dir, nil)
+		epoch := tb.b.life.Epoch()
+		for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if br, ok := tb.b.image().Broker(tb.b.cfg.NodeID); !ok || br.Fenced || br.Epoch != epoch {
+				t.Fatalf("run %d: after Start the node lists %+v, want this run's registration (epoch %d) unfenced", run, br, epoch)
+			}
+		}
+		tb.stop()
+	}
 }
 
 func TestConsumerGroupAndCommitsSurviveRestart(t *testing.T) {

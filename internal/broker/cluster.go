@@ -251,10 +251,13 @@ func (b *Broker) Start(ctx context.Context) error {
 		return fmt.Errorf("broker: not unfenced by the controller within %v (state %v)", timeout, life.State())
 	}
 	// Clients learn of this broker from the image: wait until the
-	// registry reflects the unfencing.
+	// registry reflects the unfencing of this registration. On a restart
+	// the image replayed from disk holds the previous run's registration,
+	// unfenced, until this run's (fenced) one is applied over it.
+	epoch := life.Epoch()
 	if err := b.waitRegistry(ctx, func() bool {
 		br, ok := b.image().Broker(b.cfg.NodeID)
-		return ok && !br.Fenced
+		return ok && !br.Fenced && br.Epoch >= epoch
 	}); err != nil {
 		return fmt.Errorf("broker: unfencing not applied here: %w", err)
 	}
