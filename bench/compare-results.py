@@ -159,11 +159,11 @@ def report(path):
         out.append(f"| {label} | {fmt(w)} | {fmt(k)} | {fmt_ratio(ratio)} | {goal} | {met} |")
 
     ceiling_rows = [(label, metric, better) for label, metric, better, _ in rows
-                    if metric.startswith(("produce_", "latency_")) and not metric.endswith("broker_cpu_s")]
+                    if metric.startswith(("produce_", "latency_", "consume.")) and not metric.endswith("broker_cpu_s")]
     if any(values.get(("null", m)) for _, m, _ in ceiling_rows):
         out.append("")
         out.append("The ceiling: the same load generator against weir `--null-storage`, a broker that "
-                   "acknowledges produce without storing (medians):")
+                   "acknowledges produce without storing and answers fetches from memory (medians):")
         out.append("")
         out.append("| measure | null broker | weir | weir/ceiling | target | met | Kafka/ceiling |")
         out.append("|---|---:|---:|---:|---|---|---:|")

@@ -32,7 +32,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	listen := fs.String("listen", "127.0.0.1:9092", "address the Kafka listener binds (host:port; port 0 picks a free one)")
 	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the bound listener)")
 	nodeID := fs.Int("node-id", 1, "this broker's node id (node.id)")
-	nullStorage := fs.Bool("null-storage", false, "benchmarking only: acknowledge produce without storing anything, to measure the client and loopback ceiling")
+	nullStorage := fs.Bool("null-storage", false, "benchmarking only: acknowledge produce without storing anything and answer fetches by repeating the largest produced batch, to measure the client and loopback ceiling")
 	metricsAddr := fs.String("metrics-listen", "", "host:port serving Prometheus metrics at /metrics (default: off)")
 	pprofAddr := fs.String("pprof-listen", "", "profiling only: host:port serving net/http/pprof at /debug/pprof/, with block and mutex profiling on (default: off)")
 	confFile := fs.String("config", "", "server.properties-style file with Kafka broker property names; flags override it")

@@ -169,6 +169,7 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16) (wlog.
 	if b.cfg.NullStorage {
 		n := int64(h.LastOffsetDelta) + 1
 		last := p.nullEnd.Add(n) - 1
+		p.keepNullBatch(records[:h.Length], n)
 		return wlog.AppendResult{BaseOffset: last - n + 1, LastOffset: last, LogAppendTime: -1}, 0, nil
 	}
 	res, err := p.rep.Append(records, acks, b.appendOptions(p))

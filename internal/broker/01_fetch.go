@@ -186,6 +186,8 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 					sp.ErrorCode, fr = b.readForFollower(p, r, follower, &rp, &sp, &budget)
 					held = sp.ErrorCode == kerr.UnknownLeaderEpoch.Code
 					now = now || sp.DivergingEpoch.Epoch >= 0
+				} else if b.cfg.NullStorage {
+					sp.ErrorCode, fr = readNullPartition(p, &rp, &sp, &budget, total == 0)
 				} else {
 					sp.ErrorCode, fr = b.readPartition(p, &rp, &sp, &budget, total == 0)
 				}

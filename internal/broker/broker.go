@@ -44,8 +44,10 @@ type Config struct {
 	// from a client must not be attempted.
 	MaxPartitionsPerTopic int32
 	// NullStorage acknowledges produce requests without validating or
-	// storing them (offsets still advance), to measure the ceiling a
-	// client and loopback reach on this machine. Never for real data.
+	// storing them (offsets still advance), and answers consumers'
+	// fetches from memory by repeating each partition's largest produced
+	// batch up to those offsets, to measure the ceiling a client and
+	// loopback reach on this machine. Never for real data.
 	NullStorage bool
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration

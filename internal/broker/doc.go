@@ -102,4 +102,12 @@
 // each partition's records, then cut at the markers: the records go from
 // segment files to the socket as file ranges (sendfile), never through
 // user space (fetch_body.go).
+//
+// # Null storage (benchmarking only)
+//
+// With Config.NullStorage a produce is acknowledged without being
+// validated or stored (offsets still advance), and a consumer's fetch is
+// answered from memory with the partition's largest produced batch
+// repeated at rewritten base offsets (null_storage.go): the ceiling a
+// client and loopback reach on this machine, for bench/compare.
 package broker

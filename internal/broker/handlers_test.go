@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"hash/crc32"
+	"slices"
 	"testing"
 	"time"
 
@@ -330,5 +332,89 @@ func TestNullStorageAcknowledgesWithoutStoring(t *testing.T) {
 	}
 	if size := tb.b.lookupTopic("null").partitions[0].log.Size(); size != 0 {
 		t.Fatalf("null storage wrote %d bytes", size)
+	}
+}
+
+// TestNullStorageFetchRepeatsTheLargestBatch: in NullStorage mode a
+// consumer's fetch repeats the produced batch holding the most records,
+// with base offsets rewritten, from the fetch offset up to the offsets
+// produce handed out (the last batch may run past them by less than a
+// batch), within PartitionMaxBytes except for a first batch; a real
+// client decodes what it gets (CRC checked).
+func TestNullStorageFetchRepeatsTheLargestBatch(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), func(c *Config) { c.NullStorage = true })
+	ctx := testCtx(t)
+	p := manualProducer(t, tb)
+	createTopic(t, ctx, p, "null", 1, nil)
+	produceN(t, ctx, p, "null", 0, 0, 1, 1) // offset 0
+	produceN(t, ctx, p, "null", 0, 1, 5, 5) // 1-5: the template, values v1-v5
+	produceN(t, ctx, p, "null", 0, 6, 2, 2) // 6-7
+	tmpl := tb.b.lookupTopic("null").partitions[0].nullBatch.Load()
+	if tmpl == nil || tmpl.records != 5 {
+		t.Fatalf("template %+v, want the 5-record batch", tmpl)
+	}
+
+	fetch := func(offset int64, maxBytes int32) (kmsg.FetchResponseTopicPartition, []int64) {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxBytes = 1 << 20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = "null", tb.b.lookupTopic("null").id
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes = offset, maxBytes
+		rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
+		req.Topics = []kmsg.FetchRequestTopic{rt}
+		resp, err := req.RequestWith(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := resp.Topics[0].Partitions[0]
+		var bases []int64
+		for b := sp.RecordBatches; len(b) > 0; {
+			var rb kmsg.RecordBatch
+			if err := rb.ReadFrom(b); err != nil {
+				t.Fatalf("batch at %d: %v", len(sp.RecordBatches)-len(b), err)
+			}
+			n := int(rb.Length) + 12
+			if rb.CRC != int32(crc32.Checksum(b[21:n], crc32.MakeTable(crc32.Castagnoli))) || rb.NumRecords != 5 {
+				t.Fatalf("batch at offset %d: CRC or record count wrong: %+v", rb.FirstOffset, rb)
+			}
+			bases = append(bases, rb.FirstOffset)
+			b = b[n:]
+		}
+		return sp, bases
+	}
+	for _, tc := range []struct {
+		name     string
+		offset   int64
+		maxBytes int32
+		want     []int64
+	}{
+		{"from the start", 0, 1 << 20, []int64{0, 5}},
+		{"from the middle", 3, 1 << 20, []int64{3}},
+		{"one batch past the limit", 0, 1, []int64{0}},
+		{"at the end", 8, 1 << 20, nil},
+	} {
+		sp, bases := fetch(tc.offset, tc.maxBytes)
+		if sp.ErrorCode != 0 || sp.HighWatermark != 8 || !slices.Equal(bases, tc.want) {
+			t.Errorf("%s: error %d, high watermark %d, batches at %v; want 0, 8, %v", tc.name, sp.ErrorCode, sp.HighWatermark, bases, tc.want)
+		}
+	}
+
+	c := newClient(t, tb.addr, kgo.ConsumeTopics("null"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []string
+	for len(got) < 8 {
+		fs := c.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset == int64(len(got)) {
+				got = append(got, string(r.Value))
+			}
+		})
+	}
+	if want := []string{"v1", "v2", "v3", "v4", "v5", "v1", "v2", "v3"}; !slices.Equal(got[:8], want) {
+		t.Fatalf("consumed %v, want %v", got, want)
 	}
 }

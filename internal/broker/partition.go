@@ -25,7 +25,8 @@ type partition struct {
 	state       atomic.Pointer[metadata.Partition]
 	leaderEpoch atomic.Int32
 	hw          atomic.Int64
-	nullEnd     atomic.Int64 // offsets handed out in NullStorage mode
+	nullEnd     atomic.Int64              // offsets handed out in NullStorage mode
+	nullBatch   atomic.Pointer[nullBatch] // NullStorage: what fetches repeat
 
 	// producers is the idempotent-producer state, touched only inside the
 	// log's append hooks (see internal/producer).

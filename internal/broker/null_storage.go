@@ -1,0 +1,68 @@
+package broker
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// nullBatch is a partition's template in NullStorage mode (a benchmarking
+// mode measuring the ceiling of a client and loopback, never for data):
+// a copy of the produced batch holding the most records, which consumer
+// fetches repeat with their base offsets rewritten.
+type nullBatch struct {
+	batch   []byte
+	records int64
+}
+
+// keepNullBatch keeps a copy of batch, holding n records, as p's template
+// unless the template holds as many already. The copy carries p's leader
+// epoch as a stored batch would.
+func (p *partition) keepNullBatch(batch []byte, n int64) {
+	if cur := p.nullBatch.Load(); cur != nil && cur.records >= n {
+		return
+	}
+	c := slices.Clone(batch)
+	binary.BigEndian.PutUint32(c[12:16], uint32(p.leaderEpoch.Load()))
+	p.nullBatch.Store(&nullBatch{batch: c, records: n})
+}
+
+// readNullPartition answers one partition of a consumer's fetch in
+// NullStorage mode, where nothing was stored: from the fetch offset up to
+// the offsets produce handed out, it repeats the partition's template
+// batch with the base offset rewritten (the CRC does not cover it), within
+// the byte budget (the first partition with data may exceed it by one
+// batch, as for a stored log). The last batch may run past the offsets
+// handed out by less than one batch; a fetch at or past them reads
+// nothing. The load is served from memory, so what a consumer reaches
+// here is its own ceiling on this machine.
+func readNullPartition(p *partition, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget *int64, first bool) (int16, *fetchRecords) {
+	end := p.nullEnd.Load()
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
+	if rp.FetchOffset < 0 {
+		return kerr.OffsetOutOfRange.Code, nil
+	}
+	sp.RecordBatches = []byte{}
+	t := p.nullBatch.Load()
+	limit := min(int64(rp.PartitionMaxBytes), *budget)
+	if t == nil || (limit <= 0 && !first) {
+		return 0, nil
+	}
+	var out []byte
+	for at := rp.FetchOffset; at < end; at += t.records {
+		if int64(len(out)+len(t.batch)) > limit && !(first && len(out) == 0) {
+			break
+		}
+		out = append(out, t.batch...)
+		binary.BigEndian.PutUint64(out[len(out)-len(t.batch):], uint64(at))
+	}
+	if len(out) == 0 {
+		return 0, nil
+	}
+	fr := &fetchRecords{marker: newMarker(), inline: out, size: int64(len(out))}
+	sp.RecordBatches = fr.marker[:]
+	*budget -= fr.size
+	return 0, fr
+}
