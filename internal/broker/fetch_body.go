@@ -25,7 +25,7 @@ const markerLen = 16
 type fetchRecords struct {
 	marker [markerLen]byte
 	ranges []wlog.FileRange
-	inline []byte // bytes sent before the ranges (NullStorage's repeated batches)
+	inline [][]byte // bytes sent before the ranges (NullStorage's repeated batches)
 	size   int64
 }
 
@@ -65,8 +65,8 @@ func encodeFetchBody(resp *kmsg.FetchResponse, version int16, recs []*fetchRecor
 			lp = binary.BigEndian.AppendUint32(nil, uint32(r.size))
 		}
 		body.AppendBytes(lp)
-		if len(r.inline) > 0 {
-			body.AppendBytes(r.inline)
+		for _, b := range r.inline {
+			body.AppendBytes(b)
 		}
 		for _, fr := range r.ranges {
 			body.AppendFile(fr.File, fr.Pos, fr.Len)
