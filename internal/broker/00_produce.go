@@ -163,13 +163,16 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16) (wlog.
 	if int(h.Length) < len(records) {
 		return wlog.AppendResult{}, 0, fmt.Errorf("%w: produce requests v3+ must hold exactly one record batch", kerr.InvalidRecord)
 	}
+	if int(h.Length) > len(records) {
+		return wlog.AppendResult{}, 0, fmt.Errorf("%w: the batch's length field says %d bytes, the request holds %d", kerr.CorruptMessage, h.Length, len(records))
+	}
 	if h.IsTransactional() {
 		return wlog.AppendResult{}, 0, fmt.Errorf("%w: transactions are not supported", kerr.TransactionalIDAuthorizationFailed)
 	}
 	if b.cfg.NullStorage {
 		n := int64(h.LastOffsetDelta) + 1
 		last := p.nullEnd.Add(n) - 1
-		p.keepNullBatch(records[:h.Length], n)
+		p.keepNullBatch(records, n)
 		return wlog.AppendResult{BaseOffset: last - n + 1, LastOffset: last, LogAppendTime: -1}, 0, nil
 	}
 	res, err := p.rep.Append(records, acks, b.appendOptions(p))

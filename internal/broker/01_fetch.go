@@ -233,14 +233,8 @@ func (b *Broker) leadershipPending(t *topic, index, epoch int32) bool {
 // error code. The first partition with data may exceed the byte budget by
 // one batch so that a consumer always makes progress (KIP-74).
 func (b *Broker) readPartition(p *partition, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget *int64, first bool) (int16, *fetchRecords) {
-	epoch := p.leaderEpoch.Load()
-	if rp.CurrentLeaderEpoch >= 0 {
-		if rp.CurrentLeaderEpoch < epoch {
-			return kerr.FencedLeaderEpoch.Code, nil
-		}
-		if rp.CurrentLeaderEpoch > epoch {
-			return kerr.UnknownLeaderEpoch.Code, nil
-		}
+	if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
+		return code, nil
 	}
 	hw := p.highWatermark()
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.log.StartOffset()
@@ -265,6 +259,21 @@ func (b *Broker) readPartition(p *partition, rp *kmsg.FetchRequestTopicPartition
 	sp.RecordBatches = fr.marker[:]
 	*budget -= res.Bytes
 	return 0, fr
+}
+
+// checkLeaderEpoch compares the leader epoch a consumer's fetch names (-1:
+// none) with p's: FENCED_LEADER_EPOCH for an older one, UNKNOWN_LEADER_EPOCH
+// for a newer one.
+func checkLeaderEpoch(p *partition, current int32) int16 {
+	epoch := p.leaderEpoch.Load()
+	switch {
+	case current < 0 || current == epoch:
+		return 0
+	case current < epoch:
+		return kerr.FencedLeaderEpoch.Code
+	default:
+		return kerr.UnknownLeaderEpoch.Code
+	}
 }
 
 // fetchReplicaID is the id of the follower sending a fetch, or -1 for a

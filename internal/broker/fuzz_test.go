@@ -15,7 +15,13 @@ import (
 // FuzzServe decodes arbitrary bytes as a request body of every served API
 // and version and hands what decodes to the broker: no input may panic it,
 // and every reply must complete.
-func FuzzServe(f *testing.F) {
+func FuzzServe(f *testing.F) { fuzzServe(f, false) }
+
+// FuzzServeNullStorage fuzzes the benchmarking mode's own produce and
+// fetch paths (null_storage.go).
+func FuzzServeNullStorage(f *testing.F) { fuzzServe(f, true) }
+
+func fuzzServe(f *testing.F, null bool) {
 	seeds := []kmsg.Request{
 		&kmsg.MetadataRequest{Version: 12, Topics: []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("fz")}}, AllowAutoTopicCreation: true},
 		&kmsg.ProduceRequest{Version: 9, Acks: -1, TimeoutMillis: 100, Topics: []kmsg.ProduceRequestTopic{{Topic: "fz", Partitions: []kmsg.ProduceRequestTopicPartition{{Records: idempotentBatch(-1, -1, -1, "x")}}}}},
@@ -33,6 +39,7 @@ func FuzzServe(f *testing.F) {
 	tb := startBroker(f, f.TempDir(), func(c *Config) {
 		c.Group.NoInitialRebalanceDelay = true
 		c.MaxPartitionsPerTopic = 16
+		c.NullStorage = null
 	})
 	conn := server.ConnInfo{ID: 1, Remote: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}}
 	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {

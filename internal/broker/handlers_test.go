@@ -354,14 +354,14 @@ func TestNullStorageFetchRepeatsTheLargestBatch(t *testing.T) {
 		t.Fatalf("template %+v, want the 5-record batch", tmpl)
 	}
 
-	fetch := func(offset int64, maxBytes int32) (kmsg.FetchResponseTopicPartition, []int64) {
+	fetch := func(offset int64, maxBytes, epoch int32) (kmsg.FetchResponseTopicPartition, []int64) {
 		t.Helper()
 		req := kmsg.NewPtrFetchRequest()
 		req.MaxBytes = 1 << 20
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic, rt.TopicID = "null", tb.b.lookupTopic("null").id
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.FetchOffset, rp.PartitionMaxBytes = offset, maxBytes
+		rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = offset, maxBytes, epoch
 		rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
 		req.Topics = []kmsg.FetchRequestTopic{rt}
 		resp, err := req.RequestWith(ctx, p)
@@ -395,10 +395,33 @@ func TestNullStorageFetchRepeatsTheLargestBatch(t *testing.T) {
 		{"one batch past the limit", 0, 1, []int64{0}},
 		{"at the end", 8, 1 << 20, nil},
 	} {
-		sp, bases := fetch(tc.offset, tc.maxBytes)
+		sp, bases := fetch(tc.offset, tc.maxBytes, -1)
 		if sp.ErrorCode != 0 || sp.HighWatermark != 8 || !slices.Equal(bases, tc.want) {
 			t.Errorf("%s: error %d, high watermark %d, batches at %v; want 0, 8, %v", tc.name, sp.ErrorCode, sp.HighWatermark, bases, tc.want)
 		}
+	}
+	if sp, bases := fetch(0, 1<<20, 7); sp.ErrorCode != kerr.UnknownLeaderEpoch.Code || len(bases) != 0 {
+		t.Errorf("a fetch naming a newer leader epoch: error %v, batches at %v; want UNKNOWN_LEADER_EPOCH and none", kerr.ErrorForCode(sp.ErrorCode), bases)
+	}
+	// A batch whose length field runs past the request is refused (the
+	// template must never be cut from it) and hands out no offsets.
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = "null", tb.b.lookupTopic("null").id
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = tmpl.batch[:len(tmpl.batch)-10]
+	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+	req.Topics = []kmsg.ProduceRequestTopic{rt}
+	resp, err := req.RequestWith(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.CorruptMessage.Code {
+		t.Errorf("truncated batch: %v, want CORRUPT_MESSAGE", kerr.ErrorForCode(code))
+	}
+	if end := tb.b.lookupTopic("null").partitions[0].nullEnd.Load(); end != 8 {
+		t.Errorf("offsets handed out after a refused batch: %d, want 8", end)
 	}
 
 	c := newClient(t, tb.addr, kgo.ConsumeTopics("null"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -416,5 +439,23 @@ func TestNullStorageFetchRepeatsTheLargestBatch(t *testing.T) {
 	}
 	if want := []string{"v1", "v2", "v3", "v4", "v5", "v1", "v2", "v3"}; !slices.Equal(got[:8], want) {
 		t.Fatalf("consumed %v, want %v", got, want)
+	}
+}
+
+func TestCheckLeaderEpoch(t *testing.T) {
+	p := &partition{}
+	p.leaderEpoch.Store(3)
+	for _, tc := range []struct {
+		current int32
+		want    int16
+	}{
+		{-1, 0}, // the fetch names none
+		{3, 0},
+		{2, kerr.FencedLeaderEpoch.Code},
+		{4, kerr.UnknownLeaderEpoch.Code},
+	} {
+		if got := checkLeaderEpoch(p, tc.current); got != tc.want {
+			t.Errorf("current epoch %d against 3: %v, want %v", tc.current, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
+		}
 	}
 }

@@ -39,6 +39,9 @@ func (p *partition) keepNullBatch(batch []byte, n int64) {
 // nothing. The load is served from memory, so what a consumer reaches
 // here is its own ceiling on this machine.
 func readNullPartition(p *partition, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget *int64, first bool) (int16, *fetchRecords) {
+	if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
+		return code, nil
+	}
 	end := p.nullEnd.Load()
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = end, end, 0
 	if rp.FetchOffset < 0 {
