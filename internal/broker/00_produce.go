@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	wlog "weir/internal/log"
+	"weir/internal/replica"
 	"weir/internal/server"
 )
 
@@ -24,13 +25,11 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 	r := req.Body.(*kmsg.ProduceRequest)
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	acksValid := r.Acks == 0 || r.Acks == 1 || r.Acks == -1
-	type durableWait struct {
-		p      *partition
-		offset int64
-		epoch  int32 // the leader epoch the batch was stamped with
-		hw     bool  // acks=all: wait for the high watermark too
+	type ackWait struct {
+		p   *partition
+		res replica.AppendResult
 	}
-	var waits []durableWait
+	var waits []ackWait
 	failed := false
 	var hints hintSet
 	for _, rt := range r.Topics {
@@ -61,27 +60,22 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 				p, err = b.partitionOf(t, rp.Partition)
 			}
 			if err == nil {
-				var res wlog.AppendResult
-				var epoch int32
-				res, epoch, err = b.appendProduced(p, rp.Records, r.Acks)
+				var res replica.AppendResult
+				res, err = b.appendProduced(p, rp.Records, r.Acks)
 				if dup, ok := asDuplicate(err); ok {
 					// A retry of a batch already written: acknowledge it
 					// with its original offsets, as Kafka does.
 					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = dup.Batch.FirstOffset, dup.Batch.Timestamp, p.log.StartOffset()
 				} else if err == nil {
 					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-					sync := p.log.Config().SyncBeforeAck && r.Acks != 0 && !b.cfg.NullStorage
-					replicated := r.Acks == -1 && p.rep != nil && !b.cfg.NullStorage
-					if replicated && !sync {
-						// A one-replica ISR has committed the batch
-						// already: answer without a goroutine.
-						if done, herr := p.rep.HWReached(epoch, res.LastOffset+1); done {
-							replicated = false
-							err = herr
+					if !b.cfg.NullStorage {
+						// Answer without a goroutine when the append is
+						// acknowledged already (a one-replica ISR, no
+						// fsync before acknowledging).
+						var done bool
+						if done, err = p.rep.Acked(res, r.Acks); !done {
+							waits = append(waits, ackWait{p: p, res: res})
 						}
-					}
-					if sync || replicated {
-						waits = append(waits, durableWait{p: p, offset: res.LastOffset + 1, epoch: epoch, hw: replicated})
 					}
 				}
 			}
@@ -115,33 +109,26 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 	}
 	// The wait below reads nothing of the request: its frame is reused
 	// once Serve returns (ReusesFrame).
-	timeout, version := msDuration(r.TimeoutMillis), r.Version
+	timeout, version, acks := msDuration(r.TimeoutMillis), r.Version, r.Acks
 	return b.async(ctx, func(ctx context.Context) kmsg.Response {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		for _, w := range waits {
-			if w.p.log.Config().SyncBeforeAck {
-				if err := w.p.log.WaitDurable(ctx, w.offset); err != nil {
-					markPartition(resp, w.p, kerr.RequestTimedOut.Code)
-					continue
-				}
-			}
-			if !w.hw {
+			err := w.p.rep.WaitAcked(ctx, w.res, acks)
+			if err == nil {
 				continue
 			}
-			if err := w.p.rep.WaitForHW(ctx, w.epoch, w.offset); err != nil {
-				code := errCode(err)
-				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-					code = kerr.RequestTimedOut.Code
-				}
-				if sp := markPartition(resp, w.p, code); sp != nil && version >= 10 {
-					// Leadership left while the batch waited: the most
-					// common NOT_LEADER_OR_FOLLOWER of a move carries
-					// the new leader too (KIP-951).
-					if h, ok := b.hintFor(w.p.topic, w.p.index, err, -1); ok {
-						sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
-						addProduceHint(resp, h)
-					}
+			code := errCode(err)
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				code = kerr.RequestTimedOut.Code
+			}
+			if sp := markPartition(resp, w.p, code); sp != nil && version >= 10 {
+				// Leadership left while the batch waited: the most
+				// common NOT_LEADER_OR_FOLLOWER of a move carries the
+				// new leader too (KIP-951).
+				if h, ok := b.hintFor(w.p.topic, w.p.index, err, -1); ok {
+					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
+					addProduceHint(resp, h)
 				}
 			}
 		}
@@ -151,36 +138,31 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 
 // appendProduced checks that records hold exactly one batch and appends
 // it as leader (the replica moves the high watermark and wakes fetches).
-// It returns the leader epoch the batch was stamped with.
-func (b *Broker) appendProduced(p *partition, records []byte, acks int16) (wlog.AppendResult, int32, error) {
+func (b *Broker) appendProduced(p *partition, records []byte, acks int16) (replica.AppendResult, error) {
+	var none replica.AppendResult
 	if len(records) == 0 {
-		return wlog.AppendResult{}, 0, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
+		return none, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
 	}
 	h, err := wlog.ParseBatchHeader(records)
 	if err != nil {
-		return wlog.AppendResult{}, 0, err
+		return none, err
 	}
 	if int(h.Length) < len(records) {
-		return wlog.AppendResult{}, 0, fmt.Errorf("%w: produce requests v3+ must hold exactly one record batch", kerr.InvalidRecord)
+		return none, fmt.Errorf("%w: produce requests v3+ must hold exactly one record batch", kerr.InvalidRecord)
 	}
 	if int(h.Length) > len(records) {
-		return wlog.AppendResult{}, 0, fmt.Errorf("%w: the batch's length field says %d bytes, the request holds %d", kerr.CorruptMessage, h.Length, len(records))
+		return none, fmt.Errorf("%w: the batch's length field says %d bytes, the request holds %d", kerr.CorruptMessage, h.Length, len(records))
 	}
 	if h.IsTransactional() {
-		return wlog.AppendResult{}, 0, fmt.Errorf("%w: transactions are not supported", kerr.TransactionalIDAuthorizationFailed)
+		return none, fmt.Errorf("%w: transactions are not supported", kerr.TransactionalIDAuthorizationFailed)
 	}
 	if b.cfg.NullStorage {
 		n := int64(h.LastOffsetDelta) + 1
 		last := p.nullEnd.Add(n) - 1
 		p.keepNullBatch(records, n)
-		return wlog.AppendResult{BaseOffset: last - n + 1, LastOffset: last, LogAppendTime: -1}, 0, nil
+		return replica.AppendResult{AppendResult: wlog.AppendResult{BaseOffset: last - n + 1, LastOffset: last, LogAppendTime: -1}}, nil
 	}
-	res, err := p.rep.Append(records, acks, b.appendOptions(p))
-	if err != nil {
-		return res.AppendResult, 0, err
-	}
-	p.wakeAll() // followers parked on the log end fetch it now
-	return res.AppendResult, res.LeaderEpoch, nil
+	return p.rep.Append(records, acks, b.appendOptions(p))
 }
 
 // markPartition sets the error of p's answer, unless it has one, and

@@ -51,17 +51,8 @@ func (s *offsetsStore) Append(ctx context.Context, groupID string, recs []group.
 	}
 	// Written as a producer with acks=all would: the answer waits until
 	// every in-sync replica has the records.
-	res, err := p.rep.Append(bb.Build(), -1, wlog.AppendOptions{})
-	if err != nil {
-		return err
-	}
-	p.wakeAll()
-	if p.log.Config().SyncBeforeAck {
-		if err := p.log.WaitDurable(ctx, res.LastOffset+1); err != nil {
-			return err
-		}
-	}
-	return p.rep.WaitForHW(ctx, res.LeaderEpoch, res.LastOffset+1)
+	_, err := p.rep.AppendCommitted(ctx, bb.Build(), wlog.AppendOptions{})
+	return err
 }
 
 // groupPartition is the __consumer_offsets partition of a group.

@@ -71,21 +71,6 @@ func (p *partition) removeWaiter(w *fetchWaiter) {
 	p.wmu.Unlock()
 }
 
-// advanced publishes a new high watermark and wakes parked fetches.
-func (p *partition) advanced(hw int64) {
-	for {
-		cur := p.hw.Load()
-		if hw <= cur || p.hw.CompareAndSwap(cur, hw) {
-			break
-		}
-	}
-	p.wmu.Lock()
-	for _, w := range p.waiters {
-		w.wake()
-	}
-	p.wmu.Unlock()
-}
-
 // highWatermark is the offset below which records are visible to
 // consumers.
 func (p *partition) highWatermark() int64 { return p.hw.Load() }

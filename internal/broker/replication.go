@@ -51,6 +51,8 @@ func (b *Broker) openReplica(p *partition, minISR int) error {
 			p.log.NoteHighWatermark(hw)
 			p.setHW(hw)
 		},
+		// Followers parked on the log end fetch what was appended.
+		OnAppend: func(*replica.Replica) { p.wakeAll() },
 		OnFollowerAppend: func(_ *replica.Replica, h *wlog.BatchHeader) {
 			p.producers.Record(h)
 		},

@@ -587,7 +587,6 @@ func (s *shareStore) append(h *stateHome, es []storeEntry) ([]int64, commitWait,
 		if err != nil {
 			return nil, w, err
 		}
-		p.wakeAll()
 		for k, at := range idx {
 			offs[at] = res.BaseOffset + int64(k)
 		}

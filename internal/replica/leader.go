@@ -22,8 +22,10 @@ type AppendResult struct {
 // with acks=-1 the append is refused with NOT_ENOUGH_REPLICAS when the
 // committed ISR is smaller than min.insync.replicas, as Kafka does before
 // writing. opts.LeaderEpoch is overwritten with the current leader epoch.
-// Not leader: NOT_LEADER_OR_FOLLOWER. After an acks=-1 append the caller
-// waits with WaitForHW(ctx, res.LeaderEpoch, res.LastOffset+1).
+// Not leader: NOT_LEADER_OR_FOLLOWER. The caller then waits for what
+// its acks promise with WaitAcked (commit.go). An append wakes the
+// broker's parked fetches once: OnHighWatermark when it moved the high
+// watermark, else OnAppend.
 func (r *Replica) Append(batch []byte, acks int16, opts wlog.AppendOptions) (AppendResult, error) {
 	r.roleMu.RLock()
 	if r.role != RoleLeader {
@@ -48,7 +50,11 @@ func (r *Replica) Append(batch []byte, acks int16, opts wlog.AppendOptions) (App
 	}
 	moved := r.leaderLEOChanged()
 	r.roleMu.RUnlock()
-	r.notifyHW(moved)
+	if moved {
+		r.notifyHW(true)
+	} else if r.cfg.OnAppend != nil {
+		r.cfg.OnAppend(r)
+	}
 	return AppendResult{AppendResult: res, LeaderEpoch: epoch}, nil
 }
 

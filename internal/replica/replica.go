@@ -82,6 +82,11 @@ type Config struct {
 	// high watermark moved (leader or follower), so the broker can wake
 	// fetches parked on it. It must not block.
 	OnHighWatermark func(r *Replica, hw int64)
+	// OnAppend is called, without any replica lock held, after a leader
+	// append that did not move the high watermark, so the broker can wake
+	// followers' fetches parked on the log end; an append that moved it
+	// calls OnHighWatermark instead. It must not block.
+	OnAppend func(r *Replica)
 	// OnFollowerAppend is called, as follower, for each batch header
 	// copied from the leader, in offset order, once the batches are in the
 	// log; the broker records idempotent-producer state with it so that a
