@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/client/internal/records"
-	"weir/client/wiretag"
+	"weir/internal/wiretag"
 )
 
 // A share consumer (KIP-932) is a member of a share group: the group's

@@ -11,7 +11,7 @@ import (
 
 	"weir/client/internal/records"
 	"weir/client/internal/wire"
-	"weir/client/wiretag"
+	"weir/internal/wiretag"
 )
 
 // shareFake is two share-group leaders in memory: partition 0 on node 0,

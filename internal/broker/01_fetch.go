@@ -59,7 +59,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.R
 // waitFetch parks a fetch until its partitions hold MinBytes, MaxWait
 // passes, or ctx ends (ok false).
 func (b *Broker) waitFetch(ctx context.Context, r *kmsg.FetchRequest, parts []*partition) (fetchResult, bool) {
-	w := newFetchWaiter()
+	w := replica.NewWaiter()
 	for _, p := range parts {
 		p.addWaiter(w)
 	}
@@ -72,10 +72,10 @@ func (b *Broker) waitFetch(ctx context.Context, r *kmsg.FetchRequest, parts []*p
 	defer timer.Stop()
 	// An append between the first read and the waiters' registration
 	// would wake nobody: read once more now that they are registered.
-	w.wake()
+	w.Wake()
 	for {
 		select {
-		case <-w.ch:
+		case <-w.C:
 			res := b.fetchOnce(r)
 			if res.bytes >= int64(r.MinBytes) || res.now {
 				return res, true

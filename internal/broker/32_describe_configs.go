@@ -11,7 +11,9 @@ import (
 
 // DescribeConfigs v1-4 for TOPIC and BROKER resources, answered by
 // internal/config with Kafka's values, sources, synonyms (v1+) and
-// documentation (v3+). Other resource types (BROKER_LOGGER, GROUP,
+// documentation (v3+), and GROUP resources, the share.* group configs
+// (sharegroup.Manager.DescribeGroupConfig; any group id is a valid
+// resource, as in Kafka). Other resource types (BROKER_LOGGER,
 // CLIENT_METRICS) get INVALID_REQUEST. Authorized operations are not
 // computed (no ACLs).
 var _ = register(handler{key: 32, min: 1, max: 4, serve: (*Broker).handleDescribeConfigs})
@@ -25,7 +27,13 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, req *server.Request) *
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
 		o := opts
 		o.Keys = rr.ConfigNames
-		entries, err := b.describeResource(rr.ResourceType, rr.ResourceName, o)
+		var entries []config.Entry
+		var err error
+		if rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig {
+			entries, err = b.shares.DescribeGroupConfig(rr.ResourceName, o)
+		} else {
+			entries, err = b.describeResource(rr.ResourceType, rr.ResourceName, o)
+		}
 		if err != nil {
 			res.ErrorCode, res.ErrorMessage = errCode(err), errMessage(err)
 		}

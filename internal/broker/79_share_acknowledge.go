@@ -2,157 +2,17 @@ package broker
 
 import (
 	"context"
-	"fmt"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/server"
-	"weir/internal/share"
 )
 
 // ShareAcknowledge v1-2 (v2 adds IsRenewAck and AcquisitionLockTimeoutMs,
-// KIP-1222). The session epoch is checked first (0 is
-// INVALID_SHARE_SESSION_EPOCH: a session opens only with a ShareFetch),
-// then each partition's batches are applied, all or nothing per
-// partition, and made durable before the answer: a success promises the
-// records are not delivered again. RENEW needs v2, IsRenewAck and the
-// group config share.renew.acknowledge.enable. A final request (epoch -1)
-// closes the session after its acknowledgements, releasing what the
-// member still holds in the session's partitions.
+// KIP-1222): sharegroup.Manager.Acknowledge, which answers once the
+// acknowledgements are durable.
 var _ = register(handler{key: 79, min: 1, max: 2, serve: (*Broker).handleShareAcknowledge})
 
 func (b *Broker) handleShareAcknowledge(ctx context.Context, req *server.Request) *server.Reply {
-	r := req.Body.(*kmsg.ShareAcknowledgeRequest)
-	c := b.shares
-	resp := r.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
-	fail := func(err error) *server.Reply {
-		resp.ErrorCode, resp.ErrorMessage = errCode(err), errMessage(err)
-		return server.Ready(resp)
-	}
-	group, member, err := shareRequestIDs(r.GroupID, r.MemberID)
-	if err != nil {
-		return fail(err)
-	}
-	if err := c.ackSession(group, member, r.ShareSessionEpoch); err != nil {
-		return fail(err)
-	}
-	if err := c.ensureStore(); err != nil {
-		return fail(err)
-	}
-	settings, _ := c.settings(group)
-	resp.AcquisitionLockTimeoutMillis = int32(settings.part.LockDuration / time.Millisecond)
-	var acks []shareAckPart
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			a := shareAckPart{tp: sessionPart{t.TopicID, p.Partition}, batches: make([]share.AckBatch, len(p.AcknowledgementBatches))}
-			for i, bt := range p.AcknowledgementBatches {
-				a.batches[i] = share.AckBatch{First: bt.FirstOffset, Last: bt.LastOffset, Types: ackTypes(bt.AcknowledgeTypes)}
-			}
-			acks = append(acks, a)
-		}
-	}
-	c.acknowledge(ctx, group, member, acks, r.Version, r.Version >= 2 && r.IsRenewAck, settings)
-	if r.ShareSessionEpoch == -1 {
-		c.closeSession(group, member)
-	}
-	topicAt := map[[16]byte]int{}
-	for _, a := range acks {
-		ti, ok := topicAt[a.tp.topicID]
-		if !ok {
-			ti = len(resp.Topics)
-			topicAt[a.tp.topicID] = ti
-			t := kmsg.NewShareAcknowledgeResponseTopic()
-			t.TopicID = a.tp.topicID
-			resp.Topics = append(resp.Topics, t)
-		}
-		p := kmsg.NewShareAcknowledgeResponseTopicPartition()
-		p.Partition, p.ErrorCode, p.ErrorMessage = a.tp.partition, a.code, a.msg
-		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, p)
-	}
-	return server.Ready(resp)
-}
-
-// shareAckPart is one partition's acknowledgements and their result.
-type shareAckPart struct {
-	tp      sessionPart
-	batches []share.AckBatch
-	code    int16
-	msg     *string
-}
-
-// acknowledge applies the acknowledgements of a ShareFetch or
-// ShareAcknowledge and waits until they are durable, filling each part's
-// result. A partition without batches succeeds.
-func (c *shareCoordinator) acknowledge(ctx context.Context, group, member string, acks []shareAckPart, version int16, renew bool, st groupSettings) {
-	type pending struct {
-		a  *shareAckPart
-		sp *sharePart
-		t  *storeTicket
-	}
-	var waits []pending
-	now := c.b.now()
-	for i := range acks {
-		a := &acks[i]
-		if len(a.batches) == 0 {
-			continue
-		}
-		err := checkAckRenew(a.batches, version, renew)
-		var sp *sharePart
-		if err == nil {
-			sp, err = c.ackTarget(group, a.tp)
-		}
-		var t *storeTicket
-		if err == nil {
-			t, err = sp.acknowledge(member, a.batches, st.renewAck, st.offsetReset, now)
-		}
-		if err != nil {
-			a.code, a.msg = shareErrCode(err), errMessage(err)
-			continue
-		}
-		waits = append(waits, pending{a, sp, t})
-	}
-	for _, w := range waits {
-		if err := w.t.wait(ctx); err != nil {
-			if ctx.Err() == nil {
-				w.sp.failed()
-			}
-			w.a.code, w.a.msg = kerr.KafkaStorageError.Code, errMessage(err)
-		}
-	}
-}
-
-// checkAckRenew refuses acknowledgement types the request may not carry:
-// RENEW (4) before v2 or without IsRenewAck, anything past it.
-func checkAckRenew(batches []share.AckBatch, version int16, renew bool) error {
-	limit := share.AckReject
-	if version >= 2 {
-		limit = share.AckRenew
-	}
-	for _, b := range batches {
-		for _, t := range b.Types {
-			if t > limit || (t == share.AckRenew && !renew) {
-				return fmt.Errorf("%w: acknowledgement type %d is not allowed here", kerr.InvalidRequest, t)
-			}
-		}
-	}
-	return nil
-}
-
-// ackTarget finds the share partition acknowledgements are for.
-func (c *shareCoordinator) ackTarget(group string, tp sessionPart) (*sharePart, error) {
-	b := c.b
-	t := b.lookupTopicID(tp.topicID)
-	if t == nil {
-		return nil, kerr.UnknownTopicID
-	}
-	if _, err := b.partitionOf(t, tp.partition); err != nil {
-		return nil, err
-	}
-	sp, _, ok := c.partFor(group, tp.topicID, tp.partition)
-	if !ok {
-		return nil, kerr.GroupIDNotFound
-	}
-	return sp, nil
+	return server.Ready(b.shares.Acknowledge(ctx, req.Body.(*kmsg.ShareAcknowledgeRequest)))
 }

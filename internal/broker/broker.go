@@ -8,16 +8,15 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/cluster"
 	"weir/internal/config"
+	"weir/internal/errcode"
 	"weir/internal/fault"
 	"weir/internal/group"
 	wlog "weir/internal/log"
@@ -25,6 +24,8 @@ import (
 	"weir/internal/producer"
 	"weir/internal/replica"
 	"weir/internal/server"
+	"weir/internal/sharegroup"
+	"weir/internal/sharestate"
 )
 
 // Config is what a broker needs to start.
@@ -57,8 +58,8 @@ type Config struct {
 	// Group configures the group coordinator (its Store and Topics are
 	// filled in by the broker).
 	Group group.Config
-	// Share configures share groups (share_config.go).
-	Share ShareConfig
+	// Share configures share groups (internal/sharegroup).
+	Share sharegroup.Config
 	// Cluster says how this node takes part in the metadata quorum; the
 	// zero value is a single node (cluster.go).
 	Cluster ClusterConfig
@@ -119,8 +120,9 @@ type Broker struct {
 	isr       isrQueue         // ISR changes for the controller (replication.go)
 
 	grp         atomic.Pointer[group.Coordinator]
-	grpMu       sync.Mutex // serialises coordinator replacement
-	shares      *shareCoordinator
+	grpMu       sync.Mutex          // serialises coordinator replacement
+	shares      *sharegroup.Manager // share groups (shares.go)
+	shareState  *sharestate.Service // their state in __share_group_state
 	producerIDs *producer.Allocator
 
 	ctx    context.Context
@@ -229,7 +231,7 @@ func (b *Broker) startCoordinators() error {
 	if err != nil {
 		return err
 	}
-	b.shares = newShareCoordinator(b, b.cfg.Share)
+	b.startShares()
 	return nil
 }
 
@@ -265,7 +267,8 @@ func (b *Broker) Close() error {
 	b.wg.Wait()
 	b.transport.close()
 	if b.shares != nil {
-		b.shares.close()
+		b.shares.Close()
+		b.shareState.Close()
 	}
 	if g := b.grp.Load(); g != nil {
 		g.Close()
@@ -374,35 +377,9 @@ func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
 	return ctx, func() { stop(); cancel() }
 }
 
-// errCode extracts the Kafka error code an internal error carries, or
-// UNKNOWN_SERVER_ERROR.
-func errCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	return kerr.UnknownServerError.Code
-}
-
-// errMessage is the detail an error adds to its Kafka code, for the
-// ErrorMessage fields; a bare Kafka error has none (null, as Kafka sends).
-func errMessage(err error) *string {
-	if err == nil {
-		return nil
-	}
-	s := err.Error()
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		if s == ke.Error() {
-			return nil
-		}
-		s = strings.TrimPrefix(s, ke.Error()+": ")
-	}
-	return &s
-}
+// errCode and errMessage read the Kafka error code an error carries and
+// the detail it adds (internal/errcode).
+var errCode, errMessage = errcode.Of, errcode.Message
 
 func base64URL(b []byte) string {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

@@ -20,6 +20,7 @@ import (
 	"weir/internal/controller"
 	"weir/internal/metadata"
 	"weir/internal/quorum"
+	"weir/internal/sharestate"
 )
 
 // ClusterConfig says how the broker takes part in the metadata quorum.
@@ -271,7 +272,10 @@ func (b *Broker) Start(ctx context.Context) error {
 			return fmt.Errorf("broker: %s did not appear: %w", offsetsTopic, err)
 		}
 	}
-	if err := b.shares.start(b.ctx); err != nil {
+	if err := b.shareState.Start(); err != nil {
+		return fmt.Errorf("broker: share state: %w", err)
+	}
+	if err := b.shares.LoadGroups(b.ctx); err != nil {
 		return fmt.Errorf("broker: load share groups: %w", err)
 	}
 	b.started.Store(true)
@@ -279,7 +283,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	img := b.node.Image()
 	for _, res := range img.ConfigResources() {
 		if res.Type == metadata.ResourceGroup {
-			b.shares.applyGroupConfigs(res.Name, img.Configs(res))
+			b.shares.ApplyGroupConfigs(res.Name, img.Configs(res))
 		}
 	}
 	b.reloadGroups()
@@ -330,7 +334,7 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partition
 		rt.Configs = append(rt.Configs, c)
 	}
 	set("cleanup.policy", "compact")
-	if name == shareStateTopic && rf >= 3 {
+	if name == sharestate.Topic && rf >= 3 {
 		set("min.insync.replicas", "2")
 	}
 	req.Topics = append(req.Topics, rt)

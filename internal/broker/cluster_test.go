@@ -13,13 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"weir/client/wiretag"
 	"weir/internal/cluster"
 	"weir/internal/config"
 	wlog "weir/internal/log"
 	"weir/internal/quorum"
 	"weir/internal/server"
-	"weir/internal/share"
 	"weir/internal/testport"
 )
 
@@ -264,9 +262,10 @@ func TestDeadBrokerFencedWithoutWaitingForItsSession(t *testing.T) {
 	}
 }
 
-// TestShareFetchWaitElsewhere: an empty ShareFetch parks for its
-// MaxWaitMs unless its topics have partitions led by other brokers; then
-// weir.share.fetch.elsewhere.wait.ms bounds the wait (-1: off).
+// TestShareFetchWaitElsewhere: the node tells the share-group service
+// which topics have partitions led by other brokers and how long
+// weir.share.fetch.elsewhere.wait.ms lets an empty record_limit fetch on
+// them wait (-1: off); sharegroup's TestMaxWait covers the rule itself.
 func TestShareFetchWaitElsewhere(t *testing.T) {
 	tc := startCluster(t, 2)
 	ctx := testCtx(t)
@@ -274,30 +273,15 @@ func TestShareFetchWaitElsewhere(t *testing.T) {
 	tc.createAssigned(t, ctx, c, "spread", []int32{1}, []int32{2})
 	tc.createAssigned(t, ctx, c, "local", []int32{1}, []int32{1})
 	b := tc.brokers[0].b
-	fetchMode := func(topic string, mode int8) *shareFetch {
-		r := kmsg.NewPtrShareFetchRequest()
-		r.Version, r.ShareAcquireMode, r.MaxWaitMillis = 2, mode, 30000
-		return &shareFetch{c: b.shares, r: r, parts: []sessionPart{{topicID: b.lookupTopic(topic).id, partition: 0}}}
+	h := shareGroupHost{b}
+	if h.LedElsewhere(b.lookupTopic("local").id) {
+		t.Error("a topic led here only is said to be led elsewhere")
 	}
-	fetchOn := func(topic string) *shareFetch { return fetchMode(topic, int8(share.RecordLimit)) }
-	if got := b.shareFetchWait(fetchOn("local")); got != 30*time.Second {
-		t.Errorf("topic led here only: wait %v, want the request's 30s", got)
+	if !h.LedElsewhere(b.lookupTopic("spread").id) {
+		t.Error("a topic with a partition led by node 2 is not said to be led elsewhere")
 	}
-	if got := b.shareFetchWait(fetchOn("spread")); got != 10*time.Millisecond {
-		t.Errorf("topic with a partition led elsewhere: wait %v, want the default 10ms", got)
-	}
-	if got := b.shareFetchWait(fetchMode("spread", int8(share.BatchOptimized))); got != 30*time.Second {
-		t.Errorf("batch_optimized fetch: wait %v, want the request's 30s", got)
-	}
-	tagged := fetchOn("spread")
-	wiretag.SetShareFetchAllLeaders(&tagged.r.UnknownTags)
-	if got := b.shareFetchWait(tagged); got != 30*time.Second {
-		t.Errorf("record_limit fetch from a consumer that asks every leader at once: wait %v, want the request's 30s", got)
-	}
-	other := fetchOn("spread")
-	other.r.UnknownTags.Set(wiretag.ShareFetchAllLeaders, []byte{2})
-	if got := b.shareFetchWait(other); got != 10*time.Millisecond {
-		t.Errorf("record_limit fetch with an unknown value of the tag: wait %v, want 10ms", got)
+	if got := h.ElsewhereWait(); got != 10*time.Millisecond {
+		t.Errorf("default wait %v, want 10ms", got)
 	}
 	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -309,8 +293,8 @@ func TestShareFetchWaitElsewhere(t *testing.T) {
 	if ar := request[*kmsg.IncrementalAlterConfigsResponse](t, ctx, c, alter); ar.Resources[0].ErrorCode != 0 {
 		t.Fatalf("turn off: %v", kerr.ErrorForCode(ar.Resources[0].ErrorCode))
 	}
-	if err := b.waitRegistry(ctx, func() bool { return b.shareFetchWait(fetchOn("spread")) == 30*time.Second }); err != nil {
-		t.Fatalf("with -1 the wait stays short: %v", err)
+	if err := b.waitRegistry(ctx, func() bool { return h.ElsewhereWait() < 0 }); err != nil {
+		t.Fatalf("-1 did not reach the share service: %v", err)
 	}
 }
 

@@ -11,51 +11,11 @@ import (
 	"weir/internal/server"
 )
 
-// The group APIs are answered by internal/group; these handlers only route
-// requests to it. JoinGroup and SyncGroup wait for other members, so they
-// run off the request path; the rest answer at once. Version ranges: the
-// Kafka 4.x floor up to what kmsg defines (JoinGroup from v0 again, as
-// Kafka 4.1+ does for old librdkafka, KAFKA-19444).
-var (
-	_ = register(handler{key: 11, min: 0, max: 9, serve: waitingGroupCall(func(b *Broker, ctx context.Context, req *server.Request, r *kmsg.JoinGroupRequest) (kmsg.Response, error) {
-		return b.coord().JoinGroup(ctx, groupClient(req), r)
-	})})
-	_ = register(handler{key: 14, min: 0, max: 5, serve: waitingGroupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.SyncGroupRequest) (kmsg.Response, error) {
-		return b.coord().SyncGroup(ctx, r)
-	})})
-	_ = register(handler{key: 12, min: 0, max: 4, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.HeartbeatRequest) (kmsg.Response, error) {
-		return b.coord().Heartbeat(ctx, r)
-	})})
-	_ = register(handler{key: 13, min: 0, max: 5, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
-		return b.coord().LeaveGroup(ctx, r)
-	})})
-	_ = register(handler{key: 8, min: 2, max: 10, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
-		return b.coord().OffsetCommit(ctx, r)
-	})})
-	_ = register(handler{key: 9, min: 1, max: 10, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
-		return b.coord().OffsetFetch(ctx, r)
-	})})
-	_ = register(handler{key: 47, min: 0, max: 0, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
-		return b.coord().OffsetDelete(ctx, r)
-	})})
-	// DescribeGroups, ListGroups and DeleteGroups cover share groups too
-	// (share_groups.go).
-	_ = register(handler{key: 15, min: 0, max: 6, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
-		return b.describeGroups(ctx, r)
-	})})
-	_ = register(handler{key: 16, min: 0, max: 5, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.ListGroupsRequest) (kmsg.Response, error) {
-		return b.listGroups(ctx, r)
-	})})
-	_ = register(handler{key: 42, min: 0, max: 3, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
-		return b.deleteGroups(ctx, r)
-	})})
-	_ = register(handler{key: 68, min: 0, max: 1, serve: groupCall(func(b *Broker, ctx context.Context, req *server.Request, r *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
-		return b.coord().ConsumerGroupHeartbeat(ctx, groupClient(req), r)
-	})})
-	_ = register(handler{key: 69, min: 0, max: 1, serve: groupCall(func(b *Broker, ctx context.Context, _ *server.Request, r *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
-		return b.coord().ConsumerGroupDescribe(ctx, r)
-	})})
-)
+// The group APIs are answered by internal/group; their handlers (08, 09,
+// 11-16, 42, 47, 68, 69) only route requests to it with the helpers
+// below. JoinGroup and SyncGroup wait for other members, so they run off
+// the request path; the rest answer at once. Version ranges: the Kafka
+// 4.x floor up to what kmsg defines.
 
 type groupFunc[R kmsg.Request] func(b *Broker, ctx context.Context, req *server.Request, r R) (kmsg.Response, error)
 

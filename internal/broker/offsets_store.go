@@ -68,36 +68,11 @@ func (s *offsetsStore) Replay(ctx context.Context, fn func(group.Record) error) 
 		if !p.isLeader() {
 			continue
 		}
-		for off := p.log.StartOffset(); off < p.log.EndOffset(); {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			data, err := p.log.ReadBytes(off, 1<<20, p.log.EndOffset())
-			if err != nil {
-				return err
-			}
-			if len(data) == 0 {
-				break
-			}
-			for len(data) > 0 {
-				h, err := wlog.ParseBatchHeader(data)
-				if err != nil {
-					return err
-				}
-				var ferr error
-				err = wlog.EachRecord(data[:h.Length], func(r *wlog.Record) bool {
-					ferr = fn(group.Record{Key: append([]byte(nil), r.Key...), Value: cloneNullable(r.Value)})
-					return ferr == nil
-				})
-				if err != nil {
-					return err
-				}
-				if ferr != nil {
-					return ferr
-				}
-				off = h.NextOffset()
-				data = data[h.Length:]
-			}
+		err := p.log.ScanRecords(ctx, func(r *wlog.Record) error {
+			return fn(group.Record{Key: append([]byte(nil), r.Key...), Value: cloneNullable(r.Value)})
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

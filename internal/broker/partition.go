@@ -34,30 +34,16 @@ type partition struct {
 
 	// waiters are fetches parked until this partition grows.
 	wmu     sync.Mutex
-	waiters []*fetchWaiter
+	waiters []*replica.Waiter
 }
 
-// fetchWaiter is a parked fetch: a wake sends on ch without blocking.
-type fetchWaiter struct {
-	ch chan struct{}
-}
-
-func newFetchWaiter() *fetchWaiter { return &fetchWaiter{ch: make(chan struct{}, 1)} }
-
-func (w *fetchWaiter) wake() {
-	select {
-	case w.ch <- struct{}{}:
-	default:
-	}
-}
-
-func (p *partition) addWaiter(w *fetchWaiter) {
+func (p *partition) addWaiter(w *replica.Waiter) {
 	p.wmu.Lock()
 	p.waiters = append(p.waiters, w)
 	p.wmu.Unlock()
 }
 
-func (p *partition) removeWaiter(w *fetchWaiter) {
+func (p *partition) removeWaiter(w *replica.Waiter) {
 	p.wmu.Lock()
 	for i, x := range p.waiters {
 		if x == w {
@@ -100,7 +86,7 @@ func (p *partition) setHW(hw int64) {
 func (p *partition) wakeAll() {
 	p.wmu.Lock()
 	for _, w := range p.waiters {
-		w.wake()
+		w.Wake()
 	}
 	p.wmu.Unlock()
 }

@@ -72,7 +72,7 @@ func (b *Broker) applyUpdate(u cluster.Update) {
 			case metadata.ResourceBroker:
 				brokerConfigs = true
 			case metadata.ResourceGroup:
-				b.shares.applyGroupConfigs(res.Name, img.Configs(res))
+				b.shares.ApplyGroupConfigs(res.Name, img.Configs(res))
 			}
 		}
 		if brokerConfigs {
@@ -120,7 +120,7 @@ func (b *Broker) reconcileAll(img *metadata.Image) bool {
 	})
 	for _, res := range img.ConfigResources() {
 		if res.Type == metadata.ResourceGroup {
-			b.shares.applyGroupConfigs(res.Name, img.Configs(res))
+			b.shares.ApplyGroupConfigs(res.Name, img.Configs(res))
 		}
 	}
 	return changed
@@ -337,7 +337,7 @@ func (b *Broker) reloadGroups() {
 		old.Close()
 	}
 	b.logger.Info("group coordinator reloaded", "offsets_partitions", b.ledOffsetsPartitions())
-	if err := b.shares.loadGroups(b.ctx); err != nil {
+	if err := b.shares.LoadGroups(b.ctx); err != nil {
 		b.logger.Error("share groups not loaded", "err", err)
 	}
 }

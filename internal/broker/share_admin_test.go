@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"weir/internal/sharegroup"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -51,7 +52,7 @@ func TestShareKgoConsumers(t *testing.T) {
 			// Produce once both members are in the group, so that both get
 			// records.
 			eventually(t, 30*time.Second, func() error {
-				d := tb.b.shares.describe("kg")
+				d := tb.b.shares.Describe("kg")
 				if len(d.Members) != 2 {
 					return fmt.Errorf("%d members in the group", len(d.Members))
 				}
@@ -182,7 +183,7 @@ func TestShareGroupAdmin(t *testing.T) {
 	if ar.ErrorCode != 0 || ar.Topics[0].Partitions[0].ErrorCode != 0 || ar.Topics[0].Partitions[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("alter: %+v", ar)
 	}
-	if st := tb.b.shares.describeOffset(shareKey(t, tb, "sg", 0)); st.start != 8 || st.lag != 2 {
+	if st := describeShareOffset(t, tb, shareKey(t, tb, "sg", 0)); st.start != 8 || st.lag != 2 {
 		t.Fatalf("after alter: %+v", st)
 	}
 	m2 := newShareMember(t, tb, "sg", "m2")
@@ -201,7 +202,7 @@ func TestShareGroupAdmin(t *testing.T) {
 	if dsr.ErrorCode != 0 || dsr.Topics[0].ErrorCode != 0 || dsr.Topics[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("delete offsets: %+v", dsr)
 	}
-	if st := tb.b.shares.describeOffset(shareKey(t, tb, "sg", 0)); st.start != -1 {
+	if st := describeShareOffset(t, tb, shareKey(t, tb, "sg", 0)); st.start != -1 {
 		t.Fatalf("after delete offsets: %+v", st)
 	}
 	if dr := request[*kmsg.DeleteGroupsResponse](t, ctx, p, del); dr.Groups[0].ErrorCode != 0 {
@@ -280,15 +281,15 @@ func TestShareGroupConfigs(t *testing.T) {
 	if e := all["share.record.lock.duration.ms"]; deref(e.Value) != "30000" || e.Source != kmsg.ConfigSourceDefaultConfig {
 		t.Fatalf("share.record.lock.duration.ms: %+v", e)
 	}
-	if len(all) != len(groupConfigDefs) {
-		t.Fatalf("%d configs described, want %d", len(all), len(groupConfigDefs))
+	if len(all) != len(sharegroup.GroupConfigNames()) {
+		t.Fatalf("%d configs described, want %d", len(all), len(sharegroup.GroupConfigNames()))
 	}
 	if only := describe("share.auto.offset.reset"); len(only) != 1 || deref(only["share.auto.offset.reset"].Value) != "by_duration:PT1H" {
 		t.Fatalf("named describe: %+v", only)
 	}
 
 	// The configs survive a restart and apply to the group.
-	if code, _ := alter("cg", false, "share.delivery.count.limit", "<delete>", "share.record.lock.duration.ms", "20000"); code != 0 {
+	if code, _ := alter("cg", false, "share.delivery.count.limit", "<delete>", "share.record.lock.duration.ms", "20000", "share.heartbeat.interval.ms", "6000"); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
 	dir := tb.dir
@@ -299,8 +300,15 @@ func TestShareGroupConfigs(t *testing.T) {
 	if deref(all["share.delivery.count.limit"].Value) != "5" || deref(all["share.record.lock.duration.ms"].Value) != "20000" {
 		t.Fatalf("after restart: %+v", all)
 	}
-	if st, _ := tb2.b.shares.settings("cg"); st.part.LockDuration != 20*time.Second || st.offsetReset.Kind != "by_duration" {
-		t.Fatalf("settings %+v", st)
+	// A member of the group gets them: the heartbeat interval in its
+	// heartbeats, the lock duration in its ShareFetch answers.
+	createTopic(t, ctx, c, "q", 1, nil)
+	m := newShareMember(t, tb2, "cg", "m")
+	if hb := m.heartbeat(ctx, "q"); hb.ErrorCode != 0 || hb.HeartbeatIntervalMillis != 6000 {
+		t.Fatalf("heartbeat after restart: %v, interval %d ms, want 6000", kerr.ErrorForCode(hb.ErrorCode), hb.HeartbeatIntervalMillis)
+	}
+	if resp := m.fetch(ctx, fetchOpts{}); resp.ErrorCode != 0 || resp.AcquisitionLockTimeoutMillis != 20000 {
+		t.Fatalf("fetch after restart: %v, lock %d ms, want 20000", kerr.ErrorForCode(resp.ErrorCode), resp.AcquisitionLockTimeoutMillis)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/share"
+	"weir/internal/sharestate"
 )
 
 // TestShareStateFailover: a member acquires ten records on the data
@@ -157,7 +158,7 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 	adm := newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.RetryTimeout(10*time.Second))
 	c.createAssigned(t, ctx, adm, "sc", []int32{1, 2, 3})
 	first := c.brokers[0].b
-	if err := first.shares.ensureStore(); err != nil {
+	if err := first.shareState.Ensure(); err != nil {
 		t.Fatal(err)
 	}
 	topicID := topicIDOf(t, c.brokers[0], "sc")
@@ -174,7 +175,7 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 	var coord, stateNode int32
 	stateIndex := -1
 	eventually(t, 30*time.Second, func() error {
-		s := first.shares.store.Load()
+		sh := shareStateHost{first}
 		for i := range 1000 {
 			g := fmt.Sprintf("scf-%d", i)
 			p, ok := first.coordinatorPartition(g)
@@ -182,12 +183,12 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 				return fmt.Errorf("no %s yet", offsetsTopic)
 			}
 			gc := p.leader.Load()
-			rkey, err := stateRecordKey(share.StateKey{Group: g, TopicID: topicID, Partition: 0})
+			rkey, err := sharestate.RecordKey(share.StateKey{Group: g, TopicID: topicID, Partition: 0})
 			if err != nil {
 				t.Fatal(err)
 			}
-			si := s.partFor(rkey)
-			sn := s.coordinatorOf(si)
+			si := sharestate.PartitionFor(rkey, sh.Partitions())
+			sn := sh.Leader(si)
 			if gc > 1 && sn > 1 && sn != gc {
 				group, coord, stateNode, stateIndex = g, gc, sn, si
 				return nil
@@ -197,12 +198,12 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 		for i := range 1000 {
 			g := fmt.Sprintf("scf-%d", i)
 			p, _ := first.coordinatorPartition(g)
-			rkey, _ := stateRecordKey(share.StateKey{Group: g, TopicID: topicID, Partition: 0})
-			seen[[2]int32{p.leader.Load(), s.coordinatorOf(s.partFor(rkey))}]++
+			rkey, _ := sharestate.RecordKey(share.StateKey{Group: g, TopicID: topicID, Partition: 0})
+			seen[[2]int32{p.leader.Load(), sh.Leader(sharestate.PartitionFor(rkey, sh.Partitions()))}]++
 		}
 		return fmt.Errorf("no group name found with its state coordinated by a third node: (group coordinator, state coordinator) counts %v", seen)
 	})
-	t.Logf("group %s: coordinator %d, data leader 1, state coordinator %d (%s-%d)", group, coord, stateNode, shareStateTopic, stateIndex)
+	t.Logf("group %s: coordinator %d, data leader 1, state coordinator %d (%s-%d)", group, coord, stateNode, sharestate.Topic, stateIndex)
 
 	produceN(t, ctx, newClient(t, seeds[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("sc"), kgo.RecordPartitioner(kgo.ManualPartitioner())), "sc", 0, 0, 10, 10)
 	setGroupConfigs(t, ctx, adm, group, "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "60000")
@@ -213,11 +214,11 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 
 	c.brokers[stateNode-1].stop()
 	live := c.brokers[coord-1].b
-	stateTopic := live.lookupTopic(shareStateTopic)
+	stateTopic := live.lookupTopic(sharestate.Topic)
 	eventually(t, 30*time.Second, func() error {
 		pm, ok := live.node.Image().Partition(stateTopic.id, int32(stateIndex))
 		if !ok || pm.Leader() == stateNode || pm.Leader() < 0 {
-			return fmt.Errorf("%s-%d still led by %d", shareStateTopic, stateIndex, pm.Leader())
+			return fmt.Errorf("%s-%d still led by %d", sharestate.Topic, stateIndex, pm.Leader())
 		}
 		return nil
 	})

@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	wlog "weir/internal/log"
 	"weir/internal/server"
+	"weir/internal/sharegroup"
 )
 
 // ShareFetch responses carry records from segment files the way Fetch
@@ -17,46 +17,16 @@ import (
 // ShareFetch is flexible in every version, so a marker's length prefix is
 // the one-byte compact length 17.
 
-// shareRecords is one partition's records in a ShareFetch answer: pieces
-// of segment files (whole log batches, sent without a copy) and, for a
-// batch only part of which was acquired, a trimmed copy in memory
-// (share_trim.go).
-type shareRecords struct {
+// markedRecords is one partition's records in a ShareFetch answer and the
+// marker that stands for them in the encoding.
+type markedRecords struct {
 	marker [markerLen]byte
-	pieces []sharePiece
-	size   int64
-}
-
-// sharePiece is a file range, or bytes when data is not nil.
-type sharePiece struct {
-	file wlog.FileRange
-	data []byte
-}
-
-// addFile appends a file range, merging it with the previous piece when
-// it continues it.
-func (r *shareRecords) addFile(fr wlog.FileRange) {
-	if n := len(r.pieces); n > 0 {
-		last := &r.pieces[n-1]
-		if last.data == nil && last.file.File == fr.File && last.file.Pos+last.file.Len == fr.Pos {
-			last.file.Len += fr.Len
-			r.size += fr.Len
-			return
-		}
-	}
-	r.pieces = append(r.pieces, sharePiece{file: fr})
-	r.size += fr.Len
-}
-
-// addBytes appends bytes the answer owns.
-func (r *shareRecords) addBytes(b []byte) {
-	r.pieces = append(r.pieces, sharePiece{data: b})
-	r.size += int64(len(b))
+	recs   *sharegroup.Records
 }
 
 var errShareMarker = errors.New("broker: share fetch marker missing from the encoding")
 
-func encodeShareFetchBody(resp *kmsg.ShareFetchResponse, version int16, recs []*shareRecords) (*server.Body, error) {
+func encodeShareFetchBody(resp *kmsg.ShareFetchResponse, version int16, recs []markedRecords) (*server.Body, error) {
 	resp.SetVersion(version)
 	enc := resp.AppendTo(nil)
 	body := &server.Body{}
@@ -68,12 +38,12 @@ func encodeShareFetchBody(resp *kmsg.ShareFetchResponse, version int16, recs []*
 		}
 		at := pos + i
 		body.AppendBytes(enc[pos : at-1])
-		body.AppendBytes(binary.AppendUvarint(nil, uint64(r.size)+1))
-		for _, pc := range r.pieces {
-			if pc.data != nil {
-				body.AppendBytes(pc.data)
+		body.AppendBytes(binary.AppendUvarint(nil, uint64(r.recs.Size)+1))
+		for _, pc := range r.recs.Pieces {
+			if pc.Bytes != nil {
+				body.AppendBytes(pc.Bytes)
 			} else {
-				body.AppendFile(pc.file.File, pc.file.Pos, pc.file.Len)
+				body.AppendFile(pc.File.File, pc.File.Pos, pc.File.Len)
 			}
 		}
 		pos = at + markerLen

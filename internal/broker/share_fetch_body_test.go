@@ -8,6 +8,7 @@ import (
 
 	wlog "weir/internal/log"
 	"weir/internal/server"
+	"weir/internal/sharegroup"
 )
 
 // TestShareFetchBodyMatchesKmsgEncoding checks, for every ShareFetch
@@ -16,10 +17,10 @@ import (
 func TestShareFetchBodyMatchesKmsgEncoding(t *testing.T) {
 	f, data := segmentFile(t)
 	for v := handlers[78].min; v <= handlers[78].max; v++ {
-		build := func(withMarkers bool) (*kmsg.ShareFetchResponse, []*shareRecords) {
+		build := func(withMarkers bool) (*kmsg.ShareFetchResponse, []markedRecords) {
 			resp := kmsg.NewPtrShareFetchResponse()
 			resp.AcquisitionLockTimeoutMillis = 30000
-			var recs []*shareRecords
+			var recs []markedRecords
 			for ti := range 2 {
 				st := kmsg.NewShareFetchResponseTopic()
 				st.TopicID = [16]byte{byte(ti + 1)}
@@ -35,11 +36,12 @@ func TestShareFetchBodyMatchesKmsgEncoding(t *testing.T) {
 						sp.AcquiredRecords = []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord{{FirstOffset: 1, LastOffset: 9, DeliveryCount: 2}}
 						// File pieces around an in-memory one, as a
 						// trimmed batch between whole ones.
-						fr := &shareRecords{marker: newMarker()}
-						fr.addFile(wlog.FileRange{File: f, Pos: 0, Len: 60})
-						fr.addFile(wlog.FileRange{File: f, Pos: 60, Len: 40})
-						fr.addBytes(data[100:150])
-						fr.addFile(wlog.FileRange{File: f, Pos: 150, Len: 170})
+						fr := markedRecords{marker: newMarker(), recs: &sharegroup.Records{Size: 320, Pieces: []sharegroup.Piece{
+							{File: wlog.FileRange{File: f, Pos: 0, Len: 60}},
+							{File: wlog.FileRange{File: f, Pos: 60, Len: 40}},
+							{Bytes: data[100:150]},
+							{File: wlog.FileRange{File: f, Pos: 150, Len: 170}},
+						}}}
 						if withMarkers {
 							sp.Records = fr.marker[:]
 							recs = append(recs, fr)

@@ -13,6 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	wlog "weir/internal/log"
+	"weir/internal/share"
+	"weir/internal/sharegroup"
+	"weir/internal/sharestate"
 )
 
 // Helpers that drive share groups with raw kmsg requests, the way a share
@@ -224,7 +227,7 @@ func (m *shareMember) fetch(ctx context.Context, o fetchOpts) *kmsg.ShareFetchRe
 	}
 	resp := requestTo[*kmsg.ShareFetchResponse](m.t, ctx, m.c, nodeOr1(m.leader), req)
 	if resp.ErrorCode == 0 && o.epoch == nil {
-		m.session = nextShareEpoch(req.ShareSessionEpoch)
+		m.session = sharegroup.NextSessionEpoch(req.ShareSessionEpoch)
 		if req.ShareSessionEpoch == -1 {
 			m.session = 0
 		}
@@ -261,7 +264,7 @@ func (m *shareMember) acknowledge(ctx context.Context, acks map[int32][]ack, ren
 	req.Topics = append(req.Topics, t)
 	resp := requestTo[*kmsg.ShareAcknowledgeResponse](m.t, ctx, m.c, nodeOr1(m.leader), req)
 	if resp.ErrorCode == 0 {
-		m.session = nextShareEpoch(m.session)
+		m.session = sharegroup.NextSessionEpoch(m.session)
 		if req.ShareSessionEpoch == -1 {
 			m.session = 0
 		}
@@ -376,11 +379,49 @@ func eventually(t testing.TB, timeout time.Duration, fn func() error) {
 // stateLogs are b's replicas of the __share_group_state partitions.
 func stateLogs(t *testing.T, b *Broker) []*partition {
 	t.Helper()
-	tp := b.lookupTopic(shareStateTopic)
+	tp := b.lookupTopic(sharestate.Topic)
 	if tp == nil {
-		t.Fatalf("%s does not exist", shareStateTopic)
+		t.Fatalf("%s does not exist", sharestate.Topic)
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return tp.partitions
+}
+
+// shareOffset is what DescribeShareGroupOffsets v1 says of a share
+// partition: its start offset and lag (-1 when it has no state).
+type shareOffset struct{ start, lag int64 }
+
+func describeShareOffset(t testing.TB, tb *testBroker, k share.StateKey) shareOffset {
+	t.Helper()
+	name, ok := shareGroupHost{tb.b}.TopicName(k.TopicID)
+	if !ok {
+		t.Fatalf("no topic %x", k.TopicID)
+	}
+	r := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	r.Version = 1
+	g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	g.GroupID = k.Group
+	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+	rt.Topic, rt.Partitions = name, []int32{k.Partition}
+	g.Topics = append(g.Topics, rt)
+	r.Groups = append(r.Groups, g)
+	resp := tb.b.shares.DescribeOffsets(r)
+	if len(resp.Groups) != 1 || len(resp.Groups[0].Topics) != 1 || len(resp.Groups[0].Topics[0].Partitions) != 1 {
+		t.Fatalf("DescribeShareGroupOffsets answer: %+v", resp)
+	}
+	p := resp.Groups[0].Topics[0].Partitions[0]
+	return shareOffset{start: p.StartOffset, lag: p.Lag}
+}
+
+// acquiredIn is how many records a share partition has acquired now.
+func acquiredIn(t testing.TB, tb *testBroker, group, topic string, partition int32) int64 {
+	t.Helper()
+	for _, sp := range tb.b.ShareStats().Partitions {
+		if sp.Group == group && sp.Topic == topic && sp.Partition == partition {
+			return int64(sp.Acquired)
+		}
+	}
+	t.Fatalf("no share partition %s %s-%d", group, topic, partition)
+	return 0
 }

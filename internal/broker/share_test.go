@@ -125,7 +125,7 @@ func TestShareReleaseRejectAndLockExpiry(t *testing.T) {
 		}
 		return fmt.Errorf("offset 2 not redelivered yet (%v)", seen)
 	})
-	st := tb.b.shares.describeOffset(shareKey(t, tb, "g", 0))
+	st := describeShareOffset(t, tb, shareKey(t, tb, "g", 0))
 	if st.start != 0 {
 		t.Fatalf("start offset %d while 0 and 2 are in flight", st.start)
 	}
@@ -159,7 +159,7 @@ func TestShareArchivedAfterDeliveryLimit(t *testing.T) {
 	if len(got) != 1 || got[0].offset != 1 || got[0].count != 1 {
 		t.Fatalf("after the fifth release: %+v, want only offset 1", got)
 	}
-	if st := tb.b.shares.describeOffset(shareKey(t, tb, "g", 0)); st.start != 1 {
+	if st := describeShareOffset(t, tb, shareKey(t, tb, "g", 0)); st.start != 1 {
 		t.Fatalf("start offset %d, want 1 past the archived record", st.start)
 	}
 }
@@ -201,11 +201,8 @@ func TestShareRestartKeepsAcknowledgements(t *testing.T) {
 	// is released, the deliveries taken back (offset 10 was delivered
 	// twice, the others once).
 	m.c.Close()
-	sp := sharePartOf(t, tb, shareKey(t, tb, "g", 0))
 	eventually(t, 5*time.Second, func() error {
-		sp.mu.Lock()
-		defer sp.mu.Unlock()
-		if n := sp.p.Stats().Acquired; n != 0 {
+		if n := acquiredIn(t, tb, "g", "q", 0); n != 0 {
 			return fmt.Errorf("%d records still acquired", n)
 		}
 		return nil
@@ -234,7 +231,7 @@ func TestShareRestartKeepsAcknowledgements(t *testing.T) {
 			t.Fatalf("offset %d delivery count %d, want %d", d.offset, d.count, wantCount)
 		}
 	}
-	if st := tb2.b.shares.describeOffset(shareKey(t, tb2, "g", 0)); st.start != 10 {
+	if st := describeShareOffset(t, tb2, shareKey(t, tb2, "g", 0)); st.start != 10 {
 		t.Fatalf("start offset %d after restart, want 10", st.start)
 	}
 }
@@ -434,18 +431,6 @@ func TestShareSessionErrors(t *testing.T) {
 	}
 }
 
-func sharePartOf(t *testing.T, tb *testBroker, k share.StateKey) *sharePart {
-	t.Helper()
-	c := tb.b.shares
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sp, ok := c.parts[k]
-	if !ok {
-		t.Fatalf("no share partition %+v", k)
-	}
-	return sp
-}
-
 // copyDir copies a broker's data directory while it runs: what a crash
 // would leave on disk (appends already written, nothing flushed on close).
 func copyDir(t *testing.T, from, to string) {
@@ -550,7 +535,7 @@ func TestShareAcksOnlyFetchAcquiresNothing(t *testing.T) {
 	if got := records(t, resp); len(got) != 0 {
 		t.Fatalf("acknowledgement-only fetch delivered %v", offsetsOf(got))
 	}
-	if st := tb.b.shares.describeOffset(shareKey(t, tb, "g", 0)); st.start != 5 {
+	if st := describeShareOffset(t, tb, shareKey(t, tb, "g", 0)); st.start != 5 {
 		t.Fatalf("start offset %d after accepting 0-4, want 5", st.start)
 	}
 	next := records(t, m.fetch(ctx, fetchOpts{maxWait: time.Second, maxRecords: 5, mode: 1}))
@@ -645,7 +630,7 @@ func TestShareStateLogStaysShort(t *testing.T) {
 	}
 	tb.stop()
 	tb2 := startBroker(t, dir, small)
-	if st := tb2.b.shares.describeOffset(shareKey(t, tb2, "g", 0)); st.start != 300 {
+	if st := describeShareOffset(t, tb2, shareKey(t, tb2, "g", 0)); st.start != 300 {
 		t.Fatalf("after restart from the shortened log: start offset %d, want 300", st.start)
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package sharestate
 
 import (
 	"errors"
@@ -9,13 +9,13 @@ import (
 	"weir/internal/share"
 )
 
-// TestStateHomeAdmit walks one key through the coordinator's fence: a
+// TestHomeAdmit walks one key through the coordinator's fence: a
 // new leader's read fences the old leader's writes, an older state epoch
 // is fenced, an administrative reset starts a state epoch above the held
 // one, and a deletion clears the fence.
-func TestStateHomeAdmit(t *testing.T) {
-	h := &stateHome{fences: map[string]keyFence{}}
-	key := []byte{shareKeyState, 'k'}
+func TestHomeAdmit(t *testing.T) {
+	h := &home{fences: map[string]keyFence{}}
+	key := []byte{KeyState, 'k'}
 	snap := func(stateEpoch int32) []byte {
 		r := share.New(share.Config{}, 0).Snapshot()
 		r.StateEpoch = stateEpoch
@@ -25,15 +25,15 @@ func TestStateHomeAdmit(t *testing.T) {
 		}
 		return v
 	}
-	write := func(stateEpoch, leaderEpoch int32) *storeEntry {
-		return &storeEntry{key: key, value: snap(stateEpoch), fence: true, stateEpoch: stateEpoch, leaderEpoch: leaderEpoch}
+	write := func(stateEpoch, leaderEpoch int32) *entry {
+		return &entry{key: key, value: snap(stateEpoch), fence: true, stateEpoch: stateEpoch, leaderEpoch: leaderEpoch}
 	}
-	read := func(leaderEpoch int32) *storeEntry {
-		return &storeEntry{key: key, read: true, fence: true, leaderEpoch: leaderEpoch}
+	read := func(leaderEpoch int32) *entry {
+		return &entry{key: key, read: true, fence: true, leaderEpoch: leaderEpoch}
 	}
 	steps := []struct {
 		name string
-		e    *storeEntry
+		e    *entry
 		want error
 		// after is the fence the step leaves.
 		after keyFence
@@ -45,10 +45,10 @@ func TestStateHomeAdmit(t *testing.T) {
 		{"deposed leader's write", write(0, 3), kerr.FencedLeaderEpoch, keyFence{0, 4, true}},
 		{"deposed leader's read", read(3), kerr.FencedLeaderEpoch, keyFence{0, 4, true}},
 		{"new leader writes", write(0, 4), nil, keyFence{0, 4, true}},
-		{"reset", &storeEntry{key: key, value: snap(0), fence: true, leaderEpoch: -1, reinit: true}, nil, keyFence{1, 4, true}},
+		{"reset", &entry{key: key, value: snap(0), fence: true, leaderEpoch: -1, reinit: true}, nil, keyFence{1, 4, true}},
 		{"leader's write of the old state epoch", write(0, 4), kerr.FencedStateEpoch, keyFence{1, 4, true}},
 		{"leader writes the reset state", write(1, 4), nil, keyFence{1, 4, true}},
-		{"delete", &storeEntry{key: key, fence: true, leaderEpoch: -1}, nil, keyFence{}},
+		{"delete", &entry{key: key, fence: true, leaderEpoch: -1}, nil, keyFence{}},
 		{"a write after the delete", write(0, 2), nil, keyFence{0, 2, true}},
 	}
 	for _, st := range steps {

@@ -10,7 +10,8 @@ import (
 	"weir/internal/server"
 )
 
-// The controller's APIs. Brokers send their lifecycle (BrokerRegistration,
+// The controller's APIs (their handlers: 43, 45, 46, 56, 62-64, 67).
+// Brokers send their lifecycle (BrokerRegistration,
 // BrokerHeartbeat, UnregisterBroker, AllocateProducerIds) and ISR changes
 // (AlterPartition) to the Kafka listener of the node running the active
 // controller; these go straight to cluster.Node.HandleControllerRequest,
@@ -20,17 +21,6 @@ import (
 // the broker's controller client; a request that client forwarded to
 // another node (its client id says so) is decided there directly instead
 // of being validated and forwarded again.
-var (
-	_ = register(handler{key: 56, min: 0, max: 3, serve: (*Broker).handleControllerRequest})
-	_ = register(handler{key: 62, min: 0, max: 4, serve: (*Broker).handleControllerRequest})
-	_ = register(handler{key: 63, min: 0, max: 2, serve: (*Broker).handleControllerRequest})
-	_ = register(handler{key: 64, min: 0, max: 0, serve: (*Broker).handleControllerRequest})
-	_ = register(handler{key: 67, min: 0, max: 0, serve: (*Broker).handleControllerRequest})
-	// ElectLeaders and the reassignment APIs have nothing to check here.
-	_ = register(handler{key: 43, min: 0, max: 2, serve: (*Broker).handleForwarded})
-	_ = register(handler{key: 45, min: 0, max: 0, serve: (*Broker).handleForwarded})
-	_ = register(handler{key: 46, min: 0, max: 0, serve: (*Broker).handleForwarded})
-)
 
 // brokerClientPrefix starts the client id of the controller client every
 // broker uses.

@@ -1,7 +1,3 @@
-// Package wiretag holds weir's own tagged fields: extensions to Kafka
-// requests that weir's client sends and weir's brokers read. Tagged fields
-// a broker does not know are skipped by the protocol's rules, so Apache
-// Kafka and other brokers ignore them and the requests stay valid Kafka.
 package wiretag
 
 import "github.com/twmb/franz-go/pkg/kmsg"
@@ -26,3 +22,22 @@ func HasShareFetchAllLeaders(tags *kmsg.Tags) bool {
 	})
 	return has
 }
+
+// Tags of a WriteShareGroupState partition written by a weir broker
+// (internal/sharestate). weir's share-state records say more than Kafka's
+// write carries (a snapshot or a delta, a deletion, an administrative
+// reset), so a weir leader's write also carries the record as weir stores
+// it; a write without them is a Kafka-style delta.
+const (
+	// ShareStateRecord is the state record's encoding (share.StateRecord
+	// AppendTo); absent for a deletion.
+	ShareStateRecord uint32 = 0x7765
+	// ShareStateFlags is one byte of ShareStateFlag bits.
+	ShareStateFlags uint32 = 0x7766
+)
+
+// Bits of the ShareStateFlags byte.
+const (
+	ShareStateDelete byte = 1 << iota
+	ShareStateReinit
+)

@@ -1,6 +1,7 @@
-package broker
+package sharegroup
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,116 +16,12 @@ import (
 	"weir/internal/share"
 )
 
-// ShareConfig is the broker side of share groups: Kafka's group.share.*
-// broker settings (the defaults and bounds of the share.* group configs)
-// and the share coordinator's own. A zero field takes Kafka 4.3's value.
-// weir's server.properties has no entries for these yet; they are set in
-// code (tests shorten the lock bounds, for example).
-type ShareConfig struct {
-	// RecordLockDuration is group.share.record.lock.duration.ms (30 s);
-	// MinRecordLockDuration and MaxRecordLockDuration bound the group
-	// config share.record.lock.duration.ms (15 s and 60 s).
-	RecordLockDuration    time.Duration
-	MinRecordLockDuration time.Duration
-	MaxRecordLockDuration time.Duration
-	// DeliveryCountLimit is group.share.delivery.count.limit (5), within
-	// group.share.min/max.delivery.count.limit (2 and 10).
-	DeliveryCountLimit    int16
-	MinDeliveryCountLimit int16
-	MaxDeliveryCountLimit int16
-	// PartitionMaxRecordLocks is group.share.partition.max.record.locks
-	// (2000), within group.share.min/max.partition.max.record.locks (100
-	// and 4000).
-	PartitionMaxRecordLocks    int32
-	MinPartitionMaxRecordLocks int32
-	MaxPartitionMaxRecordLocks int32
-	// SessionTimeout is group.share.session.timeout.ms (45 s), within
-	// group.share.min/max.session.timeout.ms (45 s and 60 s).
-	SessionTimeout    time.Duration
-	MinSessionTimeout time.Duration
-	MaxSessionTimeout time.Duration
-	// HeartbeatInterval is group.share.heartbeat.interval.ms (5 s), within
-	// group.share.min/max.heartbeat.interval.ms (5 s and 15 s).
-	HeartbeatInterval    time.Duration
-	MinHeartbeatInterval time.Duration
-	MaxHeartbeatInterval time.Duration
-	// MaxGroupSize is group.share.max.size (200 members).
-	MaxGroupSize int
-	// MaxSessions is group.share.max.share.sessions (2000).
-	MaxSessions int
-	// AutoOffsetReset is the value of share.auto.offset.reset for groups
-	// that do not set it: Kafka has no broker setting for it and starts
-	// at "latest"; this lets a whole broker default to another strategy.
-	AutoOffsetReset string
-	// StatePartitions is the partition count of __share_group_state when
-	// the broker creates it; 0 means 1 on a single node and Kafka's
-	// share.coordinator.state.topic.num.partitions, 50, in a cluster.
-	StatePartitions int32
-	// SnapshotEvery is share.coordinator.snapshot.update.records.per.
-	// snapshot (500): a share partition writes its whole state after this
-	// many deltas, so that a restart replays at most that many.
-	SnapshotEvery int
-	// StateLogRecords is how many records __share_group_state may hold
-	// per partition before the coordinator rewrites stale snapshots and
-	// drops the records no share partition needs any more (100,000).
-	StateLogRecords int64
-}
-
-func (c ShareConfig) withDefaults() ShareConfig {
-	durs := []struct {
-		v *time.Duration
-		d time.Duration
-	}{
-		{&c.RecordLockDuration, share.DefaultRecordLockDuration},
-		{&c.MinRecordLockDuration, 15 * time.Second},
-		{&c.MaxRecordLockDuration, 60 * time.Second},
-		{&c.SessionTimeout, share.DefaultSessionTimeout},
-		{&c.MinSessionTimeout, 45 * time.Second},
-		{&c.MaxSessionTimeout, 60 * time.Second},
-		{&c.HeartbeatInterval, share.DefaultHeartbeatInterval},
-		{&c.MinHeartbeatInterval, 5 * time.Second},
-		{&c.MaxHeartbeatInterval, 15 * time.Second},
-	}
-	for _, d := range durs {
-		if *d.v <= 0 {
-			*d.v = d.d
-		}
-	}
-	if c.DeliveryCountLimit <= 0 {
-		c.DeliveryCountLimit = share.DefaultDeliveryCountLimit
-	}
-	if c.MinDeliveryCountLimit <= 0 {
-		c.MinDeliveryCountLimit = 2
-	}
-	if c.MaxDeliveryCountLimit <= 0 {
-		c.MaxDeliveryCountLimit = 10
-	}
-	if c.PartitionMaxRecordLocks <= 0 {
-		c.PartitionMaxRecordLocks = share.DefaultMaxRecordLocks
-	}
-	if c.MinPartitionMaxRecordLocks <= 0 {
-		c.MinPartitionMaxRecordLocks = 100
-	}
-	if c.MaxPartitionMaxRecordLocks <= 0 {
-		c.MaxPartitionMaxRecordLocks = 4000
-	}
-	if c.MaxGroupSize <= 0 {
-		c.MaxGroupSize = share.DefaultMaxGroupSize
-	}
-	if c.MaxSessions <= 0 {
-		c.MaxSessions = 2000
-	}
-	if c.AutoOffsetReset == "" {
-		c.AutoOffsetReset = "latest"
-	}
-	if c.SnapshotEvery <= 0 {
-		c.SnapshotEvery = 500
-	}
-	if c.StateLogRecords <= 0 {
-		c.StateLogRecords = 100000
-	}
-	return c
-}
+// Group configs (the GROUP config resource): the share.* configs of
+// Kafka's GroupConfig, recorded in the metadata log and applied by every
+// broker to the group's share partitions it leads. The consumer.* and
+// streams.* group configs are not served: setting one is INVALID_CONFIG,
+// describing lists only share.*. Any group id is a valid resource,
+// whether or not the group exists, as in Kafka.
 
 // Names of the share group configs (Kafka's GroupConfig share.*).
 const (
@@ -146,10 +43,10 @@ type groupConfigDef struct {
 	typ     kmsg.ConfigType
 	broker  string // synonym broker config, "" when none
 	doc     string
-	def     func(c *ShareConfig) string
-	minimum int64                                               // for INT configs
-	bounds  func(c *ShareConfig) (int64, int64, string, string) // extra range for INT configs
-	check   func(v string) error                                // for STRING configs
+	def     func(c *Config) string
+	minimum int64                                          // for INT configs
+	bounds  func(c *Config) (int64, int64, string, string) // extra range for INT configs
+	check   func(v string) error                           // for STRING configs
 }
 
 func millisString(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
@@ -159,47 +56,47 @@ var groupConfigDefs = []groupConfigDef{
 	{
 		name: cfgShareSessionTimeout, typ: kmsg.ConfigTypeInt, broker: "group.share.session.timeout.ms", minimum: 1,
 		doc: "The timeout to detect client failures when using the share group protocol.",
-		def: func(c *ShareConfig) string { return millisString(c.SessionTimeout) },
-		bounds: func(c *ShareConfig) (int64, int64, string, string) {
+		def: func(c *Config) string { return millisString(c.SessionTimeout) },
+		bounds: func(c *Config) (int64, int64, string, string) {
 			return c.MinSessionTimeout.Milliseconds(), c.MaxSessionTimeout.Milliseconds(), "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"
 		},
 	},
 	{
 		name: cfgShareHeartbeat, typ: kmsg.ConfigTypeInt, broker: "group.share.heartbeat.interval.ms", minimum: 1,
 		doc: "The heartbeat interval given to the members.",
-		def: func(c *ShareConfig) string { return millisString(c.HeartbeatInterval) },
-		bounds: func(c *ShareConfig) (int64, int64, string, string) {
+		def: func(c *Config) string { return millisString(c.HeartbeatInterval) },
+		bounds: func(c *Config) (int64, int64, string, string) {
 			return c.MinHeartbeatInterval.Milliseconds(), c.MaxHeartbeatInterval.Milliseconds(), "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"
 		},
 	},
 	{
 		name: cfgShareLockDuration, typ: kmsg.ConfigTypeInt, broker: "group.share.record.lock.duration.ms", minimum: 1000,
 		doc: "The record acquisition lock duration in milliseconds for share groups.",
-		def: func(c *ShareConfig) string { return millisString(c.RecordLockDuration) },
-		bounds: func(c *ShareConfig) (int64, int64, string, string) {
+		def: func(c *Config) string { return millisString(c.RecordLockDuration) },
+		bounds: func(c *Config) (int64, int64, string, string) {
 			return c.MinRecordLockDuration.Milliseconds(), c.MaxRecordLockDuration.Milliseconds(), "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"
 		},
 	},
 	{
 		name: cfgShareDeliveryLimit, typ: kmsg.ConfigTypeInt, broker: "group.share.delivery.count.limit", minimum: 2,
 		doc: "The maximum number of delivery attempts for a record delivered to a share group.",
-		def: func(c *ShareConfig) string { return strconv.Itoa(int(c.DeliveryCountLimit)) },
-		bounds: func(c *ShareConfig) (int64, int64, string, string) {
+		def: func(c *Config) string { return strconv.Itoa(int(c.DeliveryCountLimit)) },
+		bounds: func(c *Config) (int64, int64, string, string) {
 			return int64(c.MinDeliveryCountLimit), int64(c.MaxDeliveryCountLimit), "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"
 		},
 	},
 	{
 		name: cfgShareMaxRecordLocks, typ: kmsg.ConfigTypeInt, broker: "group.share.partition.max.record.locks", minimum: 100,
 		doc: "Share-group record lock limit per share-partition.",
-		def: func(c *ShareConfig) string { return strconv.Itoa(int(c.PartitionMaxRecordLocks)) },
-		bounds: func(c *ShareConfig) (int64, int64, string, string) {
+		def: func(c *Config) string { return strconv.Itoa(int(c.PartitionMaxRecordLocks)) },
+		bounds: func(c *Config) (int64, int64, string, string) {
 			return int64(c.MinPartitionMaxRecordLocks), int64(c.MaxPartitionMaxRecordLocks), "group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks"
 		},
 	},
 	{
 		name: cfgShareAutoOffsetReset, typ: kmsg.ConfigTypeString,
 		doc: "The strategy to initialize the share-partition start offset: latest, earliest or by_duration:<ISO-8601 duration>.",
-		def: func(c *ShareConfig) string { return c.AutoOffsetReset },
+		def: func(c *Config) string { return c.AutoOffsetReset },
 		check: func(v string) error {
 			if _, err := share.ParseOffsetReset(v); err != nil {
 				return fmt.Errorf("Invalid value %s for configuration %s: must be latest, earliest or by_duration:<ISO-8601 duration>", v, cfgShareAutoOffsetReset)
@@ -210,7 +107,7 @@ var groupConfigDefs = []groupConfigDef{
 	{
 		name: cfgShareIsolationLevel, typ: kmsg.ConfigTypeString,
 		doc: "Controls how to read records written transactionally (read_committed or read_uncommitted).",
-		def: func(*ShareConfig) string { return "read_uncommitted" },
+		def: func(*Config) string { return "read_uncommitted" },
 		check: func(v string) error {
 			if v != "read_committed" && v != "read_uncommitted" {
 				return fmt.Errorf("Invalid value %s for configuration %s: String must be one of: read_committed, read_uncommitted", v, cfgShareIsolationLevel)
@@ -221,13 +118,22 @@ var groupConfigDefs = []groupConfigDef{
 	{
 		name: cfgShareRenewAck, typ: kmsg.ConfigTypeBoolean,
 		doc: "Whether the renew acknowledge type is enabled for the share group.",
-		def: func(*ShareConfig) string { return "true" },
+		def: func(*Config) string { return "true" },
 	},
 	{
 		name: cfgShareAssignmentPeriod, typ: kmsg.ConfigTypeInt, broker: "group.share.assignment.interval.ms", minimum: 0,
 		doc: "The minimum interval between assignment recomputations (stored; weir assigns on every epoch change).",
-		def: func(*ShareConfig) string { return "1000" },
+		def: func(*Config) string { return "1000" },
 	},
+}
+
+// GroupConfigNames lists the group configs served, in Kafka's order.
+func GroupConfigNames() []string {
+	out := make([]string, len(groupConfigDefs))
+	for i, d := range groupConfigDefs {
+		out[i] = d.name
+	}
+	return out
 }
 
 func groupConfigDefFor(name string) *groupConfigDef {
@@ -241,7 +147,7 @@ func groupConfigDefFor(name string) *groupConfigDef {
 
 // validate checks one value as Kafka's GroupConfig does; the error text is
 // Kafka's.
-func (d *groupConfigDef) validate(v string, sc *ShareConfig) error {
+func (d *groupConfigDef) validate(v string, sc *Config) error {
 	switch d.typ {
 	case kmsg.ConfigTypeInt:
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
@@ -283,7 +189,7 @@ type groupSettings struct {
 
 // settingsFor resolves overrides (already validated) over the broker's
 // defaults.
-func (c *ShareConfig) settingsFor(overrides map[string]string) groupSettings {
+func (c *Config) settingsFor(overrides map[string]string) groupSettings {
 	val := func(name string) string {
 		if v, ok := overrides[name]; ok {
 			return strings.TrimSpace(v)
@@ -316,7 +222,7 @@ func (c *ShareConfig) settingsFor(overrides map[string]string) groupSettings {
 
 // alterGroupConfigs applies IncrementalAlterConfigs operations to a group's
 // overrides and returns the new overrides, or the Kafka error.
-func (c *ShareConfig) alterGroupConfigs(current map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (map[string]string, error) {
+func (c *Config) alterGroupConfigs(current map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (map[string]string, error) {
 	next := maps.Clone(current)
 	if next == nil {
 		next = map[string]string{}
@@ -354,7 +260,7 @@ func (c *ShareConfig) alterGroupConfigs(current map[string]string, ops []kmsg.In
 // describeGroupConfigs answers DescribeConfigs for a GROUP resource as
 // Kafka does: every share group config, GROUP_CONFIG when the group sets
 // it, else the broker default (DEFAULT_CONFIG), with the broker synonym.
-func (c *ShareConfig) describeGroupConfigs(overrides map[string]string, opts config.DescribeOptions) []config.Entry {
+func (c *Config) describeGroupConfigs(overrides map[string]string, opts config.DescribeOptions) []config.Entry {
 	var out []config.Entry
 	for i := range groupConfigDefs {
 		d := &groupConfigDefs[i]
@@ -389,4 +295,65 @@ func (c *ShareConfig) describeGroupConfigs(overrides map[string]string, opts con
 		out = append(out, e)
 	}
 	return out
+}
+
+// DescribeGroupConfig answers DescribeConfigs for one GROUP resource.
+func (m *Manager) DescribeGroupConfig(group string, opts config.DescribeOptions) ([]config.Entry, error) {
+	if group == "" {
+		return nil, fmt.Errorf("%w: Group name must not be empty", kerr.InvalidRequest)
+	}
+	return m.cfg.describeGroupConfigs(m.groupConfigs(group), opts), nil
+}
+
+// AlterGroupConfig applies IncrementalAlterConfigs to one GROUP resource:
+// recorded in the metadata log, so every broker applies the same group
+// configs (ApplyGroupConfigs) to the share partitions it leads.
+func (m *Manager) AlterGroupConfig(ctx context.Context, group string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, validateOnly bool) error {
+	if group == "" {
+		return fmt.Errorf("%w: Group name must not be empty", kerr.InvalidRequest)
+	}
+	current := m.groupConfigs(group)
+	next, err := m.cfg.alterGroupConfigs(current, ops)
+	if err != nil || validateOnly {
+		return err
+	}
+	return m.host.StoreGroupConfigs(ctx, group, current, next, func() bool {
+		return maps.Equal(m.groupConfigs(group), next)
+	})
+}
+
+// ApplyGroupConfigs takes a group's configs from the metadata image, which
+// keeps them durable, and applies them to the group and its share
+// partitions at once (group configs are dynamic).
+func (m *Manager) ApplyGroupConfigs(group string, next map[string]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if maps.Equal(m.configs[group], next) {
+		return
+	}
+	if len(next) == 0 {
+		delete(m.configs, group)
+	} else {
+		m.configs[group] = maps.Clone(next)
+	}
+	if g, ok := m.groups[group]; ok {
+		g.settings = m.cfg.settingsFor(next)
+		g.g.SetConfig(g.settings.group)
+		for _, sp := range g.parts {
+			sp.mu.Lock()
+			sp.cfg = g.settings.part
+			if sp.p != nil {
+				sp.p.SetConfig(sp.cfg)
+			}
+			sp.mu.Unlock()
+		}
+	}
+	m.logger.Info("share group config changed", "group", group, "overrides", len(next))
+}
+
+// groupConfigs returns a group's config overrides.
+func (m *Manager) groupConfigs(group string) map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.configs[group])
 }

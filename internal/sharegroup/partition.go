@@ -1,4 +1,4 @@
-package broker
+package sharegroup
 
 import (
 	"context"
@@ -11,19 +11,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	wlog "weir/internal/log"
+	"weir/internal/replica"
 	"weir/internal/share"
+	"weir/internal/sharestate"
 )
 
-// sharePart is one share partition (group, topic, partition) served by
-// this broker: the share.Partition state machine behind a mutex held only
-// for in-memory work, the fetches parked on it, and its place in the
-// store and the timers. Every change's durable record is queued to the
-// store under mu, so the log sees changes in the order they were made;
-// callers wait for the tickets after unlocking.
-type sharePart struct {
-	c    *shareCoordinator
+// sharePartition is one share partition (group, topic, partition) served
+// by this broker, Kafka's SharePartition: the share.Partition state
+// machine behind a mutex held only for in-memory work, the fetches parked
+// on it, and its place in the timers. Every change's durable record is
+// queued to the state store under mu, so the store sees changes in the
+// order they were made; callers wait for the tickets after unlocking.
+//
+// Loading the state (on first use, after a failed write, after the data
+// partition's leadership moved) reads it from the key's share
+// coordinator, which may be another node: that read runs with mu
+// released. The partition is marked loading meanwhile; its other users
+// wait for the load to end (on loading, not on the lock), and users of
+// other partitions and groups are not held up at all.
+type sharePartition struct {
+	m    *Manager
 	key  share.StateKey
-	rkey []byte // the store key
+	rkey []byte // the state store's key
 
 	mu sync.Mutex
 	// p is nil until the first use resolves the start offset.
@@ -38,9 +47,14 @@ type sharePart struct {
 	// epoch is the data partition's leader epoch when p was loaded; a
 	// different one means the leadership moved, and p is loaded again.
 	epoch int32
+	// loading is closed when the load in progress ends; nil when none.
+	loading chan struct{}
+	// gen counts resets and deletions: a load that overlapped one is
+	// discarded.
+	gen uint64
 	// waiters are ShareFetch requests parked until records are
 	// acquirable here again (an acknowledgement, a release, an expiry).
-	waiters []*fetchWaiter
+	waiters []*replica.Waiter
 	// armed is the expiry deadline queued on the timers (UnixNano), 0 if
 	// none.
 	armed int64
@@ -50,17 +64,12 @@ type sharePart struct {
 	deleted bool
 }
 
-var errShareStateLost = errors.New("broker: share partition state could not be restored")
+var errStateLost = errors.New("sharegroup: share partition state could not be restored")
 
-// logPartition finds the partition's log, or nil when its topic is gone.
-func (sp *sharePart) logPartition() *partition {
-	b := sp.c.b
-	t := b.lookupTopicID(sp.key.TopicID)
-	p, err := b.partitionOf(t, sp.key.Partition)
-	if err != nil {
-		return nil
-	}
-	return p
+// dataPartition finds the data partition, or the error a request for it
+// gets.
+func (sp *sharePartition) dataPartition() (Partition, error) {
+	return sp.m.host.Partition(sp.key.TopicID, sp.key.Partition)
 }
 
 // readyLocked makes sp.p usable: on first use, after a failed write, or
@@ -70,100 +79,137 @@ func (sp *sharePart) logPartition() *partition {
 // none, creates it at the group's share.auto.offset.reset position. Then
 // it queues a snapshot stamped with this leader's epoch (records of later
 // changes queue behind it, so it is durable before any answer that
-// depends on it). The read may wait for another node, with sp.mu held:
-// the partition is unusable until it is done.
-func (sp *sharePart) readyLocked(reset share.OffsetReset, now time.Time) (*storeTicket, error) {
-	if sp.deleted {
-		return nil, kerr.UnknownTopicOrPartition
-	}
-	lp := sp.logPartition()
-	if lp == nil {
-		return nil, kerr.UnknownTopicOrPartition
-	}
-	epoch := lp.leaderEpoch.Load()
-	if sp.p != nil && !sp.broken && sp.epoch == epoch {
-		return nil, nil
-	}
-	sp.p, sp.deltas = nil, 0
-	ctx, cancel := context.WithTimeout(sp.c.b.ctx, 15*time.Second)
-	defer cancel()
-	recs, err := sp.c.stateRead(ctx, sp.rkey, epoch)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errShareStateLost, err)
-	}
-	if len(recs) > 0 {
-		p, err := share.Restore(sp.cfg, recs)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errShareStateLost, err)
+// depends on it).
+//
+// It is called and returns with mu held, but releases it while the state
+// is read (the read may go to another node and take seconds): a second
+// caller finds the partition loading and waits for that load, without the
+// lock, then looks again.
+func (sp *sharePartition) readyLocked(ctx context.Context, reset share.OffsetReset, now time.Time) (*sharestate.Ticket, error) {
+	for {
+		if sp.deleted {
+			return nil, kerr.UnknownTopicOrPartition
 		}
-		sp.p = p
-	} else {
-		sp.p = share.New(sp.cfg, share.InitialStartOffset(reset, now, logOffsets{lp}))
+		lp, err := sp.dataPartition()
+		if err != nil {
+			return nil, err
+		}
+		epoch := lp.LeaderEpoch()
+		if sp.p != nil && !sp.broken && sp.epoch == epoch {
+			return nil, nil
+		}
+		if ch := sp.loading; ch != nil {
+			sp.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+			}
+			sp.mu.Lock()
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		sp.p, sp.deltas = nil, 0
+		ch, gen := make(chan struct{}), sp.gen
+		sp.loading = ch
+		sp.mu.Unlock()
+		recs, err := sp.readState(ctx, epoch)
+		sp.mu.Lock()
+		sp.loading = nil
+		close(ch)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errStateLost, err)
+		}
+		if sp.gen != gen || sp.p != nil {
+			// Reset or deleted while the state was read: what was read
+			// is stale. Look again.
+			continue
+		}
+		if len(recs) > 0 {
+			p, err := share.Restore(sp.cfg, recs)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", errStateLost, err)
+			}
+			sp.p = p
+		} else {
+			sp.p = share.New(sp.cfg, share.InitialStartOffset(reset, now, logOffsets{lp}))
+		}
+		sp.p.SetLeaderEpoch(epoch)
+		sp.epoch, sp.broken = epoch, false
+		return sp.writeSnapshotLocked(), nil
 	}
-	sp.p.SetLeaderEpoch(epoch)
-	sp.epoch, sp.broken = epoch, false
-	return sp.writeSnapshotLocked(), nil
+}
+
+// readState reads the partition's records from its share coordinator,
+// within 15 s, with no lock held.
+func (sp *sharePartition) readState(ctx context.Context, epoch int32) ([]share.StateRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	stop := context.AfterFunc(sp.m.ctx, cancel)
+	defer stop()
+	return sp.m.state.Read(ctx, sp.rkey, epoch)
 }
 
 // persistLocked queues the durable form of a change; every SnapshotEvery
 // records it writes the whole state instead.
-func (sp *sharePart) persistLocked(rec share.StateRecord) *storeTicket {
+func (sp *sharePartition) persistLocked(rec share.StateRecord) *sharestate.Ticket {
 	if rec.IsZero() {
 		return nil
 	}
-	if sp.deltas+1 >= sp.c.cfg.SnapshotEvery {
+	if sp.deltas+1 >= sp.m.cfg.SnapshotEvery {
 		return sp.writeSnapshotLocked()
 	}
 	v, err := rec.AppendTo(nil)
 	if err != nil {
 		// A record the state machine produced always validates.
-		panic(fmt.Sprintf("broker: share state record does not encode: %v", err))
+		panic(fmt.Sprintf("sharegroup: share state record does not encode: %v", err))
 	}
 	sp.deltas++
-	return sp.c.stateWrite(sp.rkey, v, false, stateFence{stateEpoch: rec.StateEpoch, leaderEpoch: sp.epoch})
+	return sp.m.state.Write(sp.rkey, v, false, sharestate.Fence{StateEpoch: rec.StateEpoch, LeaderEpoch: sp.epoch})
 }
 
-func (sp *sharePart) writeSnapshotLocked() *storeTicket {
-	return sp.writeSnapshotAs(stateFence{})
+func (sp *sharePartition) writeSnapshotLocked() *sharestate.Ticket {
+	return sp.writeSnapshotAs(sharestate.Fence{})
 }
 
 // writeSnapshotAs queues the whole state, fenced as f says (an
 // administrative reset), else with this leader's epochs.
-func (sp *sharePart) writeSnapshotAs(f stateFence) *storeTicket {
+func (sp *sharePartition) writeSnapshotAs(f sharestate.Fence) *sharestate.Ticket {
 	snap := sp.p.Snapshot()
 	v, err := snap.AppendTo(nil)
 	if err != nil {
-		panic(fmt.Sprintf("broker: share snapshot does not encode: %v", err))
+		panic(fmt.Sprintf("sharegroup: share snapshot does not encode: %v", err))
 	}
 	sp.deltas = 0
-	if !f.reinit {
-		f = stateFence{stateEpoch: snap.StateEpoch, leaderEpoch: sp.epoch}
+	if !f.Reinit {
+		f = sharestate.Fence{StateEpoch: snap.StateEpoch, LeaderEpoch: sp.epoch}
 	}
-	return sp.c.stateWrite(sp.rkey, v, true, f)
+	return sp.m.state.Write(sp.rkey, v, true, f)
 }
 
 // afterChangeLocked wakes parked fetches if records may be acquirable and
 // arms the expiry timer for the earliest lock.
-func (sp *sharePart) afterChangeLocked(now time.Time) {
+func (sp *sharePartition) afterChangeLocked(now time.Time) {
 	if sp.p == nil {
 		return
 	}
 	if sp.p.CanAcquire(now) {
 		for _, w := range sp.waiters {
-			w.wake()
+			w.Wake()
 		}
 	}
 	if at, ok := sp.p.NextDeadline(); ok {
 		n := at.UnixNano()
 		if sp.armed == 0 || n < sp.armed {
 			sp.armed = n
-			sp.c.timers.arm(at, sp.expire)
+			sp.m.timers.arm(at, sp.expire)
 		}
 	}
 }
 
 // expire is the timer's call: end the locks that are due.
-func (sp *sharePart) expire(now time.Time) {
+func (sp *sharePartition) expire(now time.Time) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.armed = 0
@@ -176,31 +222,30 @@ func (sp *sharePart) expire(now time.Time) {
 
 // failed marks the partition for a restore after a write of its state
 // failed.
-func (sp *sharePart) failed() {
+func (sp *sharePartition) failed() {
 	sp.mu.Lock()
 	sp.broken = true
 	sp.mu.Unlock()
 }
 
-func (sp *sharePart) addWaiter(w *fetchWaiter) {
+func (sp *sharePartition) park(w *replica.Waiter) (unpark func()) {
 	sp.mu.Lock()
 	sp.waiters = append(sp.waiters, w)
 	sp.mu.Unlock()
-}
-
-func (sp *sharePart) removeWaiter(w *fetchWaiter) {
-	sp.mu.Lock()
-	if i := slices.Index(sp.waiters, w); i >= 0 {
-		sp.waiters = slices.Delete(sp.waiters, i, i+1)
+	return func() {
+		sp.mu.Lock()
+		if i := slices.Index(sp.waiters, w); i >= 0 {
+			sp.waiters = slices.Delete(sp.waiters, i, i+1)
+		}
+		sp.mu.Unlock()
 	}
-	sp.mu.Unlock()
 }
 
 // acknowledge applies one partition's acknowledgement batches for member.
-func (sp *sharePart) acknowledge(member string, batches []share.AckBatch, renewAllowed bool, reset share.OffsetReset, now time.Time) (*storeTicket, error) {
+func (sp *sharePartition) acknowledge(ctx context.Context, member string, batches []share.AckBatch, renewAllowed bool, reset share.OffsetReset, now time.Time) (*sharestate.Ticket, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	first, err := sp.readyLocked(reset, now)
+	first, err := sp.readyLocked(ctx, reset, now)
 	if err != nil {
 		return nil, err
 	}
@@ -217,11 +262,11 @@ func (sp *sharePart) acknowledge(member string, batches []share.AckBatch, renewA
 	}
 	t := sp.persistLocked(rec)
 	sp.afterChangeLocked(now)
-	return lastTicket(first, t), nil
+	return sharestate.Later(first, t), nil
 }
 
 // releaseMember hands back what member holds here.
-func (sp *sharePart) releaseMember(member string, now time.Time) {
+func (sp *sharePartition) releaseMember(member string, now time.Time) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if sp.p == nil || sp.broken {
@@ -246,30 +291,30 @@ type acquireArgs struct {
 type acquired struct {
 	ranges  []share.AcquiredRange
 	records int64
-	recs    *shareRecords
-	ticket  *storeTicket
+	recs    *Records
+	ticket  *sharestate.Ticket
 }
 
 // acquire reads the log where the next acquisition starts and locks what
 // it may to the member. The log is read without sp.mu held; the state
 // machine copes with a read that another acquisition overtook.
-func (sp *sharePart) acquire(a acquireArgs) (acquired, error) {
+func (sp *sharePartition) acquire(ctx context.Context, a acquireArgs) (acquired, error) {
 	var out acquired
-	lp := sp.logPartition()
-	if lp == nil {
-		return out, kerr.UnknownTopicOrPartition
+	lp, err := sp.dataPartition()
+	if err != nil {
+		return out, err
 	}
 	for attempt := 0; ; attempt++ {
-		now := sp.c.b.now()
+		now := sp.m.host.Now()
 		sp.mu.Lock()
-		first, err := sp.readyLocked(a.reset, now)
+		first, err := sp.readyLocked(ctx, a.reset, now)
 		if err != nil {
 			sp.mu.Unlock()
 			return out, err
 		}
-		out.ticket = lastTicket(out.ticket, first)
-		if ls := lp.log.StartOffset(); sp.p.StartOffset() < ls {
-			out.ticket = lastTicket(out.ticket, sp.persistLocked(sp.p.AdvanceLogStart(ls)))
+		out.ticket = sharestate.Later(out.ticket, first)
+		if ls := lp.Log().StartOffset(); sp.p.StartOffset() < ls {
+			out.ticket = sharestate.Later(out.ticket, sp.persistLocked(sp.p.AdvanceLogStart(ls)))
 		}
 		if !sp.p.CanAcquire(now) {
 			sp.mu.Unlock()
@@ -281,8 +326,8 @@ func (sp *sharePart) acquire(a acquireArgs) (acquired, error) {
 		limit := max(from-1, sp.p.EndOffset()) + int64(a.maxRecords)
 		sp.mu.Unlock()
 
-		hw := lp.highWatermark()
-		batches, ranges, err := readShareBatches(lp, from, a.maxBytes, hw, limit)
+		hw := lp.HighWatermark()
+		batches, ranges, err := readShareBatches(lp.Log(), from, a.maxBytes, hw, limit)
 		if err != nil {
 			return out, err
 		}
@@ -290,6 +335,14 @@ func (sp *sharePart) acquire(a acquireArgs) (acquired, error) {
 			return out, nil
 		}
 		sp.mu.Lock()
+		if sp.p == nil {
+			// Deleted, reset or reloading since the read: start over.
+			sp.mu.Unlock()
+			if attempt == 0 {
+				continue
+			}
+			return out, nil
+		}
 		req := share.AcquireRequest{
 			Member: a.member, FetchOffset: from, HighWatermark: hw,
 			MaxRecords: a.maxRecords, BatchSize: a.batchSize, Mode: a.mode,
@@ -299,7 +352,7 @@ func (sp *sharePart) acquire(a acquireArgs) (acquired, error) {
 			req.Batches[i] = b.batch
 		}
 		startBefore := sp.p.StartOffset()
-		res, err := sp.p.Acquire(req, sp.c.b.now())
+		res, err := sp.p.Acquire(req, sp.m.host.Now())
 		if errors.Is(err, share.ErrStaleRead) && attempt == 0 {
 			sp.mu.Unlock()
 			continue
@@ -311,24 +364,15 @@ func (sp *sharePart) acquire(a acquireArgs) (acquired, error) {
 		// The acquisitions themselves are not written (see
 		// share.StateRecord.WithoutLocks); what else the acquisition
 		// changed (expired locks, archived offsets, the start offset) is.
-		out.ticket = lastTicket(out.ticket, sp.persistLocked(res.Change.WithoutLocks(startBefore)))
+		out.ticket = sharestate.Later(out.ticket, sp.persistLocked(res.Change.WithoutLocks(startBefore)))
 		sp.afterChangeLocked(now)
 		sp.mu.Unlock()
 		out.ranges, out.records = res.Acquired, res.Records
 		if len(res.Acquired) > 0 {
-			out.recs = holdingBatches(batches, ranges, res.Acquired, &sp.c.trims)
+			out.recs = holdingBatches(batches, ranges, res.Acquired, &sp.m.trims)
 		}
 		return out, nil
 	}
-}
-
-// lastTicket is the later of two tickets of one partition (they complete
-// in order); either may be nil.
-func lastTicket(a, b *storeTicket) *storeTicket {
-	if b != nil {
-		return b
-	}
-	return a
 }
 
 // shareBatch is a log batch found by a share read: its offsets and where
@@ -342,17 +386,17 @@ type shareBatch struct {
 	compressed bool
 }
 
-// readShareBatches reads p from offset from, up to maxBytes (at least one
+// readShareBatches reads l from offset from, up to maxBytes (at least one
 // batch) below hw, and lists the batches, stopping after the one that
 // reaches limit. Only batch headers are read. An offset past the log end
 // (a start offset reset beyond it) reads nothing.
-func readShareBatches(p *partition, from, maxBytes, hw, limit int64) ([]shareBatch, []wlog.FileRange, error) {
+func readShareBatches(l *wlog.Log, from, maxBytes, hw, limit int64) ([]shareBatch, []wlog.FileRange, error) {
 	if from >= hw {
 		return nil, nil, nil
 	}
-	res, err := p.log.Read(nil, from, maxBytes, hw)
+	res, err := l.Read(nil, from, maxBytes, hw)
 	if err != nil {
-		if errors.Is(err, kerr.OffsetOutOfRange) && from >= p.log.EndOffset() {
+		if errors.Is(err, kerr.OffsetOutOfRange) && from >= l.EndOffset() {
 			return nil, nil, nil
 		}
 		return nil, nil, err
@@ -365,7 +409,7 @@ func readShareBatches(p *partition, from, maxBytes, hw, limit int64) ([]shareBat
 	// size places each batch in the ranges.
 	var out []shareBatch
 	rng, pos, walked := 0, res.Ranges[0].Pos, int64(0)
-	err = p.log.ScanHeaders(from, func(h wlog.BatchHeader) bool {
+	err = l.ScanHeaders(from, func(h wlog.BatchHeader) bool {
 		if walked+int64(h.Length) > res.Bytes {
 			return false
 		}
@@ -390,12 +434,12 @@ func readShareBatches(p *partition, from, maxBytes, hw, limit int64) ([]shareBat
 
 // holdingBatches returns the records of the batches that hold any
 // acquired offset: file ranges, merged when neighbours, for batches
-// acquired whole, and trimmed copies (share_trim.go) for uncompressed
-// batches only part of which is acquired. A batch that cannot be trimmed
-// goes out whole, records at its edges included; the client keeps only
-// the acquired ranges.
-func holdingBatches(batches []shareBatch, ranges []wlog.FileRange, acq []share.AcquiredRange, trims *trimReads) *shareRecords {
-	fr := &shareRecords{marker: newMarker()}
+// acquired whole, and trimmed copies (trim.go) for uncompressed batches
+// only part of which is acquired. A batch that cannot be trimmed goes out
+// whole, records at its edges included; the client keeps only the
+// acquired ranges.
+func holdingBatches(batches []shareBatch, ranges []wlog.FileRange, acq []share.AcquiredRange, trims *trimReads) *Records {
+	fr := &Records{}
 	j := 0
 	for _, b := range batches {
 		for j < len(acq) && acq[j].Last < b.batch.Base {
@@ -421,25 +465,50 @@ func holdingBatches(batches []shareBatch, ranges []wlog.FileRange, acq []share.A
 	return fr
 }
 
-// logOffsets answers share.OffsetLookup from a partition's log.
-type logOffsets struct{ p *partition }
+// Records is one partition's records in a ShareFetch answer: pieces of
+// segment files (whole log batches, sent without a copy) and, for a batch
+// only part of which was acquired, a trimmed copy in memory (trim.go).
+type Records struct {
+	Pieces []Piece
+	Size   int64 // bytes in all pieces
+}
 
-func (l logOffsets) Earliest() int64 { return l.p.log.StartOffset() }
-func (l logOffsets) Latest() int64   { return l.p.highWatermark() }
+// Piece is a file range, or Bytes when it is not nil.
+type Piece struct {
+	File  wlog.FileRange
+	Bytes []byte
+}
+
+// addFile appends a file range, merging it with the previous piece when
+// it continues it.
+func (r *Records) addFile(fr wlog.FileRange) {
+	if n := len(r.Pieces); n > 0 {
+		last := &r.Pieces[n-1]
+		if last.Bytes == nil && last.File.File == fr.File && last.File.Pos+last.File.Len == fr.Pos {
+			last.File.Len += fr.Len
+			r.Size += fr.Len
+			return
+		}
+	}
+	r.Pieces = append(r.Pieces, Piece{File: fr})
+	r.Size += fr.Len
+}
+
+// addBytes appends bytes the answer owns.
+func (r *Records) addBytes(b []byte) {
+	r.Pieces = append(r.Pieces, Piece{Bytes: b})
+	r.Size += int64(len(b))
+}
+
+// logOffsets answers share.OffsetLookup from a partition's log.
+type logOffsets struct{ p Partition }
+
+func (l logOffsets) Earliest() int64 { return l.p.Log().StartOffset() }
+func (l logOffsets) Latest() int64   { return l.p.HighWatermark() }
 func (l logOffsets) ForTimestamp(ts time.Time) (int64, bool) {
-	r, err := l.p.log.OffsetForTimestamp(ts.UnixMilli(), l.p.highWatermark())
+	r, err := l.p.Log().OffsetForTimestamp(ts.UnixMilli(), l.p.HighWatermark())
 	if err != nil || !r.Found {
 		return 0, false
 	}
 	return r.Offset, true
-}
-
-// waitTickets waits for every ticket; the first error wins.
-func waitTickets(ctx context.Context, ts ...*storeTicket) error {
-	for _, t := range ts {
-		if err := t.wait(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
 }

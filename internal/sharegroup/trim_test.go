@@ -1,4 +1,4 @@
-package broker
+package sharegroup
 
 import (
 	"bytes"
@@ -175,25 +175,25 @@ func TestHoldingBatchesTrims(t *testing.T) {
 	acq := []share.AcquiredRange{{First: 0, Last: 11, DeliveryCount: 1}}
 	var trims trimReads
 	fr := holdingBatches(batches, ranges, acq, &trims)
-	if len(fr.pieces) != 3 {
-		t.Fatalf("%d pieces, want 3 (a file range for the first two batches, then the third's new header and its kept records)", len(fr.pieces))
+	if len(fr.Pieces) != 3 {
+		t.Fatalf("%d pieces, want 3 (a file range for the first two batches, then the third's new header and its kept records)", len(fr.Pieces))
 	}
-	if p := fr.pieces[0]; p.data != nil || p.file.Pos != 0 || p.file.Len != n0+n1 {
+	if p := fr.Pieces[0]; p.Bytes != nil || p.File.Pos != 0 || p.File.Len != n0+n1 {
 		t.Fatalf("first piece %+v, want the file range [0, %d)", p, n0+n1)
 	}
-	trimmed := [][]byte{fr.pieces[1].data, fr.pieces[2].data}
+	trimmed := [][]byte{fr.Pieces[1].Bytes, fr.Pieces[2].Bytes}
 	offs, _ := trimmedContents(t, trimmed)
 	if !slices.Equal(offs, []int64{10, 11}) {
 		t.Fatalf("trimmed batch holds %v, want [10 11]", offs)
 	}
-	if fr.size != n0+n1+int64(len(bytes.Join(trimmed, nil))) {
-		t.Fatalf("size %d does not add up", fr.size)
+	if fr.Size != n0+n1+int64(len(bytes.Join(trimmed, nil))) {
+		t.Fatalf("size %d does not add up", fr.Size)
 	}
 	// A compressed batch acquired in part goes out whole.
 	batches[2].compressed = true
 	fr = holdingBatches(batches, ranges, acq, &trims)
-	if len(fr.pieces) != 1 || fr.pieces[0].file.Len != n0+n1+n2 {
-		t.Fatalf("pieces %+v, want one file range of all three batches", fr.pieces)
+	if len(fr.Pieces) != 1 || fr.Pieces[0].File.Len != n0+n1+n2 {
+		t.Fatalf("pieces %+v, want one file range of all three batches", fr.Pieces)
 	}
 }
 

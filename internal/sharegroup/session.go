@@ -1,4 +1,4 @@
-package broker
+package sharegroup
 
 import (
 	"context"
@@ -21,14 +21,14 @@ import (
 // A session also ends when its connection closes, when its member leaves
 // or is fenced, and at broker shutdown; sessions are not persisted.
 
-type shareSessionKey struct{ group, member string }
+type sessionKey struct{ group, member string }
 
 type sessionPart struct {
 	topicID   [16]byte
 	partition int32
 }
 
-type shareSession struct {
+type session struct {
 	epoch  int32 // what the next request must carry
 	parts  []sessionPart
 	rotate int // where the next fetch starts among parts, for fairness
@@ -37,8 +37,9 @@ type shareSession struct {
 	stop func() bool
 }
 
-// nextShareEpoch follows Kafka's ShareRequestMetadata.nextEpoch.
-func nextShareEpoch(e int32) int32 {
+// NextSessionEpoch is the share session epoch that follows e, as Kafka's
+// ShareRequestMetadata.nextEpoch: -1 stays final, the epoch wraps to 1.
+func NextSessionEpoch(e int32) int32 {
 	switch {
 	case e < 0:
 		return -1
@@ -52,34 +53,34 @@ func nextShareEpoch(e int32) int32 {
 // partitions to fetch and where to start among them; a final request
 // fetches nothing (the caller closes the session after its
 // acknowledgements).
-func (c *shareCoordinator) fetchSession(ctx context.Context, group, member string, epoch int32, adds, forgets []sessionPart, hasAcks bool) ([]sessionPart, int, error) {
-	key := shareSessionKey{group, member}
-	c.smu.Lock()
-	defer c.smu.Unlock()
-	s := c.sessions[key]
+func (m *Manager) fetchSession(ctx context.Context, group, member string, epoch int32, adds, forgets []sessionPart, hasAcks bool) ([]sessionPart, int, error) {
+	key := sessionKey{group, member}
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	s := m.sessions[key]
 	switch epoch {
 	case 0:
 		if hasAcks {
 			return nil, 0, fmt.Errorf("%w: Acknowledge data present in the initial share fetch request", kerr.InvalidRequest)
 		}
 		if s != nil {
-			c.removeSessionLocked(key, s)
-		} else if len(c.sessions) >= c.cfg.MaxSessions {
+			m.removeSessionLocked(key, s)
+		} else if len(m.sessions) >= m.cfg.MaxSessions {
 			return nil, 0, kerr.ShareSessionLimitReached
 		}
-		c.sessionGen++
-		s = &shareSession{epoch: nextShareEpoch(0), gen: c.sessionGen}
+		m.sessionGen++
+		s = &session{epoch: NextSessionEpoch(0), gen: m.sessionGen}
 		for _, p := range adds {
 			if !slices.Contains(s.parts, p) {
 				s.parts = append(s.parts, p)
 			}
 		}
-		gen := c.sessionGen
+		gen := m.sessionGen
 		s.stop = context.AfterFunc(ctx, func() {
 			// Only queue the work: the timers' goroutine owns it.
-			c.timers.arm(time.Time{}, func(time.Time) { c.connectionGone(key, gen) })
+			m.timers.arm(time.Time{}, func(time.Time) { m.connectionGone(key, gen) })
 		})
-		c.sessions[key] = s
+		m.sessions[key] = s
 		return slices.Clone(s.parts), 0, nil
 	case -1:
 		if s == nil {
@@ -103,19 +104,19 @@ func (c *shareCoordinator) fetchSession(ctx context.Context, group, member strin
 			s.parts = append(s.parts, p)
 		}
 	}
-	s.epoch = nextShareEpoch(s.epoch)
+	s.epoch = NextSessionEpoch(s.epoch)
 	s.rotate++
 	return slices.Clone(s.parts), s.rotate, nil
 }
 
 // ackSession applies a ShareAcknowledge's session epoch.
-func (c *shareCoordinator) ackSession(group, member string, epoch int32) error {
+func (m *Manager) ackSession(group, member string, epoch int32) error {
 	if epoch == 0 {
 		return kerr.InvalidShareSessionEpoch
 	}
-	c.smu.Lock()
-	defer c.smu.Unlock()
-	s := c.sessions[shareSessionKey{group, member}]
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	s := m.sessions[sessionKey{group, member}]
 	switch {
 	case s == nil:
 		return kerr.ShareSessionNotFound
@@ -124,61 +125,61 @@ func (c *shareCoordinator) ackSession(group, member string, epoch int32) error {
 	case s.epoch != epoch:
 		return kerr.InvalidShareSessionEpoch
 	}
-	s.epoch = nextShareEpoch(s.epoch)
+	s.epoch = NextSessionEpoch(s.epoch)
 	return nil
 }
 
-func (c *shareCoordinator) removeSessionLocked(key shareSessionKey, s *shareSession) {
+func (m *Manager) removeSessionLocked(key sessionKey, s *session) {
 	if s.stop != nil {
 		s.stop()
 	}
-	delete(c.sessions, key)
+	delete(m.sessions, key)
 }
 
 // dropSession forgets a member's session without releasing anything.
-func (c *shareCoordinator) dropSession(key shareSessionKey) {
-	c.smu.Lock()
-	if s, ok := c.sessions[key]; ok {
-		c.removeSessionLocked(key, s)
+func (m *Manager) dropSession(key sessionKey) {
+	m.smu.Lock()
+	if s, ok := m.sessions[key]; ok {
+		m.removeSessionLocked(key, s)
 	}
-	c.smu.Unlock()
+	m.smu.Unlock()
 }
 
 // closeSession ends a member's session (final epoch) and releases what the
 // member holds in the session's partitions.
-func (c *shareCoordinator) closeSession(group, member string) {
-	key := shareSessionKey{group, member}
-	c.smu.Lock()
-	s, ok := c.sessions[key]
+func (m *Manager) closeSession(group, member string) {
+	key := sessionKey{group, member}
+	m.smu.Lock()
+	s, ok := m.sessions[key]
 	if ok {
-		c.removeSessionLocked(key, s)
+		m.removeSessionLocked(key, s)
 	}
-	c.smu.Unlock()
+	m.smu.Unlock()
 	if ok {
-		c.releaseSessionParts(group, member, s.parts)
+		m.releaseSessionParts(group, member, s.parts)
 	}
 }
 
 // connectionGone ends a session whose connection closed, as Kafka does,
 // unless a newer session replaced it.
-func (c *shareCoordinator) connectionGone(key shareSessionKey, gen uint64) {
-	c.smu.Lock()
-	s, ok := c.sessions[key]
+func (m *Manager) connectionGone(key sessionKey, gen uint64) {
+	m.smu.Lock()
+	s, ok := m.sessions[key]
 	if !ok || s.gen != gen {
-		c.smu.Unlock()
+		m.smu.Unlock()
 		return
 	}
-	delete(c.sessions, key)
-	c.smu.Unlock()
-	c.releaseSessionParts(key.group, key.member, s.parts)
+	delete(m.sessions, key)
+	m.smu.Unlock()
+	m.releaseSessionParts(key.group, key.member, s.parts)
 }
 
-func (c *shareCoordinator) releaseSessionParts(group, member string, parts []sessionPart) {
-	now := c.b.now()
+func (m *Manager) releaseSessionParts(group, member string, parts []sessionPart) {
+	now := m.host.Now()
 	for _, p := range parts {
-		c.mu.Lock()
-		sp, ok := c.parts[share.StateKey{Group: group, TopicID: p.topicID, Partition: p.partition}]
-		c.mu.Unlock()
+		m.mu.Lock()
+		sp, ok := m.parts[share.StateKey{Group: group, TopicID: p.topicID, Partition: p.partition}]
+		m.mu.Unlock()
 		if ok {
 			sp.releaseMember(member, now)
 		}

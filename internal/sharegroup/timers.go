@@ -1,4 +1,4 @@
-package broker
+package sharegroup
 
 import (
 	"container/heap"
@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// shareTimers runs the share coordinator's timed work on one goroutine:
+// timers runs the share coordinator's timed work on one goroutine:
 // acquisition lock expiries, member session timeouts, and the release of
 // a share session whose connection closed. Anyone may arm a timer; arming
 // never blocks, so it may be done under any share lock. A timer that fires
 // late, or that was superseded, is harmless: each fire function checks
 // what is due at the time it runs.
-type shareTimers struct {
+type timers struct {
 	now func() time.Time
 
 	mu    sync.Mutex
@@ -42,12 +42,12 @@ func (h *timerHeap) Pop() any {
 	return e
 }
 
-func newShareTimers(now func() time.Time) *shareTimers {
-	return &shareTimers{now: now, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+func newTimers(now func() time.Time) *timers {
+	return &timers{now: now, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // arm schedules fire at at (a zero at means now).
-func (t *shareTimers) arm(at time.Time, fire func(now time.Time)) {
+func (t *timers) arm(at time.Time, fire func(now time.Time)) {
 	t.mu.Lock()
 	heap.Push(&t.queue, timerEntry{at: at, fire: fire})
 	t.mu.Unlock()
@@ -58,7 +58,7 @@ func (t *shareTimers) arm(at time.Time, fire func(now time.Time)) {
 }
 
 // run is the timer goroutine; close stops it.
-func (t *shareTimers) run() {
+func (t *timers) run() {
 	defer close(t.stopped)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -95,7 +95,7 @@ func (t *shareTimers) run() {
 	}
 }
 
-func (t *shareTimers) close() {
+func (t *timers) close() {
 	close(t.stop)
 	<-t.stopped
 }

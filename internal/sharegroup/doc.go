@@ -1,0 +1,47 @@
+// Package sharegroup serves share groups (KIP-932) on one node: Kafka's
+// SharePartitionManager (share sessions, the share partitions this node
+// leads, ShareFetch and ShareAcknowledge, parked fetches, acquisition
+// lock expiry) together with the share-group side of Kafka's group
+// coordinator (ShareGroupHeartbeat and ShareGroupDescribe, group configs,
+// the share-group offsets admin APIs). Its entry point is the Manager.
+//
+// # What it owns
+//
+// The registry of share groups and share partitions, their sessions and
+// timers, the reads of data partitions for acquisition (batch headers
+// only; records go out as file ranges or, for a batch acquired in part,
+// trimmed copies: trim.go), and when a share partition's state is written
+// (every change's record queued in order; a snapshot every SnapshotEvery
+// records) and loaded (first use, a failed write, a leadership move).
+//
+// # What it does not own
+//
+//   - The state machines: internal/share (share.Partition, share.Group).
+//   - Where state lives: a StateStore (internal/sharestate, Kafka's
+//     persister and share coordinator over __share_group_state).
+//   - The node: topics, data partitions, the group coordinator's
+//     namespace and records, group configs in the metadata log, and the
+//     clock come through Host, which internal/broker implements.
+//   - The wire: internal/broker's handlers (76-79, 90-92) decode the
+//     request, call the Manager and encode its answer; ShareFetch records
+//     are spliced into the encoding there (Fetch.Response marks where).
+//
+// # Concurrency
+//
+// Every share partition has a mutex held only for in-memory work: its
+// state machine, its parked fetches, its place in the timers. Nothing
+// holds it across I/O: the log is read for acquisition with it released
+// (the state machine refuses a read another acquisition overtook,
+// share.ErrStaleRead, and the read is done again), and loading the state
+// from the share coordinator, which may be another node and may take
+// seconds, releases it too, marking the partition loading. Other users of
+// that partition wait for the load (on a channel, bounded by their
+// context); other partitions and groups are not held up
+// (TestSlowStateReadStallsNoOtherPartition). Manager.mu guards the
+// registry and each share.Group, taken before a partition's mutex; smu
+// guards the sessions and is taken alone. The timers' goroutine runs lock
+// expiries, session timeouts and the release of a closed connection's
+// session; arming a timer never blocks. Writes go to the StateStore,
+// which never blocks on the network: callers wait for its tickets after
+// unlocking. The Manager owns the timers' goroutine; Close stops it.
+package sharegroup
