@@ -79,16 +79,19 @@
 //
 // # Concurrency
 //
-// A Partition or a Group has no lock: exactly one goroutine owns it and
-// makes every call, in the order requests arrived. Results hold no
-// reference into the owner's state.
+// A Partition or a Group has no lock of its own: its owner serialises
+// every call, in the order requests arrived. Results hold no reference
+// into the owner's state.
 //
-// # How the broker drives it
+// # How the node drives it
 //
-// One owner goroutine per share partition (or a loop owning a shard of
-// them) receives ShareFetch and ShareAcknowledge work for its partitions
-// over a typed queue; one owner per share group (the group coordinator's
-// shard) handles heartbeats. At the owner of a share partition:
+// internal/sharegroup owns every Partition behind a mutex of its own
+// taken only for in-memory work (never across a log read or a state
+// read, which may go to another node), and every Group under its
+// registry mutex; its doc says why a mutex rather than a goroutine per
+// partition: hundreds of thousands of idle share partitions cost no
+// goroutine, and a slow state read stalls only the users of its own
+// partition. For a share partition:
 //
 //  1. Load: read the partition's records from the state store (keyed by
 //     StateKey) and Restore. With none, resolve the start offset with
