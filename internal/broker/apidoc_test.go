@@ -21,10 +21,10 @@ const (
 // apiTable renders the served APIs from the handler table.
 func apiTable() string {
 	var b strings.Builder
-	b.WriteString("| key | API | advertised | served |\n|---:|---|---|---|\n")
+	b.WriteString("| key | API | advertised | served | handler |\n|---:|---|---|---|---|\n")
 	for _, v := range versions() {
 		h := handlers[v.Key]
-		fmt.Fprintf(&b, "| %d | %s | %d-%d | %d-%d |\n", v.Key, kmsg.NameForKey(v.Key), v.Min, v.Max, h.minServed, v.Max)
+		fmt.Fprintf(&b, "| %d | %s | %d-%d | %d-%d | [%s](../internal/broker/%s) |\n", v.Key, kmsg.NameForKey(v.Key), v.Min, v.Max, h.minServed, v.Max, h.file, h.file)
 	}
 	return b.String()
 }
@@ -52,4 +52,23 @@ func TestAPIDocIsCurrent(t *testing.T) {
 		return
 	}
 	t.Fatalf("%s is stale; run go test ./internal/broker -run APIDoc -update-docs", apiDocPath)
+}
+
+// TestHandlersLiveInTheirFiles keeps one file per API key: every handler
+// is registered by a file named after its key (NN_name.go), so a file
+// registering two keys, or a key registered from a shared file, fails.
+func TestHandlersLiveInTheirFiles(t *testing.T) {
+	files := map[string]int16{}
+	for key, h := range handlers {
+		if want := fmt.Sprintf("%02d_", key); !strings.HasPrefix(h.file, want) {
+			t.Errorf("%s (key %d) is registered in %s, not in a file named %s<name>.go", kmsg.NameForKey(key), key, h.file, want)
+		}
+		if other, dup := files[h.file]; dup {
+			t.Errorf("%s registers keys %d and %d", h.file, other, key)
+		}
+		files[h.file] = key
+	}
+	if len(handlers) < 40 {
+		t.Fatalf("only %d handlers registered", len(handlers))
+	}
 }

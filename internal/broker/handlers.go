@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"path/filepath"
+	"runtime"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,6 +23,9 @@ type handler struct {
 	// checks but closes the connection on v0-2 (KAFKA-18659).
 	minServed int16
 	serve     func(b *Broker, ctx context.Context, req *server.Request) *server.Reply
+	// file is the source file that registered the handler: NN_name.go,
+	// one per API key (TestHandlersLiveInTheirFiles).
+	file string
 }
 
 var handlers = map[int16]handler{}
@@ -36,6 +41,9 @@ func register(h handler) struct{} {
 	}
 	if h.minServed < h.min {
 		h.minServed = h.min
+	}
+	if _, file, _, ok := runtime.Caller(1); ok {
+		h.file = filepath.Base(file)
 	}
 	handlers[h.key] = h
 	return struct{}{}

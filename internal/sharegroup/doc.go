@@ -28,7 +28,10 @@
 //
 // # Concurrency
 //
-// Every share partition has a mutex held only for in-memory work: its
+// A share partition is guarded by a mutex rather than owned by a
+// goroutine: a node may host hundreds of thousands of share partitions,
+// most of them idle, and a mutex costs an idle one nothing. Every share
+// partition has a mutex held only for in-memory work: its
 // state machine, its parked fetches, its place in the timers. Nothing
 // holds it across I/O: the log is read for acquisition with it released
 // (the state machine refuses a read another acquisition overtook,
