@@ -119,6 +119,8 @@ type Broker struct {
 	transport *brokerTransport // their connections to leaders
 	isr       isrQueue         // ISR changes for the controller (replication.go)
 
+	faults *fault.Injector // fault-injection points (internal/fault)
+
 	grp         atomic.Pointer[group.Coordinator]
 	grpMu       sync.Mutex          // serialises coordinator replacement
 	shares      *sharegroup.Manager // share groups (shares.go)
@@ -162,6 +164,7 @@ func New(cfg Config) (*Broker, error) {
 		isr:        isrQueue{pending: map[*partition]isrItem{}, wake: make(chan struct{}, 1)},
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.faults = fault.NewInjector(func(name string) time.Duration { return b.settings().Millis(name) }, b.ctx.Done(), &b.wg)
 	settings := cfg.Settings
 	if settings == nil {
 		var err error
@@ -341,13 +344,7 @@ func (b *Broker) Serve(ctx context.Context, req *server.Request) *server.Reply {
 	} else {
 		reply = h.serve(b, ctx, req)
 	}
-	switch req.Key {
-	case 0:
-		reply = fault.Delay(reply, b.settings().Millis(config.FaultProduceResponseMs), b.ctx.Done(), &b.wg)
-	case 1:
-		reply = fault.Delay(reply, b.settings().Millis(config.FaultFetchResponseMs), b.ctx.Done(), &b.wg)
-	}
-	return reply
+	return b.faults.Apply(req.Key, reply)
 }
 
 // async runs fn off the request path, for requests that wait (long polls,
