@@ -1,7 +1,3 @@
-// Package wiretag holds weir's own tagged fields: extensions to Kafka
-// requests that weir's client sends and weir's brokers read. Tagged fields
-// a broker does not know are skipped by the protocol's rules, so Apache
-// Kafka and other brokers ignore them and the requests stay valid Kafka.
 package wiretag
 
 import "github.com/twmb/franz-go/pkg/kmsg"

@@ -1,0 +1,32 @@
+// Package wiretag holds weir's own tagged fields: extensions to Kafka
+// requests that weir's client sends and weir's brokers read. Tagged fields
+// a broker does not know are skipped by the protocol's rules (KIP-482), so
+// Apache Kafka and other brokers ignore them and the requests stay valid
+// Kafka.
+//
+// # What it owns
+//
+// The tag numbers and the encoding of their values, one setter and one
+// checker per tag, so the client that writes a tag and the broker that
+// reads it cannot disagree. Today there is one: ShareFetchAllLeaders, set
+// by client.ShareConsumer on its record_limit ShareFetch requests and read
+// by the broker's ShareFetch handler (internal/broker/78_share_fetch.go).
+// Each value starts with a version byte; a checker accepts only the
+// versions it knows, so a newer client's value reads as absent to an older
+// broker.
+//
+// The tag number, 0x7765 ("we"), lies far above the tags Kafka's schemas
+// use (small integers counting up from 0 per request), so a tagged field
+// Kafka adds to the same request in a later version will not take it.
+//
+// # What it does not own
+//
+// Where the tags go: the request types and their UnknownTags are franz-go's
+// kmsg, and what a tag makes the broker or client do lives with them.
+// Nothing here reads or writes the wire.
+//
+// # Concurrency
+//
+// Stateless: constants and functions of their arguments. A kmsg.Tags must
+// not be used from two goroutines at once, as with any kmsg value.
+package wiretag
