@@ -1,7 +1,3 @@
-// Command weir is the weir broker and its tools in one binary.
-//
-// This file only parses the command line and wires packages together; the
-// logic lives under internal/ and client/.
 package main
 
 import (

@@ -1,16 +1,3 @@
-// Package localcluster runs a cluster of separate `weir serve` processes
-// on one machine, for users trying a cluster and for tests and scenarios
-// that need real processes: nodes 1..N listen on consecutive Kafka ports
-// from a base port, with their raft transports on the N ports after
-// those; the first three nodes (or all, if fewer) vote in the metadata
-// quorum, the others follow it.
-//
-// A cluster lives in a directory: cluster.json (how to start each node),
-// and node-N/ per node holding its data, weir.log (the process's output,
-// appended across restarts) and pid (the running process). Up starts every
-// node and stays in charge of them until its context ends, then stops them
-// all; Kill, Stop and Start act on one node of a running cluster from any
-// process, through the pid files.
 package localcluster
 
 import (

@@ -112,16 +112,19 @@
 //     (KAFKA-19227).
 //  3. Persist what comes back. Acknowledgement deltas must be durable
 //     before the response reports success: a success is a promise that
-//     the records are not delivered again. Acquisitions need not be
-//     durable (Kafka persists none): StateRecord.WithoutLocks keeps
-//     what else an acquisition changed. A crash then forgets the
+//     the records are not delivered again. Acquisitions are not
+//     persisted, as in Kafka, which writes share state only on
+//     acknowledgement, release and expiry: the broker writes
+//     StateRecord.WithoutLocks of an Acquire's delta, which keeps what
+//     else the acquisition changed (expired locks, archived offsets, the
+//     start offset) and drops the locks. A crash then forgets the
 //     deliveries in flight: their records come back with the delivery
-//     count they had before, so one delivery is counted twice and a record
-//     on its last attempt may be delivered once more than the limit. The
-//     weir broker writes no acquisitions. Expiry and
-//     release deltas can be written lazily: Restore ends every lock
-//     anyway. Deltas of many partitions can share one append (group
-//     commit). After a few hundred deltas (Kafka's
+//     count they had before, so one delivery is counted twice and a
+//     record on its last attempt may be delivered once more than the
+//     limit. Expiry and release deltas are persisted too, and can be
+//     written lazily: Restore ends every lock anyway. Deltas of many
+//     partitions can share one append (group commit). After a few
+//     hundred deltas (Kafka's
 //     share.coordinator.snapshot.update.records.per.snapshot is 500)
 //     persist a Snapshot; the store may then drop the key's older records.
 //     If a write fails, discard the Partition and Restore it from the
@@ -143,9 +146,6 @@
 //
 // # Differences from Kafka, and what is left out
 //
-//   - Acquisitions are part of the durable state (see 3 above); Kafka
-//     writes state only when records are acknowledged, released or
-//     expire.
 //   - Offsets between log batches (compacted away) and aborted batches are
 //     archived when an acquisition passes over them and are not part of
 //     AcquiredRecords; Kafka acquires them and waits for GAP

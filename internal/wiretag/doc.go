@@ -1,10 +1,37 @@
 // Package wiretag holds weir's own tagged fields: extensions to Kafka
 // requests that weir's client and brokers send and weir's brokers read.
 // Tagged fields a broker does not know are skipped by the protocol's
-// rules, so Apache Kafka and other brokers ignore them and the requests
-// stay valid Kafka. Every weir tag is defined here, so that two never
-// share a number on one request type; both sides (client/ and the
-// broker's services) import this leaf package.
+// rules (KIP-482), so Apache Kafka and other brokers ignore them and the
+// requests stay valid Kafka.
 //
-// It holds constants and pure helpers only: no state, no goroutines.
+// # What it owns
+//
+// The tag numbers and the encoding of their values, so the side that
+// writes a tag and the side that reads it cannot disagree, and no two
+// tags share a number on one request type:
+//
+//   - ShareFetchAllLeaders, set by client.ShareConsumer on its
+//     record_limit ShareFetch requests and read by the share-group
+//     service (internal/sharegroup). Its value is a version byte; the
+//     checker accepts only the versions it knows, so a newer client's
+//     value reads as absent to an older broker.
+//   - ShareStateRecord and ShareStateFlags, on the WriteShareGroupState
+//     a weir broker sends another (internal/sharestate).
+//
+// The numbers start at 0x7765 ("we"), far above the tags Kafka's schemas
+// use (small integers counting up from 0 per request), so a tagged field
+// Kafka adds to the same request in a later version will not take them.
+// Both sides (client/ and the broker's services) import this leaf
+// package.
+//
+// # What it does not own
+//
+// Where the tags go: the request types and their UnknownTags are
+// franz-go's kmsg, and what a tag makes the broker or client do lives
+// with them. Nothing here reads or writes the wire.
+//
+// # Concurrency
+//
+// Stateless: constants and functions of their arguments. A kmsg.Tags must
+// not be used from two goroutines at once, as with any kmsg value.
 package wiretag

@@ -36,5 +36,6 @@
 // WEIR_CHAOS_PAUSE_ROUNDS. WEIR_CHAOS_SEED repeats a run's choice of
 // victims, WEIR_CHAOS_KEEP=DIR keeps the nodes' logs, WEIR_CHAOS_JAVA=0
 // leaves the Java producer out. scripts/chaos runs either form in one
-// command and saves the output under bench/results/.
+// command and saves the output under bench/out/ (git ignores it), or
+// where --out or WEIR_BENCH_OUT says.
 package chaos
