@@ -42,46 +42,29 @@
 // partition) and is reloaded when that set changes; other nodes' groups
 // get NOT_COORDINATOR. Group offsets are written like acks=all produce.
 //
-// Share groups (KIP-932) are served here too (76-79, 90-92 and the GROUP
-// config resource): membership and share-partition state come from
-// internal/share; the broker keeps share sessions, parks ShareFetch long
-// polls on the same partition waiters as Fetch, and persists share
-// state in the replicated internal topic __share_group_state (share*.go):
-// acknowledgements, releases and expiries, not acquisitions (as in Kafka:
-// a restart makes records only acquired available again, with the
-// delivery count they had before). The leader of the state partition a
-// key hashes to is the key's share coordinator (share_store.go): it
-// commits records as acks=all produce and fences deposed leaders of the
-// data partition by leader epoch; share-partition leaders reach it in
-// process or with WriteShareGroupState and ReadShareGroupState
-// (share_state.go), and load the state on their first use after a
-// leadership move, so a new leader redelivers only what was not
-// acknowledged (share_failover_test.go). Share groups are recorded in
-// __consumer_offsets by their group coordinator. A node that leads a
-// group's partitions but does not coordinate the group serves its ShareFetch and ShareAcknowledge all the
-// same; an empty record_limit ShareFetch on topics with partitions led
-// elsewhere returns after weir.share.fetch.elsewhere.wait.ms (10 ms) so
-// that record_limit consumers move on to brokers with records, and a
-// ShareFetch with MaxRecords 0 (the Java client's acknowledgement-only
-// request) acquires nothing. A ShareFetch answers with
-// the log batches holding the acquired records: whole batches as file
-// ranges, and an uncompressed batch only part of which is acquired as a
-// trimmed copy holding just those records (share_trim.go), so that a
-// record_limit consumer slicing 500 records from a 256 KB batch does not
-// receive and decode the whole batch at every poll.
+// Share groups (KIP-932) are served by internal/sharegroup over
+// internal/sharestate (shares.go is their view of this node: topics, led
+// partitions, the group coordinator's records, group configs, the
+// inter-broker transport); the handlers 76-79, 84, 85 and 90-92 call them,
+// and ShareFetch's records are spliced into its encoding here
+// (share_fetch_body.go).
 //
 // # What it does not own
 //
 // Framing, headers and reply ordering (internal/server); batch validation
-// and storage (internal/log); group semantics (internal/group); sequence
-// and epoch rules (internal/producer); config names, defaults and
-// validation (internal/config).
+// and storage (internal/log); the acknowledgement rule (internal/replica:
+// Acked, WaitAcked, AppendCommitted); group semantics (internal/group);
+// share groups and their state (internal/sharegroup,
+// internal/sharestate); sequence and epoch rules (internal/producer);
+// config names, defaults and validation (internal/config); fault
+// injection (internal/fault).
 //
 // # Concurrency
 //
 // Serve runs on each connection's reader goroutine, one request at a time
 // per connection, so appends from one producer connection keep their
-// order. Background goroutines, all started by New and stopped by Close:
+// order. A replica's append wakes the fetches parked on its partition
+// once (OnHighWatermark when it moved the high watermark, else OnAppend). Background goroutines, all started by New and stopped by Close:
 // the metadata loop, the retention loop, and in a cluster the liveness
 // prober and the ISR shrink loop; the replica Manager's fetchers; one
 // goroutine per AlterPartition in flight. Work that waits (a fetch below MinBytes, an acks=all produce on a

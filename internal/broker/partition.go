@@ -11,14 +11,15 @@ import (
 )
 
 // partition is one partition of a topic as the metadata image describes
-// it. log is set when this node holds a replica; it serves clients only
-// while it leads (leader == this node). Until replication exists the high
-// watermark of a leader follows its log end offset.
+// it. log and rep are set when this node holds a replica; it serves
+// clients only while it leads (leader == this node). hw mirrors the
+// replica's high watermark (OnHighWatermark), for readers that do not
+// take the replica's lock.
 type partition struct {
 	topic *topic
 	index int32
 	log   *wlog.Log
-	rep   *replica.Replica // the replica over log (nil for node-local logs)
+	rep   *replica.Replica // the replica over log; nil when log is
 
 	leader      atomic.Int32 // the leader's node id, -1 when offline
 	leads       atomic.Bool
