@@ -88,14 +88,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.DataDir = dir
 	cfg.Logger = logger
 	cfg.NullStorage = *nullStorage
-	cfg.Cluster = broker.ClusterConfig{RaftAddr: *raftListen, Voters: voters, NonVoters: nonVoters, ClusterID: *clusterID, RaftTimeout: *raftTimeout}
+	cfg.Quorum = broker.QuorumConfig{RaftAddr: *raftListen, Voters: voters, NonVoters: nonVoters, ClusterID: *clusterID, RaftTimeout: *raftTimeout}
 	for _, a := range strings.Split(*ctlBootstrap, ",") {
 		if a = strings.TrimSpace(a); a != "" {
-			cfg.Cluster.ControllerBootstrap = append(cfg.Cluster.ControllerBootstrap, a)
+			cfg.Quorum.ControllerBootstrap = append(cfg.Quorum.ControllerBootstrap, a)
 		}
 	}
 	if len(voters) == 0 && len(nonVoters) == 0 {
-		cfg.Cluster.RaftAddr = ""
+		cfg.Quorum.RaftAddr = ""
 	}
 	if *nullStorage {
 		logger.Warn("null storage: produced records are acknowledged and thrown away")

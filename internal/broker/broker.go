@@ -14,11 +14,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"weir/internal/cluster"
 	"weir/internal/config"
 	"weir/internal/errcode"
 	"weir/internal/fault"
 	"weir/internal/group"
+	"weir/internal/kraft"
 	wlog "weir/internal/log"
 	"weir/internal/metadata"
 	"weir/internal/producer"
@@ -60,9 +60,9 @@ type Config struct {
 	Group group.Config
 	// Share configures share groups (internal/sharegroup).
 	Share sharegroup.Config
-	// Cluster says how this node takes part in the metadata quorum; the
-	// zero value is a single node (cluster.go).
-	Cluster ClusterConfig
+	// Quorum says how this node takes part in the metadata quorum; the
+	// zero value is a single node (quorum.go).
+	Quorum QuorumConfig
 
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -97,11 +97,11 @@ type Broker struct {
 	conf     atomic.Pointer[config.Broker]
 	baseConf *config.Broker // the static configuration, without dynamic overrides
 
-	// The metadata quorum (cluster.go) and the registry projected from
+	// The metadata quorum (quorum.go) and the registry projected from
 	// its image (registry.go).
-	node    *cluster.Node
-	ctl     *cluster.KafkaClient
-	life    *cluster.BrokerLifecycle
+	node    *kraft.Node
+	ctl     *kraft.KafkaClient
+	life    *kraft.BrokerLifecycle
 	img     atomic.Pointer[metadata.Image] // the image the registry reflects
 	started atomic.Bool                    // Start finished: coordinators run
 
@@ -175,11 +175,11 @@ func New(cfg Config) (*Broker, error) {
 	b.baseConf = settings
 	b.conf.Store(settings)
 	b.producerIDs = producer.NewAllocator(controllerReserver{b}, producer.DefaultBlockSize)
-	if err := b.openCluster(); err != nil {
+	if err := b.openQuorum(); err != nil {
 		return nil, err
 	}
 	b.syncer = wlog.NewSyncer(0)
-	b.transport = &brokerTransport{b: b, clients: map[int32]*cluster.KafkaClient{}}
+	b.transport = &brokerTransport{b: b, clients: map[int32]*kraft.KafkaClient{}}
 	b.replicas = replica.NewManager(replica.ManagerConfig{
 		LocalID: cfg.NodeID, BrokerEpoch: -1, Transport: b.transport, Logger: b.logger,
 	})
@@ -188,7 +188,7 @@ func New(cfg Config) (*Broker, error) {
 		b.node.Close()
 		return nil, err
 	}
-	if cfg.Cluster.single(cfg.NodeID) {
+	if cfg.Quorum.single(cfg.NodeID) {
 		// A quorum of one elects itself at once; wait for it so that the
 		// registry below already holds every topic.
 		if err := b.waitController(30 * time.Second); err != nil {
@@ -206,7 +206,7 @@ func New(cfg Config) (*Broker, error) {
 	b.applyUpdate(first)
 	b.wg.Add(1)
 	go b.metadataLoop(sub)
-	if !cfg.Cluster.single(cfg.NodeID) {
+	if !cfg.Quorum.single(cfg.NodeID) {
 		b.wg.Add(3)
 		go b.livenessLoop()
 		go b.shrinkLoop()

@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"weir/internal/cluster"
 	"weir/internal/config"
+	"weir/internal/kraft"
 	wlog "weir/internal/log"
 	"weir/internal/quorum"
 	"weir/internal/server"
@@ -61,7 +61,7 @@ func startCluster(t testing.TB, n int, mutate ...func(*Config)) *testCluster {
 		cfg.NodeID = int32(i + 1)
 		cfg.DataDir = t.TempDir()
 		cfg.Group.NoInitialRebalanceDelay = true
-		cfg.Cluster = ClusterConfig{RaftAddr: voters[i].Addr, Voters: voters}
+		cfg.Quorum = QuorumConfig{RaftAddr: voters[i].Addr, Voters: voters}
 		for _, m := range mutate {
 			m(&cfg)
 		}
@@ -243,7 +243,7 @@ func oneBatch(t testing.TB) []byte {
 // of a minute, a broker whose listener is gone is still fenced (its
 // leaderships move) within seconds, by the controller's probe.
 func TestDeadBrokerFencedWithoutWaitingForItsSession(t *testing.T) {
-	tc := startCluster(t, 3, func(c *Config) { c.Cluster.SessionTimeout = time.Minute })
+	tc := startCluster(t, 3, func(c *Config) { c.Quorum.SessionTimeout = time.Minute })
 	ctx := testCtx(t)
 	ctl := tc.brokers[0].b.node.Leader()
 	victim := ctl%3 + 1 // not the controller's node
@@ -306,14 +306,14 @@ func TestForwardError(t *testing.T) {
 	et := kmsg.NewElectLeadersRequestTopic()
 	et.Topic, et.Partitions = "t", []int32{0, 1}
 	elect.Topics = append(elect.Topics, et)
-	er := cluster.ErrorResponse(elect, code).(*kmsg.ElectLeadersResponse)
+	er := kraft.ErrorResponse(elect, code).(*kmsg.ElectLeadersResponse)
 	if len(er.Topics) != 1 || len(er.Topics[0].Partitions) != 2 || er.Topics[0].Partitions[1].ErrorCode != code {
 		t.Fatalf("ElectLeaders: %+v", er)
 	}
-	if r := cluster.ErrorResponse(kmsg.NewPtrAlterPartitionAssignmentsRequest(), code).(*kmsg.AlterPartitionAssignmentsResponse); r.ErrorCode != code {
+	if r := kraft.ErrorResponse(kmsg.NewPtrAlterPartitionAssignmentsRequest(), code).(*kmsg.AlterPartitionAssignmentsResponse); r.ErrorCode != code {
 		t.Fatalf("AlterPartitionAssignments: %+v", r)
 	}
-	if r := cluster.ErrorResponse(kmsg.NewPtrListPartitionReassignmentsRequest(), code).(*kmsg.ListPartitionReassignmentsResponse); r.ErrorCode != code {
+	if r := kraft.ErrorResponse(kmsg.NewPtrListPartitionReassignmentsRequest(), code).(*kmsg.ListPartitionReassignmentsResponse); r.ErrorCode != code {
 		t.Fatalf("ListPartitionReassignments: %+v", r)
 	}
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"weir/internal/cluster"
+	"weir/internal/kraft"
 	"weir/internal/server"
 )
 
@@ -14,7 +14,7 @@ import (
 // Brokers send their lifecycle (BrokerRegistration,
 // BrokerHeartbeat, UnregisterBroker, AllocateProducerIds) and ISR changes
 // (AlterPartition) to the Kafka listener of the node running the active
-// controller; these go straight to cluster.Node.HandleControllerRequest,
+// controller; these go straight to kraft.Node.HandleControllerRequest,
 // which answers NOT_CONTROLLER on any other node. The admin requests a
 // client sends (CreateTopics, ElectLeaders, ...) are handled by their own
 // handlers, which validate and then forward to the controller through
@@ -29,7 +29,7 @@ const brokerClientPrefix = "weir-broker-"
 // fromBroker reports whether a request was forwarded by another broker's
 // controller client.
 func fromBroker(req *server.Request) bool {
-	return strings.HasPrefix(req.ClientID, brokerClientPrefix) && cluster.IsControllerKey(req.Key)
+	return strings.HasPrefix(req.ClientID, brokerClientPrefix) && kraft.IsControllerKey(req.Key)
 }
 
 // handleControllerRequest decides a request on this node's active
@@ -57,7 +57,7 @@ func (b *Broker) handleForwarded(ctx context.Context, req *server.Request) *serv
 			b.logger.Warn("controller unreachable", "api", kmsg.NameForKey(req.Key), "err", err)
 			// Answered with the error rather than a closed connection, so
 			// the client retries without reconnecting.
-			return cluster.ErrorResponse(req.Body, errCode(controllerError(err)))
+			return kraft.ErrorResponse(req.Body, errCode(controllerError(err)))
 		}
 		return resp
 	})

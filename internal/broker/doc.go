@@ -11,12 +11,12 @@
 // log wrapped in an internal/replica Replica) for each partition this
 // node replicates, switching it to leader or follower, closing and
 // removing those it no longer holds. Request handlers only read the
-// registry; changes go to the controller (cluster.go): CreateTopics,
+// registry; changes go to the controller (quorum.go): CreateTopics,
 // DeleteTopics, CreatePartitions, config changes (topic, broker and GROUP
 // resources), producer-id blocks, ElectLeaders and reassignments are
 // validated here and decided by the active controller, and the handler
 // answers once this node applied the outcome. Every node runs a node of
-// the metadata quorum (internal/cluster): a single node is a quorum of
+// the metadata quorum (internal/kraft): a single node is a quorum of
 // one on the same path. The broker's lifecycle (registration, heartbeats,
 // controlled shutdown on SIGTERM) and the controller's own APIs
 // (BrokerRegistration, BrokerHeartbeat, AlterPartition, ...) are served

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"weir/internal/cluster"
+	"weir/internal/kraft"
 	"weir/internal/metadata"
 	"weir/internal/replica"
 )
@@ -17,7 +17,7 @@ import (
 // request handlers only read it.
 
 // metadataLoop follows the applied metadata log until the broker closes.
-func (b *Broker) metadataLoop(sub *cluster.Subscription) {
+func (b *Broker) metadataLoop(sub *kraft.Subscription) {
 	defer b.wg.Done()
 	defer sub.Close()
 	for {
@@ -30,7 +30,7 @@ func (b *Broker) metadataLoop(sub *cluster.Subscription) {
 }
 
 // applyUpdate brings the registry to u's image.
-func (b *Broker) applyUpdate(u cluster.Update) {
+func (b *Broker) applyUpdate(u kraft.Update) {
 	b.applyMu.Lock()
 	locked := true
 	defer func() {

@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"weir/internal/cluster"
 	"weir/internal/config"
+	"weir/internal/kraft"
 	wlog "weir/internal/log"
 	"weir/internal/metadata"
 	"weir/internal/replica"
@@ -369,16 +369,16 @@ func (b *Broker) ledReplicas() []*partition {
 type brokerTransport struct {
 	b       *Broker
 	mu      sync.Mutex
-	clients map[int32]*cluster.KafkaClient
+	clients map[int32]*kraft.KafkaClient
 }
 
 func (t *brokerTransport) Send(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
 	t.mu.Lock()
 	c := t.clients[id]
 	if c == nil {
-		c = cluster.NewKafkaClient(cluster.KafkaClientConfig{
+		c = kraft.NewKafkaClient(kraft.KafkaClientConfig{
 			Leader:   func() int32 { return id },
-			Resolve:  cluster.ListenerResolver(t.b.node, listenerName),
+			Resolve:  kraft.ListenerResolver(t.b.node, listenerName),
 			ClientID: "weir-replica-" + itoa(t.b.cfg.NodeID),
 			Logger:   t.b.logger,
 		})

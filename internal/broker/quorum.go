@@ -15,18 +15,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"weir/internal/cluster"
 	"weir/internal/config"
 	"weir/internal/controller"
+	"weir/internal/kraft"
 	"weir/internal/metadata"
 	"weir/internal/quorum"
 	"weir/internal/sharestate"
 )
 
-// ClusterConfig says how the broker takes part in the metadata quorum.
+// QuorumConfig says how the broker takes part in the metadata quorum.
 // The zero value is a single node: a one-voter quorum of this node alone,
 // with no raft port.
-type ClusterConfig struct {
+type QuorumConfig struct {
 	// RaftAddr is the host:port of this node's raft transport. Empty for
 	// a single node.
 	RaftAddr string
@@ -50,7 +50,7 @@ type ClusterConfig struct {
 	// the applied image are tried too.
 	ControllerBootstrap []string
 	// RaftTimeout is the raft heartbeat and election timeout (and leader
-	// lease) of a multi-node quorum; zero keeps internal/cluster's 300 ms.
+	// lease) of a multi-node quorum; zero keeps internal/kraft's 300 ms.
 	RaftTimeout time.Duration
 	// StartTimeout bounds how long Start waits for the controller to
 	// unfence this broker (default 30 s).
@@ -64,14 +64,14 @@ const metadataDir = "__cluster_metadata"
 const listenerName = "PLAINTEXT"
 
 // single reports whether the broker is a quorum of one.
-func (c ClusterConfig) single(self int32) bool {
+func (c QuorumConfig) single(self int32) bool {
 	return len(c.Voters) == 0 || (len(c.Voters) == 1 && c.Voters[0].ID == self && len(c.NonVoters) == 0)
 }
 
-// openCluster opens this node of the metadata quorum and the client the
+// openQuorum opens this node of the metadata quorum and the client the
 // broker sends controller requests with.
-func (b *Broker) openCluster() error {
-	cc := b.cfg.Cluster
+func (b *Broker) openQuorum() error {
+	cc := b.cfg.Quorum
 	voters := cc.Voters
 	raftAddr := cc.RaftAddr
 	if cc.single(b.cfg.NodeID) {
@@ -87,7 +87,7 @@ func (b *Broker) openCluster() error {
 	}
 	b.clusterID = id
 	settings := b.settings()
-	n, err := cluster.Open(cluster.Config{
+	n, err := kraft.Open(kraft.Config{
 		ID: b.cfg.NodeID, Dir: dir, RaftAddr: raftAddr, Voters: voters, NonVoters: cc.NonVoters,
 		Logger:           b.logger,
 		HeartbeatTimeout: lonelyZero(raftAddr, cc.RaftTimeout), ElectionTimeout: lonelyZero(raftAddr, cc.RaftTimeout),
@@ -99,14 +99,14 @@ func (b *Broker) openCluster() error {
 			DefaultReplicationFactor: int16(settings.Int(config.DefaultReplicationFactor)),
 			Logger:                   b.logger,
 		},
-		MergeConfigs: cluster.MergeConfigOps,
+		MergeConfigs: kraft.MergeConfigOps,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: metadata quorum: %w", err)
 	}
 	b.node = n
-	b.ctl = cluster.NewKafkaClient(cluster.KafkaClientConfig{
-		Leader: n.Leader, Resolve: cluster.ListenerResolver(n, listenerName), Local: n,
+	b.ctl = kraft.NewKafkaClient(kraft.KafkaClientConfig{
+		Leader: n.Leader, Resolve: kraft.ListenerResolver(n, listenerName), Local: n,
 		Bootstrap: cc.ControllerBootstrap, BootstrapFunc: b.knownBrokers,
 		ClientID: brokerClientPrefix + itoa(b.cfg.NodeID), Logger: b.logger,
 	})
@@ -219,7 +219,7 @@ func loadClusterID(dir, given string, voters []quorum.Peer) (string, error) {
 // exist and starts the group and share coordinators. Call it once, after
 // New and before serving clients' requests.
 func (b *Broker) Start(ctx context.Context) error {
-	timeout := b.cfg.Cluster.StartTimeout
+	timeout := b.cfg.Quorum.StartTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
@@ -232,11 +232,11 @@ func (b *Broker) Start(ctx context.Context) error {
 	if b.cfg.Rack != "" {
 		rack = &b.cfg.Rack
 	}
-	life, err := cluster.StartLifecycle(cluster.LifecycleConfig{
+	life, err := kraft.StartLifecycle(kraft.LifecycleConfig{
 		BrokerID: b.cfg.NodeID, ClusterID: b.clusterID,
 		Listeners: []kmsg.BrokerRegistrationRequestListener{l}, Rack: rack,
 		Client: b.ctl, Metadata: b.node.FSM(),
-		HeartbeatInterval: b.cfg.Cluster.HeartbeatInterval,
+		HeartbeatInterval: b.cfg.Quorum.HeartbeatInterval,
 		// Registering and catching up are small requests: retry them
 		// soon, since each wait is start-up latency.
 		RetryInterval: 10 * time.Millisecond,
@@ -262,7 +262,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("broker: unfencing not applied here: %w", err)
 	}
-	if b.cfg.Cluster.single(b.cfg.NodeID) {
+	if b.cfg.Quorum.single(b.cfg.NodeID) {
 		// A cluster creates it on the first FindCoordinator, once its
 		// brokers are up to hold the replicas; a single node at once.
 		if err := b.ensureOffsetsTopic(ctx); err != nil {

@@ -1,4 +1,4 @@
-package cluster
+package kraft
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func (r retrier) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error
 			if lastNotController != nil {
 				return lastNotController, nil
 			}
-			return nil, fmt.Errorf("cluster: no controller answered %s: %w (last error: %v)", kmsg.NameForKey(req.Key()), ctx.Err(), lastErr)
+			return nil, fmt.Errorf("kraft: no controller answered %s: %w (last error: %v)", kmsg.NameForKey(req.Key()), ctx.Err(), lastErr)
 		case <-t.C:
 		}
 		backoff = min(2*backoff, r.maxBackoff)

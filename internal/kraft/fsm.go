@@ -1,4 +1,4 @@
-package cluster
+package kraft
 
 import (
 	"context"
@@ -116,7 +116,7 @@ func (f *MetadataFSM) Apply(index uint64, data []byte) any {
 		if err != nil {
 			// Raft indexes grow and the image's offset is always one of
 			// them, so an empty batch cannot be refused.
-			panic(fmt.Sprintf("cluster: empty batch refused at offset %d over %d: %v", off, prev.Offset(), err))
+			panic(fmt.Sprintf("kraft: empty batch refused at offset %d over %d: %v", off, prev.Offset(), err))
 		}
 	}
 	f.publish(Update{Image: res.Image, Delta: res.Delta})
@@ -135,7 +135,7 @@ func (f *MetadataFSM) Snapshot() (func(io.Writer) error, error) {
 func (f *MetadataFSM) Restore(r io.Reader) error {
 	img, err := metadata.ReadSnapshot(r)
 	if err != nil {
-		return fmt.Errorf("cluster: restore metadata snapshot: %w", err)
+		return fmt.Errorf("kraft: restore metadata snapshot: %w", err)
 	}
 	f.restores.Add(1)
 	f.restoredOffset.Store(img.Offset())

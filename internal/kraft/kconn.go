@@ -1,4 +1,4 @@
-package cluster
+package kraft
 
 import (
 	"bufio"
@@ -19,9 +19,9 @@ import (
 const maxResponseSize = 256 << 20
 
 var (
-	errCorrelation   = errors.New("cluster: response correlation id does not match")
-	errResponseSize  = errors.New("cluster: response size out of range")
-	errShortResponse = errors.New("cluster: truncated response")
+	errCorrelation   = errors.New("kraft: response correlation id does not match")
+	errResponseSize  = errors.New("kraft: response size out of range")
+	errShortResponse = errors.New("kraft: truncated response")
 )
 
 // kconn is one plaintext Kafka connection used by one goroutine at a
@@ -68,7 +68,7 @@ func (c *kconn) negotiate(ctx context.Context) error {
 			continue
 		}
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return fmt.Errorf("cluster: ApiVersions from %s: %w", c.addr, err)
+			return fmt.Errorf("kraft: ApiVersions from %s: %w", c.addr, err)
 		}
 		c.versions = map[int16]int16{}
 		for _, k := range resp.ApiKeys {
@@ -78,7 +78,7 @@ func (c *kconn) negotiate(ctx context.Context) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("cluster: ApiVersions refused by %s", c.addr)
+	return fmt.Errorf("kraft: ApiVersions refused by %s", c.addr)
 }
 
 // roundTrip sends req and returns its response. A request of version 0
@@ -141,7 +141,7 @@ func (c *kconn) ioErr(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		err = ctx.Err()
 	}
-	return fmt.Errorf("cluster: %s %s: %w", op, c.addr, err)
+	return fmt.Errorf("kraft: %s %s: %w", op, c.addr, err)
 }
 
 func (c *kconn) close() { c.nc.Close() }
@@ -185,13 +185,13 @@ func decodeResponse(req kmsg.Request, b []byte) (kmsg.Response, error) {
 	}
 	if err := resp.ReadFrom(b); err != nil {
 		if req.Key() != 18 {
-			return nil, fmt.Errorf("cluster: decode %s v%d: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+			return nil, fmt.Errorf("kraft: decode %s v%d: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 		}
 		// A peer that does not speak our ApiVersions version answers in
 		// v0 with UNSUPPORTED_VERSION.
 		resp.SetVersion(0)
 		if err0 := resp.ReadFrom(b); err0 != nil {
-			return nil, fmt.Errorf("cluster: decode ApiVersions: %w", err)
+			return nil, fmt.Errorf("kraft: decode ApiVersions: %w", err)
 		}
 	}
 	return resp, nil

@@ -1,4 +1,4 @@
-package cluster
+package kraft
 
 import (
 	"context"
@@ -110,10 +110,10 @@ func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Respo
 	}
 	if !ok {
 		if addr, ok = k.bootstrap(); !ok {
-			return nil, true, fmt.Errorf("cluster: no known controller (leader %d)", leader)
+			return nil, true, fmt.Errorf("kraft: no known controller (leader %d)", leader)
 		}
 	}
-	c, err := k.get(ctx, addr)
+	c, err := k.get(ctx, leader, addr)
 	if err != nil {
 		return nil, ctx.Err() == nil && !errors.Is(err, ErrClosed), err
 	}
@@ -145,7 +145,7 @@ func (k *KafkaClient) bootstrap() (string, bool) {
 	return addr, true
 }
 
-func (k *KafkaClient) get(ctx context.Context, addr string) (*kconn, error) {
+func (k *KafkaClient) get(ctx context.Context, node int32, addr string) (*kconn, error) {
 	k.mu.Lock()
 	if k.closed {
 		k.mu.Unlock()
@@ -165,9 +165,12 @@ func (k *KafkaClient) get(ctx context.Context, addr string) (*kconn, error) {
 	defer cancel()
 	c, err := dialKafka(dctx, k.cfg.Dial, addr, k.cfg.ClientID)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: connect to controller at %s: %w", addr, err)
+		// The client reaches the active controller for the lifecycle
+		// and admin requests, and a partition's leader for a follower's
+		// fetches: name the node it dialled (-1: a bootstrap address).
+		return nil, fmt.Errorf("kraft: connect to node %d at %s: %w", node, addr, err)
 	}
-	k.log.Debug("connected to controller", "addr", addr)
+	k.log.Debug("connected", "node", node, "addr", addr)
 	return c, nil
 }
 

@@ -1,4 +1,5 @@
-// Package cluster runs the replicated metadata log and the controller on
+// Package kraft is the node of the metadata quorum, KRaft's pieces in
+// weir: it runs the replicated metadata log and the controller on
 // each node, and gives a broker its side of the controller protocol. It
 // is the glue between three pure packages: internal/quorum (one
 // hashicorp/raft node), internal/metadata (records, images, snapshots)
@@ -80,7 +81,7 @@
 //	n.FSM().Image()                 // Metadata, DescribeCluster, FindCoordinator
 //	sub := n.FSM().Subscribe(0)     // deltas -> Delta.Local(id) -> replicas
 //	n.HandleControllerRequest(ctx, key, req) // handlers of the ControllerKeys
-//	cl := cluster.NewKafkaClient(cluster.KafkaClientConfig{Leader: n.Leader,
+//	cl := kraft.NewKafkaClient(kraft.KafkaClientConfig{Leader: n.Leader,
 //		Resolve: cluster.ListenerResolver(n, "PLAINTEXT"), Local: n})
 //	life, _ := cluster.StartLifecycle(cluster.LifecycleConfig{BrokerID, Listeners,
 //		Client: cl, Metadata: n.FSM()})
@@ -108,7 +109,7 @@
 // lifecycle talking to the controller over the Kafka protocol; a 2-vCPU
 // machine shared with other work (load average 2 to 4 during the runs).
 // The commands and raw results are in testdata/bench-results.txt
-// (go test -run '^$' -bench <name> -benchtime=Nx ./internal/cluster/).
+// (go test -run '^$' -bench <name> -benchtime=Nx ./internal/kraft/).
 //
 //   - Controlled shutdown, request to "may stop" (the one batch committed,
 //     every active broker has applied it, the broker is fenced), RF 3 on
@@ -165,4 +166,4 @@
 //   - A request interrupted by a change of controller gets
 //     NOT_CONTROLLER although its batch may commit; retried, it may find
 //     its own work done (TOPIC_ALREADY_EXISTS), as with Kafka.
-package cluster
+package kraft

@@ -1,4 +1,4 @@
-package cluster
+package kraft
 
 import (
 	"context"
@@ -134,10 +134,10 @@ type Node struct {
 func Open(cfg Config) (*Node, error) {
 	cfg.defaults()
 	if cfg.Dir == "" {
-		return nil, errors.New("cluster: Dir is required")
+		return nil, errors.New("kraft: Dir is required")
 	}
 	if len(cfg.Voters) == 0 {
-		return nil, errors.New("cluster: no voters")
+		return nil, errors.New("kraft: no voters")
 	}
 	log := cfg.Logger.With("node", cfg.ID)
 	fsm := NewMetadataFSM(log)

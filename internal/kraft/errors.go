@@ -1,4 +1,4 @@
-package cluster
+package kraft
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ type NotControllerError struct {
 }
 
 func (e *NotControllerError) Error() string {
-	return fmt.Sprintf("cluster: not the active controller (leader %d)", e.LeaderID)
+	return fmt.Sprintf("kraft: not the active controller (leader %d)", e.LeaderID)
 }
 
 // Is matches kerr.NotController.
@@ -25,9 +25,9 @@ func (e *NotControllerError) Is(target error) bool { return target == kerr.NotCo
 var (
 	// ErrUnsupportedRequest is returned for an API key the controller
 	// does not handle.
-	ErrUnsupportedRequest = errors.New("cluster: not a controller request")
+	ErrUnsupportedRequest = errors.New("kraft: not a controller request")
 	// ErrClosed is returned by a closed node, client or lifecycle.
-	ErrClosed = errors.New("cluster: closed")
+	ErrClosed = errors.New("kraft: closed")
 
-	errSubscriptionClosed = errors.New("cluster: subscription closed")
+	errSubscriptionClosed = errors.New("kraft: subscription closed")
 )

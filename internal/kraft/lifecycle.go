@@ -1,4 +1,4 @@
-package cluster
+package kraft
 
 import (
 	"context"
@@ -141,7 +141,7 @@ type BrokerLifecycle struct {
 // once.
 func StartLifecycle(cfg LifecycleConfig) (*BrokerLifecycle, error) {
 	if cfg.Client == nil || cfg.Metadata == nil {
-		return nil, errors.New("cluster: lifecycle needs a Client and Metadata")
+		return nil, errors.New("kraft: lifecycle needs a Client and Metadata")
 	}
 	if cfg.Incarnation == ([16]byte{}) {
 		_, _ = crand.Read(cfg.Incarnation[:])
