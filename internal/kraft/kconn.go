@@ -3,7 +3,6 @@ package kraft
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,17 +11,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/kframe"
 )
 
 // maxResponseSize bounds a controller response (a ListPartitionReassignments
 // of every partition of a large cluster is the biggest).
 const maxResponseSize = 256 << 20
 
-var (
-	errCorrelation   = errors.New("kraft: response correlation id does not match")
-	errResponseSize  = errors.New("kraft: response size out of range")
-	errShortResponse = errors.New("kraft: truncated response")
-)
+var errCorrelation = errors.New("kraft: response correlation id does not match")
 
 // kconn is one plaintext Kafka connection used by one goroutine at a
 // time: a request, then its response. It negotiates versions with
@@ -146,75 +143,15 @@ func (c *kconn) ioErr(ctx context.Context, op string, err error) error {
 
 func (c *kconn) close() { c.nc.Close() }
 
-// readResponse reads one response frame for req: a size, the
-// correlation id, the header's tags when the response is flexible (not
-// for ApiVersions, whose response header stays v0), then the body. It
-// never panics and never allocates more than the size the frame declares
-// within maxResponseSize.
+// readResponse reads one response frame for req and checks its
+// correlation id (internal/kframe does the framing).
 func readResponse(r io.Reader, req kmsg.Request, id int32) (kmsg.Response, error) {
-	var head [8]byte
-	if _, err := io.ReadFull(r, head[:4]); err != nil {
+	got, rest, err := kframe.ReadResponse(r, maxResponseSize)
+	if err != nil {
 		return nil, err
 	}
-	size := int32(binary.BigEndian.Uint32(head[:4]))
-	if size < 4 || size > maxResponseSize {
-		return nil, fmt.Errorf("%w: %d", errResponseSize, size)
-	}
-	if _, err := io.ReadFull(r, head[4:]); err != nil {
-		return nil, err
-	}
-	if got := int32(binary.BigEndian.Uint32(head[4:])); got != id {
+	if got != id {
 		return nil, fmt.Errorf("%w: sent %d, got %d", errCorrelation, id, got)
 	}
-	body := make([]byte, size-4)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return nil, err
-	}
-	return decodeResponse(req, body)
-}
-
-// decodeResponse decodes a response body (after the correlation id).
-func decodeResponse(req kmsg.Request, b []byte) (kmsg.Response, error) {
-	resp := req.ResponseKind()
-	resp.SetVersion(req.GetVersion())
-	if resp.IsFlexible() && req.Key() != 18 {
-		var err error
-		if b, err = skipTags(b); err != nil {
-			return nil, err
-		}
-	}
-	if err := resp.ReadFrom(b); err != nil {
-		if req.Key() != 18 {
-			return nil, fmt.Errorf("kraft: decode %s v%d: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
-		}
-		// A peer that does not speak our ApiVersions version answers in
-		// v0 with UNSUPPORTED_VERSION.
-		resp.SetVersion(0)
-		if err0 := resp.ReadFrom(b); err0 != nil {
-			return nil, fmt.Errorf("kraft: decode ApiVersions: %w", err)
-		}
-	}
-	return resp, nil
-}
-
-// skipTags skips a tagged-field section: a count, then per field a tag
-// and a length-prefixed value, all unsigned varints.
-func skipTags(b []byte) ([]byte, error) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 {
-		return nil, errShortResponse
-	}
-	b = b[k:]
-	for ; n > 0; n-- {
-		if _, k = binary.Uvarint(b); k <= 0 {
-			return nil, errShortResponse
-		}
-		b = b[k:]
-		l, k := binary.Uvarint(b)
-		if k <= 0 || uint64(len(b)-k) < l {
-			return nil, errShortResponse
-		}
-		b = b[k+int(l):]
-	}
-	return b, nil
+	return kframe.DecodeResponse(req, rest)
 }

@@ -3,7 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"errors"
-	"math"
+	"weir/internal/kframe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -95,39 +95,10 @@ func readHeaderRest(rest []byte, headerVersion int) (clientID string, body []byt
 	if headerVersion < 2 {
 		return clientID, rest, nil
 	}
-	rest, err = skipTags(rest)
-	return clientID, rest, err
-}
-
-// skipTags skips a tagged-field section: a count, then per field a tag, a
-// size and size bytes. It stops at the first field that does not fit, so
-// a hostile count costs nothing.
-func skipTags(b []byte) ([]byte, error) {
-	count, b, ok := uvarint(b)
-	if !ok {
-		return nil, errBadTags
+	if rest, err = kframe.SkipTags(rest); err != nil {
+		return "", nil, errBadTags
 	}
-	for ; count > 0; count-- {
-		var size uint64
-		if _, b, ok = uvarint(b); !ok {
-			return nil, errBadTags
-		}
-		if size, b, ok = uvarint(b); !ok || size > uint64(len(b)) {
-			return nil, errBadTags
-		}
-		b = b[size:]
-	}
-	return b, nil
-}
-
-// uvarint reads an unsigned varint that fits in 32 bits, as Kafka encodes
-// them.
-func uvarint(b []byte) (uint64, []byte, bool) {
-	v, n := binary.Uvarint(b)
-	if n <= 0 || v > math.MaxUint32 {
-		return 0, nil, false
-	}
-	return v, b[n:], true
+	return clientID, rest, nil
 }
 
 // appendResponseHeader appends a response header: the correlation id and,

@@ -5,11 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
+	"weir/internal/kframe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -366,23 +366,16 @@ func (c *Conn) timedOut(cl *call) {
 
 func (c *Conn) readLoop() {
 	defer c.wg.Done()
-	var size [4]byte
 	for {
-		if _, err := io.ReadFull(c.nc, size[:]); err != nil {
+		id, body, err := kframe.ReadResponse(c.nc, c.maxRsp)
+		if errors.Is(err, kframe.ErrSize) {
+			c.fail(fmt.Errorf("%w: from %s: %v", ErrResponseTooLarge, c.addr, err))
+			return
+		}
+		if err != nil {
 			c.fail(fmt.Errorf("wire: read from %s: %w", c.addr, err))
 			return
 		}
-		n := int32(binary.BigEndian.Uint32(size[:]))
-		if n < 4 || n > c.maxRsp {
-			c.fail(fmt.Errorf("%w: %d bytes from %s", ErrResponseTooLarge, n, c.addr))
-			return
-		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(c.nc, body); err != nil {
-			c.fail(fmt.Errorf("wire: read from %s: %w", c.addr, err))
-			return
-		}
-		id := int32(binary.BigEndian.Uint32(body))
 		c.mu.Lock()
 		if len(c.pending) == 0 || c.pending[0].id != id {
 			c.mu.Unlock()
@@ -397,62 +390,12 @@ func (c *Conn) readLoop() {
 		if cl.timer != nil {
 			cl.timer.Stop()
 		}
-		resp, err := decodeResponse(cl.req, body[4:])
+		resp, err := kframe.DecodeResponse(cl.req, body)
 		if err != nil {
 			err = fmt.Errorf("wire: %s from %s: %w", kmsg.NameForKey(cl.req.Key()), c.addr, err)
 		}
 		cl.cb(resp, err)
 	}
-}
-
-// decodeResponse parses a response body (after the correlation id). Flexible
-// responses carry a tag section in the header, except ApiVersions, whose
-// response header stays v0 so any client can read it.
-func decodeResponse(req kmsg.Request, b []byte) (kmsg.Response, error) {
-	resp := req.ResponseKind()
-	resp.SetVersion(req.GetVersion())
-	if resp.IsFlexible() && req.Key() != 18 {
-		var err error
-		if b, err = skipTags(b); err != nil {
-			return nil, err
-		}
-	}
-	if err := resp.ReadFrom(b); err != nil {
-		if req.Key() != 18 {
-			return nil, err
-		}
-		// A broker answers an ApiVersions version it does not know in the
-		// v0 format, carrying UNSUPPORTED_VERSION and its own range.
-		resp.SetVersion(0)
-		if err0 := resp.ReadFrom(b); err0 != nil {
-			return nil, err
-		}
-	}
-	return resp, nil
-}
-
-var errShort = errors.New("truncated response header")
-
-// skipTags skips a tagged-field section: a count, then per field a tag and a
-// length-prefixed value, all unsigned varints.
-func skipTags(b []byte) ([]byte, error) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 {
-		return nil, errShort
-	}
-	b = b[k:]
-	for ; n > 0; n-- {
-		if _, k = binary.Uvarint(b); k <= 0 {
-			return nil, errShort
-		}
-		b = b[k:]
-		l, k := binary.Uvarint(b)
-		if k <= 0 || uint64(len(b)-k) < l {
-			return nil, errShort
-		}
-		b = b[k+int(l):]
-	}
-	return b, nil
 }
 
 // fail kills the connection with err and fails every queued and pending

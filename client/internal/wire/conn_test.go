@@ -231,18 +231,6 @@ func TestUnsupportedKey(t *testing.T) {
 	}
 }
 
-func FuzzSkipTags(f *testing.F) {
-	f.Add([]byte{0})
-	f.Add([]byte{1, 0, 2, 'a', 'b'})
-	f.Add([]byte{2, 0, 200})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		rest, err := skipTags(b)
-		if err == nil && len(rest) > len(b) {
-			t.Fatal("grew")
-		}
-	})
-}
-
 // TestDoContextLeavesConnection: a caller giving up (ctx) does not close the
 // connection; only a request timeout does.
 func TestDoContextLeavesConnection(t *testing.T) {

@@ -12,7 +12,8 @@
 // id. A mismatch, a short read or a request past its timeout closes the
 // connection and fails everything still pending with the cause; the caller
 // decides whether to retry elsewhere. Request and response bodies are kmsg
-// types; this package only frames them.
+// types; response frames are read and decoded by internal/kframe, shared
+// with the inter-broker clients and the server.
 //
 // Not owned: which broker to talk to, metadata, retries, in-flight limits
 // (the producer counts its own), authentication (plaintext only).
