@@ -44,6 +44,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	clusterID := fs.String("cluster-id", "", "the cluster id (default: derived from -voters, or random for a single node)")
 	raftTimeout := fs.Duration("raft-timeout", 300*time.Millisecond, "raft heartbeat and election timeout of a multi-node metadata quorum: failover takes about this plus an election; raise it on a loaded machine where the controller changes hands too often")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long a controlled shutdown (on SIGTERM or Ctrl-C) may take before the broker stops anyway")
+	consoleCfg := consoleFlags{}.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -55,6 +56,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nonVoters, err := parsePeers(*nonVotersFlag)
 	if err != nil {
 		fmt.Fprintf(stderr, "invalid -non-voters %q: %v\n", *nonVotersFlag, err)
+		return errUsage
+	}
+	if _, err := parseMetricsURLs(*consoleCfg.metrics); err != nil {
+		fmt.Fprintf(stderr, "invalid -console-metrics %q: %v\n", *consoleCfg.metrics, err)
 		return errUsage
 	}
 	if *raftTimeout < 50*time.Millisecond || *raftTimeout > time.Minute {
@@ -123,10 +128,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	b.SetAdvertised(advertised)
 
+	// One registry: scraped at --metrics-listen and read in process by the
+	// console for this node's rates. Collectors run only when read.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(b.Collector(), srv.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var metrics *http.Server
 	if *metricsAddr != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(b.Collector(), srv.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		ln, err := net.Listen("tcp", *metricsAddr)
 		if err != nil {
 			b.Close()
@@ -159,6 +166,22 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "weir listening on %s (data in %s)\n", srv.Addr(), dir)
+	var con *runningConsole
+	stopConsole := func() {
+		if con != nil {
+			con.stop()
+			con = nil
+		}
+	}
+	defer stopConsole()
+	if addr, required := consoleCfg.addr(len(voters) <= 1 && len(nonVoters) == 0); addr != "" {
+		if con, err = startConsole(addr, required, advertised.String(), int32(cfg.NodeID), reg, consoleCfg, logger, stdout); err != nil {
+			srv.Shutdown(context.Background())
+			<-serveErr
+			b.Close()
+			return err
+		}
+	}
 	logger.Info("weir ready", "listen", srv.Addr().String(), "data_dir", dir, "node", cfg.NodeID, "cluster_id", b.ClusterID())
 
 	select {
@@ -167,6 +190,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		b.Close()
 		return err
 	}
+	stopConsole() // its client would only see the broker go
 	logger.Info("controlled shutdown: asking the controller to move this broker's leaderships")
 	csCtx, csCancel := context.WithTimeout(context.Background(), *shutdownTimeout)
 	if err := b.ControlledShutdown(csCtx); err != nil {
