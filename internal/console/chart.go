@@ -57,8 +57,8 @@ func lineChart(title, unit string, lines []Line, now time.Time, span time.Durati
 	y := func(v float64) float64 { return lcTop + plotH*(1-v/top) }
 
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart line-chart" role="img" viewBox="0 0 %d %d" width="%d" height="%d" data-ymax="%s" data-t0="%d" data-span="%d" aria-label="%s">`,
-		lcWidth, lcHeight, lcWidth, lcHeight, num(top), t0.UnixMilli(), span.Milliseconds(), attr(title))
+	fmt.Fprintf(&b, `<svg class="chart line-chart" role="img" viewBox="0 0 %d %d" width="%d" height="%d" data-ymax="%s" data-t0="%d" data-span="%d" data-plot="%d %d %s %s" aria-label="%s">`,
+		lcWidth, lcHeight, lcWidth, lcHeight, num(top), t0.UnixMilli(), span.Milliseconds(), lcLeft, lcTop, num(plotW), num(plotH), attr(title))
 	fmt.Fprintf(&b, `<title>%s</title>`, html.EscapeString(title))
 	fmt.Fprintf(&b, `<text x="%d" y="15" class="chart-title">%s</text>`, lcLeft, html.EscapeString(title))
 	step := niceStep(top)
@@ -138,8 +138,8 @@ func barChart(title string, bars []Bar, format func(float64) string) template.HT
 		maxV = max(maxV, br.Value)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart bar-chart" role="img" viewBox="0 0 %d %d" width="%d" height="%d" data-max="%s" data-plot-width="%s" aria-label="%s">`,
-		bcWidth, h, bcWidth, h, num(maxV), num(plotW), attr(title))
+	fmt.Fprintf(&b, `<svg class="chart bar-chart" role="img" viewBox="0 0 %d %d" width="%d" height="%d" data-max="%s" data-plot="%d %d %s %d" aria-label="%s">`,
+		bcWidth, h, bcWidth, h, num(maxV), bcLabel, bcTop, num(plotW), bcRow*len(bars), attr(title))
 	fmt.Fprintf(&b, `<title>%s</title><text x="0" y="15" class="chart-title">%s</text>`, html.EscapeString(title), html.EscapeString(title))
 	if len(bars) == 0 {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" class="empty">no data yet</text>`, bcLabel, bcTop+14)

@@ -45,7 +45,8 @@ func show(b []byte, null bool, format string) Shown {
 	case "json":
 		var out bytes.Buffer
 		if len(b) <= maxShown && json.Indent(&out, b, "", "  ") == nil {
-			s.Format, s.Text = "json", out.String()
+			// JSON strings may hold bytes that are not UTF-8.
+			s.Format, s.Text = "json", string(bytes.ToValidUTF8(out.Bytes(), []byte("\uFFFD")))
 			return s
 		}
 		s.Format, s.Text = "text", string(bytes.ToValidUTF8(cut, []byte("\uFFFD")))
