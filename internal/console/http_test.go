@@ -82,7 +82,7 @@ func TestOverviewPage(t *testing.T) {
 	}
 	mustContain(t, body,
 		`<tr data-broker="1">`, `<tr data-broker="3">`, "r1", "<strong>controller</strong>", "✗ fenced", "✓ active",
-		"no metrics endpoint known", // no Metrics given
+		"no metrics endpoint known",                     // no Metrics given
 		"leader: broker 2", "<td class=\"num\">10</td>", // voter 1 is 10 records behind
 		"0 offline", "1 under-replicated", "orders</a>-2", `data-topic="orders"`, `<span class="tag">internal</span>`,
 		`data-stream="/events?view=overview"`)
