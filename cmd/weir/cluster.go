@@ -46,6 +46,7 @@ func clusterUp(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	dir := fs.String("dir", "", "directory holding the cluster's data and logs (required)")
 	basePort := fs.Int("base-port", 9092, "Kafka port of node 1; node N listens on base+N-1, raft transports on the ports after those")
 	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for every node to answer")
+	consoleAddr := fs.String("console-listen", "", "host:port where node 1 serves the web console (default: off); every node then serves metrics on the ports after the raft ones, for the console's rates")
 	var extra []string
 	for i, a := range args {
 		if a == "--" {
@@ -70,6 +71,9 @@ func clusterUp(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	spec := localcluster.Spec{Nodes: *nodes, BasePort: *basePort, Binary: bin,
 		Args: append([]string{"--shutdown-timeout", "5s"}, extra...)}
+	if *consoleAddr != "" {
+		spec.Console, spec.MetricsBasePort = *consoleAddr, *basePort+2**nodes
+	}
 	if err := spec.Validate(); err != nil {
 		fmt.Fprintf(stderr, "weir cluster up: %v\n", err)
 		return errUsage
@@ -79,6 +83,9 @@ func clusterUp(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fmt.Fprintln(stdout, spec.Bootstrap())
+	if spec.Console != "" {
+		fmt.Fprintf(stderr, "weir cluster: web console on http://%s/\n", spec.Console)
+	}
 	fmt.Fprintf(stderr, "weir cluster: %d nodes running in %s; Ctrl-C stops them all\n", spec.Nodes, abs)
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "weir cluster: stopping every node")

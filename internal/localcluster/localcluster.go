@@ -26,6 +26,12 @@ type Spec struct {
 	Binary   string `json:"binary"`
 	// Args are extra flags for every node's `weir serve`.
 	Args []string `json:"args,omitempty"`
+	// MetricsBasePort, if set, is node 1's metrics port; node N serves
+	// /metrics on MetricsBasePort+N-1.
+	MetricsBasePort int `json:"metrics_base_port,omitempty"`
+	// Console, if set, is where node 1 serves the web console, reading
+	// every node's metrics (MetricsBasePort) for its rates.
+	Console string `json:"console,omitempty"`
 }
 
 // MaxNodes bounds a local cluster.
@@ -42,8 +48,23 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("localcluster: ports %d..%d are not all valid", s.BasePort, s.BasePort+2*s.Nodes-1)
 	case s.Binary == "":
 		return errors.New("localcluster: no weir binary")
+	case s.MetricsBasePort < 0 || s.MetricsBasePort > 0 && s.MetricsBasePort+s.Nodes-1 > 65535:
+		return fmt.Errorf("localcluster: metrics ports %d..%d are not all valid", s.MetricsBasePort, s.MetricsBasePort+s.Nodes-1)
+	}
+	if s.Console != "" {
+		if _, _, err := net.SplitHostPort(s.Console); err != nil {
+			return fmt.Errorf("localcluster: console address %q: %v", s.Console, err)
+		}
 	}
 	return nil
+}
+
+// MetricsAddr is node n's metrics listener ("" without MetricsBasePort).
+func (s Spec) MetricsAddr(n int) string {
+	if s.MetricsBasePort == 0 {
+		return ""
+	}
+	return net.JoinHostPort(s.host(), strconv.Itoa(s.MetricsBasePort+n-1))
 }
 
 // KafkaAddr is node n's Kafka listener; RaftAddr its raft transport.
@@ -97,6 +118,21 @@ func (s Spec) ServeArgs(dir string, n int) []string {
 		if s.Nodes > voters {
 			args = append(args, "--non-voters", s.peers(voters+1, s.Nodes))
 		}
+	}
+	if m := s.MetricsAddr(n); m != "" {
+		args = append(args, "--metrics-listen", m)
+	}
+	if n == 1 && s.Console != "" {
+		args = append(args, "--console-listen", s.Console)
+		var others []string
+		for o := 2; o <= s.Nodes && s.MetricsBasePort != 0; o++ {
+			others = append(others, strconv.Itoa(o)+"="+s.MetricsAddr(o))
+		}
+		if len(others) > 0 {
+			args = append(args, "--console-metrics", strings.Join(others, ","))
+		}
+	} else if s.Nodes == 1 {
+		args = append(args, "--console-listen", "off") // only where asked
 	}
 	return append(args, s.Args...)
 }

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"strings"
 	"io/fs"
 	"os"
 	"testing"
@@ -40,5 +41,31 @@ func TestAliveOfThisProcessAndOfNone(t *testing.T) {
 	// Pids above the kernel's limit never exist.
 	if alive(1 << 30) {
 		t.Error("alive(1<<30) = true")
+	}
+}
+
+// TestServeArgsConsole: node 1 serves the console with every other
+// node's metrics endpoint; every node serves metrics on its own port;
+// without a console no node gets console flags but a single node, which
+// is told to keep its default console off.
+func TestServeArgsConsole(t *testing.T) {
+	spec := Spec{Nodes: 3, BasePort: 9092, Binary: "weir", MetricsBasePort: 9098, Console: "127.0.0.1:8080"}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	one := strings.Join(spec.ServeArgs("d", 1), " ")
+	if !strings.Contains(one, "--metrics-listen 127.0.0.1:9098") || !strings.Contains(one, "--console-listen 127.0.0.1:8080 --console-metrics 2=127.0.0.1:9099,3=127.0.0.1:9100") {
+		t.Errorf("node 1: %s", one)
+	}
+	three := strings.Join(spec.ServeArgs("d", 3), " ")
+	if !strings.Contains(three, "--metrics-listen 127.0.0.1:9100") || strings.Contains(three, "console") {
+		t.Errorf("node 3: %s", three)
+	}
+	single := strings.Join(Spec{Nodes: 1, BasePort: 9092, Binary: "weir"}.ServeArgs("d", 1), " ")
+	if !strings.Contains(single, "--console-listen off") || strings.Contains(single, "metrics") {
+		t.Errorf("single node: %s", single)
+	}
+	if err := (Spec{Nodes: 3, BasePort: 9092, Binary: "weir", Console: "nope"}).Validate(); err == nil {
+		t.Error("a console address without a port was accepted")
 	}
 }
