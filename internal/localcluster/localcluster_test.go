@@ -1,9 +1,9 @@
 package localcluster
 
 import (
-	"strings"
 	"io/fs"
 	"os"
+	"strings"
 	"testing"
 )
 
