@@ -33,8 +33,8 @@ var (
 
 // Line chart geometry, in SVG user units.
 const (
-	lcWidth, lcHeight = 640, 220
-	lcLeft, lcRight   = 64, 150 // the right margin holds the legend
+	lcWidth, lcHeight = 700, 220
+	lcLeft, lcRight   = 64, 200 // the right margin holds the legend
 	lcTop, lcBottom   = 24, 28
 )
 

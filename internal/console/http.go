@@ -20,6 +20,10 @@ func (c *Console) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(assets, "static")
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	m.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		http.ServeFileFS(w, r, static, "favicon.svg")
+	})
 	m.HandleFunc("GET /{$}", c.page(kindOverview))
 	m.HandleFunc("GET /topic", c.page(kindTopic))
 	m.HandleFunc("GET /groups", c.page(kindGroups))
