@@ -286,7 +286,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	perBroker := map[string]float64{}
 	dirs.Each(func(d kadm.DescribedLogDir) {
-		d.Topics.Each(func(p kadm.DescribedLogDirPartition) { perBroker["broker "+strconv.Itoa(int(d.Broker))] += float64(p.Size) })
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			perBroker["broker "+strconv.Itoa(int(d.Broker))] += float64(p.Size)
+		})
 	})
 	bars, err := svgcheck.BarChart(svgOf(ctx, t, p, "svg.bar-chart"))
 	if err != nil {
