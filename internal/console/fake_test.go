@@ -213,7 +213,7 @@ func (f *fakeCluster) ShareOffsets(_ context.Context, group string) (map[TP]Shar
 	out := map[TP]ShareOffset{}
 	if g := f.groups[group]; g != nil {
 		for tp, o := range g.committed {
-			out[tp] = ShareOffset{StartOffset: o, Lag: f.topics[tp.Topic].end[tp.Partition] - o}
+			out[tp] = ShareOffset{StartOffset: o, Lag: -1} // as a broker without v1
 		}
 	}
 	return out, nil

@@ -158,7 +158,7 @@ func TestGroupPages(t *testing.T) {
 	_, body = get(t, srv, "/group?id=g1")
 	mustContain(t, body, "m-1", "orders: 0,1", `<tr data-tp="orders-0">`, `<td class="num" data-col="lag">6</td>`, "total lag 6 records")
 	_, body = get(t, srv, "/group?id=s1")
-	mustContain(t, body, "ShareFetch waits", `<tr data-broker="1">`, `<td class="num" data-col="committed">7</td>`, `<td class="num">3</td>`, "measuring…")
+	mustContain(t, body, "ShareFetch waits", `<tr data-broker="1">`, `<td class="num" data-col="committed">7</td>`, `<td class="num" data-col="lag">3</td>`, `<td class="num">3</td>`, "measuring…")
 	_, body = get(t, srv, "/group?id=nope")
 	mustContain(t, body, "No group nope")
 }

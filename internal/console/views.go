@@ -836,6 +836,11 @@ func buildGroup(st *store, r *groupRaw, at time.Time) *GroupView {
 		if v.Share {
 			if so, ok := r.shares[tp]; ok {
 				row.Committed, row.Lag = so.StartOffset, so.Lag
+				if row.Lag < 0 && row.End >= 0 && so.StartOffset >= 0 {
+					// A broker without v1's lag: what lies past the start
+					// offset (in-flight records included).
+					row.Lag = max(0, row.End-so.StartOffset)
+				}
 			}
 			if ss, ok := shareStats[tp]; ok {
 				row.InFlight, row.Acquired, row.Available = ss.InFlight, ss.Acquired, ss.Available

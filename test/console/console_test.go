@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/client"
 	"weir/internal/console/svgcheck"
 	"weir/internal/localcluster"
 )
@@ -230,6 +231,33 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A share group on "traffic": p2 gets nothing, so fetches from its
+	// leader wait (the waits the group page shows per broker).
+	sc, err := client.NewShareConsumer(map[string]string{"bootstrap.servers": spec.Bootstrap(), "group.id": "sharers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.Subscribe([]string{"traffic"}); err != nil {
+		t.Fatal(err)
+	}
+	var shared atomic.Int64
+	var scDone sync.WaitGroup
+	scDone.Add(1)
+	go func() {
+		defer scDone.Done()
+		for tctx.Err() == nil {
+			recs, _ := sc.Poll(tctx)
+			shared.Add(int64(len(recs)))
+		}
+	}()
+	defer func() {
+		stopTraffic()
+		scDone.Wait()
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sc.Close(cctx)
+		cancel()
+	}()
+
 	b := startBrowser(t, bin)
 	p := b.newPage(ctx, t)
 
@@ -329,6 +357,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	visit(ctx, t, p, consoleURL+"/group?id=drain")
 	p.waitFor(ctx, t, "lag of drain on skew-0", `document.querySelector('tr[data-tp="skew-0"] td[data-col="lag"]')?.textContent === "200"`)
 	shot(ctx, t, p, "group-drain")
+
+	// The share group: its members, share partitions with their state, and
+	// ShareFetch waits per broker once two scrapes are in.
+	visit(ctx, t, p, consoleURL+"/group?id=sharers")
+	p.waitFor(ctx, t, "the share partitions", `document.querySelectorAll('#group-partitions tr[data-tp^="traffic-"]').length === 3`)
+	p.waitFor(ctx, t, "ShareFetch waits measured", `document.querySelectorAll('#waits tr[data-broker] td.num').length >= 12`)
+	if lines, err := svgcheck.LineChart(svgOf(ctx, t, p, "#waits + .charts svg.line-chart")); err != nil || len(lines) != 3 {
+		t.Fatalf("the wait chart: %d lines, %v", len(lines), err)
+	}
+	if shared.Load() == 0 {
+		t.Error("the share consumer received nothing")
+	}
+	shot(ctx, t, p, "group-share")
 
 	// Operations: create a topic and reset drain's offsets from the page.
 	visit(ctx, t, p, consoleURL+"/ops")
