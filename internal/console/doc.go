@@ -30,8 +30,8 @@
 // view, and hands its result back; HTTP handlers only ask the hub
 // (Snapshot, Watch) and render what it answers. With no page open the hub
 // holds no timer and sends no request: an unwatched console costs the
-// broker nothing. A watched view is collected at most every Interval and
-// never sooner than 50 times its last collection took, so collecting
-// stays under 2% of wall time however slow the cluster answers. Close
+// broker nothing. A watched view is collected at most every Interval, and
+// no sooner than ten times its last collection took (up to five
+// Intervals), so a slow cluster is asked less often. Close
 // stops the hub and waits for its collections.
 package console

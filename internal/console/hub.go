@@ -75,9 +75,13 @@ const (
 	historySeries = 20000
 )
 
-// costFactor keeps collection to a small share of wall time: a view that
-// took d to collect is not collected again before costFactor×d.
-const costFactor = 50
+// A view that took d to collect is not collected again before
+// costFactor×d, up to maxBackoff intervals: a slow cluster is asked less
+// often, and a chart still gets a point every few intervals.
+const (
+	costFactor = 10
+	maxBackoff = 5
+)
 
 func newHub(col collector, log *slog.Logger, now func() time.Time, interval, timeout time.Duration) *hub {
 	h := &hub{col: col, log: log, now: now, interval: interval, timeout: timeout,
@@ -268,7 +272,7 @@ func (h *hub) finish(c collected) {
 	}
 	vs.running = false
 	vs.at, vs.took = c.at, c.took
-	vs.next = c.at.Add(max(h.interval, costFactor*c.took))
+	vs.next = c.at.Add(min(max(h.interval, costFactor*c.took), maxBackoff*h.interval))
 	if c.err != nil {
 		vs.err = c.err
 		h.log.Debug("console view failed", "view", c.key.Kind, "name", c.key.Name, "err", c.err)

@@ -29,3 +29,17 @@ func TestAddrIsFreeAndBelowTheEphemeralRange(t *testing.T) {
 		t.Fatalf("20 calls gave only %d different addresses", len(seen))
 	}
 }
+
+func TestRunIsFreeAndBelowTheEphemeralRange(t *testing.T) {
+	base := Run(t, 5)
+	if base < Low || base+5 > High {
+		t.Fatalf("run %d..%d outside [%d, %d)", base, base+4, Low, High)
+	}
+	for p := base; p < base+5; p++ {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			t.Fatalf("port %d of the run does not bind: %v", p, err)
+		}
+		ln.Close()
+	}
+}

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"weir/internal/localcluster"
+	"weir/internal/testport"
 )
 
 var weirBin string
@@ -83,33 +82,10 @@ func startCluster(t *testing.T, ctx context.Context, nodes int) *testCluster {
 	return nil
 }
 
-// freeBasePort finds n consecutive loopback ports free right now.
-func freeBasePort(t *testing.T, n int) int {
-	t.Helper()
-	for range 100 {
-		// Below the kernel's ephemeral range (32768 and up on Linux), so
-		// an outgoing connection cannot take a port a restarted node needs.
-		base := 20000 + rand.IntN(12000)
-		var open []net.Listener
-		ok := true
-		for p := base; p < base+n; p++ {
-			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-			if err != nil {
-				ok = false
-				break
-			}
-			open = append(open, ln)
-		}
-		for _, ln := range open {
-			ln.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatalf("no %d consecutive free ports", n)
-	return 0
-}
+// freeBasePort finds n consecutive loopback ports free right now, below
+// the kernel's ephemeral range (32768 and up on Linux), so an outgoing
+// connection cannot take a port a restarted node needs.
+func freeBasePort(t *testing.T, n int) int { return testport.Run(t, n) }
 
 // keepLogs copies every node's log out of the test's temporary directory
 // and prints the end of each.

@@ -3,8 +3,6 @@ package console
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +21,7 @@ import (
 	"weir/client"
 	"weir/internal/console/svgcheck"
 	"weir/internal/localcluster"
+	"weir/internal/testport"
 )
 
 var weirBin string
@@ -44,38 +43,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freePorts finds n consecutive loopback ports free now, below the
-// kernel's ephemeral range.
-func freePorts(t *testing.T, n int) int {
-	t.Helper()
-	for range 100 {
-		base := 20000 + rand.IntN(12000)
-		var open []net.Listener
-		ok := true
-		for p := base; p < base+n; p++ {
-			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-			if err != nil {
-				ok = false
-				break
-			}
-			open = append(open, ln)
-		}
-		for _, ln := range open {
-			ln.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatalf("no %d consecutive free ports", n)
-	return 0
-}
-
 func startCluster(t *testing.T, ctx context.Context) (localcluster.Spec, string) {
 	t.Helper()
 	var lastErr error
 	for range 3 {
-		base := freePorts(t, 10) // 3 Kafka, 3 raft, 3 metrics, the console
+		base := testport.Run(t, 10) // 3 Kafka, 3 raft, 3 metrics, the console
 		spec := localcluster.Spec{Nodes: 3, BasePort: base, Binary: weirBin, Args: []string{"--shutdown-timeout", "5s"},
 			MetricsBasePort: base + 6, Console: "127.0.0.1:" + strconv.Itoa(base+9)}
 		c, err := localcluster.Up(ctx, t.TempDir(), spec, 30*time.Second)
