@@ -248,7 +248,13 @@ func (c *Consumer) Poll(ctx context.Context) ([]*ConsumerRecord, error) {
 		if recs, err := c.drainBuffered(); len(recs) > 0 || err != nil {
 			return recs, err
 		}
-		c.sendFetches()
+		// A partition whose leader is not known yet (a Seek right after
+		// Assign, before the topic's metadata came) is fetched once the
+		// metadata changes: wait for that too.
+		metaChanged := c.cl.changedCh()
+		if !c.sendFetches() {
+			metaChanged = nil
+		}
 		var groupWake <-chan struct{}
 		if c.group != nil {
 			groupWake = c.group.wake()
@@ -256,6 +262,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]*ConsumerRecord, error) {
 		select {
 		case <-c.data:
 		case <-groupWake:
+		case <-metaChanged:
 		case <-ctx.Done():
 			return nil, nil
 		}
@@ -387,8 +394,9 @@ func (c *Consumer) seekToSpec(ctx context.Context, tps []TopicPartition, spec in
 }
 
 // sendFetches sends one Fetch per leader that has fetchable partitions and
-// no fetch outstanding.
-func (c *Consumer) sendFetches() {
+// no fetch outstanding. It reports whether a fetchable partition had no
+// known leader (a metadata refresh is asked for).
+func (c *Consumer) sendFetches() (leaderless bool) {
 	m := c.cl.meta.Load()
 	byNode := map[int32][]*partState{}
 	c.mu.Lock()
@@ -399,6 +407,7 @@ func (c *Consumer) sendFetches() {
 		leader, _ := m.leader(ps.tp.Topic, ps.tp.Partition)
 		if leader < 0 {
 			c.cl.requestRefresh()
+			leaderless = true
 			continue
 		}
 		if c.fetching[leader] {
@@ -435,6 +444,7 @@ func (c *Consumer) sendFetches() {
 		}
 		c.fetch(node, conn, m, pss)
 	}
+	return leaderless
 }
 
 func (c *Consumer) signal() {

@@ -357,3 +357,32 @@ func TestIntegrationAssignAutoCommit(t *testing.T) {
 		t.Fatalf("second consumer starts at %d (%v), want %d", pos, err, got)
 	}
 }
+
+// TestIntegrationSeekRightAfterAssign: a consumer that seeks before it has
+// the topic's metadata fetches once the metadata arrives, within the same
+// Poll (it used to wait for the next Poll call).
+func TestIntegrationSeekRightAfterAssign(t *testing.T) {
+	a := newTestAdmin(t)
+	topic := uniqueTopic(t)
+	createTopic(t, a, topic, 1)
+	per := produceN(t, topic, 20)
+	c, err := NewConsumer(map[string]string{"bootstrap.servers": bootstrap(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	defer c.Close(ctx)
+	tp := TopicPartition{topic, 0}
+	if err := c.Assign([]TopicPartition{tp}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Seek(tp, 5); err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	recs, err := c.Poll(pctx)
+	if err != nil || len(recs) == 0 || recs[0].Offset != 5 || len(recs) != per[0]-5 {
+		t.Fatalf("one Poll after Assign and Seek: %d records (first %v), %v; want offsets 5-%d", len(recs), recs, err, per[0]-1)
+	}
+}
