@@ -38,11 +38,11 @@ type SessionConfig struct {
 type sessionState uint8
 
 const (
-	stateInitial   sessionState = iota // ApiVersions or SaslHandshake
-	stateHandshake                     // after ApiVersions: SaslHandshake only
-	stateAuthenticate                  // SaslAuthenticate tokens until done
-	stateComplete                      // authenticated: requests go to the broker
-	stateFailed                        // closed
+	stateInitial      sessionState = iota // ApiVersions or SaslHandshake
+	stateHandshake                        // after ApiVersions: SaslHandshake only
+	stateAuthenticate                     // SaslAuthenticate tokens until done
+	stateComplete                         // authenticated: requests go to the broker
+	stateFailed                           // closed
 )
 
 // Session is one SASL connection's authentication as a pure state
