@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,13 @@ import (
 
 	"weir/internal/auth/sasl"
 	"weir/internal/auth/scram"
+)
+
+// creds are the test users' SCRAM credentials, derived once: 4096
+// PBKDF2 rounds each would dominate the fuzz targets.
+var (
+	credsOnce sync.Once
+	creds     = map[string]map[string]scram.Credential{}
 )
 
 // seeded is a deterministic byte source, so transcripts print stable
@@ -28,17 +36,18 @@ func newSeeded() seeded { return seeded{rand.NewChaCha8([32]byte{1})} }
 // OAUTHBEARER-like "EXPIRING" whose token "user:seconds" expires.
 func testMechanisms(t testing.TB, now func() time.Time) func(string) (sasl.Server, error) {
 	users := map[string]string{"alice": "alice-pw", "bob": "bob-pw"}
-	creds := map[string]map[string]scram.Credential{}
-	for _, m := range []scram.Mechanism{scram.SHA256, scram.SHA512} {
-		creds[m.Name()] = map[string]scram.Credential{}
-		for u, p := range users {
-			c, err := m.NewCredential(p, []byte("salt-"+u), 4096)
-			if err != nil {
-				t.Fatal(err)
+	credsOnce.Do(func() {
+		for _, m := range []scram.Mechanism{scram.SHA256, scram.SHA512} {
+			creds[m.Name()] = map[string]scram.Credential{}
+			for u, p := range users {
+				c, err := m.NewCredential(p, []byte("salt-"+u), 4096)
+				if err != nil {
+					panic(err)
+				}
+				creds[m.Name()][u] = c
 			}
-			creds[m.Name()][u] = c
 		}
-	}
+	})
 	random := newSeeded()
 	return func(mech string) (sasl.Server, error) {
 		switch mech {
