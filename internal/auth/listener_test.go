@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/auth/authtest"
 	"weir/internal/auth/scram"
 	"weir/internal/config"
 	"weir/internal/server"
@@ -134,16 +135,16 @@ func dialWith(t *testing.T, srv *server.Server, props map[string]string) (net.Co
 }
 
 func TestSSLListener(t *testing.T) {
-	pki := newPKI(t)
-	srvCert := pki.issue(pkix.Name{CommonName: "broker"}, true)
-	alice := pki.issue(pkix.Name{CommonName: "alice", OrganizationalUnit: []string{"eng"}, Organization: []string{"Acme"}}, false)
-	p12 := pki.pkcs12Keystore("broker.p12", srvCert, "store-pw")
-	trust := pki.pkcs12Truststore("trust.p12", "trust-pw")
-	clientTrust := map[string]string{"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.certificates": string(pki.caPEM)}
+	pki := authtest.NewPKI(t)
+	srvCert := pki.Issue(pkix.Name{CommonName: "broker"}, true)
+	alice := pki.Issue(pkix.Name{CommonName: "alice", OrganizationalUnit: []string{"eng"}, Organization: []string{"Acme"}}, false)
+	p12 := pki.PKCS12Keystore("broker.p12", srvCert, "store-pw")
+	trust := pki.PKCS12Truststore("trust.p12", "trust-pw")
+	clientTrust := map[string]string{"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.certificates": string(pki.CAPEM)}
 
 	t.Run("PEM keystore, no client certificate", func(t *testing.T) {
 		srv, _, rec := serveListener(t, map[string]string{"test.listener": "SSL",
-			config.SslKeystoreType: "PEM", config.SslKeystoreChain: string(srvCert.certPEM), config.SslKeystoreKey: string(srvCert.keyPEM)}, Deps{})
+			config.SslKeystoreType: "PEM", config.SslKeystoreChain: string(srvCert.CertPEM), config.SslKeystoreKey: string(srvCert.KeyPEM)}, Deps{})
 		nc, err := dialWith(t, srv, clientTrust)
 		if err != nil {
 			t.Fatal(err)
@@ -165,8 +166,8 @@ func TestSSLListener(t *testing.T) {
 		srv, _, rec := serveListener(t, cloneMap(required), Deps{})
 		props := cloneMap(clientTrust)
 		props["ssl.keystore.type"] = "PEM"
-		props["ssl.keystore.certificate.chain"] = string(alice.certPEM)
-		props["ssl.keystore.key"] = string(alice.keyPEM)
+		props["ssl.keystore.certificate.chain"] = string(alice.CertPEM)
+		props["ssl.keystore.key"] = string(alice.KeyPEM)
 		nc, err := dialWith(t, srv, props)
 		if err != nil {
 			t.Fatal(err)
@@ -211,7 +212,7 @@ func TestSSLListener(t *testing.T) {
 		props[config.SslPrincipalRules] = "RULE:^CN=bob,.*$/bob/"
 		srv, _, _ := serveListener(t, props, Deps{})
 		cp := cloneMap(clientTrust)
-		cp["ssl.keystore.type"], cp["ssl.keystore.certificate.chain"], cp["ssl.keystore.key"] = "PEM", string(alice.certPEM), string(alice.keyPEM)
+		cp["ssl.keystore.type"], cp["ssl.keystore.certificate.chain"], cp["ssl.keystore.key"] = "PEM", string(alice.CertPEM), string(alice.KeyPEM)
 		nc, err := dialWith(t, srv, cp)
 		if err == nil {
 			err = metadata(nc)
@@ -245,9 +246,9 @@ func TestSSLListener(t *testing.T) {
 	})
 
 	t.Run("server name checked", func(t *testing.T) {
-		other := pki.issueServer(pkix.Name{CommonName: "elsewhere"}, []string{"other.example"}, nil)
+		other := pki.IssueServer(pkix.Name{CommonName: "elsewhere"}, []string{"other.example"}, nil)
 		srv, _, _ := serveListener(t, map[string]string{"test.listener": "SSL",
-			config.SslKeystoreType: "PEM", config.SslKeystoreChain: string(other.certPEM), config.SslKeystoreKey: string(other.keyPEM)}, Deps{})
+			config.SslKeystoreType: "PEM", config.SslKeystoreChain: string(other.CertPEM), config.SslKeystoreKey: string(other.KeyPEM)}, Deps{})
 		if _, err := dialWith(t, srv, clientTrust); err == nil {
 			t.Fatal("a certificate without 127.0.0.1 passed host name verification")
 		}
@@ -264,15 +265,15 @@ func TestSSLListener(t *testing.T) {
 }
 
 func TestSSLReloadOnReconfigure(t *testing.T) {
-	pki := newPKI(t)
-	first := pki.issue(pkix.Name{CommonName: "first"}, true)
-	second := pki.issue(pkix.Name{CommonName: "second"}, true)
-	path := pki.write("broker.pem", append(append([]byte{}, first.keyPEM...), first.certPEM...))
+	pki := authtest.NewPKI(t)
+	first := pki.Issue(pkix.Name{CommonName: "first"}, true)
+	second := pki.Issue(pkix.Name{CommonName: "second"}, true)
+	path := pki.Write("broker.pem", append(append([]byte{}, first.KeyPEM...), first.CertPEM...))
 	props := map[string]string{"test.listener": "SSL", config.SslKeystoreType: "PEM", config.SslKeystoreLocation: path}
 	srv, l, _ := serveListener(t, props, Deps{})
 	peer := func() string {
 		t.Helper()
-		pool := mustPool(t, pki.caPEM)
+		pool := authtest.Pool(t, pki.CAPEM)
 		c, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
 		if err != nil {
 			t.Fatal(err)
@@ -285,7 +286,7 @@ func TestSSLReloadOnReconfigure(t *testing.T) {
 	}
 	// The operator replaces the file and alters the listener's configs
 	// (same values): the new certificate is served without a restart.
-	pki.write("broker.pem", append(append([]byte{}, second.keyPEM...), second.certPEM...))
+	pki.Write("broker.pem", append(append([]byte{}, second.KeyPEM...), second.CertPEM...))
 	future := time.Now().Add(2 * time.Second)
 	os.Chtimes(path, future, future)
 	b := brokerConfig(t, map[string]string{config.Listeners: "SSL://127.0.0.1:1", config.InterBrokerListenerName: "SSL",
@@ -297,7 +298,7 @@ func TestSSLReloadOnReconfigure(t *testing.T) {
 		t.Fatalf("after reload serving %q", got)
 	}
 	// A broken keystore is refused and the old one kept.
-	pki.write("broker.pem", []byte("not pem"))
+	pki.Write("broker.pem", []byte("not pem"))
 	future = future.Add(2 * time.Second)
 	os.Chtimes(path, future, future)
 	if err := l.Reconfigure(b); err == nil {
@@ -309,9 +310,9 @@ func TestSSLReloadOnReconfigure(t *testing.T) {
 }
 
 func TestListenerConfigRefusals(t *testing.T) {
-	pki := newPKI(t)
-	cert := pki.issue(pkix.Name{CommonName: "broker"}, true)
-	jks := pki.write("broker.jks", []byte{0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2})
+	pki := authtest.NewPKI(t)
+	cert := pki.Issue(pkix.Name{CommonName: "broker"}, true)
+	jks := pki.Write("broker.jks", []byte{0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2})
 	for _, tc := range []struct {
 		name  string
 		props map[string]string
@@ -320,15 +321,15 @@ func TestListenerConfigRefusals(t *testing.T) {
 		{"JKS", map[string]string{"test.listener": "SSL", config.SslKeystoreLocation: jks, config.SslKeystorePassword: "x"}, "JKS keystores are not supported"},
 		{"no keystore", map[string]string{"test.listener": "SSL"}, "an SSL listener needs a keystore"},
 		{"client auth without truststore", map[string]string{"test.listener": "SSL", config.SslKeystoreType: "PEM",
-			config.SslKeystoreChain: string(cert.certPEM), config.SslKeystoreKey: string(cert.keyPEM), config.SslClientAuth: "required"}, "needs a truststore"},
+			config.SslKeystoreChain: string(cert.CertPEM), config.SslKeystoreKey: string(cert.KeyPEM), config.SslClientAuth: "required"}, "needs a truststore"},
 		{"wrong PKCS12 password", map[string]string{"test.listener": "SSL", config.SslKeystoreType: "PKCS12",
-			config.SslKeystoreLocation: pki.pkcs12Keystore("k.p12", cert, "right"), config.SslKeystorePassword: "wrong"}, "ssl.keystore.location"},
+			config.SslKeystoreLocation: pki.PKCS12Keystore("k.p12", cert, "right"), config.SslKeystorePassword: "wrong"}, "ssl.keystore.location"},
 		{"key of another certificate", map[string]string{"test.listener": "SSL", config.SslKeystoreType: "PEM",
-			config.SslKeystoreChain: string(cert.certPEM), config.SslKeystoreKey: string(pki.issue(pkix.Name{CommonName: "x"}, true).keyPEM)}, "does not match"},
+			config.SslKeystoreChain: string(cert.CertPEM), config.SslKeystoreKey: string(pki.Issue(pkix.Name{CommonName: "x"}, true).KeyPEM)}, "does not match"},
 		{"gap in protocols", map[string]string{"test.listener": "SSL", config.SslKeystoreType: "PEM",
-			config.SslKeystoreChain: string(cert.certPEM), config.SslKeystoreKey: string(cert.keyPEM), config.SslEnabledProtocols: "TLSv1.1,TLSv1.3"}, "contiguous"},
+			config.SslKeystoreChain: string(cert.CertPEM), config.SslKeystoreKey: string(cert.KeyPEM), config.SslEnabledProtocols: "TLSv1.1,TLSv1.3"}, "contiguous"},
 		{"unknown cipher", map[string]string{"test.listener": "SSL", config.SslKeystoreType: "PEM",
-			config.SslKeystoreChain: string(cert.certPEM), config.SslKeystoreKey: string(cert.keyPEM), config.SslCipherSuites: "TLS_RSA_WITH_NULL_MD5"}, "not a cipher suite"},
+			config.SslKeystoreChain: string(cert.CertPEM), config.SslKeystoreKey: string(cert.KeyPEM), config.SslCipherSuites: "TLS_RSA_WITH_NULL_MD5"}, "not a cipher suite"},
 		{"GSSAPI", map[string]string{"test.listener": "SASL_PLAINTEXT", config.SaslEnabledMechanisms: "GSSAPI"}, "GSSAPI (Kerberos) is not supported"},
 		{"PLAIN without JAAS", map[string]string{"test.listener": "SASL_PLAINTEXT", config.SaslEnabledMechanisms: "PLAIN"}, "listener.name.sasl_plaintext.plain.sasl.jaas.config"},
 		{"PLAIN with SCRAM's module", map[string]string{"test.listener": "SASL_PLAINTEXT", config.SaslEnabledMechanisms: "PLAIN",
@@ -358,8 +359,8 @@ func TestListenerConfigRefusals(t *testing.T) {
 const plainJAAS = plainLoginModule + ` required username="admin" password="admin-pw" user_admin="admin-pw" user_alice="alice-pw";`
 
 func TestSASLListeners(t *testing.T) {
-	pki := newPKI(t)
-	srvCert := pki.issue(pkix.Name{CommonName: "broker"}, true)
+	pki := authtest.NewPKI(t)
+	srvCert := pki.Issue(pkix.Name{CommonName: "broker"}, true)
 	creds := map[string]scram.Credential{}
 	for _, m := range []scram.Mechanism{scram.SHA256, scram.SHA512} {
 		c, err := m.NewCredential("alice-scram", []byte("salt"), 4096)
@@ -370,13 +371,13 @@ func TestSASLListeners(t *testing.T) {
 	}
 	deps := Deps{ScramCredential: func(mech, user string) (scram.Credential, bool) { c, ok := creds[mech+"/"+user]; return c, ok }}
 	srv, _, rec := serveListener(t, map[string]string{"test.listener": "SASL_SSL",
-		config.SslKeystoreType: "PEM", config.SslKeystoreChain: string(srvCert.certPEM), config.SslKeystoreKey: string(srvCert.keyPEM),
+		config.SslKeystoreType: "PEM", config.SslKeystoreChain: string(srvCert.CertPEM), config.SslKeystoreKey: string(srvCert.KeyPEM),
 		config.SaslEnabledMechanisms: "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER", config.SaslMechanismInterBroker: "PLAIN",
 		"listener.name.sasl_ssl.plain.sasl.jaas.config":       plainJAAS,
 		"listener.name.sasl_ssl.oauthbearer.sasl.jaas.config": oauthLoginModule + " required;",
 		"listener.name.sasl_ssl.connections.max.reauth.ms":    "60000",
 	}, deps)
-	base := map[string]string{"security.protocol": "SASL_SSL", "ssl.truststore.type": "PEM", "ssl.truststore.certificates": string(pki.caPEM)}
+	base := map[string]string{"security.protocol": "SASL_SSL", "ssl.truststore.type": "PEM", "ssl.truststore.certificates": string(pki.CAPEM)}
 	for _, tc := range []struct {
 		name, mech, jaas, principal string
 	}{
@@ -410,7 +411,7 @@ func TestSASLListeners(t *testing.T) {
 	}
 
 	t.Run("request before authentication closes", func(t *testing.T) {
-		cs, _ := NewClientSecurity(map[string]string{"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.certificates": string(pki.caPEM)})
+		cs, _ := NewClientSecurity(map[string]string{"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.certificates": string(pki.CAPEM)})
 		nc, err := cs.Dial(context.Background(), "tcp", srv.Addr().String())
 		if err != nil {
 			t.Fatal(err)
@@ -422,7 +423,7 @@ func TestSASLListeners(t *testing.T) {
 	})
 
 	t.Run("oversized token closes", func(t *testing.T) {
-		cs, _ := NewClientSecurity(map[string]string{"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.certificates": string(pki.caPEM)})
+		cs, _ := NewClientSecurity(map[string]string{"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.certificates": string(pki.CAPEM)})
 		nc, err := cs.Dial(context.Background(), "tcp", srv.Addr().String())
 		if err != nil {
 			t.Fatal(err)

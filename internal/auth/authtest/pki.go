@@ -1,4 +1,7 @@
-package auth
+// Package authtest makes the certificates and key stores that tests of
+// TLS listeners and clients need, in memory and in a test's temporary
+// directory: nothing is read from the network or checked in.
+package authtest
 
 import (
 	"crypto/ecdsa"
@@ -17,25 +20,27 @@ import (
 	"software.sslmate.com/src/go-pkcs12"
 )
 
-// testPKI is a CA, a server certificate for 127.0.0.1 and localhost, and
-// client certificates, all made in memory.
-type testPKI struct {
-	ca     *x509.Certificate
+// PKI is a CA that issues server and client certificates, all made in
+// memory.
+type PKI struct {
+	CA     *x509.Certificate
+	CAPEM  []byte
 	caKey  *ecdsa.PrivateKey
-	caPEM  []byte
 	serial int64
 	dir    string
 	t      testing.TB
 }
 
-type testCert struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	certPEM []byte
-	keyPEM  []byte
+// Cert is an issued certificate and its key.
+type Cert struct {
+	Cert    *x509.Certificate
+	Key     *ecdsa.PrivateKey
+	CertPEM []byte
+	KeyPEM  []byte
 }
 
-func newPKI(t testing.TB) *testPKI {
+// NewPKI makes a CA.
+func NewPKI(t testing.TB) *PKI {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -55,21 +60,21 @@ func newPKI(t testing.TB) *testPKI {
 		t.Fatal(err)
 	}
 	ca, _ := x509.ParseCertificate(der)
-	return &testPKI{ca: ca, caKey: key, caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), serial: 1, dir: t.TempDir(), t: t}
+	return &PKI{CA: ca, caKey: key, CAPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), serial: 1, dir: t.TempDir(), t: t}
 }
 
 // issue makes a certificate; a server one for 127.0.0.1 and localhost
 // when server is true.
-func (p *testPKI) issue(subject pkix.Name, server bool) testCert {
+func (p *PKI) Issue(subject pkix.Name, server bool) Cert {
 	if server {
-		return p.issueServer(subject, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+		return p.IssueServer(subject, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
 	}
-	return p.issueServer(subject, nil, nil)
+	return p.IssueServer(subject, nil, nil)
 }
 
 // issueServer makes a server certificate for the given names, or a
 // client one when there are none.
-func (p *testPKI) issueServer(subject pkix.Name, dns []string, ips []net.IP) testCert {
+func (p *PKI) IssueServer(subject pkix.Name, dns []string, ips []net.IP) Cert {
 	server := len(dns)+len(ips) > 0
 	p.t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -90,21 +95,22 @@ func (p *testPKI) issueServer(subject pkix.Name, dns []string, ips []net.IP) tes
 		tmpl.IPAddresses = ips
 		tmpl.DNSNames = dns
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.CA, &key.PublicKey, p.caKey)
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	cert, _ := x509.ParseCertificate(der)
 	pk, _ := x509.MarshalPKCS8PrivateKey(key)
-	return testCert{
-		cert:    cert,
-		key:     key,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}),
+	return Cert{
+		Cert:    cert,
+		Key:     key,
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}),
 	}
 }
 
-func (p *testPKI) write(name string, data []byte) string {
+// Write writes a file into the test's directory and returns its path.
+func (p *PKI) Write(name string, data []byte) string {
 	p.t.Helper()
 	path := filepath.Join(p.dir, name)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
@@ -114,26 +120,27 @@ func (p *testPKI) write(name string, data []byte) string {
 }
 
 // pkcs12Keystore writes c with the CA as its chain to a PKCS12 file.
-func (p *testPKI) pkcs12Keystore(name string, c testCert, password string) string {
+func (p *PKI) PKCS12Keystore(name string, c Cert, password string) string {
 	p.t.Helper()
-	data, err := pkcs12.Modern.Encode(c.key, c.cert, []*x509.Certificate{p.ca}, password)
+	data, err := pkcs12.Modern.Encode(c.Key, c.Cert, []*x509.Certificate{p.CA}, password)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	return p.write(name, data)
+	return p.Write(name, data)
 }
 
 // pkcs12Truststore writes the CA to a PKCS12 truststore.
-func (p *testPKI) pkcs12Truststore(name, password string) string {
+func (p *PKI) PKCS12Truststore(name, password string) string {
 	p.t.Helper()
-	data, err := pkcs12.Modern.EncodeTrustStore([]*x509.Certificate{p.ca}, password)
+	data, err := pkcs12.Modern.EncodeTrustStore([]*x509.Certificate{p.CA}, password)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	return p.write(name, data)
+	return p.Write(name, data)
 }
 
-func mustPool(t testing.TB, pemData []byte) *x509.CertPool {
+// Pool is a pool of the PEM certificates.
+func Pool(t testing.TB, pemData []byte) *x509.CertPool {
 	t.Helper()
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pemData) {
