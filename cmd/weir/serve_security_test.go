@@ -52,10 +52,14 @@ func serveWithConfig(t *testing.T, props string, extra ...string) string {
 }
 
 // roundTrip produces a record and reads it back.
-func roundTrip(t *testing.T, opts ...kgo.Opt) error { return roundTripWithin(t, 15*time.Second, opts...) }
+func roundTrip(t *testing.T, opts ...kgo.Opt) error {
+	return roundTripWithin(t, 15*time.Second, opts...)
+}
 
 // refused checks that a client cannot produce.
-func refused(t *testing.T, opts ...kgo.Opt) bool { return roundTripWithin(t, 3*time.Second, opts...) != nil }
+func refused(t *testing.T, opts ...kgo.Opt) bool {
+	return roundTripWithin(t, 3*time.Second, opts...) != nil
+}
 
 func roundTripWithin(t *testing.T, d time.Duration, opts ...kgo.Opt) error {
 	t.Helper()
