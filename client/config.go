@@ -3,8 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
-	"net"
 	"math"
+	"net"
 	"slices"
 	"sort"
 	"strconv"
