@@ -116,6 +116,22 @@ listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.p
 	if !refused(t, kgo.SeedBrokers(addr)) {
 		t.Fatal("a plaintext client produced to a SASL_SSL listener")
 	}
+
+	// weir's tools take Kafka's --command-config.
+	clientProps := filepath.Join(t.TempDir(), "client.properties")
+	os.WriteFile(clientProps, []byte(`security.protocol=SASL_SSL
+sasl.mechanism=PLAIN
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="bob" password="bob-secret";
+ssl.truststore.type=PEM
+ssl.truststore.location=`+pki.Write("ca.pem", pki.CAPEM)+"\n"), 0o600)
+	mustWeir(t, "", "topic", "create", "--bootstrap-server", addr, "--command-config", clientProps, "--topic", "via-tools", "--partitions", "2")
+	if out := mustWeir(t, "", "topic", "list", "--bootstrap-server", addr, "--command-config", clientProps); !strings.Contains(out, "via-tools") {
+		t.Fatalf("topic list:\n%s", out)
+	}
+	if code, out := weir(t, "", "topic", "list", "--bootstrap-server", addr, "--command-config", clientProps,
+		"--property", "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"bob\" password=\"x\";", "--timeout", "3s"); code == 0 {
+		t.Fatalf("a wrong password (--property wins over the file) listed topics:\n%s", out)
+	}
 }
 
 func TestServeBadSecurityConfig(t *testing.T) {
