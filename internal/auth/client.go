@@ -18,6 +18,7 @@ import (
 	"weir/internal/auth/oauthbearer"
 	"weir/internal/auth/sasl"
 	"weir/internal/auth/scram"
+	"weir/internal/config"
 )
 
 // ClientProperties are the Java client's security property names that
@@ -293,4 +294,38 @@ func readResponse(r io.Reader, resp kmsg.Response, corr int32) error {
 		return err
 	}
 	return resp.ReadFrom(body)
+}
+
+// InterBrokerClient is how this broker connects to another broker's
+// listener: the listener's security protocol, its ssl.* settings (the
+// keystore as this broker's client certificate, the truststore for the
+// peer's) and, on SASL listeners, mechanism with the username and
+// password of the listener's JAAS entry for it, as Kafka's inter-broker
+// clients use them. Pass the inter-broker listener with
+// sasl.mechanism.inter.broker.protocol, or the controller listener with
+// sasl.mechanism.controller.protocol.
+func InterBrokerClient(b *config.Broker, l config.Listener, mechanism string) (*ClientSecurity, error) {
+	c := &ClientSecurity{Protocol: l.SecurityProtocol}
+	switch c.Protocol {
+	case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+	default:
+		return nil, fmt.Errorf("listener %s: unknown security protocol %q", l.Name, l.SecurityProtocol)
+	}
+	if c.usesTLS() {
+		c.TLS = listenerTLSSettings(b, l.Name)
+		c.TLS.ClientAuth = ""
+		c.TLS.EndpointIdentification = b.ListenerValue(l.Name, config.SslEndpointIdentAlg).Str()
+		if _, err := ClientTLS(c.TLS, "check"); err != nil {
+			return nil, fmt.Errorf("listener %s: inter-broker TLS: %w", l.Name, err)
+		}
+	}
+	if strings.HasPrefix(c.Protocol, "SASL_") {
+		jaas := b.ListenerMechanismValue(l.Name, mechanism, config.SaslJaasConfig)
+		newSASL, err := ClientMechanism(mechanism, jaas.Str())
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: inter-broker SASL: %w", l.Name, err)
+		}
+		c.NewSASL = newSASL
+	}
+	return c, nil
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,8 +48,6 @@ type Listener struct {
 	tls   atomic.Pointer[tlsState] // SSL and SASL_SSL
 	rules atomic.Pointer[PrincipalRules]
 	sasl  atomic.Pointer[saslSetup] // SASL_PLAINTEXT and SASL_SSL
-
-	mu sync.Mutex // serialises Reconfigure
 }
 
 // tlsState is a loaded TLS configuration and what it was loaded from.
@@ -108,7 +105,9 @@ func (x *Listener) usesSASL() bool { return strings.HasPrefix(x.protocol, "SASL_
 // keystore and truststore are read again when their settings changed or
 // a file they name changed on disk, as Kafka reloads them when an
 // operator alters the listener's configs. On an error the listener keeps
-// what it had.
+// what it had. One goroutine at a time may call it (the broker's
+// metadata loop, which applies dynamic configs in log order); Open may
+// run concurrently.
 func (x *Listener) Reconfigure(b *config.Broker) error {
 	if err := x.load(b, false); err != nil {
 		return fmt.Errorf("listener %s: %w", x.name, err)
@@ -117,8 +116,6 @@ func (x *Listener) Reconfigure(b *config.Broker) error {
 }
 
 func (x *Listener) load(b *config.Broker, first bool) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
 	rules, err := ParsePrincipalRules(b.ListenerValue(x.name, config.SslPrincipalRules).Str())
 	if err != nil {
 		return fmt.Errorf("%s: %w", config.SslPrincipalRules, err)

@@ -483,3 +483,37 @@ func waitFor(t *testing.T, fn func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A broker reaches another broker's SASL_SSL listener with the
+// credentials of the listener's own JAAS entry and its truststore.
+func TestInterBrokerClient(t *testing.T) {
+	pki := authtest.NewPKI(t)
+	srvCert := pki.Issue(pkix.Name{CommonName: "broker"}, true)
+	props := map[string]string{"test.listener": "SASL_SSL",
+		config.SslKeystoreType: "PEM", config.SslKeystoreChain: string(srvCert.CertPEM), config.SslKeystoreKey: string(srvCert.KeyPEM),
+		config.SslTruststoreType: "PEM", config.SslTruststoreCerts: string(pki.CAPEM),
+		config.SaslEnabledMechanisms: "PLAIN", config.SaslMechanismInterBroker: "PLAIN",
+		"listener.name.sasl_ssl.plain.sasl.jaas.config": plainJAAS,
+	}
+	srv, _, rec := serveListener(t, cloneMap(props), Deps{})
+	delete(props, "test.listener")
+	props[config.Listeners] = "SASL_SSL://" + srv.Addr().String()
+	props[config.InterBrokerListenerName] = "SASL_SSL"
+	b := brokerConfig(t, props)
+	mech, _ := b.Value(config.SaslMechanismInterBroker)
+	cs, err := InterBrokerClient(b, b.InterBrokerListener(), mech.Str())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := cs.Dial(context.Background(), "tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if err := metadata(nc); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.last().Principal; got != "User:admin" {
+		t.Fatalf("inter-broker principal %q, want the JAAS username", got)
+	}
+}
