@@ -123,6 +123,12 @@ func (x *Listener) load(b *config.Broker, first bool) error {
 	var ts *tlsState
 	if x.usesTLS() {
 		settings := listenerTLSSettings(b, x.name)
+		if x.protocol == "SASL_SSL" {
+			// KIP-684: SASL_SSL listeners ignore the broker-wide
+			// ssl.client.auth; only the listener's own setting asks
+			// SASL clients for a certificate.
+			settings.ClientAuth = b.ListenerConfigs(x.name)[config.ListenerKey(x.name, config.SslClientAuth)]
+		}
 		old := x.tls.Load()
 		if old == nil || !sameTLS(old, settings) {
 			if ts, err = loadTLS(settings); err != nil {

@@ -517,3 +517,27 @@ func TestInterBrokerClient(t *testing.T) {
 		t.Fatalf("inter-broker principal %q, want the JAAS username", got)
 	}
 }
+
+// KIP-684: a broker-wide ssl.client.auth=required does not make SASL_SSL
+// clients present certificates; the listener's own setting does.
+func TestSASLSSLClientAuthIsPerListener(t *testing.T) {
+	pki := authtest.NewPKI(t)
+	cert := pki.Issue(pkix.Name{CommonName: "broker"}, true)
+	props := map[string]string{"test.listener": "SASL_SSL",
+		config.SslKeystoreType: "PEM", config.SslKeystoreChain: string(cert.CertPEM), config.SslKeystoreKey: string(cert.KeyPEM),
+		config.SslTruststoreType: "PEM", config.SslTruststoreCerts: string(pki.CAPEM), config.SslClientAuth: "required",
+		config.SaslEnabledMechanisms: "PLAIN", config.SaslMechanismInterBroker: "PLAIN",
+		"listener.name.sasl_ssl.plain.sasl.jaas.config": plainJAAS,
+	}
+	client := map[string]string{"security.protocol": "SASL_SSL", "ssl.truststore.type": "PEM", "ssl.truststore.certificates": string(pki.CAPEM),
+		"sasl.mechanism": "PLAIN", "sasl.jaas.config": plainLoginModule + ` required username="alice" password="alice-pw";`}
+	srv, _, _ := serveListener(t, cloneMap(props), Deps{})
+	if _, err := dialWith(t, srv, client); err != nil {
+		t.Fatalf("broker-wide ssl.client.auth applied to SASL_SSL: %v", err)
+	}
+	props["listener.name.sasl_ssl.ssl.client.auth"] = "required"
+	srv, _, _ = serveListener(t, cloneMap(props), Deps{})
+	if nc, err := dialWith(t, srv, client); err == nil && metadata(nc) == nil {
+		t.Fatal("the listener's ssl.client.auth=required let a client without a certificate in")
+	}
+}
