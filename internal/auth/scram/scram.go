@@ -75,6 +75,30 @@ func (m Mechanism) NewCredential(password string, salt []byte, iterations int) (
 	}, nil
 }
 
+// CredentialFromSaltedPassword derives the stored credential from a
+// salted password, as AlterUserScramCredentials upsertions carry it
+// (SaltedPassword, Salt, Iterations): the server never sees the password.
+func (m Mechanism) CredentialFromSaltedPassword(salted, salt []byte, iterations int) (Credential, error) {
+	if iterations < MinIterations || iterations > MaxIterations {
+		return Credential{}, fmt.Errorf("%w: %d not in [%d, %d]", ErrIterations, iterations, MinIterations, MaxIterations)
+	}
+	if len(salted) != m.size {
+		return Credential{}, fmt.Errorf("scram: a %s salted password is %d bytes, not %d", m.name, m.size, len(salted))
+	}
+	return Credential{
+		Salt:       append([]byte(nil), salt...),
+		StoredKey:  m.digest(m.hmac(salted, []byte("Client Key"))),
+		ServerKey:  m.hmac(salted, []byte("Server Key")),
+		Iterations: iterations,
+	}, nil
+}
+
+// SaltedPassword is Hi(password, salt, iterations), what a client sends in
+// an AlterUserScramCredentials upsertion.
+func (m Mechanism) SaltedPassword(password string, salt []byte, iterations int) ([]byte, error) {
+	return m.saltedPassword(password, salt, iterations)
+}
+
 // saltedPassword is Hi(password, salt, i) of RFC 5802: PBKDF2 with the
 // mechanism's HMAC. SASLprep is not applied, as Kafka does not.
 func (m Mechanism) saltedPassword(password string, salt []byte, iterations int) ([]byte, error) {

@@ -280,3 +280,23 @@ func TestByName(t *testing.T) {
 		t.Fatal("SCRAM-SHA-1 known")
 	}
 }
+
+func TestCredentialFromSaltedPassword(t *testing.T) {
+	for _, m := range []Mechanism{SHA256, SHA512} {
+		want, _ := m.NewCredential("pw", []byte("salt"), 4096)
+		salted, err := m.SaltedPassword("pw", []byte("salt"), 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.CredentialFromSaltedPassword(salted, []byte("salt"), 4096)
+		if err != nil || !bytes.Equal(got.StoredKey, want.StoredKey) || !bytes.Equal(got.ServerKey, want.ServerKey) {
+			t.Fatalf("%s: %v", m.Name(), err)
+		}
+		if _, err := m.CredentialFromSaltedPassword(salted[1:], []byte("salt"), 4096); err == nil {
+			t.Fatal("a short salted password accepted")
+		}
+		if _, err := m.CredentialFromSaltedPassword(salted, []byte("salt"), 100); !errors.Is(err, ErrIterations) {
+			t.Fatal("100 iterations accepted")
+		}
+	}
+}
