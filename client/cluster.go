@@ -77,7 +77,7 @@ func newCluster(cfg commonConfig, o options, autoCreate bool) *cluster {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if c.o.dial == nil {
 		c.o.dial = func(ctx context.Context, _ int32, addr string, onWrite func(int)) (brokerConn, error) {
-			wc := wire.Config{ClientID: cfg.clientID, Logger: o.logger, DialTimeout: cfg.dialTimeout, MaxVersions: o.maxVersions, OnWrite: onWrite}
+			wc := wire.Config{ClientID: cfg.clientID, Logger: o.logger, DialTimeout: cfg.dialTimeout, MaxVersions: o.maxVersions, OnWrite: onWrite, Dialer: cfg.dialer}
 			conn, err := wire.Dial(ctx, addr, wc)
 			if err != nil {
 				return nil, err // not a typed nil in the interface

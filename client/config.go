@@ -1,13 +1,17 @@
 package client
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"weir/internal/auth"
 )
 
 // ConfigError reports a bad property, naming the key as the Java client's
@@ -70,7 +74,23 @@ var commonProps = map[string]prop{
 	"socket.connection.setup.timeout.ms":     longProp("10000", 0),
 	"socket.connection.setup.timeout.max.ms": longProp("30000", 0),
 	"connections.max.idle.ms":                longProp("540000", -1),
-	"security.protocol":                      strProp("PLAINTEXT", "PLAINTEXT"),
+	"security.protocol":                      strProp("PLAINTEXT", "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+	"sasl.mechanism":                         strProp("GSSAPI"),
+	"sasl.jaas.config":                       strProp(""),
+	"ssl.keystore.type":                      strProp("JKS", "JKS", "PKCS12", "PEM"),
+	"ssl.keystore.location":                  strProp(""),
+	"ssl.keystore.password":                  strProp(""),
+	"ssl.key.password":                       strProp(""),
+	"ssl.keystore.certificate.chain":         strProp(""),
+	"ssl.keystore.key":                       strProp(""),
+	"ssl.truststore.type":                    strProp("JKS", "JKS", "PKCS12", "PEM"),
+	"ssl.truststore.location":                strProp(""),
+	"ssl.truststore.password":                strProp(""),
+	"ssl.truststore.certificates":            strProp(""),
+	"ssl.enabled.protocols":                  {kind: kList, def: "TLSv1.2,TLSv1.3"},
+	"ssl.protocol":                           strProp("TLSv1.3"),
+	"ssl.cipher.suites":                      {kind: kList},
+	"ssl.endpoint.identification.algorithm":  strProp("https"),
 	"receive.buffer.bytes":                   intProp("65536", -1),
 	"send.buffer.bytes":                      intProp("131072", -1),
 }
@@ -80,6 +100,7 @@ var commonProps = map[string]prop{
 type props struct {
 	v   map[string]string
 	set map[string]bool
+	sec *auth.ClientSecurity
 }
 
 // parseProps validates m against the common properties plus extra. Unknown
@@ -123,6 +144,18 @@ func parseProps(m map[string]string, extra map[string]prop) (props, error) {
 			return props{}, &ConfigError{Key: "bootstrap.servers", Value: a, Reason: "expected host:port"}
 		}
 	}
+	secProps := map[string]string{}
+	for _, k := range auth.ClientProperties {
+		if p.set[k] {
+			secProps[k] = p.v[k]
+		}
+	}
+	sec, err := auth.NewClientSecurity(secProps)
+	if err != nil {
+		return props{}, &ConfigError{Key: "security.protocol", Value: p.v["security.protocol"], Reason: err.Error()}
+	}
+	sec.ClientID = p.v["client.id"]
+	p.sec = sec
 	return p, nil
 }
 
@@ -197,6 +230,9 @@ type commonConfig struct {
 	reconnectMax     time.Duration
 	metadataMaxAge   time.Duration
 	dialTimeout      time.Duration
+	// dialer connects and runs the TLS handshake and SASL exchange
+	// security.protocol asks for; nil for PLAINTEXT.
+	dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (p props) common() commonConfig {
@@ -211,5 +247,13 @@ func (p props) common() commonConfig {
 		reconnectMax:     max(p.ms("reconnect.backoff.max.ms"), p.ms("reconnect.backoff.ms")),
 		metadataMaxAge:   p.ms("metadata.max.age.ms"),
 		dialTimeout:      p.ms("socket.connection.setup.timeout.ms"),
+		dialer:           p.dialer(),
 	}
+}
+
+func (p props) dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if p.sec == nil || p.sec.Protocol == "PLAINTEXT" {
+		return nil
+	}
+	return p.sec.Dial
 }

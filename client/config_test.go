@@ -32,7 +32,10 @@ func TestProducerConfigErrors(t *testing.T) {
 		{"delivery below linger+request", map[string]string{"delivery.timeout.ms": "1000", "request.timeout.ms": "30000"}, "delivery.timeout.ms"},
 		{"idempotence needs acks=all", map[string]string{"enable.idempotence": "true", "acks": "1"}, "acks"},
 		{"idempotence needs in-flight <= 5", map[string]string{"enable.idempotence": "true", "max.in.flight.requests.per.connection": "6"}, "max.in.flight.requests.per.connection"},
-		{"security protocol", map[string]string{"security.protocol": "SSL"}, "security.protocol"},
+		{"security protocol", map[string]string{"security.protocol": "TLS"}, "security.protocol"},
+		{"SASL with Kerberos", map[string]string{"security.protocol": "SASL_SSL"}, "security.protocol"},
+		{"SASL without JAAS", map[string]string{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}, "security.protocol"},
+		{"JKS truststore", map[string]string{"security.protocol": "SSL", "ssl.truststore.location": "/nonexistent.jks"}, "security.protocol"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

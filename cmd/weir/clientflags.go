@@ -4,8 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
+
+	"weir/internal/config"
 )
 
 // kvFlags collects repeated key=value flags.
@@ -36,26 +39,35 @@ func (l *listFlags) Set(s string) error { *l = append(*l, s); return nil }
 
 // clientFlags are the flags every client tool shares.
 type clientFlags struct {
-	bootstrap string
-	props     kvFlags
-	timeout   time.Duration
+	bootstrap     string
+	props         kvFlags
+	commandConfig string
+	timeout       time.Duration
 }
 
 func addClientFlags(fs *flag.FlagSet, propsHelp string) *clientFlags {
 	c := &clientFlags{props: kvFlags{}}
 	fs.StringVar(&c.bootstrap, "bootstrap-server", "127.0.0.1:9092", "broker(s) to connect to, host:port[,host:port...]")
-	fs.Var(c.props, "property", propsHelp+" (key=value, Kafka property names; repeatable)")
+	fs.Var(c.props, "property", propsHelp+" (key=value, Kafka property names; repeatable; wins over --command-config)")
+	fs.StringVar(&c.commandConfig, "command-config", "", "properties file of client configs, as Kafka's tools take: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.* ...")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "how long to wait for the cluster")
 	return c
 }
 
-// config returns the client properties with bootstrap.servers set.
-func (c *clientFlags) config() map[string]string {
-	out := map[string]string{"bootstrap.servers": c.bootstrap}
-	for k, v := range c.props {
-		out[k] = v
+// config returns the client properties: --command-config's, then
+// --property's, with bootstrap.servers from --bootstrap-server.
+func (c *clientFlags) config() (map[string]string, error) {
+	out := map[string]string{}
+	if c.commandConfig != "" {
+		p, err := config.ReadPropertiesFile(c.commandConfig)
+		if err != nil {
+			return nil, fmt.Errorf("--command-config: %w", err)
+		}
+		maps.Copy(out, p.Map())
 	}
-	return out
+	maps.Copy(out, c.props)
+	out["bootstrap.servers"] = c.bootstrap
+	return out, nil
 }
 
 func (c *clientFlags) context(parent context.Context) (context.Context, context.CancelFunc) {

@@ -35,7 +35,10 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stderr, "--partition and --offset read partitions directly; they cannot be used with --group")
 		return errUsage
 	}
-	props := cf.config()
+	props, err := cf.config()
+	if err != nil {
+		return err
+	}
 	if *group != "" {
 		props["group.id"] = *group
 	}

@@ -29,7 +29,11 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := requireFlag(fs, "topic", *topic); err != nil {
 		return err
 	}
-	p, err := client.NewProducer(cf.config())
+	props, err := cf.config()
+	if err != nil {
+		return err
+	}
+	p, err := client.NewProducer(props)
 	if err != nil {
 		return err
 	}

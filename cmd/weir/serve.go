@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"weir/internal/auth"
 	"weir/internal/broker"
 	"weir/internal/config"
 	"weir/internal/quorum"
@@ -29,8 +30,10 @@ import (
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", "serve [flags]", stderr)
 	dataDir := fs.String("data-dir", "./weir-data", "directory holding partition logs and broker state")
-	listen := fs.String("listen", "127.0.0.1:9092", "address the Kafka listener binds (host:port; port 0 picks a free one)")
-	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the bound listener)")
+	listen := fs.String("listen", "127.0.0.1:9092", "address of a single PLAINTEXT listener (host:port; port 0 picks a free one); replaces the config file's listeners when given, and is used when the file has none")
+	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the inter-broker listener's advertised.listeners entry, else its bound address)")
+	scramCreds := &scramFlags{}
+	fs.Var(scramCreds, "add-scram", "a SCRAM user served to SASL/SCRAM clients until the metadata log holds SCRAM credentials, in kafka-storage's syntax: 'SCRAM-SHA-512=[name=alice,password=alice-secret]' (repeatable)")
 	nodeID := fs.Int("node-id", 1, "this broker's node id (node.id)")
 	nullStorage := fs.Bool("null-storage", false, "benchmarking only: acknowledge produce without storing anything and answer fetches by repeating the largest produced batch, to measure the client and loopback ceiling")
 	metricsAddr := fs.String("metrics-listen", "", "host:port serving Prometheus metrics at /metrics (default: off)")
@@ -85,9 +88,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	settings, err := loadSettings(*confFile, fs, *nodeID, logger)
+	settings, err := loadSettings(*confFile, fs, *nodeID, *listen, logger)
 	if err != nil {
 		return err
+	}
+	deps := auth.Deps{Logger: logger}
+	if !scramCreds.empty() {
+		deps.ScramCredential = scramCreds.lookup
+	}
+	listeners, secs, err := buildListeners(settings, deps)
+	if err != nil {
+		return fmt.Errorf("invalid configuration: %w", err)
 	}
 	cfg := brokerConfig(settings)
 	cfg.DataDir = dir
@@ -109,13 +120,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Addr: *listen, Dispatcher: b, Logger: logger,
+	srv, err := server.New(server.Config{Listeners: listeners, Dispatcher: b, Logger: logger,
 		MaxRequestSize: settings.Int(config.SocketRequestMaxBytes)})
 	if err != nil {
 		b.Close()
 		return err
 	}
-	advertised := srv.Addr()
+	logListeners(logger, srv, secs)
+	// The broker registers one endpoint, which every client and broker
+	// is told of: the inter-broker listener's.
+	ib := settings.InterBrokerListener().Name
+	advertised := advertisedAddr(settings, ib, srv.ListenerAddr(ib))
 	if *advertise != "" {
 		host, port, err := net.SplitHostPort(*advertise)
 		p, perr := strconv.Atoi(port)
@@ -165,7 +180,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		b.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "weir listening on %s (data in %s)\n", srv.Addr(), dir)
+	fmt.Fprintf(stdout, "weir listening on %s (data in %s)\n", srv.ListenerAddr(ib), dir)
 	var con *runningConsole
 	stopConsole := func() {
 		if con != nil {
@@ -182,7 +197,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	logger.Info("weir ready", "listen", srv.Addr().String(), "data_dir", dir, "node", cfg.NodeID, "cluster_id", b.ClusterID())
+	logger.Info("weir ready", "listen", srv.ListenerAddr(ib).String(), "data_dir", dir, "node", cfg.NodeID, "cluster_id", b.ClusterID())
 
 	select {
 	case <-ctx.Done():
@@ -236,7 +251,9 @@ func servePprof(addr string, stdout io.Writer) (stop func(), err error) {
 
 // loadSettings reads the properties file, if any, lets flags given on the
 // command line win over it, and validates the result as Kafka would.
-func loadSettings(path string, fs *flag.FlagSet, nodeID int, logger *slog.Logger) (*config.Broker, error) {
+// --listen replaces the file's listeners with one PLAINTEXT listener, and
+// is that listener when the file names none.
+func loadSettings(path string, fs *flag.FlagSet, nodeID int, listen string, logger *slog.Logger) (*config.Broker, error) {
 	p := &config.Properties{}
 	if path != "" {
 		var err error
@@ -248,6 +265,13 @@ func loadSettings(path string, fs *flag.FlagSet, nodeID int, logger *slog.Logger
 		p.Set(config.NodeID, strconv.Itoa(nodeID))
 	}
 	p.SetDefault(config.NodeID, strconv.Itoa(nodeID))
+	if _, inFile := p.Get(config.Listeners); flagSet(fs, "listen") || !inFile {
+		p.Set(config.Listeners, "PLAINTEXT://"+listen)
+		for _, k := range []string{config.AdvertisedListeners, config.InterBrokerListenerName, config.ControllerListenerNames} {
+			p.Delete(k)
+		}
+		p.Set(config.SecurityInterBrokerProto, "PLAINTEXT")
+	}
 	settings, warnings, err := config.LoadBroker(p)
 	if err != nil {
 		return nil, fmt.Errorf("invalid configuration:\n%w", err)

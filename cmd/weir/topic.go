@@ -32,7 +32,11 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func newAdmin(cf *clientFlags) (*client.Admin, error) {
-	return client.NewAdmin(cf.config())
+	props, err := cf.config()
+	if err != nil {
+		return nil, err
+	}
+	return client.NewAdmin(props)
 }
 
 // openAdmin returns an admin client and a context bounded by --timeout;

@@ -230,20 +230,30 @@ func (b *Broker) checkBrokerChange(next map[string]string, perNode bool) *Error 
 }
 
 // checkDynamicBroker is DynamicBrokerConfig.validateConfigs: read-only
-// names first, all of them in one message, then each value. Unknown
-// names are allowed. perNode is unused while weir has no configs that only
-// a node-level resource may set (Kafka's listener and SSL ones).
+// names first, all of them in one message, then names only a node may
+// set (keystores and truststores, as in Kafka), then each value. Unknown
+// names are allowed.
 func checkDynamicBroker(props map[string]string, perNode bool) *Error {
-	_ = perNode
-	var readOnly []string
+	var readOnly, nodeOnly []string
 	for name := range props {
-		if d, ok := brokerDefs.get(name); ok && !d.Dynamic {
+		base := name
+		if _, _, b, ok := splitListenerKey(name); ok {
+			base = b
+		}
+		if d, ok := brokerDefs.get(base); ok && !d.Dynamic {
 			readOnly = append(readOnly, name)
+		}
+		if strings.HasPrefix(base, "ssl.keystore.") || strings.HasPrefix(base, "ssl.truststore.") || base == SslKeyPassword {
+			nodeOnly = append(nodeOnly, name)
 		}
 	}
 	if len(readOnly) > 0 {
 		slices.Sort(readOnly)
 		return invalidRequest("Cannot update these configs dynamically: [" + strings.Join(readOnly, ", ") + "]")
+	}
+	if len(nodeOnly) > 0 && !perNode {
+		slices.Sort(nodeOnly)
+		return invalidRequest("Cannot update these configs at default cluster level, broker id must be specified: [" + strings.Join(nodeOnly, ", ") + "]")
 	}
 	for _, d := range brokerDefs.list {
 		if raw, ok := props[d.Name]; ok {
@@ -251,6 +261,9 @@ func checkDynamicBroker(props map[string]string, perNode bool) *Error {
 				return invalidRequest(msg)
 			}
 		}
+	}
+	if errs := checkListenerKeys(props); len(errs) > 0 {
+		return invalidRequest(errs[0].Error())
 	}
 	return nil
 }

@@ -53,6 +53,7 @@ func NewBroker(static map[string]string) (*Broker, error) {
 			}
 		}
 	}
+	errs = append(errs, checkListenerKeys(b.static)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -75,7 +76,10 @@ func (e *KeyError) Error() string { return e.Msg }
 func (b *Broker) UnknownKeys() []string {
 	var out []string
 	for k := range b.static {
-		if _, ok := brokerDefs.get(k); !ok {
+		if _, ok := brokerDefs.get(k); ok {
+			continue
+		}
+		if _, _, _, ok := splitListenerKey(k); !ok {
 			out = append(out, k)
 		}
 	}
@@ -113,6 +117,8 @@ func (b *Broker) resolve() error {
 	req(len(b.LogDirs()) > 0, LogDirs, "At least one log directory must be defined via log.dirs or log.dir.")
 	if err := b.parseListeners(); err != nil {
 		errs = append(errs, err)
+	} else {
+		errs = append(errs, b.checkSecurity()...)
 	}
 	return errors.Join(errs...)
 }

@@ -36,12 +36,14 @@ const (
 // defaults, validators and dynamic-update rules. Adding one is one entry;
 // Broker.Value reads any of them. Dynamic ones are those Kafka lets
 // (Incremental)AlterConfigs change; everything else is read-only.
-var brokerDefs = newDefSet([]Def{
+var brokerDefs = newDefSet(append(coreBrokerDefs, securityDefs...))
+
+var coreBrokerDefs = []Def{
 	// Identity and network.
 	{Name: NodeID, Type: Int, Default: "-1", Support: Honoured, Doc: "This node's id; required, and the BROKER resource name of its configs."},
 	{Name: Listeners, Type: String, Default: "PLAINTEXT://:9092", Support: Honoured, Doc: "Comma-separated NAME://host:port addresses to listen on; weir serve --listen overrides it."},
 	{Name: AdvertisedListeners, Type: String, NullDefault: true, Support: Honoured, Doc: "Addresses given to clients in metadata, when they differ from listeners."},
-	{Name: ListenerSecurityMap, Type: String, Default: "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT", Support: Honoured, Doc: "Security protocol of each listener name; weir serves PLAINTEXT only."},
+	{Name: ListenerSecurityMap, Type: String, Default: "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT", Support: Honoured, Doc: "Security protocol of each listener name."},
 	{Name: BrokerRack, Type: String, NullDefault: true, Support: Honoured, Doc: "Rack of this broker, used for rack-aware placement and reported in metadata."},
 	{Name: SocketRequestMaxBytes, Type: Int, Default: "104857600", valid: atLeast(1), Support: Honoured, Doc: "Largest request frame accepted."},
 
@@ -105,4 +107,4 @@ var brokerDefs = newDefSet([]Def{
 	{Name: LivenessProbeMs, Type: Long, Default: "200", valid: atLeast(0), Support: Honoured, Doc: "How often the active controller's node probes every unfenced broker's listener; a broker whose listener refuses connections twice in a row is fenced at once instead of after broker.session.timeout.ms. 0 turns probing off."},
 	{Name: LeaderHints, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "KIP-951: Produce and Fetch answers that fail with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH name the new leader and its endpoint. false leaves clients to refresh metadata, for comparisons."},
 	{Name: FaultFetchResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every fetch response by this many milliseconds."},
-})
+}

@@ -36,6 +36,15 @@
 //     overrides or a Kafka error: INVALID_CONFIG for topic validation,
 //     INVALID_REQUEST for malformed resources and for every BROKER
 //     validation failure (as Kafka answers since KAFKA-13609).
+//   - Listener security configs (security_defs.go): listeners,
+//     inter.broker.listener.name, controller.listener.names, SASL and TLS
+//     settings, each also settable for one listener as
+//     listener.name.<listener>.<config> and, for SASL ones, per mechanism
+//     as listener.name.<listener>.<mechanism>.<config>
+//     (ListenerValue, ListenerMechanismValue), with Kafka's start-up
+//     checks across them and its rule that keystores and truststores
+//     change only per broker. internal/auth turns them into each
+//     listener's security.
 //   - A server.properties reader (Java properties syntax) whose errors
 //     name file, line and key, and whose unknown keys come back as
 //     warnings for the caller to log.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -102,6 +103,11 @@ func (p *Properties) SetDefault(key, value string) {
 	if _, ok := p.Get(key); !ok {
 		p.Set(key, value)
 	}
+}
+
+// Delete removes every entry of a key.
+func (p *Properties) Delete(key string) {
+	p.Entries = slices.DeleteFunc(p.Entries, func(e Property) bool { return e.Key == key })
 }
 
 // Get returns a key's value (the last entry for it).

@@ -106,7 +106,7 @@ num.partitions = 6
 auto.create.topics.enable: false
 group.initial.rebalance.delay.ms=0
 broker.rack=r1
-ssl.keystore.location=/nowhere
+ssl.keymanager.algorithm=SunX509
 `
 
 func TestLoadBroker(t *testing.T) {
@@ -118,10 +118,10 @@ func TestLoadBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(warns) != 1 || warns[0].Key != "ssl.keystore.location" || warns[0].Line != 11 {
+	if len(warns) != 1 || warns[0].Key != "ssl.keymanager.algorithm" || warns[0].Line != 11 {
 		t.Fatalf("warnings = %+v", warns)
 	}
-	if got := warns[0].String(); got != "server.properties:11: ssl.keystore.location is not a known broker config and is ignored" {
+	if got := warns[0].String(); got != "server.properties:11: ssl.keymanager.algorithm is not a known broker config and is ignored" {
 		t.Fatalf("warning text = %q", got)
 	}
 	if b.NodeID() != 3 || b.Int(NumPartitions) != 6 || b.Bool(AutoCreateTopics) || b.Rack() != "r1" {

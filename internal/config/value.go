@@ -130,8 +130,12 @@ func parseValue(t Type, raw string) (Value, string) {
 	case String, Password:
 		v.s = s
 	case Class:
-		// No Java classes exist here, so no class name can be loaded.
-		return Value{}, "Class " + raw + " could not be found."
+		// No Java classes exist here, so no class name can be loaded,
+		// except the few Kafka classes weir implements itself.
+		if !knownClasses[s] {
+			return Value{}, "Class " + raw + " could not be found."
+		}
+		v.s = s
 	case Int, Short, Long:
 		n, err := strconv.ParseInt(s, 10, intBits(t))
 		if err != nil {
@@ -269,4 +273,10 @@ func (v Value) javaString() string {
 	}
 	s, _ := v.canonical()
 	return s
+}
+
+// knownClasses are the Kafka classes weir implements, so that configs
+// naming them load.
+var knownClasses = map[string]bool{
+	"org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler": true,
 }

@@ -29,8 +29,15 @@ const maxKeptWriteBuffer = 1 << 20
 // replies in the same order. A reply that is ready at once while the
 // writer has nothing queued is written by the reader itself (send).
 type conn struct {
-	s    *Server
+	s   *Server
+	l   *listener
+	raw net.Conn // the accepted socket: deadlines and closing
+	// nc is what requests are read from and replies written to: raw, or
+	// the TLS connection over it once the listener's Security opened it.
+	// The reader sets it before reading anything, so before the writer
+	// can have a reply to write.
 	nc   net.Conn
+	gate Gate // nil without Security; the reader's alone
 	info ConnInfo
 	log  *slog.Logger
 
@@ -66,17 +73,19 @@ type outgoing struct {
 	flexible      bool // response header v1
 }
 
-func newConn(s *Server, nc net.Conn, id uint64) *conn {
+func newConn(s *Server, l *listener, nc net.Conn, id uint64) *conn {
 	c := &conn{
 		s:          s,
+		l:          l,
+		raw:        nc,
 		nc:         nc,
-		info:       ConnInfo{ID: id, Remote: nc.RemoteAddr(), Local: nc.LocalAddr()},
+		info:       ConnInfo{ID: id, Remote: nc.RemoteAddr(), Local: nc.LocalAddr(), Listener: l.Name},
 		slots:      make(chan struct{}, s.maxInFlight),
 		queue:      make(chan outgoing, s.maxInFlight),
 		stopRead:   make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
-	c.log = s.log.With("conn", id, "remote", addrString(c.info.Remote))
+	c.log = s.log.With("conn", id, "remote", addrString(c.info.Remote), "listener", l.Name)
 	c.ctx, c.cancel = context.WithCancel(s.baseCtx)
 	context.AfterFunc(c.ctx, func() { nc.Close() })
 	s.stats.connsOpened.Add(1)
@@ -96,7 +105,7 @@ func addrString(a net.Addr) string {
 func (c *conn) stopReading() {
 	c.stopOnce.Do(func() {
 		close(c.stopRead)
-		c.nc.SetReadDeadline(time.Now()) // wake a blocked Read
+		c.raw.SetReadDeadline(time.Now()) // wake a blocked Read
 	})
 }
 
@@ -113,7 +122,9 @@ func (c *conn) draining() bool {
 // writer a closed queue, waits for it, and cleans up.
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
-	if flush := c.readRequests(); !flush {
+	if !c.open() {
+		c.cancel()
+	} else if flush := c.readRequests(); !flush {
 		c.cancel()
 	}
 	close(c.queue)
@@ -121,13 +132,35 @@ func (c *conn) readLoop() {
 	// Close here, not only in the AfterFunc that wakes blocked reads:
 	// that runs on a goroutine of its own, and Shutdown's callers rely
 	// on every socket being closed once it returns.
-	c.nc.Close()
+	c.raw.Close()
 	for out := range c.queue { // left behind by a writer that quit early
 		out.reply.abandon()
 	}
 	c.s.forget(c)
 	c.s.stats.connsClosed.Add(1)
 	c.log.Debug("connection closed")
+}
+
+// open runs the listener's Security on the new connection: the TLS
+// handshake and the gate that authenticates its requests. It reports
+// whether the connection may go on.
+func (c *conn) open() bool {
+	sec := c.l.Security
+	if sec == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.s.handshake)
+	defer cancel()
+	nc, gate, err := sec.Open(ctx, c.raw)
+	if err != nil {
+		c.s.stats.authFailures.Add(1)
+		if c.ctx.Err() == nil && !c.draining() {
+			c.log.Info("connection refused by its listener's security", "err", err)
+		}
+		return false
+	}
+	c.nc, c.gate = nc, gate
+	return true
 }
 
 // readRequests reads and dispatches requests until it must stop. It
@@ -142,14 +175,20 @@ func (c *conn) readRequests() (flush bool) {
 		}
 		var buf []byte
 		var pooled bool
+		limit := c.s.maxRequestSize
+		if c.gate != nil {
+			if m := c.gate.MaxFrame(); m > 0 && m < limit {
+				limit = m
+			}
+		}
 		if len(c.s.reusable) > 0 {
 			// Peek blocks until the prefix and key arrive, as the read
 			// below would have.
-			if size, key, ok := peekFrameKey(br); ok && c.s.reusable[key] && size >= minFrameSize && size <= c.s.maxRequestSize {
+			if size, key, ok := peekFrameKey(br); ok && c.s.reusable[key] && size >= minFrameSize && size <= limit {
 				buf, pooled = c.s.frames.get(int(size)), true
 			}
 		}
-		frame, err := readFrameInto(br, c.s.maxRequestSize, buf)
+		frame, err := readFrameInto(br, limit, buf)
 		if err != nil {
 			if fse, ok := errors.AsType[*frameSizeError](err); ok {
 				c.violation("bad frame size", slog.Int("size", int(fse.size)))
@@ -189,17 +228,24 @@ func (c *conn) acquireSlot() bool {
 // handle decodes and dispatches one frame. It reports whether reading
 // should go on.
 func (c *conn) handle(frame []byte) bool {
-	h, req, clientID, err := c.s.decode(frame)
+	if c.gate != nil {
+		if h, ok := readFixedHeader(frame); ok && !c.gate.Admit(h.key) {
+			c.s.stats.authFailures.Add(1)
+			c.log.Info("request refused before authentication; closing connection", "api", kmsg.NameForKey(h.key), "key", h.key)
+			return false
+		}
+	}
+	h, req, clientID, err := decodeWith(c.l.versions, frame)
 	if err != nil {
 		c.violation(err.Error(), "key", h.key, "api", kmsg.NameForKey(h.key), "version", h.version)
 		return false
 	}
 	c.s.stats.requests[h.key].Add(1)
 	if req == nil { // an ApiVersions version we do not serve
-		reply := Ready(apiVersionsFallback(c.s.versions[apiVersionsKey]))
+		reply := Ready(apiVersionsFallback(c.l.versions[apiVersionsKey]))
 		return c.send(outgoing{reply: reply, key: apiVersionsKey, correlationID: h.correlationID})
 	}
-	reply := c.s.dispatcher.Serve(c.ctx, &Request{
+	r := &Request{
 		Key:           h.key,
 		Version:       h.version,
 		CorrelationID: h.correlationID,
@@ -207,7 +253,27 @@ func (c *conn) handle(frame []byte) bool {
 		Body:          req,
 		Size:          int32(len(frame)),
 		Conn:          c.info,
-	})
+	}
+	if c.gate != nil {
+		v := c.gate.Check(r)
+		if v.Principal != "" {
+			c.info.Principal = v.Principal
+			r.Conn.Principal = v.Principal
+		}
+		if v.Close {
+			c.s.stats.authFailures.Add(1)
+			c.log.Info("closing connection", "reason", v.Reason, "api", kmsg.NameForKey(h.key))
+		}
+		if v.Response != nil {
+			more := c.send(outgoing{reply: Ready(v.Response), key: h.key, version: h.version,
+				correlationID: h.correlationID, flexible: flexibleResponseHeader(req)})
+			return more && !v.Close
+		}
+		if v.Close {
+			return false
+		}
+	}
+	reply := c.s.dispatcher.Serve(c.ctx, r)
 	if reply == nil {
 		c.log.Error("dispatcher returned no reply, closing connection", "key", h.key, "version", h.version)
 		return false
@@ -309,8 +375,12 @@ func (c *conn) write(buf []byte, out outgoing) ([]byte, error) {
 		c.log.Error("dispatcher replied with no response or one of another key, closing connection", "key", out.key)
 		return buf, errCloseRequested
 	}
-	r.resp.SetVersion(out.version)
-	buf = r.resp.AppendTo(appendFrameStart(buf, out))
+	resp := r.resp
+	if out.key == apiVersionsKey {
+		resp = withEdgeKeys(resp, c.l.extra)
+	}
+	resp.SetVersion(out.version)
+	buf = resp.AppendTo(appendFrameStart(buf, out))
 	if err := setFrameSize(buf, 0); err != nil {
 		return buf, err
 	}

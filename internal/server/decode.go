@@ -21,11 +21,16 @@ var (
 // parsed, as Kafka does not parse it. Unknown keys and other unsupported
 // versions are errors: Kafka closes the connection for them.
 func (s *Server) decode(frame []byte) (h fixedHeader, req kmsg.Request, clientID string, err error) {
+	return decodeWith(s.listeners[0].versions, frame)
+}
+
+// decodeWith is decode against one listener's version table.
+func decodeWith(versions map[int16]APIVersionRange, frame []byte) (h fixedHeader, req kmsg.Request, clientID string, err error) {
 	h, ok := readFixedHeader(frame)
 	if !ok {
 		return h, nil, "", errShortHeader
 	}
-	rng, ok := s.versions[h.key]
+	rng, ok := versions[h.key]
 	if !ok {
 		return h, nil, "", errUnknownKey
 	}

@@ -69,4 +69,10 @@ type ConnInfo struct {
 	ID     uint64
 	Remote net.Addr
 	Local  net.Addr
+	// Listener is the name of the listener the connection came in on.
+	Listener string
+	// Principal is who the listener's Security authenticated
+	// ("User:alice", "User:ANONYMOUS"); "" on a listener without
+	// Security.
+	Principal string
 }

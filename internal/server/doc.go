@@ -1,5 +1,5 @@
 // Package server is the Kafka protocol front end: it owns the TCP
-// listener, the connections, framing (a 4-byte big-endian length, then
+// listeners, the connections, framing (a 4-byte big-endian length, then
 // the message), request headers v0/v1/v2, the version checks, decoding
 // request bodies with kmsg, and writing responses in request order.
 //
@@ -7,6 +7,27 @@
 // UNSUPPORTED_VERSION for ApiVersions: the broker implements Dispatcher
 // (the API keys and versions it serves, and Serve for one request) and
 // everything behind it.
+//
+// # Listeners and their security
+//
+// A Server serves one or more named listeners (Config.Listeners), each on
+// its own address and each with an optional Security: the connection
+// edge that internal/auth implements for SSL, SASL_PLAINTEXT and
+// SASL_SSL. On a new connection the reader first runs Security.Open (the
+// TLS handshake, bounded by Config.HandshakeTimeout), which returns the
+// connection to use and its Gate. The gate then sees every request before
+// the dispatcher: Admit with the API key before the body is decoded (a
+// request before authentication closes the connection unanswered, as
+// Kafka closes it), Check with the decoded request (pass it on, answer it
+// in the dispatcher's stead, as SaslHandshake and SaslAuthenticate are,
+// or close). The principal the gate names is in every later request's
+// ConnInfo, with the listener's name, so the broker authorizes and
+// answers Metadata per listener without knowing how the client
+// authenticated. The keys the edge serves are added to the listener's
+// version table and to the dispatcher's ApiVersions answers.
+//
+// File ranges go out with sendfile only on plain TCP; over TLS they are
+// read and written through the TLS connection (see copyfile.go).
 //
 // # Concurrency model
 //

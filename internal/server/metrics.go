@@ -18,10 +18,11 @@ var (
 	descConnsShut = prometheus.NewDesc("weir_server_connections_closed_total", "Connections closed.", nil, nil)
 	descProtoErrs = prometheus.NewDesc("weir_server_protocol_errors_total", "Connections closed for bad input.", nil, nil)
 	descInline    = prometheus.NewDesc("weir_server_inline_replies_total", "Replies written by a connection's reader because nothing was queued before them.", nil, nil)
+	descAuthFails = prometheus.NewDesc("weir_server_authentication_failures_total", "Connections closed by their listener's security: failed TLS handshakes and authentications, requests before authentication, expired sessions.", nil, nil)
 )
 
 func (c serverCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRequests, descBytesIn, descBytesOut, descConnsOpen, descConnsShut, descProtoErrs, descInline} {
+	for _, d := range []*prometheus.Desc{descRequests, descBytesIn, descBytesOut, descConnsOpen, descConnsShut, descProtoErrs, descInline, descAuthFails} {
 		ch <- d
 	}
 }
@@ -32,7 +33,7 @@ func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(n), kmsg.NameForKey(key))
 	}
 	for d, v := range map[*prometheus.Desc]uint64{descBytesIn: st.BytesIn, descBytesOut: st.BytesOut, descConnsOpen: st.ConnectionsOpened,
-		descConnsShut: st.ConnectionsClosed, descProtoErrs: st.ProtocolErrors, descInline: st.InlineReplies} {
+		descConnsShut: st.ConnectionsClosed, descProtoErrs: st.ProtocolErrors, descInline: st.InlineReplies, descAuthFails: st.AuthFailures} {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}
 }

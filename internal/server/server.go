@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"sync"
 	"time"
@@ -19,8 +20,15 @@ const DefaultMaxInFlight = 64
 
 // Config configures a Server.
 type Config struct {
-	// Addr is the TCP address to listen on, e.g. "127.0.0.1:0".
+	// Addr is the TCP address of a single PLAINTEXT listener, e.g.
+	// "127.0.0.1:0"; used when Listeners is empty.
 	Addr string
+	// Listeners are the named listeners to serve, each with its own
+	// address and security. Empty means one PLAINTEXT listener on Addr.
+	Listeners []Listener
+	// HandshakeTimeout bounds a listener's Security.Open (the TLS
+	// handshake). Zero means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
 	// MaxRequestSize is socket.request.max.bytes: frames above it close
 	// the connection. Zero means DefaultMaxRequestSize.
 	MaxRequestSize int32
@@ -39,12 +47,12 @@ type Config struct {
 type Server struct {
 	log            *slog.Logger
 	dispatcher     Dispatcher
-	versions       map[int16]APIVersionRange
+	listeners      []*listener // in Config order; [0] is the default
 	maxRequestSize int32
 	maxInFlight    int
+	handshake      time.Duration
 	reusable       map[int16]bool // keys whose frames come from frames
 	frames         framePool
-	ln             net.Listener
 	stats          *counters
 
 	baseCtx   context.Context
@@ -58,15 +66,18 @@ type Server struct {
 	wg      sync.WaitGroup // connection goroutines
 }
 
-// New validates cfg, binds the listener and returns a Server ready to
+// New validates cfg, binds every listener and returns a Server ready to
 // Serve. Dispatcher.Versions is called here, once.
 func New(cfg Config) (*Server, error) {
 	s, err := newServer(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-		return nil, fmt.Errorf("server: listen: %w", err)
+	for _, l := range s.listeners {
+		if l.ln, err = net.Listen("tcp", l.Addr); err != nil {
+			s.closeListeners()
+			return nil, fmt.Errorf("server: listener %s: listen: %w", l.Name, err)
+		}
 	}
 	return s, nil
 }
@@ -81,16 +92,39 @@ func newServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	listeners := cfg.Listeners
+	if len(listeners) == 0 {
+		listeners = []Listener{{Name: "PLAINTEXT", Addr: cfg.Addr}}
+	}
 	s := &Server{
 		log:            cfg.Logger,
 		dispatcher:     cfg.Dispatcher,
-		versions:       versions,
 		maxRequestSize: cfg.MaxRequestSize,
 		maxInFlight:    cfg.MaxInFlight,
-		stats:          newCounters(versions),
+		handshake:      cfg.HandshakeTimeout,
 		conns:          make(map[*conn]struct{}),
 		reusable:       map[int16]bool{},
 	}
+	all := maps.Clone(versions)
+	names := map[string]bool{}
+	for _, l := range listeners {
+		if l.Name == "" {
+			l.Name = "PLAINTEXT"
+		}
+		if names[l.Name] {
+			return nil, fmt.Errorf("server: listener %s listed twice", l.Name)
+		}
+		names[l.Name] = true
+		sl := &listener{Listener: l, versions: versions}
+		if l.Security != nil {
+			if sl.versions, sl.extra, err = mergeVersions(versions, l.Security.Versions()); err != nil {
+				return nil, fmt.Errorf("server: listener %s: %w", l.Name, err)
+			}
+			maps.Copy(all, sl.versions)
+		}
+		s.listeners = append(s.listeners, sl)
+	}
+	s.stats = newCounters(all)
 	if fr, ok := cfg.Dispatcher.(FrameReuser); ok {
 		for key := range versions {
 			if fr.ReusesFrame(key) {
@@ -106,6 +140,9 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	if s.maxInFlight <= 0 {
 		s.maxInFlight = DefaultMaxInFlight
+	}
+	if s.handshake <= 0 {
+		s.handshake = DefaultHandshakeTimeout
 	}
 	s.baseCtx, s.forceStop = context.WithCancel(context.Background())
 	return s, nil
@@ -131,8 +168,19 @@ func checkVersions(ranges []APIVersionRange) (map[int16]APIVersionRange, error) 
 	return m, nil
 }
 
-// Addr is the address the listener is bound to.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr is the address the first listener is bound to.
+func (s *Server) Addr() net.Addr { return s.listeners[0].ln.Addr() }
+
+// ListenerAddr is the address the named listener is bound to, nil when
+// there is no such listener.
+func (s *Server) ListenerAddr(name string) net.Addr {
+	for _, l := range s.listeners {
+		if l.Name == name {
+			return l.ln.Addr()
+		}
+	}
+	return nil
+}
 
 // Stats returns a snapshot of the server's counters.
 func (s *Server) Stats() Stats { return s.stats.snapshot() }
@@ -156,20 +204,29 @@ func (s *Server) Serve(ctx context.Context) error {
 	})
 	defer stop()
 
-	s.log.Info("serving", "addr", s.Addr().String())
-	err := s.acceptLoop(ctx)
+	errs := make(chan error, len(s.listeners))
+	for _, l := range s.listeners {
+		s.log.Info("serving", "listener", l.Name, "addr", l.ln.Addr().String())
+		go func() { errs <- s.acceptLoop(ctx, l) }()
+	}
+	var err error
+	for range s.listeners {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+		}
+	}
 	s.wg.Wait()
-	s.log.Info("stopped serving", "addr", s.Addr().String())
+	s.log.Info("stopped serving")
 	return err
 }
 
-func (s *Server) acceptLoop(ctx context.Context) error {
+func (s *Server) acceptLoop(ctx context.Context, l *listener) error {
 	var backoff time.Duration
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := l.ln.Accept()
 		if err == nil {
 			backoff = 0
-			s.startConn(nc)
+			s.startConnOn(l, nc)
 			continue
 		}
 		if s.isClosing() {
@@ -180,7 +237,7 @@ func (s *Server) acceptLoop(ctx context.Context) error {
 		if !isTemporary(err) {
 			s.beginClose()
 			s.forceStop()
-			return fmt.Errorf("server: accept: %w", err)
+			return fmt.Errorf("server: listener %s: accept: %w", l.Name, err)
 		}
 		backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 		s.log.Warn("accept failed, retrying", "err", err, "backoff", backoff)
@@ -232,9 +289,7 @@ func (s *Server) beginClose() []*conn {
 	defer s.mu.Unlock()
 	if !s.closing {
 		s.closing = true
-		if s.ln != nil {
-			s.ln.Close()
-		}
+		s.closeListeners()
 	}
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
@@ -243,14 +298,27 @@ func (s *Server) beginClose() []*conn {
 	return conns
 }
 
+func (s *Server) closeListeners() {
+	for _, l := range s.listeners {
+		if l.ln != nil {
+			l.ln.Close()
+		}
+	}
+}
+
 func (s *Server) isClosing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closing
 }
 
-// startConn starts nc's reader and writer, unless the server is closing.
-func (s *Server) startConn(nc net.Conn) bool {
+// startConn starts nc's reader and writer on the first listener, unless
+// the server is closing.
+func (s *Server) startConn(nc net.Conn) bool { return s.startConnOn(s.listeners[0], nc) }
+
+// startConnOn starts nc's reader and writer, unless the server is
+// closing.
+func (s *Server) startConnOn(l *listener, nc net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -258,7 +326,7 @@ func (s *Server) startConn(nc net.Conn) bool {
 		return false
 	}
 	s.nextID++
-	c := newConn(s, nc, s.nextID)
+	c := newConn(s, l, nc, s.nextID)
 	s.conns[c] = struct{}{}
 	s.wg.Add(2)
 	go c.readLoop()

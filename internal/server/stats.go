@@ -28,6 +28,10 @@ type Stats struct {
 	// were ready while the writer had nothing queued; the rest went
 	// through the writer goroutine.
 	InlineReplies uint64
+	// AuthFailures counts connections a listener's Security closed: a
+	// failed TLS handshake, a refused or failed authentication, a
+	// request before authentication, an expired session.
+	AuthFailures uint64
 }
 
 type counters struct {
@@ -38,6 +42,7 @@ type counters struct {
 	protocolErrors, inFlightStalls atomic.Uint64
 	sendfileBytes, copiedFileBytes atomic.Uint64
 	inlineReplies                  atomic.Uint64
+	authFailures                   atomic.Uint64
 }
 
 func newCounters(keys map[int16]APIVersionRange) *counters {
@@ -60,6 +65,7 @@ func (c *counters) snapshot() Stats {
 		SendfileBytes:     c.sendfileBytes.Load(),
 		CopiedFileBytes:   c.copiedFileBytes.Load(),
 		InlineReplies:     c.inlineReplies.Load(),
+		AuthFailures:      c.authFailures.Load(),
 	}
 	for k, v := range c.requests {
 		if n := v.Load(); n > 0 {

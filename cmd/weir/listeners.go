@@ -1,0 +1,139 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+
+	"weir/internal/auth"
+	"weir/internal/auth/scram"
+	"weir/internal/config"
+	"weir/internal/server"
+)
+
+// buildListeners turns the listeners of the broker's settings into the
+// server's, each with its security (internal/auth).
+func buildListeners(settings *config.Broker, deps auth.Deps) ([]server.Listener, []*auth.Listener, error) {
+	var out []server.Listener
+	var secs []*auth.Listener
+	for _, l := range settings.Listeners() {
+		sec, err := auth.NewListener(settings, l, deps)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, server.Listener{Name: l.Name, Addr: l.Addr(), Security: sec})
+		secs = append(secs, sec)
+	}
+	return out, secs, nil
+}
+
+// advertisedAddr is the address the broker registers for a listener: its
+// advertised.listeners entry, with the bound port when that says 0 and
+// the bound host when it names none.
+func advertisedAddr(settings *config.Broker, name string, bound net.Addr) net.Addr {
+	tcp, _ := bound.(*net.TCPAddr)
+	for _, a := range settings.AdvertisedListeners() {
+		if a.Name != name || tcp == nil {
+			continue
+		}
+		out := &net.TCPAddr{IP: tcp.IP, Port: tcp.Port}
+		if a.Host != "" {
+			if ip := net.ParseIP(a.Host); ip != nil {
+				out.IP = ip
+			}
+		}
+		if a.Port != 0 {
+			out.Port = a.Port
+		}
+		return out
+	}
+	return bound
+}
+
+// scramFlags collects --add-scram values, in kafka-storage's syntax:
+// 'SCRAM-SHA-256=[name=alice,password=alice-secret]', optionally with
+// iterations=N and salt=BASE64.
+type scramFlags struct {
+	mu    sync.Mutex
+	creds map[string]scram.Credential // "mechanism/user"
+}
+
+func (f *scramFlags) String() string { return "" }
+
+func (f *scramFlags) Set(s string) error {
+	mech, rest, ok := strings.Cut(s, "=")
+	m, known := scram.ByName(strings.TrimSpace(mech))
+	if !ok || !known {
+		return fmt.Errorf("want SCRAM-SHA-256=[name=...,password=...] or SCRAM-SHA-512=[...], got %q", s)
+	}
+	rest = strings.TrimSpace(rest)
+	if !strings.HasPrefix(rest, "[") || !strings.HasSuffix(rest, "]") {
+		return fmt.Errorf("%q: the credential goes in [ ]", s)
+	}
+	kv := map[string]string{}
+	for _, part := range strings.Split(rest[1:len(rest)-1], ",") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return fmt.Errorf("%q: %q is not key=value", s, part)
+		}
+		kv[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"`)
+	}
+	name, password := kv["name"], kv["password"]
+	if name == "" || password == "" {
+		return fmt.Errorf("%q: name and password are required", s)
+	}
+	iterations := scram.MinIterations
+	if v, ok := kv["iterations"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%q: iterations %q is not a number", s, v)
+		}
+		iterations = n
+	}
+	salt := make([]byte, 32)
+	if v, ok := kv["salt"]; ok {
+		var err error
+		if salt, err = base64.StdEncoding.DecodeString(v); err != nil || len(salt) == 0 {
+			return fmt.Errorf("%q: salt is not base64", s)
+		}
+	} else {
+		rand.Read(salt)
+	}
+	cred, err := m.NewCredential(password, salt, iterations)
+	if err != nil {
+		return fmt.Errorf("%q: %w", s, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.creds == nil {
+		f.creds = map[string]scram.Credential{}
+	}
+	f.creds[m.Name()+"/"+name] = cred
+	return nil
+}
+
+// lookup serves the credentials given on the command line.
+func (f *scramFlags) lookup(mechanism, user string) (scram.Credential, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.creds[mechanism+"/"+user]
+	return c, ok
+}
+
+func (f *scramFlags) empty() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.creds) == 0
+}
+
+// logListeners says what each listener serves.
+func logListeners(logger *slog.Logger, srv *server.Server, secs []*auth.Listener) {
+	for _, s := range secs {
+		logger.Info("listener", "name", s.Name(), "security_protocol", s.Protocol(), "addr", srv.ListenerAddr(s.Name()).String())
+	}
+}
