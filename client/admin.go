@@ -19,7 +19,7 @@ var adminProps = map[string]prop{
 // Admin manages topics, configs and groups. Every call is synchronous and
 // bounded by ctx and default.api.timeout.ms. Safe for concurrent use.
 type Admin struct {
-	cl      *cluster
+	cl      *core
 	timeout time.Duration
 }
 
@@ -30,7 +30,7 @@ func NewAdmin(props map[string]string, opts ...Option) (*Admin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Admin{cl: newCluster(p.common(), o, false), timeout: p.ms("default.api.timeout.ms")}, nil
+	return &Admin{cl: newCore(p.common(), o, false), timeout: p.ms("default.api.timeout.ms")}, nil
 }
 
 // Close closes the admin's connections.
@@ -498,7 +498,7 @@ func (a *Admin) ListOffsets(ctx context.Context, topic string, spec int64) (map[
 }
 
 // listOffsets sends ListOffsets for partitions of topic to their leaders.
-func listOffsets(ctx context.Context, cl *cluster, topic string, parts []int32, spec int64, isolation int8) (map[int32]ListedOffset, error) {
+func listOffsets(ctx context.Context, cl *core, topic string, parts []int32, spec int64, isolation int8) (map[int32]ListedOffset, error) {
 	m := cl.meta.Load()
 	byLeader := map[int32][]int32{}
 	out := map[int32]ListedOffset{}

@@ -218,7 +218,7 @@ func (p props) list(k string) []string {
 	return out
 }
 
-// commonConfig is what the cluster core needs.
+// commonConfig is what the core (core.go) needs.
 type commonConfig struct {
 	bootstrap        []string
 	clientID         string

@@ -60,7 +60,7 @@ type Consumer struct {
 	cfg consumerConfig
 	o   options
 	log *slog.Logger
-	cl  *cluster
+	cl  *core
 
 	group      groupMember // nil for an assign-only consumer
 	plainCoord *coordinator
@@ -106,7 +106,7 @@ func NewConsumer(props map[string]string, opts ...Option) (*Consumer, error) {
 		fetching: map[int32]bool{},
 		data:     make(chan struct{}, 1),
 	}
-	c.cl = newCluster(cfg.commonConfig, o, cfg.autoCreateTopics)
+	c.cl = newCore(cfg.commonConfig, o, cfg.autoCreateTopics)
 	return c, nil
 }
 

@@ -225,7 +225,7 @@
 //
 // # Structure and concurrency
 //
-// A cluster core (cluster.go) owns one connection per broker
+// The core (core.go) owns one connection per broker
 // (internal/wire: framing, correlation ids, ApiVersions negotiation,
 // pipelined requests answered in order) and the metadata cache, an
 // immutable snapshot swapped atomically and refreshed by one goroutine.
@@ -242,10 +242,11 @@
 // Lock order in the producer: a partition queue's lock, then Producer.mu,
 // then the buffer pool's and the metrics' leaf locks; the partitioner's own
 // locks (see package partitioner) nest under a queue lock. Producer.mu is
-// never held while taking a queue lock. In the cluster core, cluster.mu is a
+// never held while taking a queue lock. In the core, core.mu is a
 // leaf except that a dial in manual mode releases it around the dial. In the
 // consumer, Consumer.mu is a leaf; group state has its own leaf mutex.
 //
 // Not done yet: transactions (transactional.id), fetch sessions (every
-// fetch is a full fetch), SASL/TLS.
+// fetch is a full fetch). TLS and SASL (PLAIN, SCRAM, OAUTHBEARER) are
+// configured with the Java client's security.protocol, sasl.* and ssl.*.
 package client

@@ -30,7 +30,7 @@ type groupMember interface {
 
 // coordinator caches the group coordinator's node id.
 type coordinator struct {
-	cl    *cluster
+	cl    *core
 	group string
 	mu    sync.Mutex
 	node  int32

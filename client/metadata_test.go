@@ -89,7 +89,7 @@ func TestOneConnectionPerBroker(t *testing.T) {
 		}
 	})
 	// The simulated broker 0 advertises sim:9092, the bootstrap address.
-	c := newCluster(commonConfig{bootstrap: []string{"sim:9092"}, requestTimeout: time.Second, dialTimeout: time.Second}, buildOptions(opts), false)
+	c := newCore(commonConfig{bootstrap: []string{"sim:9092"}, requestTimeout: time.Second, dialTimeout: time.Second}, buildOptions(opts), false)
 	defer c.close()
 	if _, err := c.waitTopic(context.Background(), "t"); err != nil {
 		t.Fatal(err)

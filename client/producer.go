@@ -109,7 +109,7 @@ type Producer struct {
 	cfg    producerConfig
 	o      options
 	log    *slog.Logger
-	cl     *cluster
+	cl     *core
 	mem    *bufferPool
 	custom partitioner.Partitioner
 	nodes  *partitioner.NodeLatency
@@ -177,7 +177,7 @@ func NewProducer(props map[string]string, opts ...Option) (*Producer, error) {
 		stop:       make(chan struct{}),
 		closed:     make(chan struct{}),
 	}
-	p.cl = newCluster(cfg.commonConfig, o, cfg.autoCreate)
+	p.cl = newCore(cfg.commonConfig, o, cfg.autoCreate)
 	p.cl.mu.Lock() // the refresher may already be dialing
 	p.cl.onConnect = func(int32) { p.wakeup() }
 	p.cl.mu.Unlock()

@@ -116,7 +116,7 @@ type ShareConsumer struct {
 	cfg shareConfig
 	o   options
 	log *slog.Logger
-	cl  *cluster
+	cl  *core
 	co  *coordinator
 
 	memberID string
@@ -172,7 +172,7 @@ func NewShareConsumer(props map[string]string, opts ...Option) (*ShareConsumer, 
 		wake:      make(chan struct{}, 1),
 	}
 	s.hbCtx, s.hbCancel = context.WithCancel(context.Background())
-	s.cl = newCluster(cfg.commonConfig, o, cfg.autoCreate)
+	s.cl = newCore(cfg.commonConfig, o, cfg.autoCreate)
 	s.co = &coordinator{cl: s.cl, group: cfg.groupID, node: -1}
 	return s, nil
 }

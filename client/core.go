@@ -20,11 +20,11 @@ import (
 // ErrClosed is returned by calls on a closed client.
 var ErrClosed = errors.New("client: closed")
 
-// cluster is the core shared by Producer, Consumer and Admin: one
+// core is what Producer, Consumer and Admin share: one
 // connection per broker, dialed on demand, and the metadata cache with its
 // refresher. It owns one goroutine (the refresher) plus one short-lived
 // goroutine per dial in progress; close stops and waits for all of them.
-type cluster struct {
+type core struct {
 	cfg  commonConfig
 	o    options
 	log  *slog.Logger
@@ -61,8 +61,8 @@ type nodeConn struct {
 	out      *atomic.Pointer[atomic.Int64] // where the connection counts its writes
 }
 
-func newCluster(cfg commonConfig, o options, autoCreate bool) *cluster {
-	c := &cluster{
+func newCore(cfg commonConfig, o options, autoCreate bool) *core {
+	c := &core{
 		cfg:        cfg,
 		o:          o,
 		log:        o.logger,
@@ -92,7 +92,7 @@ func newCluster(cfg commonConfig, o options, autoCreate bool) *cluster {
 	return c
 }
 
-func (c *cluster) close() {
+func (c *core) close() {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -111,11 +111,11 @@ func (c *cluster) close() {
 	}
 }
 
-func (c *cluster) now() time.Time { return c.o.clock.Now() }
+func (c *core) now() time.Time { return c.o.clock.Now() }
 
 // addrOf is the address of a node: a broker from metadata, or a bootstrap
 // server for the negative ids -1, -2, ... used before metadata arrives.
-func (c *cluster) addrOf(node int32) (string, bool) {
+func (c *core) addrOf(node int32) (string, bool) {
 	if node < 0 {
 		i := int(-node) - 1
 		if i < len(c.cfg.bootstrap) {
@@ -132,7 +132,7 @@ func (c *cluster) addrOf(node int32) (string, bool) {
 
 // ensureBroker refreshes metadata if node is not known yet, and says so
 // if it still is not.
-func (c *cluster) ensureBroker(ctx context.Context, node int32) error {
+func (c *core) ensureBroker(ctx context.Context, node int32) error {
 	if _, ok := c.addrOf(node); ok {
 		return nil
 	}
@@ -148,13 +148,13 @@ func (c *cluster) ensureBroker(ctx context.Context, node int32) error {
 // tryConn returns node's connection if it is up; otherwise it starts a dial
 // (unless one runs or the reconnect backoff has not passed) and returns nil.
 // The sender uses it so one unreachable broker never stalls the others.
-func (c *cluster) tryConn(node int32) brokerConn {
+func (c *core) tryConn(node int32) brokerConn {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.tryConnLocked(node)
 }
 
-func (c *cluster) tryConnLocked(node int32) brokerConn {
+func (c *core) tryConnLocked(node int32) brokerConn {
 	if c.closed {
 		return nil
 	}
@@ -214,13 +214,13 @@ func (c *cluster) tryConnLocked(node int32) brokerConn {
 // outCounter returns the function a connection to node calls with the size
 // of every write, and the switch that points it at another node's counter
 // (a bootstrap connection adopted by its broker); c.mu is held.
-func (c *cluster) outCounter(node int32) (func(int), *atomic.Pointer[atomic.Int64]) {
+func (c *core) outCounter(node int32) (func(int), *atomic.Pointer[atomic.Int64]) {
 	ref := new(atomic.Pointer[atomic.Int64])
 	ref.Store(c.counterLocked(node))
 	return func(n int) { ref.Load().Add(int64(n)) }, ref
 }
 
-func (c *cluster) counterLocked(node int32) *atomic.Int64 {
+func (c *core) counterLocked(node int32) *atomic.Int64 {
 	ctr := c.outBytes[node]
 	if ctr == nil {
 		ctr = new(atomic.Int64)
@@ -231,7 +231,7 @@ func (c *cluster) counterLocked(node int32) *atomic.Int64 {
 
 // outgoing returns the bytes written to each node so far, like the Java
 // client's outgoing-byte-total per node.
-func (c *cluster) outgoing() map[int32]int64 {
+func (c *core) outgoing() map[int32]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[int32]int64, len(c.outBytes))
@@ -242,7 +242,7 @@ func (c *cluster) outgoing() map[int32]int64 {
 }
 
 // dialed records a dial's outcome; c.mu is held.
-func (c *cluster) dialed(node int32, nc *nodeConn, conn brokerConn, err error) {
+func (c *core) dialed(node int32, nc *nodeConn, conn brokerConn, err error) {
 	close(nc.dialing)
 	nc.dialing = nil
 	if err != nil || c.closed {
@@ -259,14 +259,14 @@ func (c *cluster) dialed(node int32, nc *nodeConn, conn brokerConn, err error) {
 }
 
 // conn waits for node's connection, dialing if needed.
-func (c *cluster) conn(ctx context.Context, node int32) (brokerConn, error) {
+func (c *core) conn(ctx context.Context, node int32) (brokerConn, error) {
 	return c.connect(ctx, node, true)
 }
 
 // connect returns a connection to node. Patient, it dials again after
 // each failed dial's back-off until ctx ends; otherwise it returns the
 // error of a failed dial (or of the one whose back-off is running).
-func (c *cluster) connect(ctx context.Context, node int32, patient bool) (brokerConn, error) {
+func (c *core) connect(ctx context.Context, node int32, patient bool) (brokerConn, error) {
 	for {
 		c.mu.Lock()
 		if conn := c.tryConnLocked(node); conn != nil {
@@ -308,17 +308,17 @@ func (c *cluster) connect(ctx context.Context, node int32, patient bool) (broker
 }
 
 // do sends req to node and waits for the response.
-func (c *cluster) do(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
+func (c *core) do(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
 	return c.send(ctx, node, req, true)
 }
 
 // doFast is do without waiting out dial back-offs: a node that refuses
 // connections fails at once.
-func (c *cluster) doFast(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
+func (c *core) doFast(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
 	return c.send(ctx, node, req, false)
 }
 
-func (c *cluster) send(ctx context.Context, node int32, req kmsg.Request, patient bool) (kmsg.Response, error) {
+func (c *core) send(ctx context.Context, node int32, req kmsg.Request, patient bool) (kmsg.Response, error) {
 	conn, err := c.connect(ctx, node, patient)
 	if err != nil {
 		return nil, err
@@ -328,7 +328,7 @@ func (c *cluster) send(ctx context.Context, node int32, req kmsg.Request, patien
 
 // anyNodes lists nodes to try for a request any broker can answer:
 // connected ones first, then the other brokers, then bootstrap servers.
-func (c *cluster) anyNodes() []int32 {
+func (c *core) anyNodes() []int32 {
 	m := c.meta.Load()
 	var up, rest []int32
 	c.mu.Lock()
@@ -353,7 +353,7 @@ func (c *cluster) anyNodes() []int32 {
 // brokers that refuse connections (a dead broker still listed in
 // metadata must not hold the request for its dial back-offs); if none
 // answered, a second pass waits for each in turn.
-func (c *cluster) doAny(ctx context.Context, req kmsg.Request) (kmsg.Response, int32, error) {
+func (c *core) doAny(ctx context.Context, req kmsg.Request) (kmsg.Response, int32, error) {
 	var errs []error
 	nodes := c.anyNodes()
 	for pass := range 2 {
@@ -378,7 +378,7 @@ func (c *cluster) doAny(ctx context.Context, req kmsg.Request) (kmsg.Response, i
 }
 
 // addInterest makes topics part of every metadata refresh.
-func (c *cluster) addInterest(topics ...string) {
+func (c *core) addInterest(topics ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, t := range topics {
@@ -391,7 +391,7 @@ func (c *cluster) addInterest(topics ...string) {
 }
 
 // setInterest replaces the topics of interest (a consumer's subscription).
-func (c *cluster) setInterest(topics []string, all bool) {
+func (c *core) setInterest(topics []string, all bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.interest = map[string]struct{}{}
@@ -405,14 +405,14 @@ func (c *cluster) setInterest(topics []string, all bool) {
 
 // requestRefresh asks the refresher for a metadata update soon (after the
 // retry backoff since the last attempt).
-func (c *cluster) requestRefresh() {
+func (c *core) requestRefresh() {
 	c.mu.Lock()
 	c.wantRefresh = true
 	c.signal()
 	c.mu.Unlock()
 }
 
-func (c *cluster) signal() {
+func (c *core) signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -420,13 +420,13 @@ func (c *cluster) signal() {
 }
 
 // changedCh is closed at the next metadata update.
-func (c *cluster) changedCh() <-chan struct{} {
+func (c *core) changedCh() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.changed
 }
 
-func (c *cluster) publish(m *metadata) {
+func (c *core) publish(m *metadata) {
 	c.meta.Store(m)
 	c.mu.Lock()
 	c.adoptBootstrapLocked(m)
@@ -438,7 +438,7 @@ func (c *cluster) publish(m *metadata) {
 // adoptBootstrapLocked moves a live bootstrap connection into the slot of
 // the broker at the same address, so each broker keeps one connection;
 // c.mu is held.
-func (c *cluster) adoptBootstrapLocked(m *metadata) {
+func (c *core) adoptBootstrapLocked(m *metadata) {
 	for i, addr := range c.cfg.bootstrap {
 		boot := c.conns[int32(-i-1)]
 		if boot == nil || boot.conn == nil {
@@ -460,7 +460,7 @@ func (c *cluster) adoptBootstrapLocked(m *metadata) {
 	}
 }
 
-func (c *cluster) refresher() {
+func (c *core) refresher() {
 	defer c.wg.Done()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -497,7 +497,7 @@ func (c *cluster) refresher() {
 
 // refreshIfWanted is the refresher's work done inline, for manual mode: a
 // refresh when one was asked for and the retry backoff has passed.
-func (c *cluster) refreshIfWanted(ctx context.Context) {
+func (c *core) refreshIfWanted(ctx context.Context) {
 	c.mu.Lock()
 	due := c.wantRefresh && !c.now().Before(c.lastAttempt.Add(c.cfg.retryBackoff))
 	c.mu.Unlock()
@@ -507,7 +507,7 @@ func (c *cluster) refreshIfWanted(ctx context.Context) {
 }
 
 // refresh fetches metadata for the topics of interest now.
-func (c *cluster) refresh(ctx context.Context) error {
+func (c *core) refresh(ctx context.Context) error {
 	c.mu.Lock()
 	c.wantRefresh = false
 	c.lastAttempt = c.now()
@@ -555,7 +555,7 @@ func (c *cluster) refresh(ctx context.Context) error {
 // waitTopic returns the metadata of topic once it is known with partitions,
 // refreshing as needed, or fails with the topic's non-retriable error or
 // ctx's.
-func (c *cluster) waitTopic(ctx context.Context, topic string) (*topicMeta, error) {
+func (c *core) waitTopic(ctx context.Context, topic string) (*topicMeta, error) {
 	c.addInterest(topic)
 	for {
 		ch := c.changedCh()
@@ -592,7 +592,7 @@ func (c *cluster) waitTopic(ctx context.Context, topic string) (*topicMeta, erro
 // applyLeaderHints patches KIP-951 leader hints into the metadata and asks
 // for a full refresh in the background, as the Java client does. It returns
 // how many hints moved a leader.
-func (c *cluster) applyLeaderHints(hints []leaderHint, eps []nodeEndpoint) int {
+func (c *core) applyLeaderHints(hints []leaderHint, eps []nodeEndpoint) int {
 	if len(hints) == 0 {
 		return 0
 	}
@@ -638,7 +638,7 @@ func backoff(base, maxB time.Duration, attempts int, r func() uint32) time.Durat
 
 // findCoordinator asks any broker which node coordinates key (keyType 0:
 // group, 1: transaction) and makes sure that node's address is known.
-func (c *cluster) findCoordinator(ctx context.Context, key string, keyType int8) (int32, error) {
+func (c *core) findCoordinator(ctx context.Context, key string, keyType int8) (int32, error) {
 	for attempt := 1; ; attempt++ {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorKey, req.CoordinatorType = key, keyType
@@ -672,7 +672,7 @@ func (c *cluster) findCoordinator(ctx context.Context, key string, keyType int8)
 }
 
 // learnBroker adds a broker address seen outside Metadata (a coordinator).
-func (c *cluster) learnBroker(b broker) {
+func (c *core) learnBroker(b broker) {
 	for {
 		old := c.meta.Load()
 		if cur, ok := old.brokers[b.id]; ok && cur.host == b.host && cur.port == b.port {
