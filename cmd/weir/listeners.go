@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"weir/internal/auth"
 	"weir/internal/auth/scram"
+	"weir/internal/broker"
 	"weir/internal/config"
 	"weir/internal/server"
 )
@@ -30,6 +32,52 @@ func buildListeners(settings *config.Broker, deps auth.Deps) ([]server.Listener,
 		secs = append(secs, sec)
 	}
 	return out, secs, nil
+}
+
+// securityProtocolIDs are Kafka's ids of the security protocols, as
+// broker registrations carry them.
+var securityProtocolIDs = map[string]int16{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+// brokerListeners are the endpoints the broker registers: every
+// advertised listener at its advertised host and port (a host name is
+// kept as it is written), the bound ones where it names none; the
+// inter-broker listener at override when --advertise gave one.
+func brokerListeners(settings *config.Broker, srv *server.Server, ib string, override net.Addr) []broker.Listener {
+	var out []broker.Listener
+	for _, a := range settings.AdvertisedListeners() {
+		bound, _ := srv.ListenerAddr(a.Name).(*net.TCPAddr)
+		if bound == nil {
+			continue
+		}
+		host, port := bound.IP.String(), bound.Port
+		if a.Host != "" {
+			host = a.Host
+		}
+		if a.Port != 0 {
+			port = a.Port
+		}
+		if o, ok := override.(*net.TCPAddr); ok && a.Name == ib {
+			host, port = o.IP.String(), o.Port
+		}
+		out = append(out, broker.Listener{Name: a.Name, Host: host, Port: int32(port), SecurityProtocol: securityProtocolIDs[a.SecurityProtocol]})
+	}
+	return out
+}
+
+// interBrokerDial is how this broker dials the others' inter-broker
+// listener: with that listener's TLS and sasl.mechanism.inter.broker.
+// protocol, or nil (plain TCP) for a PLAINTEXT listener.
+func interBrokerDial(settings *config.Broker) (func(ctx context.Context, network, addr string) (net.Conn, error), error) {
+	ib := settings.InterBrokerListener()
+	if ib.SecurityProtocol == "" || ib.SecurityProtocol == "PLAINTEXT" {
+		return nil, nil
+	}
+	mech, _ := settings.Value(config.SaslMechanismInterBroker)
+	c, err := auth.InterBrokerClient(settings, ib, mech.Str())
+	if err != nil {
+		return nil, err
+	}
+	return c.Dial, nil
 }
 
 // advertisedAddr is the address the broker registers for a listener: its

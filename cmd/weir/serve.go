@@ -101,8 +101,28 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("invalid configuration: %w", err)
 	}
 	cfg := brokerConfig(settings)
+	if cfg.InterBrokerDial, err = interBrokerDial(settings); err != nil {
+		// A single node never dials another broker: without the
+		// inter-broker listener's client credentials it still runs.
+		if len(voters) > 1 || len(nonVoters) > 0 {
+			return fmt.Errorf("invalid configuration: %w", err)
+		}
+		logger.Warn("no inter-broker client credentials; a cluster needs them", "err", err)
+	}
 	cfg.DataDir = dir
 	cfg.Logger = logger
+	// Listeners reload their keystores and truststores when an operator
+	// alters their configs (kafka-configs.sh --entity-type brokers).
+	cfg.OnBrokerConfig = func(st *config.Broker) {
+		for _, sec := range secs {
+			if sec == nil {
+				continue
+			}
+			if err := sec.Reconfigure(st); err != nil {
+				logger.Warn("listener security not reloaded; the previous settings stay", "err", err)
+			}
+		}
+	}
 	cfg.NullStorage = *nullStorage
 	cfg.Quorum = broker.QuorumConfig{RaftAddr: *raftListen, Voters: voters, NonVoters: nonVoters, ClusterID: *clusterID, RaftTimeout: *raftTimeout}
 	for _, a := range strings.Split(*ctlBootstrap, ",") {
@@ -127,10 +147,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	logListeners(logger, srv, secs)
-	// The broker registers one endpoint, which every client and broker
-	// is told of: the inter-broker listener's.
+	// The broker registers every listener (advertised.listeners, bound
+	// ports filled in); a client is told the endpoints of the listener it
+	// connected to, brokers reach each other on the inter-broker one.
 	ib := settings.InterBrokerListener().Name
 	advertised := advertisedAddr(settings, ib, srv.ListenerAddr(ib))
+	var override net.Addr
 	if *advertise != "" {
 		host, port, err := net.SplitHostPort(*advertise)
 		p, perr := strconv.Atoi(port)
@@ -140,8 +162,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return errUsage
 		}
 		advertised = &net.TCPAddr{IP: net.ParseIP(host), Port: p}
+		override = advertised
 	}
-	b.SetAdvertised(advertised)
+	b.SetListeners(brokerListeners(settings, srv, ib, override), ib)
 
 	// One registry: scraped at --metrics-listen and read in process by the
 	// console for this node's rates. Collectors run only when read.

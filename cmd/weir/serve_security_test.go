@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"weir/internal/auth/authtest"
@@ -140,5 +141,103 @@ func TestServeBadSecurityConfig(t *testing.T) {
 	code, out := weir(t, "", "serve", "--config", path, "--data-dir", t.TempDir())
 	if code == 0 || !strings.Contains(out, "listener.name.sasl_plaintext.plain.sasl.jaas.config") {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// TestMetadataPerListener: a broker with two listeners registers both,
+// and a client is told the endpoints of the listener it connected to (as
+// Kafka answers), so clients on different networks each get an address
+// they can reach. Both work end to end.
+func TestMetadataPerListener(t *testing.T) {
+	first := testport.Run(t, 2)
+	outside, inside := first, first+1
+	props := fmt.Sprintf(`listeners=OUTSIDE://127.0.0.1:%d,INSIDE://127.0.0.1:%d
+advertised.listeners=OUTSIDE://localhost:%d,INSIDE://127.0.0.1:%d
+listener.security.protocol.map=OUTSIDE:PLAINTEXT,INSIDE:PLAINTEXT
+inter.broker.listener.name=INSIDE
+`, outside, inside, outside, inside)
+	serveWithConfig(t, props)
+	for _, tc := range []struct {
+		dial, want string
+	}{
+		{fmt.Sprintf("127.0.0.1:%d", outside), fmt.Sprintf("localhost:%d", outside)},
+		{fmt.Sprintf("127.0.0.1:%d", inside), fmt.Sprintf("127.0.0.1:%d", inside)},
+	} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(tc.dial))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		var got []string
+		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		if err != nil {
+			cancel()
+			cl.Close()
+			t.Fatalf("metadata through %s: %v", tc.dial, err)
+		}
+		for _, b := range resp.Brokers {
+			got = append(got, fmt.Sprintf("%s:%d", b.Host, b.Port))
+		}
+		cancel()
+		cl.Close()
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("metadata through %s lists %v, want [%s]", tc.dial, got, tc.want)
+		}
+		if err := roundTrip(t, kgo.SeedBrokers(tc.dial)); err != nil {
+			t.Errorf("produce and consume through %s: %v", tc.dial, err)
+		}
+	}
+}
+
+// TestCertificateReloadedOnAlter: altering an SSL listener's keystore
+// with IncrementalAlterConfigs (as kafka-configs.sh does, per broker)
+// makes new connections get the new certificate, without a restart.
+func TestCertificateReloadedOnAlter(t *testing.T) {
+	pki := authtest.NewPKI(t)
+	first := pki.PKCS12Keystore("first.p12", pki.Issue(pkix.Name{CommonName: "first"}, true), "pw")
+	second := pki.PKCS12Keystore("second.p12", pki.Issue(pkix.Name{CommonName: "second"}, true), "pw")
+	addr := testport.Addr(t)
+	serveWithConfig(t, `
+listeners=SSL://`+addr+`
+security.inter.broker.protocol=SSL
+ssl.keystore.type=PKCS12
+ssl.keystore.location=`+first+`
+ssl.keystore.password=pw
+`)
+	served := func() string {
+		conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: authtest.Pool(t, pki.CAPEM), ServerName: "localhost", InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	if got := served(); got != "first" {
+		t.Fatalf("serves %q at start, want first", got)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTLSConfig(&tls.Config{RootCAs: authtest.Pool(t, pki.CAPEM)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "listener.name.ssl.ssl.keystore.location", kmsg.StringPtr(second)
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter: %v %+v", err, resp)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for served() != "second" {
+		if time.Now().After(deadline) {
+			t.Fatal("the new keystore is not served 15 s after the alter")
+		}
+		waitABit()
 	}
 }

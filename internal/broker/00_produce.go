@@ -83,7 +83,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 				failed = true
 				sp.ErrorCode = errCode(err)
 				sp.ErrorMessage = errMessage(err)
-				if h, ok := b.hintFor(t, rp.Partition, err, -1); ok && r.Version >= 10 {
+				if h, ok := b.hintFor(t, rp.Partition, err, -1, req.Conn.Listener); ok && r.Version >= 10 {
 					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
 					hints.add(h)
 				}
@@ -109,7 +109,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 	}
 	// The wait below reads nothing of the request: its frame is reused
 	// once Serve returns (ReusesFrame).
-	timeout, version, acks := msDuration(r.TimeoutMillis), r.Version, r.Acks
+	timeout, version, acks, listener := msDuration(r.TimeoutMillis), r.Version, r.Acks, req.Conn.Listener
 	return b.async(ctx, func(ctx context.Context) kmsg.Response {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
@@ -126,7 +126,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 				// Leadership left while the batch waited: the most
 				// common NOT_LEADER_OR_FOLLOWER of a move carries the
 				// new leader too (KIP-951).
-				if h, ok := b.hintFor(w.p.topic, w.p.index, err, -1); ok {
+				if h, ok := b.hintFor(w.p.topic, w.p.index, err, -1, listener); ok {
 					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
 					addProduceHint(resp, h)
 				}

@@ -31,7 +31,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.R
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return server.Ready(resp)
 	}
-	res := b.fetchOnce(r)
+	res := b.fetchOnce(r, req.Conn.Listener)
 	if res.bytes >= int64(r.MinBytes) || r.MaxWaitMillis <= 0 || res.now {
 		return b.fetchReply(r, res)
 	}
@@ -42,7 +42,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.R
 	go func() {
 		defer b.wg.Done()
 		defer cancel()
-		res, ok := b.waitFetch(ctx, r, parts)
+		res, ok := b.waitFetch(ctx, r, req.Conn.Listener, parts)
 		if !ok {
 			reply.CompleteClose()
 			return
@@ -58,7 +58,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.R
 
 // waitFetch parks a fetch until its partitions hold MinBytes, MaxWait
 // passes, or ctx ends (ok false).
-func (b *Broker) waitFetch(ctx context.Context, r *kmsg.FetchRequest, parts []*partition) (fetchResult, bool) {
+func (b *Broker) waitFetch(ctx context.Context, r *kmsg.FetchRequest, listener string, parts []*partition) (fetchResult, bool) {
 	w := replica.NewWaiter()
 	for _, p := range parts {
 		p.addWaiter(w)
@@ -76,12 +76,12 @@ func (b *Broker) waitFetch(ctx context.Context, r *kmsg.FetchRequest, parts []*p
 	for {
 		select {
 		case <-w.C:
-			res := b.fetchOnce(r)
+			res := b.fetchOnce(r, listener)
 			if res.bytes >= int64(r.MinBytes) || res.now {
 				return res, true
 			}
 		case <-timer.C:
-			return b.fetchOnce(r), true
+			return b.fetchOnce(r, listener), true
 		case <-ctx.Done():
 			return fetchResult{}, false
 		}
@@ -148,7 +148,7 @@ func (b *Broker) fetchTopic(r *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) *t
 // UNKNOWN_LEADER_EPOCH and holds the fetch like an empty one; the
 // metadata loop wakes the fetch once this node leads (applyRoles), and the
 // follower asks again without backing off.
-func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
+func (b *Broker) fetchOnce(r *kmsg.FetchRequest, listener string) fetchResult {
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
 	var recs []*fetchRecords
 	budget := int64(r.MaxBytes)
@@ -176,7 +176,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) fetchResult {
 				sp.ErrorCode, held = kerr.UnknownLeaderEpoch.Code, true
 			case perr != nil:
 				sp.ErrorCode = errCode(perr)
-				if h, ok := b.hintFor(t, rp.Partition, perr, rp.CurrentLeaderEpoch); ok && r.Version >= 12 {
+				if h, ok := b.hintFor(t, rp.Partition, perr, rp.CurrentLeaderEpoch, listener); ok && r.Version >= 12 {
 					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
 					hints.add(h)
 				}

@@ -37,14 +37,16 @@ func (b *Broker) handleMetadata(ctx context.Context, req *server.Request) *serve
 		if len(missing) > 0 {
 			return b.async(ctx, func(ctx context.Context) kmsg.Response {
 				errs := b.autoCreate(ctx, missing)
-				return b.metadataResponse(r, errs)
+				return b.metadataResponse(r, req.Conn.Listener, errs)
 			})
 		}
 	}
-	return server.Ready(b.metadataResponse(r, nil))
+	return server.Ready(b.metadataResponse(r, req.Conn.Listener, nil))
 }
 
-func (b *Broker) metadataResponse(r *kmsg.MetadataRequest, createErrs map[string]int16) *kmsg.MetadataResponse {
+// metadataResponse answers with the brokers' endpoints on listener, the
+// one the request came in on.
+func (b *Broker) metadataResponse(r *kmsg.MetadataRequest, listener string, createErrs map[string]int16) *kmsg.MetadataResponse {
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	img := b.image()
 	resp.ClusterID = &b.clusterID
@@ -53,7 +55,7 @@ func (b *Broker) metadataResponse(r *kmsg.MetadataRequest, createErrs map[string
 		if br.Fenced {
 			continue
 		}
-		if mb, ok := metadataBroker(br); ok {
+		if mb, ok := b.endpointFor(br, listener); ok {
 			resp.Brokers = append(resp.Brokers, mb)
 		}
 	}
@@ -90,23 +92,6 @@ func (b *Broker) metadataResponse(r *kmsg.MetadataRequest, createErrs map[string
 		resp.Topics = append(resp.Topics, topicMetadata(img, t))
 	}
 	return resp
-}
-
-// metadataBroker is a broker's PLAINTEXT endpoint for Metadata.
-func metadataBroker(br *metadata.Broker) (kmsg.MetadataResponseBroker, bool) {
-	for _, e := range br.Endpoints {
-		if e.Listener != listenerName {
-			continue
-		}
-		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port = br.ID, e.Host, int32(e.Port)
-		if br.Rack != "" {
-			rack := br.Rack
-			mb.Rack = &rack
-		}
-		return mb, true
-	}
-	return kmsg.MetadataResponseBroker{}, false
 }
 
 // autoCreate creates missing topics with the broker defaults through the

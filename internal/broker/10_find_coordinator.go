@@ -58,7 +58,7 @@ func (b *Broker) handleFindCoordinator(_ context.Context, req *server.Request) *
 			msg := "the coordinator is not available yet"
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, &msg
 		}
-		host, port, ok := b.endpointOf(node)
+		host, port, ok := b.endpointOf(node, req.Conn.Listener)
 		if !ok {
 			msg := "the coordinator's broker is not registered"
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, &msg
@@ -78,13 +78,14 @@ func (b *Broker) handleFindCoordinator(_ context.Context, req *server.Request) *
 	return server.Ready(resp)
 }
 
-// endpointOf returns a registered, unfenced broker's listener address.
-func (b *Broker) endpointOf(node int32) (string, int32, bool) {
+// endpointOf returns a registered, unfenced broker's address on a
+// listener.
+func (b *Broker) endpointOf(node int32, listener string) (string, int32, bool) {
 	br, ok := b.image().Broker(node)
 	if !ok || br.Fenced {
 		return "", 0, false
 	}
-	mb, ok := metadataBroker(br)
+	mb, ok := b.endpointFor(br, listener)
 	return mb.Host, mb.Port, ok
 }
 

@@ -25,7 +25,7 @@ func (b *Broker) handleDescribeCluster(_ context.Context, req *server.Request) *
 	resp.ClusterID = b.clusterID
 	resp.ControllerID = b.node.Leader()
 	for _, br := range b.image().Brokers() {
-		mb, ok := metadataBroker(br)
+		mb, ok := b.endpointFor(br, req.Conn.Listener)
 		if !ok || br.Fenced {
 			continue
 		}

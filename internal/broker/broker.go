@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -32,9 +33,26 @@ import (
 type Config struct {
 	NodeID  int32
 	DataDir string
-	// AdvertisedHost and AdvertisedPort are what Metadata tells clients.
+	// AdvertisedHost and AdvertisedPort are what Metadata tells clients
+	// when Listeners is empty: one PLAINTEXT listener.
 	AdvertisedHost string
 	AdvertisedPort int32
+	// Listeners are the endpoints the broker registers, one per listener
+	// (advertised.listeners), set once they are bound (SetListeners).
+	// A client is told the endpoints of the listener it connected to.
+	Listeners []Listener
+	// InterBrokerListener names the listener brokers reach each other on
+	// (inter.broker.listener.name); "" means the first of Listeners.
+	InterBrokerListener string
+	// InterBrokerDial, when set, dials another broker's inter-broker
+	// listener with its security (TLS, SASL) for replication, forwarded
+	// admin requests and share state; nil dials plain TCP.
+	InterBrokerDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// OnBrokerConfig, when set, is called on the metadata loop with the
+	// broker's settings each time a dynamic broker config changed them
+	// (listeners reload their certificates from it). It must not block
+	// for long.
+	OnBrokerConfig func(*config.Broker)
 	Rack           string
 
 	AutoCreateTopics  bool  // auto.create.topics.enable
@@ -305,23 +323,47 @@ func (b *Broker) closeLogs() error {
 // ClusterID is the id Metadata and DescribeCluster report.
 func (b *Broker) ClusterID() string { return b.clusterID }
 
-// SetAdvertised sets the address clients are told to connect to, once the
-// listener is bound.
+// SetAdvertised sets the address of the broker's one PLAINTEXT listener
+// once it is bound; SetListeners sets several.
 func (b *Broker) SetAdvertised(addr net.Addr) {
 	if tcp, ok := addr.(*net.TCPAddr); ok {
-		b.mu.Lock()
-		b.cfg.AdvertisedPort = int32(tcp.Port)
-		if b.cfg.AdvertisedHost == "" {
-			b.cfg.AdvertisedHost = tcp.IP.String()
+		host := b.cfg.AdvertisedHost
+		if host == "" {
+			host = tcp.IP.String()
 		}
-		b.mu.Unlock()
+		b.SetListeners([]Listener{{Name: defaultListener, Host: host, Port: int32(tcp.Port), SecurityProtocol: securityPlaintext}}, defaultListener)
 	}
 }
 
-func (b *Broker) advertised() (string, int32) {
+// SetListeners sets the endpoints the broker registers and the listener
+// brokers reach each other on, once the listeners are bound. Call it
+// before Start.
+func (b *Broker) SetListeners(ls []Listener, interBroker string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cfg.Listeners = slices.Clone(ls)
+	b.cfg.InterBrokerListener = interBroker
+	if len(ls) > 0 {
+		if interBroker == "" {
+			b.cfg.InterBrokerListener = ls[0].Name
+		}
+		for _, l := range ls {
+			if l.Name == b.cfg.InterBrokerListener {
+				b.cfg.AdvertisedHost, b.cfg.AdvertisedPort = l.Host, l.Port
+			}
+		}
+	}
+}
+
+// listeners returns the registered listeners and the inter-broker one's
+// name.
+func (b *Broker) listeners() ([]Listener, string) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.cfg.AdvertisedHost, b.cfg.AdvertisedPort
+	if len(b.cfg.Listeners) == 0 {
+		return []Listener{{Name: defaultListener, Host: b.cfg.AdvertisedHost, Port: b.cfg.AdvertisedPort, SecurityProtocol: securityPlaintext}}, defaultListener
+	}
+	return b.cfg.Listeners, b.cfg.InterBrokerListener
 }
 
 // Versions implements server.Dispatcher.

@@ -28,9 +28,10 @@ type leaderHint struct {
 }
 
 // hintFor returns the hint for a partition whose request failed with
-// err, if one should be given. clientEpoch is the leader epoch the
-// request carried (-1 when none).
-func (b *Broker) hintFor(t *topic, index int32, err error, clientEpoch int32) (leaderHint, bool) {
+// err, if one should be given: the leader's endpoint on listener, the
+// one the request came in on. clientEpoch is the leader epoch the request
+// carried (-1 when none).
+func (b *Broker) hintFor(t *topic, index int32, err error, clientEpoch int32, listener string) (leaderHint, bool) {
 	if t == nil || !(errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.FencedLeaderEpoch)) {
 		return leaderHint{}, false
 	}
@@ -54,7 +55,7 @@ func (b *Broker) hintFor(t *topic, index int32, err error, clientEpoch int32) (l
 	if !ok || br.Fenced {
 		return leaderHint{}, false
 	}
-	mb, ok := metadataBroker(br)
+	mb, ok := b.endpointFor(br, listener)
 	if !ok {
 		return leaderHint{}, false
 	}

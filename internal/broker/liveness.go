@@ -51,7 +51,7 @@ func (b *Broker) livenessLoop() {
 				delete(refused, br.ID)
 				continue
 			}
-			mb, ok := metadataBroker(br)
+			mb, ok := b.endpointFor(br, "")
 			if !ok {
 				continue
 			}

@@ -60,8 +60,50 @@ type QuorumConfig struct {
 // metadataDir holds the raft log, stable store and metadata snapshots.
 const metadataDir = "__cluster_metadata"
 
-// listenerName is the one listener weir brokers register.
-const listenerName = "PLAINTEXT"
+// Listener is one endpoint of the broker: a listener's name (Kafka's
+// upper case), the host and port clients are told, and its security
+// protocol (Kafka's ids: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL).
+type Listener struct {
+	Name             string
+	Host             string
+	Port             int32
+	SecurityProtocol int16
+}
+
+// defaultListener is the listener of a broker given no Listeners.
+const (
+	defaultListener   = "PLAINTEXT"
+	securityPlaintext = 0
+)
+
+// interBrokerListener is the listener other brokers are reached on.
+func (b *Broker) interBrokerListener() string {
+	_, ib := b.listeners()
+	return ib
+}
+
+// endpointFor is a broker's endpoint on the listener a request came in
+// on (or, for requests of this broker's own and listeners without a
+// name, the inter-broker listener), as Metadata reports it. As in Kafka, a
+// broker without that listener is not reported.
+func (b *Broker) endpointFor(br *metadata.Broker, listener string) (kmsg.MetadataResponseBroker, bool) {
+	if listener == "" {
+		listener = b.interBrokerListener()
+	}
+	for _, e := range br.Endpoints {
+		if e.Listener != listener {
+			continue
+		}
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = br.ID, e.Host, int32(e.Port)
+		if br.Rack != "" {
+			rack := br.Rack
+			mb.Rack = &rack
+		}
+		return mb, true
+	}
+	return kmsg.MetadataResponseBroker{}, false
+}
 
 // single reports whether the broker is a quorum of one.
 func (c QuorumConfig) single(self int32) bool {
@@ -106,9 +148,10 @@ func (b *Broker) openQuorum() error {
 	}
 	b.node = n
 	b.ctl = kraft.NewKafkaClient(kraft.KafkaClientConfig{
-		Leader: n.Leader, Resolve: kraft.ListenerResolver(n, listenerName), Local: n,
+		Leader: n.Leader, Resolve: kraft.ListenerResolver(n, b.interBrokerListener), Local: n,
 		Bootstrap: cc.ControllerBootstrap, BootstrapFunc: b.knownBrokers,
 		ClientID: brokerClientPrefix + itoa(b.cfg.NodeID), Logger: b.logger,
+		Dial: b.cfg.InterBrokerDial,
 	})
 	return nil
 }
@@ -172,7 +215,7 @@ func (b *Broker) knownBrokers() []string {
 		if br.ID == b.cfg.NodeID {
 			continue
 		}
-		if mb, ok := metadataBroker(br); ok {
+		if mb, ok := b.endpointFor(br, ""); ok {
 			out = append(out, net.JoinHostPort(mb.Host, strconv.Itoa(int(mb.Port))))
 		}
 	}
@@ -225,16 +268,20 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	host, port := b.advertised()
-	l := kmsg.NewBrokerRegistrationRequestListener()
-	l.Name, l.Host, l.Port = listenerName, host, uint16(port)
+	ls, _ := b.listeners()
+	var regs []kmsg.BrokerRegistrationRequestListener
+	for _, l := range ls {
+		r := kmsg.NewBrokerRegistrationRequestListener()
+		r.Name, r.Host, r.Port, r.SecurityProtocol = l.Name, l.Host, uint16(l.Port), l.SecurityProtocol
+		regs = append(regs, r)
+	}
 	var rack *string
 	if b.cfg.Rack != "" {
 		rack = &b.cfg.Rack
 	}
 	life, err := kraft.StartLifecycle(kraft.LifecycleConfig{
 		BrokerID: b.cfg.NodeID, ClusterID: b.clusterID,
-		Listeners: []kmsg.BrokerRegistrationRequestListener{l}, Rack: rack,
+		Listeners: regs, Rack: rack,
 		Client: b.ctl, Metadata: b.node.FSM(),
 		HeartbeatInterval: b.cfg.Quorum.HeartbeatInterval,
 		// Registering and catching up are small requests: retry them

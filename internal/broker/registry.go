@@ -273,6 +273,9 @@ func (b *Broker) applyBrokerConfigs(img *metadata.Image) {
 		b.logger.Warn("dynamic broker config dropped", "reason", d)
 	}
 	b.conf.Store(nst)
+	if b.cfg.OnBrokerConfig != nil {
+		b.cfg.OnBrokerConfig(nst)
+	}
 	b.mu.RLock()
 	type target struct {
 		t         *topic

@@ -378,7 +378,8 @@ func (t *brokerTransport) Send(ctx context.Context, id int32, req kmsg.Request) 
 	if c == nil {
 		c = kraft.NewKafkaClient(kraft.KafkaClientConfig{
 			Leader:   func() int32 { return id },
-			Resolve:  kraft.ListenerResolver(t.b.node, listenerName),
+			Resolve:  kraft.ListenerResolver(t.b.node, t.b.interBrokerListener),
+			Dial:     t.b.cfg.InterBrokerDial,
 			ClientID: "weir-replica-" + itoa(t.b.cfg.NodeID),
 			Logger:   t.b.logger,
 		})

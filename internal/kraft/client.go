@@ -135,16 +135,18 @@ func localAttempt(n *Node) attempt {
 }
 
 // ListenerResolver resolves a node id to the address of its listener
-// named listener, from the registrations in n's image: the active
+// named listener() (read at each call: a broker learns its listeners once
+// they are bound), from the registrations in n's image: the active
 // controller's node is a broker too, registered with its listeners.
-func ListenerResolver(n *Node, listener string) func(id int32) (string, bool) {
+func ListenerResolver(n *Node, listener func() string) func(id int32) (string, bool) {
 	return func(id int32) (string, bool) {
 		b, ok := n.Image().Broker(id)
 		if !ok {
 			return "", false
 		}
+		name := listener()
 		for _, e := range b.Endpoints {
-			if e.Listener == listener {
+			if e.Listener == name {
 				return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), true
 			}
 		}

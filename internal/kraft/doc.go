@@ -82,7 +82,7 @@
 //	sub := n.FSM().Subscribe(0)     // deltas -> Delta.Local(id) -> replicas
 //	n.HandleControllerRequest(ctx, key, req) // handlers of the ControllerKeys
 //	cl := kraft.NewKafkaClient(kraft.KafkaClientConfig{Leader: n.Leader,
-//		Resolve: cluster.ListenerResolver(n, "PLAINTEXT"), Local: n})
+//		Resolve: kraft.ListenerResolver(n, func() string { return "PLAINTEXT" }), Local: n})
 //	life, _ := cluster.StartLifecycle(cluster.LifecycleConfig{BrokerID, Listeners,
 //		Client: cl, Metadata: n.FSM()})
 //	<-life.Unfenced()               // may lead partitions
