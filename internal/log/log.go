@@ -183,8 +183,8 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		sync:   syncState{heapIdx: -1},
 
 		producers: opts.Producers,
-		openHW: -1,
-		ckptHW: -1,
+		openHW:    -1,
+		ckptHW:    -1,
 	}
 	l.hw.Store(-1)
 	if l.logger == nil {
