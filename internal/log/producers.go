@@ -2,6 +2,9 @@ package log
 
 import (
 	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // ProducerState is a partition's producer bookkeeping (internal/producer's
@@ -255,6 +258,7 @@ func (l *Log) recoverProducers(rp int64) error {
 		}
 	}
 	removeSnapshotsOutside(l.dir, l.segs[0].base, l.leo)
+	removeTempFiles(l.dir)
 	if l.producers == nil {
 		return nil
 	}
@@ -262,15 +266,15 @@ func (l *Log) recoverProducers(rp int64) error {
 	if rebuild < len(l.segs) {
 		upTo = l.segs[rebuild].base
 	}
-	before := make([]int, len(l.segs))
+	before := make([][]AbortedTxn, len(l.segs))
 	for i, s := range l.segs {
-		before[i] = len(s.ix.aborted)
+		before[i] = s.ix.aborted
 	}
 	if err := l.restoreProducersLocked(upTo); err != nil {
 		return err
 	}
 	for i, s := range l.segs[rebuild:] {
-		if len(s.ix.aborted) != before[rebuild+i] {
+		if !slices.Equal(s.ix.aborted, before[rebuild+i]) {
 			s.dirty = true
 		}
 	}
@@ -288,6 +292,13 @@ func (l *Log) truncateProducersLocked(restart bool) error {
 		removeSnapshotsOutside(l.dir, l.leo+1, l.leo)
 	} else {
 		removeSnapshotsOutside(l.dir, l.segs[0].base, l.leo)
+		// The cut segment's index loses the aborts whose marker went: it
+		// is rewritten now, as the recovery point may already cover what
+		// is left of the segment.
+		last := l.segs[len(l.segs)-1]
+		if err := writeTxnIndex(last.prefix, last.ix.aborted); err != nil {
+			return fmt.Errorf("%w: truncate aborted-transaction index: %v", kerr.KafkaStorageError, err)
+		}
 	}
 	if l.producers == nil {
 		return nil

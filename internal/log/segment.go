@@ -164,11 +164,15 @@ func (s *segment) index(h *BatchHeader, pos int64, length, interval int) {
 }
 
 // writeIndex persists the in-memory index next to the segment.
-func (s *segment) writeIndex() error {
+func (s *segment) writeIndex() error { return s.writeIndexWith(nil) }
+
+// writeIndexWith is writeIndex with the aborted-transaction index
+// committed through commit (see writeTxnIndexWith).
+func (s *segment) writeIndexWith(commit func(func() error) error) error {
 	if err := writeFileSync(s.prefix+indexSuffix, s.ix.encodeOffsets()); err != nil {
 		return err
 	}
-	if err := writeTxnIndex(s.prefix, s.ix.aborted); err != nil {
+	if err := writeTxnIndexWith(s.prefix, s.ix.aborted, commit); err != nil {
 		return err
 	}
 	return writeFileSync(s.prefix+timeIndexSuffix, s.ix.encodeTimes())

@@ -81,7 +81,7 @@ func readSnapshot(dir string, offset int64) ([]byte, error) {
 // over it, fsynced (file and directory) when sync is set.
 func writeSnapshot(dir string, offset int64, state []byte, sync bool) error {
 	path := snapshotPath(dir, offset)
-	tmp := path + ".tmp"
+	tmp := path + tmpSuffix
 	b := encodeSnapshot(offset, state)
 	var err error
 	if sync {
@@ -128,20 +128,30 @@ func parseSnapshotName(name string) (int64, bool) {
 	return off, err == nil && off >= 0
 }
 
-// removeSnapshotsOutside deletes snapshots below lo or past hi, and
-// temporary files a crash left behind.
+// removeSnapshotsOutside deletes snapshots below lo or past hi.
 func removeSnapshotsOutside(dir string, lo, hi int64) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		name := e.Name()
-		if strings.HasSuffix(name, snapshotSuffix+".tmp") {
-			_ = os.Remove(filepath.Join(dir, name))
-			continue
+		if off, ok := parseSnapshotName(e.Name()); ok && (off < lo || off > hi) {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
 		}
-		if off, ok := parseSnapshotName(name); ok && (off < lo || off > hi) {
+	}
+}
+
+// removeTempFiles deletes the temporary snapshot and aborted-transaction
+// index files a crash left behind. Only recovery may: while the log runs,
+// a flush may be about to rename one.
+func removeTempFiles(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, snapshotSuffix+tmpSuffix) || strings.HasSuffix(name, txnIndexSuffix+tmpSuffix) {
 			_ = os.Remove(filepath.Join(dir, name))
 		}
 	}

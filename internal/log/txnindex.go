@@ -118,16 +118,51 @@ func loadTxnIndex(prefix string, base, next int64) ([]AbortedTxn, error) {
 }
 
 // writeTxnIndex replaces a segment's aborted-transaction index file, or
-// removes it when there are no entries.
+// removes it when there are no entries. The replacement is atomic (a
+// temporary file, fsynced, renamed over it): unlike the offset indexes,
+// which are checked against the segment, an index cut short by a crash
+// would look like one with fewer aborts. The directory fsync of the
+// checkpoint that then moves the recovery point makes the rename durable.
 func writeTxnIndex(prefix string, entries []AbortedTxn) error {
-	if len(entries) == 0 {
-		if err := os.Remove(prefix + txnIndexSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
-	}
-	return writeFileSync(prefix+txnIndexSuffix, encodeTxnIndex(entries))
+	return writeTxnIndexWith(prefix, entries, nil)
 }
+
+// writeTxnIndexWith is writeTxnIndex whose last step (the rename, or the
+// removal) runs through commit when it is set: a flush, which writes
+// without the log's lock, commits under it and only if no truncation
+// came in between, so that an index copied before a truncation never
+// replaces the one the truncation wrote.
+func writeTxnIndexWith(prefix string, entries []AbortedTxn, commit func(func() error) error) error {
+	if commit == nil {
+		commit = func(f func() error) error { return f() }
+	}
+	if len(entries) == 0 {
+		return commit(func() error {
+			if err := os.Remove(prefix + txnIndexSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			return nil
+		})
+	}
+	tmp := prefix + txnIndexSuffix + tmpSuffix
+	if err := writeFileSync(tmp, encodeTxnIndex(entries)); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	renamed := false
+	err := commit(func() error {
+		renamed = true
+		return os.Rename(tmp, prefix+txnIndexSuffix)
+	})
+	if !renamed {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// tmpSuffix marks a file being written, to be renamed over its name; a
+// crash may leave one, which recovery deletes.
+const tmpSuffix = ".tmp"
 
 // keepAborted returns the entries whose marker is below end, copying so
 // that readers holding the old slice never see it change.
