@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"weir/internal/crashtest"
 	"weir/internal/log"
 )
 
@@ -92,41 +91,9 @@ func TestSIGKILLTransactions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	acked := int64(-1)
 	for round := range rounds {
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
-		cmd.Stderr = os.Stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string, 1024)
-		go func() {
-			defer close(lines)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		}()
-		killAt := time.After(time.Duration(30+rng.IntN(150)) * time.Millisecond)
-		for killed := false; !killed; {
-			select {
-			case line, ok := <-lines:
-				if !ok {
-					t.Fatalf("round %d: child exited before the kill", round)
-				}
-				ack(t, line, &acked)
-			case <-killAt:
-				cmd.Process.Signal(syscall.SIGKILL)
-				killed = true
-			}
-		}
-		for line := range lines {
+		crashtest.Kill(t, []string{crashChildEnv + "=" + dir}, time.Duration(30+rng.IntN(150))*time.Millisecond, func(line string) {
 			ack(t, line, &acked)
-		}
-		cmd.Wait()
+		})
 
 		p := openTxnLog(t, dir, crashConfig(), newFakeClock(time.Now()))
 		if p.l.EndOffset() <= acked {
@@ -134,7 +101,7 @@ func TestSIGKILLTransactions(t *testing.T) {
 		}
 		checkReplayed(t, p, 0, round, "SIGKILL")
 		var written []mbatch
-		err = p.l.ScanMarkers(0, func(h *log.BatchHeader, m *log.Marker) bool {
+		err := p.l.ScanMarkers(0, func(h *log.BatchHeader, m *log.Marker) bool {
 			written = append(written, mbatch{pid: h.ProducerID, base: h.BaseOffset, last: h.LastOffset(), txn: h.IsTransactional(), control: h.IsControl(), abort: m != nil && m.Aborted()})
 			return true
 		})
