@@ -2,6 +2,7 @@ package log
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -77,8 +78,30 @@ func (l *Log) applyLocked(info *BatchInfo) {
 	}
 	if txn, ok := l.producers.Apply(&info.BatchHeader, m); ok {
 		l.completeTxnLocked(len(l.segs)-1, txn)
+		// Transactions whose marker the noted high watermark passed are
+		// forgotten here too, so that the list stays short on a replica
+		// whose last stable offset nobody asks for.
+		l.pruneUnreplicatedLocked(l.hw.Load())
 		l.unreplicated = append(l.unreplicated, txn)
 	}
+}
+
+// pruneUnreplicatedLocked forgets completed transactions whose marker is
+// below hw and returns the smallest first offset of those left (or
+// MaxInt64). mu held.
+func (l *Log) pruneUnreplicatedLocked(hw int64) int64 {
+	first := int64(math.MaxInt64)
+	n := 0
+	for _, t := range l.unreplicated {
+		if t.LastOffset >= hw {
+			l.unreplicated[n] = t
+			n++
+			first = min(first, t.FirstOffset)
+		}
+	}
+	clear(l.unreplicated[n:])
+	l.unreplicated = l.unreplicated[:n]
+	return first
 }
 
 // completeTxnLocked adds an aborted transaction to the index of segment i,
@@ -120,16 +143,7 @@ func (l *Log) lastStableLocked(hw int64) int64 {
 		if f := l.producers.FirstUnstableOffset(); f >= 0 {
 			lso = min(lso, f)
 		}
-		n := 0
-		for _, t := range l.unreplicated {
-			if t.LastOffset >= hw {
-				l.unreplicated[n] = t
-				n++
-				lso = min(lso, t.FirstOffset)
-			}
-		}
-		clear(l.unreplicated[n:])
-		l.unreplicated = l.unreplicated[:n]
+		lso = min(lso, l.pruneUnreplicatedLocked(hw))
 	}
 	return max(lso, l.logStart)
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -469,7 +471,7 @@ func readCommittedOffsets(t *testing.T, l *log.Log, hw int64) []int64 {
 // the last stable offset; and the restored producer state equals one
 // replayed from the whole log.
 func TestTransactionModel(t *testing.T) {
-	seeds := 12
+	seeds := 8
 	if testing.Short() {
 		seeds = 4
 	}
@@ -692,4 +694,77 @@ func TestSnapshotFallbacks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRetentionAndExpiry deletes the oldest segments, with their aborted
+// transactions and snapshots, and checks what stays: the index entries of
+// the remaining segments, a last stable offset never below the log start,
+// and producers with an ongoing transaction spared by expiry.
+func TestRetentionAndExpiry(t *testing.T) {
+	cfg := log.DefaultConfig()
+	cfg.SegmentBytes = 300
+	clock := newFakeClock(time.UnixMilli(testTs))
+	s := NewState(Options{Now: clock.now, Expiration: time.Hour})
+	l, err := log.Open(t.TempDir(), cfg, log.Options{Now: clock.now, Producers: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &txnLog{t: t, dir: l.Dir(), cfg: cfg, clock: clock, l: l, s: s}
+	defer p.l.Close()
+	for i := range 8 {
+		p.must(p.send(1, 0, int32(2*i), 2, true, true))
+		p.must(p.marker(1, 0, 0, false, 0))
+	}
+	open := p.must(p.send(2, 0, 0, 1, true, true))
+	aborted := p.l.AbortedTransactions(0, p.l.EndOffset())
+	if len(aborted) != 8 {
+		t.Fatalf("%d aborts indexed", len(aborted))
+	}
+	cut := aborted[4].LastOffset + 1
+	start, err := p.l.AdvanceStartOffset(cut, p.l.EndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := p.l.AbortedTransactions(start, p.l.EndOffset())
+	for _, a := range left {
+		if a.LastOffset < start {
+			t.Fatalf("entry %+v of a deleted range listed from %d", a, start)
+		}
+	}
+	ents, _ := os.ReadDir(p.dir)
+	for _, e := range ents {
+		name := strings.TrimSuffix(strings.TrimSuffix(e.Name(), ".txnindex"), ".snapshot")
+		if off, err := strconv.ParseInt(name, 10, 64); err == nil && name != e.Name() && off < first(p) {
+			t.Fatalf("%s outlived its segment (first segment %d)", e.Name(), first(p))
+		}
+	}
+	if lso := p.l.LastStableOffset(p.l.EndOffset()); lso != open.BaseOffset {
+		t.Fatalf("LSO %d, want the open transaction's start %d", lso, open.BaseOffset)
+	}
+	// An open transaction below the log start holds the LSO at the start.
+	if _, err := p.l.AdvanceStartOffset(p.l.EndOffset(), p.l.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if lso := p.l.LastStableOffset(p.l.EndOffset()); lso != p.l.StartOffset() {
+		t.Fatalf("LSO %d below the log start %d", lso, p.l.StartOffset())
+	}
+	clock.add(2 * time.Hour)
+	if n := p.l.ExpireProducers(); n != 1 {
+		t.Fatalf("expired %d producers, want only the one without a transaction", n)
+	}
+	if infos := p.l.DescribeProducers(); len(infos) != 1 || infos[0].ProducerID != 2 || infos[0].CurrentTxnStartOffset != open.BaseOffset {
+		t.Fatalf("after expiry: %+v", infos)
+	}
+}
+
+// first is the base offset of the log's first segment on disk.
+func first(p *txnLog) int64 {
+	ents, _ := os.ReadDir(p.dir)
+	for _, e := range ents {
+		if d, ok := strings.CutSuffix(e.Name(), ".log"); ok {
+			off, _ := strconv.ParseInt(d, 10, 64)
+			return off
+		}
+	}
+	return -1
 }
