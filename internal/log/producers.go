@@ -271,8 +271,7 @@ func (l *Log) recoverProducers(rp int64) error {
 			rebuild = i
 		}
 	}
-	removeSnapshotsOutside(l.dir, l.segs[0].base, l.leo)
-	removeTempFiles(l.dir)
+	cleanDir(l.dir, l.segs[0].base, l.leo, true)
 	if l.producers == nil {
 		return nil
 	}

@@ -129,29 +129,23 @@ func parseSnapshotName(name string) (int64, bool) {
 }
 
 // removeSnapshotsOutside deletes snapshots below lo or past hi.
-func removeSnapshotsOutside(dir string, lo, hi int64) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if off, ok := parseSnapshotName(e.Name()); ok && (off < lo || off > hi) {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
-}
+func removeSnapshotsOutside(dir string, lo, hi int64) { cleanDir(dir, lo, hi, false) }
 
-// removeTempFiles deletes the temporary snapshot and aborted-transaction
-// index files a crash left behind. Only recovery may: while the log runs,
-// a flush may be about to rename one.
-func removeTempFiles(dir string) {
+// cleanDir deletes snapshots below lo or past hi and, with temps, the
+// temporary snapshot and aborted-transaction index files a crash left
+// behind. Only recovery may ask for temps: while the log runs, a flush
+// may be about to rename one.
+func cleanDir(dir string, lo, hi int64, temps bool) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasSuffix(name, snapshotSuffix+tmpSuffix) || strings.HasSuffix(name, txnIndexSuffix+tmpSuffix) {
+		off, ok := parseSnapshotName(name)
+		stale := ok && (off < lo || off > hi)
+		temp := temps && (strings.HasSuffix(name, snapshotSuffix+tmpSuffix) || strings.HasSuffix(name, txnIndexSuffix+tmpSuffix))
+		if stale || temp {
 			_ = os.Remove(filepath.Join(dir, name))
 		}
 	}

@@ -684,8 +684,18 @@ func TestSnapshotFallbacks(t *testing.T) {
 			// A recovery point of 0 trusts no index: all are rebuilt by the
 			// replay.
 			os.WriteFile(filepath.Join(p.dir, "checkpoint"), []byte("v2 0 0 -1\n"), 0o644)
+			// Temporary files a crash left mid-write go at recovery.
+			strays := []string{"00000000000000000003.snapshot.tmp", "00000000000000000000.txnindex.tmp"}
+			for _, name := range strays {
+				os.WriteFile(filepath.Join(p.dir, name), []byte("torn"), 0o644)
+			}
 			p = openTxnLog(t, p.dir, cfg, clock)
 			defer p.l.Close()
+			for _, name := range strays {
+				if _, err := os.Stat(filepath.Join(p.dir, name)); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("%s left after recovery: %v", name, err)
+				}
+			}
 			if got := p.s.Entries(); !reflect.DeepEqual(got, before) {
 				t.Fatalf("state\n%+v\nwant\n%+v", got, before)
 			}
