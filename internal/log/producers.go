@@ -148,6 +148,17 @@ func (l *Log) lastStableLocked(hw int64) int64 {
 	return max(lso, l.logStart)
 }
 
+// WithProducers runs fn under the log's append lock, serialised with every
+// append and with the log's own calls to its ProducerState: the way for
+// the state's owner to call it (producer.State.StartVerification before a
+// produce asks the coordinator, Entries for tests). fn must be quick and
+// must not call the Log.
+func (l *Log) WithProducers(fn func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fn()
+}
+
 // DescribeProducers lists the partition's producers (DescribeProducers,
 // API 61); nil without Options.Producers.
 func (l *Log) DescribeProducers() []ProducerInfo {

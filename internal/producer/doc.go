@@ -14,8 +14,9 @@
 // (append it), a duplicate (acknowledge it with the original offsets, see
 // DuplicateError) or refused with the Kafka error a Kafka 4.x broker would
 // give; a transactional batch needs a verified transaction (KIP-890 part
-// 1: the broker supplies that, CheckVerified) unless it continues the
-// producer's ongoing one. CheckMarker checks a WriteTxnMarkers marker
+// 1: StartVerification and CheckGuarded, or CheckVerified where the
+// coordinator added the partition itself or verification is off) unless
+// it continues the producer's ongoing one. CheckMarker checks a WriteTxnMarkers marker
 // (epoch rules of the classic protocol and of KIP-890's transaction
 // version 2, coordinator fencing). Apply applies a written batch: it
 // starts and ends transactions and reports the completed ones.
@@ -47,11 +48,13 @@
 // (every producer.id.expiration.check.interval.ms, log.Log.ExpireProducers)
 // is not here either.
 //
-// Known limit: Verified is a yes or no, not Kafka's per-request
-// verification guard, so with the classic protocol a verification answered
-// before a marker and used after it (the ABA race Kafka's guard closes)
-// would be taken; at transaction version 2 the marker's epoch bump refuses
-// such a batch anyway (INVALID_PRODUCER_EPOCH).
+// Verification (KIP-890 part 1): StartVerification, called through
+// log.Log.WithProducers before the broker asks the coordinator, returns a
+// VerificationGuard; the append then runs GuardWith(guard). A marker for
+// the producer ends its verification, so a yes answered before an abort
+// cannot let a batch open a transaction the coordinator no longer knows
+// (Kafka's guard against that race). Verifications are not snapshotted
+// and expire with producer.id.expiration.ms.
 //
 // # Concurrency
 //

@@ -114,6 +114,10 @@ type State struct {
 	// transaction's first offset (appends and replays start transactions
 	// in offset order, so appending keeps it sorted).
 	ongoing []ongoingTxn
+	// verifications in progress, by producer (verification.go); not in
+	// snapshots: a restarted broker's produce requests verify again.
+	verifications map[int64]*verification
+	lastGuard     uint64
 }
 
 type ongoingTxn struct {
@@ -154,11 +158,12 @@ func NewState(opts Options) *State {
 // wrapping the Kafka error to answer with.
 func (s *State) Check(h *log.BatchHeader) error { return s.check(h, false) }
 
-// CheckVerified is Check for a batch whose transaction the coordinator
-// confirmed holds the partition (KIP-890 part 1: the broker asked with a
-// verify-only AddPartitionsToTxn, or the coordinator added the partition
-// itself, transaction version 2), or when verification is off
-// (transaction.partition.verification.enable=false). The checks, in
+// CheckVerified is Check for a batch whose transaction needs no
+// verification guard: the coordinator added the partition itself
+// (transaction version 2, Produce v12), or verification is off
+// (transaction.partition.verification.enable=false). A batch verified
+// with a verify-only AddPartitionsToTxn goes through CheckGuarded, which
+// also refuses a verification a marker ended meanwhile. The checks, in
 // Kafka's order:
 //
 //   - INVALID_RECORD: an idempotent batch (producer id >= 0) with a
@@ -307,6 +312,7 @@ func (s *State) Apply(h *log.BatchHeader, m *log.Marker) (log.CompletedTxn, bool
 	}
 	e.lastTs = h.MaxTimestamp
 	if h.IsControl() {
+		s.endVerification(h.ProducerID)
 		if m != nil {
 			e.coordEpoch = m.CoordinatorEpoch
 		}
@@ -396,6 +402,7 @@ func (s *State) ExpireProducers() int {
 			n++
 		}
 	}
+	s.expireVerifications(now, limit)
 	return n
 }
 
@@ -403,6 +410,7 @@ func (s *State) ExpireProducers() int {
 func (s *State) Reset() {
 	clear(s.producers)
 	s.ongoing = s.ongoing[:0]
+	clear(s.verifications)
 }
 
 // Len is the number of producers the partition knows.

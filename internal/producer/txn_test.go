@@ -778,3 +778,75 @@ func first(p *txnLog) int64 {
 	}
 	return -1
 }
+
+// TestVerificationGuard is KIP-890 part 1's race: a verification answered
+// before a marker must not let a batch in after it (the batch would open
+// a transaction the coordinator does not know). The table runs the steps
+// in both orders and with stale and foreign guards.
+func TestVerificationGuard(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(p *txnLog) error
+		want error
+	}{
+		{"fresh guard", func(p *txnLog) error {
+			g := p.start(1, 0)
+			_, err := p.sendGuarded(1, 0, 0, g)
+			return err
+		}, nil},
+		{"guard ended by a marker", func(p *txnLog) error {
+			p.must(p.send(1, 0, 0, 1, true, true))
+			g := p.start(1, 0) // the transaction is ongoing: none needed
+			if g != NoVerification {
+				t.Fatalf("guard %d for an ongoing transaction", g)
+			}
+			p.must(p.marker(1, 0, 0, false, 0))
+			g = p.start(1, 0)                   // verifying the next transaction ...
+			p.must(p.marker(1, 0, 0, false, 0)) // ... which the coordinator aborts
+			_, err := p.sendGuarded(1, 0, 1, g)
+			return err
+		}, kerr.InvalidTxnState},
+		{"another producer's guard", func(p *txnLog) error {
+			p.start(2, 0)
+			g := p.start(3, 0)
+			p.start(1, 0)
+			_, err := p.sendGuarded(1, 0, 0, g)
+			return err
+		}, kerr.InvalidTxnState},
+		{"no guard, no ongoing transaction", func(p *txnLog) error {
+			_, err := p.sendGuarded(1, 0, 0, NoVerification)
+			return err
+		}, kerr.InvalidTxnState},
+		{"no guard, continuing the transaction", func(p *txnLog) error {
+			p.must(p.sendGuarded(1, 0, 0, p.start(1, 0)))
+			_, err := p.sendGuarded(1, 0, 1, NoVerification)
+			return err
+		}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := openTxnLog(t, t.TempDir(), log.DefaultConfig(), newFakeClock(time.UnixMilli(testTs)))
+			defer p.l.Close()
+			end := p.l.EndOffset()
+			err := tc.run(p)
+			if !errors.Is(err, tc.want) && (tc.want != nil || err != nil) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if tc.want != nil && p.l.LastStableOffset(p.l.EndOffset()) != p.l.EndOffset() {
+				t.Fatalf("a refused batch left a transaction open (LSO %d, end %d, was %d)", p.l.LastStableOffset(p.l.EndOffset()), p.l.EndOffset(), end)
+			}
+		})
+	}
+}
+
+func (p *txnLog) start(pid int64, epoch int16) VerificationGuard {
+	var g VerificationGuard
+	p.l.WithProducers(func() { g = p.s.StartVerification(pid, epoch) })
+	return g
+}
+
+func (p *txnLog) sendGuarded(pid int64, epoch int16, seq int32, g VerificationGuard) (log.AppendResult, error) {
+	p.clock.add(time.Millisecond)
+	b := encodeTxnBatch(pid, epoch, seq, 1, p.clock.now().UnixMilli(), true)
+	return p.l.Append(b, log.AppendOptions{LeaderEpoch: 1, Guard: p.s.GuardWith(g)})
+}
