@@ -137,6 +137,8 @@ type BatchInfo struct {
 	// and OffsetOfMaxTimestamp the offset delta of the first record carrying it.
 	MaxRecordTimestamp        int64
 	OffsetDeltaOfMaxTimestamp int32
+	// Marker is the transaction marker of a control batch.
+	Marker Marker
 }
 
 // ValidateBatch checks that b holds exactly one well-formed v2 record batch:
@@ -189,7 +191,8 @@ func ValidateBatch(b []byte, rules *ValidationRules, now time.Time) (BatchInfo, 
 	info.MaxRecordTimestamp = h.BaseTimestamp + stats.maxTimestampDelta
 	info.OffsetDeltaOfMaxTimestamp = stats.offsetDeltaOfMax
 	if h.IsControl() {
-		return info, nil
+		info.Marker, err = parseMarkerRecord(body)
+		return info, err
 	}
 	if rules != nil && !rules.LogAppendTime {
 		if err := checkTimestamp(h.BaseTimestamp+stats.minTimestampDelta, rules, now); err != nil {

@@ -23,11 +23,53 @@
 // retention.ms / retention.bytes and DeleteRecords, and rolls segments by
 // segment.bytes and segment.ms.
 //
+// # Transactions
+//
+// Control batches (transaction markers: ControlType COMMIT or ABORT in the
+// key, the coordinator epoch in the value, both version 0, as Kafka
+// writes them) are written by the partition leader with AppendMarker
+// (WriteTxnMarkers) and copied by followers with AppendReplicated like
+// any batch; a client's Append of a control batch is refused. ValidateBatch
+// decodes a control batch's marker into BatchInfo.Marker, ParseMarker does
+// it for a stored batch, MarkerBatch builds one.
+//
+// With Options.Producers (a ProducerState; internal/producer's State) the
+// log keeps the partition's producer state in step with its batches: it
+// applies every batch written (leader, marker, follower), so the state
+// knows each producer's ongoing transaction and its first offset. From it
+// the log derives:
+//
+//   - LastStableOffset(hw): the smallest of hw, the first offset of every
+//     ongoing transaction and of every completed one whose marker hw has
+//     not passed. read_committed reads stop there (ReadIsolated), and
+//     ListOffsets latest with read_committed answers it.
+//   - An aborted-transaction index per segment (AbortedTxn entries:
+//     producer id, first offset, marker offset, last stable offset once
+//     aborted; the .txnindex file in Kafka's format), appended when an
+//     abort marker is written, in the segment holding the marker, written
+//     with the segment's other indexes, truncated with the log, deleted
+//     with the segment, trusted below the recovery point and rebuilt by a
+//     replay above it.
+//   - Producer snapshots (.snapshot files at rolls and Close), so that
+//     recovery and truncation replay only the batches after the newest
+//     usable snapshot; without one the whole log is replayed.
+//
+// What a cleaner (compaction) asks: AbortedTransactions(from, to) lists
+// the aborted transactions whose records lie in [from, to) (drop a
+// producer's transactional records from FirstOffset until its marker at
+// LastOffset); ScanMarkers walks batch headers with each control batch's
+// decoded marker (markers are where IsControl is set; a marker must be
+// kept until the delete horizon, and cleaning stops below
+// LastStableOffset). A cleaner that rewrites a segment must keep its
+// AbortedTxn entries in the rewritten segment's index (segment.ix.aborted;
+// the entries' offsets do not change under compaction).
+//
 // # What it does not own
 //
-// The high watermark (callers pass it to reads and retention), producer
-// state (the Guard hook of AppendOptions runs the idempotence check under
-// the append lock), topic configuration parsing, and scheduling of
+// The high watermark (callers pass it to reads and retention), the
+// producer checks (the Guard hook of AppendOptions runs the idempotence
+// and transaction checks under the append lock; the ProducerState's rules
+// are internal/producer's), topic configuration parsing, and scheduling of
 // retention checks.
 //
 // # Durability

@@ -31,6 +31,10 @@ const (
 // replaces the backing array instead of shrinking it in place).
 type index struct {
 	entries []indexEntry
+	// aborted is the segment's aborted-transaction index (txnindex.go),
+	// under the same rule: appended to, never rewritten below a published
+	// length.
+	aborted []AbortedTxn
 }
 
 // floor returns the last entry whose relative offset is <= rel, or false.

@@ -47,6 +47,11 @@ type Options struct {
 	// and the first segment. A directory that exists is opened (and
 	// recovered) as usual.
 	Lazy bool
+	// Producers, when set, is the partition's producer state, which the
+	// log then keeps in step with its batches (see ProducerState): it
+	// tracks transactions for the last stable offset and the
+	// aborted-transaction index, and is snapshotted and restored.
+	Producers ProducerState
 }
 
 // Log is one partition's log: an ordered list of segments, the last of
@@ -88,6 +93,13 @@ type Log struct {
 	closed      bool
 	stopped     bool // the log closed: WaitDurable gives up (guarded by durableMu, not mu)
 	private     bool // syncer belongs to this log (set by Open)
+
+	// producers is Options.Producers; unreplicated are the transactions
+	// it completed whose marker may not be below the high watermark yet
+	// (see LastStableOffset); snapBuf is reused by snapshots.
+	producers    ProducerState
+	unreplicated []CompletedTxn
+	snapBuf      []byte
 
 	// flushMu serialises flushes (the Syncer's passes, Flush, Close): one
 	// flush must not publish durability for segments another is still
@@ -169,8 +181,10 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		ckpt:   opts.CheckpointInterval,
 		syncer: opts.Syncer,
 		sync:   syncState{heapIdx: -1},
-		openHW: -1,
-		ckptHW: -1,
+
+		producers: opts.Producers,
+		openHW:    -1,
+		ckptHW:    -1,
 	}
 	l.hw.Store(-1)
 	if l.logger == nil {
@@ -358,6 +372,7 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config,
 		return AppendResult{}, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
 	l.leo = info.NextOffset()
+	l.applyLocked(info)
 	if opts.Appended != nil {
 		opts.Appended(*info)
 	}
@@ -432,6 +447,7 @@ func (l *Log) roll(now time.Time) error {
 	}
 	l.toFlush = append(l.toFlush, prev)
 	l.segs = append(l.segs[:len(l.segs):len(l.segs)], seg)
+	l.snapshotProducersLocked(false)
 	l.logger.Debug("log: rolled segment", "dir", l.dir, "base", seg.base)
 	l.signal()
 	return nil
@@ -450,20 +466,28 @@ type ReadResult struct {
 // offset below the log start or past the log end fails with
 // OFFSET_OUT_OF_RANGE. dst is reused for the ranges.
 func (l *Log) Read(dst []FileRange, offset int64, maxBytes int64, maxOffset int64) (ReadResult, error) {
+	res, _, err := l.read(dst, offset, maxBytes, maxOffset, false)
+	return res, err
+}
+
+// read is Read; with wantNext it also returns the offset that follows the
+// last batch returned (offset when nothing is).
+func (l *Log) read(dst []FileRange, offset int64, maxBytes int64, maxOffset int64, wantNext bool) (ReadResult, int64, error) {
 	res := ReadResult{Ranges: dst[:0]}
+	next := offset
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return res, ErrClosed
+		return res, next, ErrClosed
 	}
 	if offset < l.logStart || offset > l.leo {
 		start, end := l.logStart, l.leo
 		l.mu.Unlock()
-		return res, fmt.Errorf("%w: offset %d outside [%d, %d]", kerr.OffsetOutOfRange, offset, start, end)
+		return res, next, fmt.Errorf("%w: offset %d outside [%d, %d]", kerr.OffsetOutOfRange, offset, start, end)
 	}
 	if offset >= maxOffset || offset >= l.leo {
 		l.mu.Unlock()
-		return res, nil
+		return res, next, nil
 	}
 	i := l.segmentFor(offset)
 	var views [4]view
@@ -484,7 +508,7 @@ func (l *Log) Read(dst []FileRange, offset int64, maxBytes int64, maxOffset int6
 		if first {
 			p, err := v.offsetPos(offset)
 			if err != nil {
-				return res, err
+				return res, next, err
 			}
 			start = p
 		}
@@ -492,7 +516,7 @@ func (l *Log) Read(dst []FileRange, offset int64, maxBytes int64, maxOffset int6
 		if maxOffset < v.next {
 			p, err := v.offsetPos(maxOffset)
 			if err != nil {
-				return res, err
+				return res, next, err
 			}
 			end = p
 		}
@@ -503,14 +527,14 @@ func (l *Log) Read(dst []FileRange, offset int64, maxBytes int64, maxOffset int6
 		if first && maxBytes < end-start {
 			var h header
 			if err := readHeaderAt(v.f, start, end, &h); err != nil {
-				return res, err
+				return res, next, err
 			}
 			limit = max(limit, start+h.length) // at least one whole batch
 		}
 		if limit < end {
 			p, err := v.boundaryBefore(start, limit)
 			if err != nil {
-				return res, err
+				return res, next, err
 			}
 			end = p
 		}
@@ -518,13 +542,20 @@ func (l *Log) Read(dst []FileRange, offset int64, maxBytes int64, maxOffset int6
 			res.Ranges = append(res.Ranges, FileRange{File: v.f, Pos: start, Len: end - start})
 			res.Bytes += end - start
 			maxBytes -= end - start
+			if wantNext {
+				n, err := v.offsetAtBoundary(end)
+				if err != nil {
+					return res, next, err
+				}
+				next = n
+			}
 		}
 		first = false
 		if end < v.size {
 			break
 		}
 	}
-	return res, nil
+	return res, next, nil
 }
 
 // ReadBytes is Read copied into memory, for callers that cannot send file
@@ -595,6 +626,7 @@ func (l *Log) Truncate(offset int64) error {
 		return err
 	}
 	seg.size, seg.next, seg.maxTs, seg.ix, seg.sinceIx = r.validEnd, r.next, r.maxTs, r.ix, r.sinceIx
+	seg.ix.aborted = keepAborted(v.aborted, seg.next)
 	seg.synced = min(seg.synced, seg.size)
 	seg.dirty = true
 	_ = os.Remove(seg.prefix + indexSuffix)
@@ -602,6 +634,9 @@ func (l *Log) Truncate(offset int64) error {
 	l.segs = append([]*segment(nil), l.segs[:i+1]...)
 	l.toFlush = keepSegments(l.toFlush, l.segs)
 	l.leo = seg.next
+	if err := l.truncateProducersLocked(false); err != nil {
+		return err
+	}
 	return l.afterTruncate()
 }
 
@@ -617,6 +652,9 @@ func (l *Log) restartAt(offset int64, now time.Time) error {
 	l.segs = []*segment{seg}
 	l.toFlush = nil
 	l.leo, l.logStart = offset, offset
+	if err := l.truncateProducersLocked(true); err != nil {
+		return err
+	}
 	return l.afterTruncate()
 }
 
@@ -726,6 +764,7 @@ func (l *Log) deleteBelow(now time.Time, del func(*segment) bool) error {
 	if first := l.segs[0].base; first > l.logStart {
 		l.logStart = first
 	}
+	removeSnapshotsOutside(l.dir, l.segs[0].base, l.leo)
 	return nil
 }
 
@@ -837,6 +876,9 @@ func (l *Log) Close() error {
 	l.stopSyncing()
 	err := l.flush(true, true)
 	l.mu.Lock()
+	if err == nil {
+		l.snapshotProducersLocked(true)
+	}
 	l.closed = true
 	l.mu.Unlock()
 	l.closeFiles()

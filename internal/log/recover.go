@@ -40,7 +40,7 @@ func (l *Log) recover() error {
 	// Index files without a segment are leftovers of a deletion.
 	for _, e := range entries {
 		name := e.Name()
-		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if base, ok := parseSegmentName(strings.TrimSuffix(name, suffix) + logSuffix); ok && strings.HasSuffix(name, suffix) && !logs[base] {
 				_ = os.Remove(filepath.Join(l.dir, name))
 			}
@@ -127,6 +127,9 @@ func (l *Log) recover() error {
 	last := l.segs[len(l.segs)-1]
 	l.leo = last.next
 	l.logStart = min(max(start, l.segs[0].base), l.leo)
+	if err := l.recoverProducers(rp); err != nil {
+		return err
+	}
 	// Everything now in the log passed recovery; fsync it so the new
 	// checkpoint's recovery point is honest.
 	for _, s := range l.segs {

@@ -9,14 +9,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"weir/internal/crashtest"
 )
 
 // batchLoc is where a batch sits on disk.
@@ -238,41 +238,10 @@ func TestSIGKILLRecovery(t *testing.T) {
 		sync := round%2 == 0
 		shared := round%4 < 2
 		flag := map[bool]string{true: "1", false: "0"}
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, "WEIR_LOG_CRASH_SYNC="+flag[sync], "WEIR_LOG_CRASH_SHARED="+flag[shared])
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string, 1024)
-		go func() {
-			defer close(lines)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		}()
-		killAt := time.After(time.Duration(20+rng.IntN(150)) * time.Millisecond)
-		killed := false
-		for !killed {
-			select {
-			case line, ok := <-lines:
-				if !ok {
-					t.Fatalf("round %d: child exited before the kill", round)
-				}
-				recordAck(t, line, &acked)
-			case <-killAt:
-				cmd.Process.Signal(syscall.SIGKILL)
-				killed = true
-			}
-		}
-		for line := range lines { // acks written before the kill
+		env := []string{crashChildEnv + "=" + dir, "WEIR_LOG_CRASH_SYNC=" + flag[sync], "WEIR_LOG_CRASH_SHARED=" + flag[shared]}
+		crashtest.Kill(t, env, time.Duration(20+rng.IntN(150))*time.Millisecond, func(line string) {
 			recordAck(t, line, &acked)
-		}
-		cmd.Wait()
+		})
 
 		l, err := Open(dir, crashChildConfig(), Options{})
 		if err != nil {

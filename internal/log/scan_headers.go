@@ -22,24 +22,51 @@ const scanWindow = 64 << 10
 // after the call are not visited. A segment deleted by retention during
 // the scan stays readable for FileDeleteDelay.
 func (l *Log) ScanHeaders(from int64, fn func(BatchHeader) bool) error {
+	vs, from, err := l.viewsFrom(from)
+	if err != nil || len(vs) == 0 {
+		return err
+	}
+	return scanViews(vs, from, false, func(h *BatchHeader, _ *Marker) bool { return fn(*h) })
+}
+
+// ScanMarkers is ScanHeaders that also decodes the transaction marker of
+// every control batch (m is nil for data batches): what a replay of
+// producer state, or a cleaner looking for markers, needs. Control
+// batches are read whole; they are a few dozen bytes.
+func (l *Log) ScanMarkers(from int64, fn func(h *BatchHeader, m *Marker) bool) error {
+	vs, from, err := l.viewsFrom(from)
+	if err != nil || len(vs) == 0 {
+		return err
+	}
+	return scanViews(vs, from, true, fn)
+}
+
+// viewsFrom copies the views of the segments from the one holding from
+// (raised to the log start) to the end; none when from is at the end.
+func (l *Log) viewsFrom(from int64) ([]view, int64, error) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.closed {
-		l.mu.Unlock()
-		return ErrClosed
+		return nil, from, ErrClosed
 	}
 	from = max(from, l.logStart)
 	if from >= l.leo {
-		l.mu.Unlock()
-		return nil
+		return nil, from, nil
 	}
 	i := l.segmentFor(from)
 	vs := make([]view, 0, len(l.segs)-i)
 	for _, s := range l.segs[i:] {
 		vs = append(vs, s.view())
 	}
-	l.mu.Unlock()
+	return vs, from, nil
+}
 
+// scanViews walks the batch headers of vs from the batch holding offset
+// from, calling fn until it returns false. With markers, control batches
+// are read whole and their marker decoded.
+func scanViews(vs []view, from int64, markers bool, fn func(h *BatchHeader, m *Marker) bool) error {
 	w := headerWindow{buf: make([]byte, scanWindow)}
+	var buf []byte
 	for _, v := range vs {
 		pos := int64(0)
 		if from > v.base {
@@ -62,7 +89,18 @@ func (l *Log) ScanHeaders(from int64, fn func(BatchHeader) bool) error {
 			if h.Magic != 2 || int64(h.Length) > v.size-pos || h.LastOffsetDelta < 0 {
 				return fmt.Errorf("log: %s: invalid batch header at %d", v.f.Name(), pos)
 			}
-			if !fn(h) {
+			var m *Marker
+			if markers && h.IsControl() {
+				if buf, err = readBatch(v, pos, int64(h.Length), buf); err != nil {
+					return fmt.Errorf("log: %s: read control batch at %d: %w", v.f.Name(), pos, err)
+				}
+				mk, err := ParseMarker(buf)
+				if err != nil {
+					return fmt.Errorf("log: %s: control batch at %d: %w", v.f.Name(), pos, err)
+				}
+				m = &mk
+			}
+			if !fn(&h, m) {
 				return nil
 			}
 			w.big = int(h.Length) >= len(w.buf)

@@ -67,10 +67,11 @@ type view struct {
 	size    int64
 	next    int64
 	entries []indexEntry
+	aborted []AbortedTxn
 }
 
 func (s *segment) view() view {
-	return view{base: s.base, f: s.f, size: s.size, next: s.next, entries: s.ix.entries}
+	return view{base: s.base, f: s.f, size: s.size, next: s.next, entries: s.ix.entries, aborted: s.ix.aborted}
 }
 
 func createSegment(dir string, base int64, now time.Time) (*segment, error) {
@@ -83,6 +84,7 @@ func createSegment(dir string, base int64, now time.Time) (*segment, error) {
 	// be mistaken for this one's after a crash.
 	_ = os.Remove(prefix + indexSuffix)
 	_ = os.Remove(prefix + timeIndexSuffix)
+	_ = os.Remove(prefix + txnIndexSuffix)
 	return &segment{base: base, prefix: prefix, f: f, next: base, maxTs: -1, created: now}, nil
 }
 
@@ -162,8 +164,15 @@ func (s *segment) index(h *BatchHeader, pos int64, length, interval int) {
 }
 
 // writeIndex persists the in-memory index next to the segment.
-func (s *segment) writeIndex() error {
+func (s *segment) writeIndex() error { return s.writeIndexWith(nil) }
+
+// writeIndexWith is writeIndex with the aborted-transaction index
+// committed through commit (see writeTxnIndexWith).
+func (s *segment) writeIndexWith(commit func(func() error) error) error {
 	if err := writeFileSync(s.prefix+indexSuffix, s.ix.encodeOffsets()); err != nil {
+		return err
+	}
+	if err := writeTxnIndexWith(s.prefix, s.ix.aborted, commit); err != nil {
 		return err
 	}
 	return writeFileSync(s.prefix+timeIndexSuffix, s.ix.encodeTimes())
@@ -186,7 +195,7 @@ func writeFileSync(path string, b []byte) error {
 }
 
 func (s *segment) removeFiles() {
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		_ = os.Remove(s.prefix + suffix)
 	}
 }

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -135,6 +136,28 @@ func (l *Log) flush(checkpointToo, force bool) error {
 	needCkpt := checkpointToo && (allSynced && l.recoveryPoint < leo || l.hwUnwrittenLocked())
 	l.mu.Unlock()
 
+	// Aborted-transaction indexes are committed only if no truncation
+	// came meanwhile: one may have rewritten them (see
+	// truncateProducersLocked). A segment that is still there is then
+	// queued to be written again, so that its index is on disk before the
+	// recovery point passes it.
+	commitFor := func(seg *segment) func(func() error) error {
+		return func(f func() error) error {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if l.truncations == truncations {
+				return f()
+			}
+			if i := slices.Index(l.segs, seg); i >= 0 {
+				seg.dirty = true
+				if i < len(l.segs)-1 {
+					l.toFlush = append(l.toFlush, seg)
+				}
+				l.armLocked()
+			}
+			return nil
+		}
+	}
 	if len(sealed) == 0 && !needActive && !needIndex && !needCkpt {
 		if allSynced {
 			l.advanceDurable(leo, truncations)
@@ -145,7 +168,7 @@ func (l *Log) flush(checkpointToo, force bool) error {
 		if err := l.syncFile(p.seg.f); err != nil {
 			return err
 		}
-		if err := (&segment{prefix: p.seg.prefix, ix: p.ix}).writeIndex(); err != nil {
+		if err := (&segment{prefix: p.seg.prefix, ix: p.ix}).writeIndexWith(commitFor(p.seg)); err != nil {
 			return err
 		}
 	}
@@ -155,7 +178,7 @@ func (l *Log) flush(checkpointToo, force bool) error {
 		}
 	}
 	if needIndex {
-		if err := (&segment{prefix: active.prefix, ix: activeIndex}).writeIndex(); err != nil {
+		if err := (&segment{prefix: active.prefix, ix: activeIndex}).writeIndexWith(commitFor(active)); err != nil {
 			return err
 		}
 	}

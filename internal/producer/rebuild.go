@@ -6,9 +6,10 @@ import (
 	"weir/internal/log"
 )
 
-// HeaderScanner is what Rebuild reads: *log.Log implements it.
+// HeaderScanner is what Rebuild reads, batch headers with the markers of
+// control batches: *log.Log implements it.
 type HeaderScanner interface {
-	ScanHeaders(from int64, fn func(log.BatchHeader) bool) error
+	ScanMarkers(from int64, fn func(h *log.BatchHeader, m *log.Marker) bool) error
 }
 
 // Rebuild replaces the state with the one the log implies: it forgets
@@ -25,12 +26,16 @@ type HeaderScanner interface {
 // epoch, the replay also retains its batches from before the expiry. That
 // only lets a retry of one of those batches be recognised as a duplicate.
 //
+// A log opened with the State as its Options.Producers restores and
+// rebuilds it itself (from snapshots); Rebuild is for a State kept
+// outside the log.
+//
 // On error the state is left empty and the error returned; the partition
 // should not take appends until a rebuild succeeds.
 func (s *State) Rebuild(src HeaderScanner, from int64) error {
 	s.Reset()
-	err := src.ScanHeaders(from, func(h log.BatchHeader) bool {
-		s.Record(&h)
+	err := src.ScanMarkers(from, func(h *log.BatchHeader, m *log.Marker) bool {
+		s.Apply(h, m)
 		return true
 	})
 	if err != nil {

@@ -18,12 +18,12 @@ type headerLog struct {
 	failAt  int // fail after this many headers; <0 never
 }
 
-func (l *headerLog) ScanHeaders(from int64, fn func(log.BatchHeader) bool) error {
+func (l *headerLog) ScanMarkers(from int64, fn func(*log.BatchHeader, *log.Marker) bool) error {
 	for i, h := range l.headers {
 		if i == l.failAt {
 			return errors.New("read error")
 		}
-		if h.LastOffset() >= from && !fn(h) {
+		if h.LastOffset() >= from && !fn(&h, nil) {
 			return nil
 		}
 	}

@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -58,6 +59,12 @@ type Entry struct {
 	// Batches are the latest batches of the current epoch, oldest first,
 	// at most BatchesRetained.
 	Batches []BatchMetadata
+	// CoordinatorEpoch is the epoch of the transaction coordinator that
+	// wrote the producer's latest marker, -1 before any.
+	CoordinatorEpoch int32
+	// TxnFirstOffset is the first offset of the producer's ongoing
+	// transaction on this partition, -1 when none is ongoing.
+	TxnFirstOffset int64
 }
 
 // LastSeq is the last sequence written in the current epoch, or
@@ -96,22 +103,41 @@ type Options struct {
 	Now func() time.Time
 }
 
-// State is the idempotent-producer state of one partition. It has no lock:
-// its owner serialises every call with the partition's appends (see the
-// package documentation).
+// State is the producer state of one partition: idempotence, epochs and
+// transactions. It has no lock: its owner serialises every call with the
+// partition's appends (see the package documentation).
 type State struct {
 	expiration time.Duration
 	now        func() time.Time
 	producers  map[int64]*entry
+	// ongoing are the producers with an ongoing transaction, by the
+	// transaction's first offset (appends and replays start transactions
+	// in offset order, so appending keeps it sorted).
+	ongoing []ongoingTxn
+	// verifications in progress, by producer (verification.go); not in
+	// snapshots: a restarted broker's produce requests verify again.
+	verifications map[int64]*verification
+	lastGuard     uint64
+}
+
+type ongoingTxn struct {
+	first int64
+	pid   int64
 }
 
 // entry is the live form of Entry; batches[:n] are the retained batches,
 // oldest first.
 type entry struct {
-	epoch   int16
-	lastTs  int64
-	n       int
-	batches [BatchesRetained]BatchMetadata
+	epoch      int16
+	coordEpoch int32
+	lastTs     int64
+	txnFirst   int64 // -1: no ongoing transaction
+	n          int
+	batches    [BatchesRetained]BatchMetadata
+}
+
+func newEntry() *entry {
+	return &entry{epoch: NoProducerEpoch, coordEpoch: -1, txnFirst: -1}
 }
 
 // NewState returns an empty state.
@@ -126,30 +152,50 @@ func NewState(opts Options) *State {
 	return s
 }
 
-// Check decides whether a data batch a client sent may be appended. It
-// returns nil to append it, a *DuplicateError to acknowledge it without
-// writing, or an error wrapping the Kafka error to answer with:
+// Check decides whether a data batch a client sent may be appended, with
+// no verified transaction (see CheckVerified). It returns nil to append
+// it, a *DuplicateError to acknowledge it without writing, or an error
+// wrapping the Kafka error to answer with.
+func (s *State) Check(h *log.BatchHeader) error { return s.check(h, false) }
+
+// CheckVerified is Check for a batch whose transaction needs no
+// verification guard: the coordinator added the partition itself
+// (transaction version 2, Produce v12), or verification is off
+// (transaction.partition.verification.enable=false). A batch verified
+// with a verify-only AddPartitionsToTxn goes through CheckGuarded, which
+// also refuses a verification a marker ended meanwhile. The checks, in
+// Kafka's order:
 //
 //   - INVALID_RECORD: an idempotent batch (producer id >= 0) with a
-//     negative base sequence.
-//   - INVALID_TXN_STATE: a transactional batch. Kafka answers this for a
-//     transactional batch on a partition that is not in an ongoing,
-//     verified transaction; without transaction support no partition ever
-//     is.
+//     negative base sequence, or a transactional batch without a producer
+//     id.
+//   - a *DuplicateError: the batch repeats one of the producer's last five
+//     in the same epoch.
+//   - INVALID_TXN_STATE: a transactional batch that neither continues the
+//     producer's ongoing transaction on this partition (same epoch) nor
+//     was verified: it could start a transaction the coordinator does
+//     not know, which nothing would ever end.
 //   - INVALID_PRODUCER_EPOCH: an epoch older than the producer's current
 //     one (Kafka has answered produce with this, not PRODUCER_FENCED,
 //     since 2.7).
 //   - OUT_OF_ORDER_SEQUENCE_NUMBER: a newer epoch whose first sequence is
 //     not 0, or a sequence that does not follow the producer's last one
 //     (a gap, or a retry older than the retained batches).
+//   - INVALID_TXN_STATE: a batch outside any transaction while the
+//     producer has one ongoing.
 //
 // A producer the partition does not know (new, expired or never seen
 // because its batches were deleted) is accepted at any sequence, as Kafka
-// 4.x does for non-transactional producers; UNKNOWN_PRODUCER_ID is never
-// returned. Batches without a producer id are always accepted. Check does
-// not change the state: Record does, once the batch is written.
-func (s *State) Check(h *log.BatchHeader) error {
+// 4.x does; UNKNOWN_PRODUCER_ID is never returned. Batches without a
+// producer id are always accepted. Check does not change the state: Apply
+// does, once the batch is written.
+func (s *State) CheckVerified(h *log.BatchHeader) error { return s.check(h, true) }
+
+func (s *State) check(h *log.BatchHeader, verified bool) error {
 	if h.ProducerID < 0 {
+		if h.IsTransactional() {
+			return fmt.Errorf("%w: transactional batch without a producer id", kerr.InvalidRecord)
+		}
 		return nil
 	}
 	if h.BaseSequence < 0 {
@@ -161,9 +207,22 @@ func (s *State) Check(h *log.BatchHeader) error {
 			return &DuplicateError{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Batch: b}
 		}
 	}
-	if h.IsTransactional() {
-		return fmt.Errorf("%w: transactional batch from producer %d, but no transaction is ongoing on this partition", kerr.InvalidTxnState, h.ProducerID)
+	inTxn := e != nil && e.txnFirst >= 0
+	if h.IsTransactional() && !verified && !(inTxn && e.epoch == h.ProducerEpoch) {
+		return fmt.Errorf("%w: transactional batch from producer %d epoch %d is not part of a transaction verified on this partition", kerr.InvalidTxnState, h.ProducerID, h.ProducerEpoch)
 	}
+	if err := checkSequence(e, h); err != nil {
+		return err
+	}
+	if inTxn && !h.IsTransactional() {
+		return fmt.Errorf("%w: producer %d sent a batch outside its transaction ongoing since offset %d", kerr.InvalidTxnState, h.ProducerID, e.txnFirst)
+	}
+	return nil
+}
+
+// checkSequence is Kafka's epoch and sequence check of an idempotent
+// batch; e is nil for a producer the partition does not know.
+func checkSequence(e *entry, h *log.BatchHeader) error {
 	current := NoProducerEpoch
 	if e != nil {
 		current = e.epoch
@@ -190,20 +249,61 @@ func (s *State) Check(h *log.BatchHeader) error {
 	return nil
 }
 
-// Record updates the state with a batch as written to the log: its header
-// must carry the offsets and timestamps the broker stamped. It applies the
-// batch without validating it, so it serves both after an append that
-// Check accepted and when replaying the log (see Rebuild); a follower
-// records the batches it copies from its leader the same way. A newer or
-// older epoch replaces the producer's epoch and forgets its retained
-// batches. Control batches update the epoch and timestamp only.
-func (s *State) Record(h *log.BatchHeader) {
+// CheckMarker decides whether the partition leader may write marker m for
+// the producer of header h (WriteTxnMarkers), at the transaction version
+// the coordinator runs (the request's TransactionVersion: 0 or 1 for the
+// classic protocol, 2 for KIP-890's). It returns an error wrapping the
+// Kafka error to answer with:
+//
+//   - INVALID_PRODUCER_EPOCH: the marker's epoch is older than the
+//     producer's current one; at version 2, where the coordinator bumps
+//     the epoch for every marker, also an epoch equal to the current one,
+//     unless no transaction is ongoing (a retried marker that was already
+//     written, which is written again).
+//   - TRANSACTION_COORDINATOR_FENCED: the producer's last marker came from
+//     a newer coordinator epoch.
+//
+// A marker for a producer without an ongoing transaction is accepted: it
+// ends nothing (Apply reports no completed transaction).
+func (s *State) CheckMarker(h *log.BatchHeader, m log.Marker, transactionVersion int16) error {
 	if h.ProducerID < 0 {
-		return
+		return fmt.Errorf("%w: marker without a producer id", kerr.InvalidRecord)
 	}
 	e := s.producers[h.ProducerID]
 	if e == nil {
-		e = &entry{epoch: NoProducerEpoch}
+		e = newEntry()
+	}
+	current := e.epoch
+	stale := h.ProducerEpoch < current
+	if transactionVersion >= 2 {
+		stale = h.ProducerEpoch <= current && !(h.ProducerEpoch == current && e.txnFirst < 0)
+	}
+	if stale {
+		return fmt.Errorf("%w: marker for producer %d at epoch %d, current epoch %d (transaction version %d)", kerr.InvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, current, transactionVersion)
+	}
+	if e.coordEpoch > m.CoordinatorEpoch {
+		return fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, current %d", kerr.TransactionCoordinatorFenced, h.ProducerID, m.CoordinatorEpoch, e.coordEpoch)
+	}
+	return nil
+}
+
+// Apply updates the state with a batch as written to the log (it
+// implements log.ProducerState): its header must carry the offsets and
+// timestamps the broker stamped, and m is a control batch's marker (nil
+// for data batches). It applies the batch without validating it, so it
+// serves after an append that a check accepted, for a follower's copies
+// and when replaying the log. A newer or older epoch replaces the
+// producer's epoch and forgets its retained batches. A transactional
+// data batch starts the producer's transaction if none is ongoing; a
+// marker ends it (returning it as completed when it had data here),
+// and records the coordinator epoch.
+func (s *State) Apply(h *log.BatchHeader, m *log.Marker) (log.CompletedTxn, bool) {
+	if h.ProducerID < 0 {
+		return log.CompletedTxn{}, false
+	}
+	e := s.producers[h.ProducerID]
+	if e == nil {
+		e = newEntry()
 		s.producers[h.ProducerID] = e
 	}
 	if e.epoch != h.ProducerEpoch {
@@ -212,7 +312,16 @@ func (s *State) Record(h *log.BatchHeader) {
 	}
 	e.lastTs = h.MaxTimestamp
 	if h.IsControl() {
-		return
+		s.endVerification(h.ProducerID)
+		if m != nil {
+			e.coordEpoch = m.CoordinatorEpoch
+		}
+		if e.txnFirst < 0 {
+			return log.CompletedTxn{}, false
+		}
+		txn := log.CompletedTxn{ProducerID: h.ProducerID, FirstOffset: e.txnFirst, LastOffset: h.BaseOffset, Aborted: m != nil && m.Aborted()}
+		s.endTxn(h.ProducerID, e)
+		return txn, true
 	}
 	if e.n == BatchesRetained {
 		copy(e.batches[:], e.batches[1:])
@@ -226,33 +335,83 @@ func (s *State) Record(h *log.BatchHeader) {
 		Timestamp:   h.MaxTimestamp,
 	}
 	e.n++
+	if h.IsTransactional() && e.txnFirst < 0 {
+		e.txnFirst = h.BaseOffset
+		s.ongoing = append(s.ongoing, ongoingTxn{first: h.BaseOffset, pid: h.ProducerID})
+	}
+	return log.CompletedTxn{}, false
+}
+
+func (s *State) endTxn(pid int64, e *entry) {
+	e.txnFirst = -1
+	for i, t := range s.ongoing {
+		if t.pid == pid {
+			s.ongoing = slices.Delete(s.ongoing, i, i+1)
+			return
+		}
+	}
+}
+
+// Record is Apply for a batch without its marker (a control batch then
+// ends the producer's transaction without recording a coordinator epoch
+// or an abort).
+func (s *State) Record(h *log.BatchHeader) { s.Apply(h, nil) }
+
+// FirstUnstableOffset is the first offset of the oldest ongoing
+// transaction, -1 when none is ongoing.
+func (s *State) FirstUnstableOffset() int64 {
+	if len(s.ongoing) == 0 {
+		return -1
+	}
+	return s.ongoing[0].first
 }
 
 // Guard has the signature of log.AppendOptions.Guard and runs Check.
 func (s *State) Guard(info log.BatchInfo, _ int64) error { return s.Check(&info.BatchHeader) }
 
+// VerifiedGuard has the signature of log.AppendOptions.Guard and runs
+// CheckVerified.
+func (s *State) VerifiedGuard(info log.BatchInfo, _ int64) error {
+	return s.CheckVerified(&info.BatchHeader)
+}
+
+// MarkerGuard returns the log.AppendOptions.Guard of a marker append
+// (log.AppendMarker) at a transaction version: CheckMarker.
+func (s *State) MarkerGuard(transactionVersion int16) func(log.BatchInfo, int64) error {
+	return func(info log.BatchInfo, _ int64) error {
+		return s.CheckMarker(&info.BatchHeader, info.Marker, transactionVersion)
+	}
+}
+
 // Appended has the signature of log.AppendOptions.Appended and runs
-// Record.
-func (s *State) Appended(info log.BatchInfo) { s.Record(&info.BatchHeader) }
+// Record. A log opened with the State as its Options.Producers applies
+// every batch itself: do not pass Appended to it too.
+func (s *State) Appended(info log.BatchInfo) { s.Apply(&info.BatchHeader, &info.Marker) }
 
 // ExpireProducers forgets every producer whose latest batch timestamp is
-// at least the expiration older than the clock, and returns how many it
-// forgot. A forgotten producer is accepted again at any sequence.
+// at least the expiration older than the clock and that has no ongoing
+// transaction, as Kafka does, and returns how many it forgot. A forgotten
+// producer is accepted again at any sequence.
 func (s *State) ExpireProducers() int {
 	now := s.now().UnixMilli()
 	limit := s.expiration.Milliseconds()
 	n := 0
 	for id, e := range s.producers {
-		if now-e.lastTs >= limit {
+		if e.txnFirst < 0 && now-e.lastTs >= limit {
 			delete(s.producers, id)
 			n++
 		}
 	}
+	s.expireVerifications(now, limit)
 	return n
 }
 
 // Reset forgets every producer, as before a Rebuild.
-func (s *State) Reset() { clear(s.producers) }
+func (s *State) Reset() {
+	clear(s.producers)
+	s.ongoing = s.ongoing[:0]
+	clear(s.verifications)
+}
 
 // Len is the number of producers the partition knows.
 func (s *State) Len() int { return len(s.producers) }
@@ -267,26 +426,35 @@ func (s *State) Entry(producerID int64) (Entry, bool) {
 }
 
 // Entries returns a copy of every producer's state, by producer id (for
-// DescribeProducers and for tests).
+// tests and snapshots).
 func (s *State) Entries() []Entry {
 	out := make([]Entry, 0, len(s.producers))
 	for id, e := range s.producers {
 		out = append(out, e.export(id))
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		switch {
-		case a.ProducerID < b.ProducerID:
-			return -1
-		case a.ProducerID > b.ProducerID:
-			return 1
+	slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	return out
+}
+
+// Describe lists every producer as DescribeProducers answers it.
+func (s *State) Describe() []log.ProducerInfo {
+	entries := s.Entries()
+	out := make([]log.ProducerInfo, len(entries))
+	for i, e := range entries {
+		out[i] = log.ProducerInfo{
+			ProducerID:            e.ProducerID,
+			ProducerEpoch:         e.Epoch,
+			LastSequence:          e.LastSeq(),
+			LastTimestamp:         e.LastTimestamp,
+			CoordinatorEpoch:      e.CoordinatorEpoch,
+			CurrentTxnStartOffset: e.TxnFirstOffset,
 		}
-		return 0
-	})
+	}
 	return out
 }
 
 func (e *entry) export(id int64) Entry {
-	return Entry{ProducerID: id, Epoch: e.epoch, LastTimestamp: e.lastTs, Batches: slices.Clone(e.batches[:e.n])}
+	return Entry{ProducerID: id, Epoch: e.epoch, LastTimestamp: e.lastTs, Batches: slices.Clone(e.batches[:e.n]), CoordinatorEpoch: e.coordEpoch, TxnFirstOffset: e.txnFirst}
 }
 
 // find returns the retained batch with exactly this sequence range. Two

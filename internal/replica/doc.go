@@ -50,7 +50,10 @@
 //   - OnFollowerAppend(r, header) and OnTruncate(r, end): keep
 //     idempotent-producer state on followers (producer.State.Record for
 //     each copied batch; rebuild after a truncation). Run under the role
-//     lock: quick, and must not call the Replica.
+//     lock: quick, and must not call the Replica. A log opened with the
+//     producer state as log.Options.Producers keeps it itself (copies,
+//     markers, truncation, restart), with the last stable offset and the
+//     aborted-transaction index: then these two are not needed for it.
 //
 // No callback may call the Manager: follower-side callbacks run on a
 // fetcher goroutine that RemovePartitions and Close wait for.
@@ -96,6 +99,14 @@
 //     not empty: the follower cannot catch up before it truncates).
 //   - OffsetForLeaderEpoch: r.EndOffsetForEpoch(currentLeaderEpoch, epoch,
 //     leaderOnly).
+//   - WriteTxnMarkers: for each marker r.AppendMarker(log.TxnMarker{...},
+//     log.AppendOptions{Guard: state.MarkerGuard(transactionVersion)})
+//     (acks=-1 rules), then r.WaitForHW(ctx, res.LeaderEpoch,
+//     res.LastOffset+1).
+//   - Transactions: r.LastStableOffset() (the log's at the replica's high
+//     watermark) next to r.HighWatermark(): read_committed reads stop
+//     there, Fetch answers carry it, ListOffsets latest with
+//     read_committed answers it.
 //   - Every MaxLag/2 for each led partition: r.MaybeShrinkISR().
 //   - For each ISRChange passed to OnISRChange: send AlterPartition with
 //     LeaderEpoch, PartitionEpoch, NewISR (v3 NewEpochISR: BrokerEpochs

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	wlog "weir/internal/log"
+	"weir/internal/producer"
 )
 
 // fakeClock is the replicas' clock in tests: time moves only when the test
@@ -113,6 +114,7 @@ type memNode struct {
 	id      int32
 	dir     string
 	log     *wlog.Log
+	state   *producer.State // the log's Options.Producers in transactional clusters
 	replica *Replica
 	manager *Manager
 
@@ -155,6 +157,7 @@ type memCluster struct {
 	// manual queues ISR changes for the test to decide (the simulation)
 	// instead of the controller goroutine accepting them.
 	manual            bool
+	txn               bool  // logs drive a producer state (newTxnCluster)
 	partitionMaxBytes int32 // replica.fetch.max.bytes of the followers; 0 means the default
 	queued            []isrChangeMsg
 	changes           chan isrChangeMsg
@@ -172,8 +175,14 @@ type isrChangeMsg struct {
 	c ISRChange
 }
 
-func newMemCluster(t *testing.T, ids ...int32) *memCluster {
-	c := &memCluster{t: t, clock: newFakeClock(), topicID: [16]byte{7}, nodes: map[int32]*memNode{},
+func newMemCluster(t *testing.T, ids ...int32) *memCluster { return newCluster(t, false, ids...) }
+
+// newTxnCluster is newMemCluster whose logs drive a producer state, as a
+// broker serving transactions opens them.
+func newTxnCluster(t *testing.T, ids ...int32) *memCluster { return newCluster(t, true, ids...) }
+
+func newCluster(t *testing.T, txn bool, ids ...int32) *memCluster {
+	c := &memCluster{t: t, clock: newFakeClock(), topicID: [16]byte{7}, nodes: map[int32]*memNode{}, txn: txn,
 		changes: make(chan isrChangeMsg, 64), stop: make(chan struct{}), done: make(chan struct{})}
 	for _, id := range ids {
 		n := &memNode{id: id, dir: t.TempDir(), grow: make(chan struct{})}
@@ -196,7 +205,16 @@ func newMemCluster(t *testing.T, ids ...int32) *memCluster {
 // high watermark hw, and gives it a new fetcher manager.
 func (c *memCluster) open(n *memNode, hw int64) {
 	c.t.Helper()
-	n.log = openLog(c.t, n.dir)
+	if c.txn {
+		n.state = producer.NewState(producer.Options{Now: c.clock.Now})
+		l, err := wlog.Open(n.dir, wlog.DefaultConfig(), wlog.Options{Producers: n.state})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		n.log = l
+	} else {
+		n.log = openLog(c.t, n.dir)
+	}
 	r, err := Open(n.log, hw, Config{
 		LocalID: n.id, Topic: "t", TopicID: c.topicID, Partition: 0, MinISR: 2,
 		Now: c.clock.Now,

@@ -27,6 +27,33 @@ type AppendResult struct {
 // broker's parked fetches once: OnHighWatermark when it moved the high
 // watermark, else OnAppend.
 func (r *Replica) Append(batch []byte, acks int16, opts wlog.AppendOptions) (AppendResult, error) {
+	return r.leaderAppend(acks, opts, func(opts wlog.AppendOptions) (wlog.AppendResult, error) {
+		return r.log.Append(batch, opts)
+	})
+}
+
+// AppendMarker writes a transaction marker as leader (WriteTxnMarkers):
+// log.AppendMarker under the same rules as Append, with acks=-1 as Kafka
+// writes markers (NOT_ENOUGH_REPLICAS under min.insync.replicas). opts.Guard
+// is the producer state's marker check (producer.State.MarkerGuard). The
+// caller then waits with WaitForHW(ctx, res.LeaderEpoch, res.LastOffset+1)
+// before answering the coordinator. Followers copy markers like any batch;
+// their log applies them to the producer state it drives.
+func (r *Replica) AppendMarker(m wlog.TxnMarker, opts wlog.AppendOptions) (AppendResult, error) {
+	return r.leaderAppend(-1, opts, func(opts wlog.AppendOptions) (wlog.AppendResult, error) {
+		return r.log.AppendMarker(m, opts)
+	})
+}
+
+// LastStableOffset is the partition's last stable offset: the log's, at
+// the replica's high watermark (read_committed reads stop below it,
+// ListOffsets latest with read_committed answers it, and Fetch answers
+// carry it). On a leader and a follower alike.
+func (r *Replica) LastStableOffset() int64 { return r.log.LastStableOffset(r.hw.Load()) }
+
+// leaderAppend runs one append as leader: role and acks checks, the
+// leader epoch stamped, the high watermark moved.
+func (r *Replica) leaderAppend(acks int16, opts wlog.AppendOptions, write func(wlog.AppendOptions) (wlog.AppendResult, error)) (AppendResult, error) {
 	r.roleMu.RLock()
 	if r.role != RoleLeader {
 		r.roleMu.RUnlock()
@@ -43,7 +70,7 @@ func (r *Replica) Append(batch []byte, acks int16, opts wlog.AppendOptions) (App
 		}
 	}
 	opts.LeaderEpoch = epoch
-	res, err := r.log.Append(batch, opts)
+	res, err := write(opts)
 	if err != nil {
 		r.roleMu.RUnlock()
 		return AppendResult{}, err
