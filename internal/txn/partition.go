@@ -367,12 +367,17 @@ func (p *Partition) AddPartitions(ref Ref, id string, pid int64, epoch int16, pa
 		return out
 	}
 	t := p.txns[id]
+	// Kafka 4.3 checks a transition in flight before the producer.
 	switch {
-	case t == nil || t.producerID != pid:
+	case t == nil:
+		out.code(ref, kerr.InvalidProducerIDMapping.Code)
+	case t.pending != noState:
+		out.code(ref, kerr.ConcurrentTransactions.Code)
+	case t.producerID != pid:
 		out.code(ref, kerr.InvalidProducerIDMapping.Code)
 	case t.epoch != epoch:
 		out.code(ref, kerr.ProducerFenced.Code)
-	case t.pending != noState, t.state.preparing():
+	case t.state.preparing():
 		out.code(ref, kerr.ConcurrentTransactions.Code)
 	case t.state == Ongoing && t.parts.containsAll(toSet(parts)):
 		// Already in: nothing to write.
@@ -595,15 +600,16 @@ func (p *Partition) endV2(out *Output, t *txn, pid int64, epoch int16, commit, f
 		validEpoch = req == cur
 	}
 	retry := retryBump || retryOverflow
+	// Unlike the classic path, a transition in flight is checked first.
 	switch {
+	case t.pending != noState && t.pending != PrepareEpochFence:
+		reply(out, kerr.ConcurrentTransactions.Code, NoProducerID, NoProducerEpoch)
+		return
 	case t.producerID != pid && !retryOverflow:
 		reply(out, kerr.InvalidProducerIDMapping.Code, NoProducerID, NoProducerEpoch)
 		return
 	case !validEpoch:
 		reply(out, kerr.ProducerFenced.Code, NoProducerID, NoProducerEpoch)
-		return
-	case t.pending != noState && t.pending != PrepareEpochFence:
-		reply(out, kerr.ConcurrentTransactions.Code, NoProducerID, NoProducerEpoch)
 		return
 	}
 	next := endState(commit)

@@ -1,4 +1,4 @@
-package group
+package clock
 
 import (
 	"fmt"
@@ -6,8 +6,10 @@ import (
 	"time"
 )
 
-func TestManualClock(t *testing.T) {
-	c := NewManualClock(testStart)
+var testStart = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func TestManual(t *testing.T) {
+	c := NewManual(testStart)
 	var fired []string
 	at := func(name string) func() {
 		return func() { fired = append(fired, fmt.Sprintf("%s@%v", name, c.Now().Sub(testStart))) }
