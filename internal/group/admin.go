@@ -126,6 +126,10 @@ func (s *shard) deleteGroup(version int16, id string) kmsg.DeleteGroupsResponseG
 			recs = append(recs, offsetTombstone(id, topic, p))
 		}
 	}
+	// Uncommitted transactional offsets go too.
+	for _, np := range s.pendingOnly(g) {
+		recs = append(recs, offsetTombstone(id, np.topic, np.partition))
+	}
 	recs = append(recs, s.groupTombstones(g)...)
 	if err := s.append(id, recs); err != nil {
 		s.stats.appendErrors.Add(1)
@@ -145,8 +149,10 @@ func (s *shard) groupTombstones(g *group) []Record {
 	return []Record{encodeRecord(decodedRecord{kind: recClassicGroup, group: g.id})}
 }
 
-// removeGroup forgets a group and its timers.
+// removeGroup forgets a group, its timers and its uncommitted
+// transactional offsets.
 func (s *shard) removeGroup(g *group) {
+	s.forgetPending(g)
 	for k := range s.timers {
 		if k.group == g.id && k.kind != timerOffsetExpiry {
 			s.cancel(k)

@@ -23,6 +23,12 @@ type Config struct {
 	Store  Store        // required
 	Topics Topics       // default: no topics; commits are then not checked
 
+	// PartitionOf is the __consumer_offsets partition a group's records
+	// go to. A transaction marker written to a partition resolves the
+	// pending transactional offsets of that partition's groups only. nil:
+	// every group is taken to share one partition.
+	PartitionOf func(group string) int32
+
 	// Shards is the number of owner goroutines; groups are hashed over
 	// them. Default 8.
 	Shards int

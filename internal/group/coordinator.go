@@ -70,11 +70,26 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	}
 	n := 0
 	err := c.cfg.Store.Replay(ctx, func(r Record) error {
+		if r.Control {
+			// A transaction marker resolves what its producer left
+			// pending in the partition's groups.
+			if commit, ok := markerOutcome(r.Key); ok {
+				for _, s := range c.shards {
+					s.completeTxn(r.ProducerID, commit, s.inPartition(r.Partition))
+				}
+			}
+			return nil
+		}
 		dr, err := decodeRecord(r.Key, r.Value)
 		if err != nil {
 			return err
 		}
-		c.shardFor(dr.group).replay(dr)
+		s := c.shardFor(dr.group)
+		if r.Transactional && dr.kind == recOffset && dr.offset != nil {
+			s.addPending(s.replayGroup(dr.group), r.ProducerID, dr.topic, dr.partition, dr.offset)
+		} else {
+			s.replay(dr)
+		}
 		n++
 		return nil
 	})
@@ -234,8 +249,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 }
 
 // OffsetFetch handles OffsetFetch (key 9): one group before v8, a batch of
-// groups from v8, topic ids from v10. RequireStable (v7+) is accepted;
-// without transactional offsets nothing is ever unstable.
+// groups from v8, topic ids from v10. With RequireStable (v7+) a
+// partition with uncommitted transactional offsets is
+// UNSTABLE_OFFSET_COMMIT.
 func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) (*kmsg.OffsetFetchResponse, error) {
 	v := req.Version
 	groups := req.Groups
@@ -263,7 +279,9 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 			g.Group, g.ErrorCode = ids[i], code
 			return g
 		},
-		func(s *shard, i int) kmsg.OffsetFetchResponseGroup { return s.offsetFetch(v, &groups[i]) })
+		func(s *shard, i int) kmsg.OffsetFetchResponseGroup {
+			return s.offsetFetch(v, v >= 7 && req.RequireStable, &groups[i])
+		})
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,11 @@
 // Package group is the broker's group coordinator: classic consumer groups
 // (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), consumer-protocol groups
 // (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe), committed
-// offsets (OffsetCommit, OffsetFetch, OffsetDelete) and group
-// administration (DescribeGroups, ListGroups, DeleteGroups). It behaves
-// like Apache Kafka's group coordinator, error codes included, so that
-// unmodified Kafka clients work against it.
+// offsets (OffsetCommit, OffsetFetch, OffsetDelete, and TxnOffsetCommit
+// inside transactions) and group administration (DescribeGroups,
+// ListGroups, DeleteGroups). It behaves like Apache Kafka's group
+// coordinator, error codes included, so that unmodified Kafka clients work
+// against it.
 //
 // # What it owns and what it does not
 //
@@ -54,6 +55,22 @@
 // Close stops every shard; parked joins and syncs get NOT_COORDINATOR, as
 // when Kafka unloads a coordinator.
 //
+// # Transactional offsets
+//
+// TxnOffsetCommit writes a group's offsets as a transactional batch of
+// the producer (TxnStore.AppendTxn) after Kafka 4.3's generation and member
+// checks; they stay pending, by producer id, until the broker reports the
+// transaction's marker in the group's __consumer_offsets partition
+// (CompleteTransaction; Config.PartitionOf maps groups to partitions). A
+// COMMIT makes them committed unless a plain commit of the partition was
+// written after them; an ABORT drops them. Meanwhile OffsetFetch with
+// RequireStable answers UNSTABLE_OFFSET_COMMIT for the partition, its
+// committed offset does not expire and its group is not deleted by
+// expiry. OffsetDelete and DeleteGroups drop pending offsets with the
+// committed ones. Replay rebuilds them from the records Store.Replay marks
+// Transactional and resolves them with the Control records (markers)
+// that follow.
+//
 // # Classic groups
 //
 // States Empty, PreparingRebalance, CompletingRebalance, Stable (Dead
@@ -92,8 +109,6 @@
 //     to a live classic group gets GROUP_ID_NOT_FOUND (Kafka can convert
 //     such groups member by member).
 //   - Rack-aware assignment: RackId is stored and described, not used.
-//   - Transactional offset commits (TxnOffsetCommit) and with them
-//     UNSTABLE_OFFSET_COMMIT: RequireStable is accepted and never fails.
 //   - Share groups and streams groups (other packages' business).
 //   - Per-group configuration overrides (consumer.session.timeout.ms and
 //     friends as group configs): the Config values apply to every group.

@@ -21,6 +21,9 @@ type group struct {
 	// recorded is set while replaying if the group's own record (not just
 	// offsets) was stored.
 	recorded bool
+	// openTxns are the producers with uncommitted offsets in the group
+	// (the offsets are the shard's, by producer).
+	openTxns map[int64]struct{}
 }
 
 func newClassicGroupEntry(id string) *group {

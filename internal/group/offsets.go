@@ -39,12 +39,7 @@ func (s *shard) offsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitRe
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewOffsetCommitResponseTopicPartition()
 			sp.Partition = p.Partition
-			switch {
-			case code != 0:
-				sp.ErrorCode = code
-			case info != nil && (p.Partition < 0 || p.Partition >= info.Partitions):
-				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			default:
+			if sp.ErrorCode = partitionCode(info, code, p.Partition); sp.ErrorCode == 0 {
 				targets = append(targets, commitTarget{topic: name, id: id, p: p, code: &sp.ErrorCode})
 			}
 		}
@@ -91,24 +86,10 @@ func (s *shard) offsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitRe
 				continue
 			}
 		}
-		md := ""
-		if t.p.Metadata != nil {
-			md = *t.p.Metadata
-		}
-		if len(md) > s.cfg.OffsetMetadataMaxBytes {
-			*t.code = kerr.OffsetMetadataTooLarge.Code
+		v, code := s.commitValue(t.p.Offset, t.p.LeaderEpoch, req.Version >= 6, t.p.Metadata, t.id, now)
+		if code != 0 {
+			*t.code = code
 			continue
-		}
-		v := &offsetValue{
-			offset:      t.p.Offset,
-			leaderEpoch: -1,
-			metadata:    md,
-			commitMs:    now.UnixMilli(),
-			expireMs:    -1,
-			topicID:     t.id,
-		}
-		if req.Version >= 6 {
-			v.leaderEpoch = t.p.LeaderEpoch
 		}
 		if req.Version >= 2 && req.Version <= 4 && req.RetentionTimeMillis != -1 {
 			v.expireMs = now.UnixMilli() + req.RetentionTimeMillis
@@ -134,10 +115,41 @@ func (s *shard) offsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitRe
 		s.groups[req.Group] = g
 	}
 	for i, t := range applied {
+		values[i].seq = s.nextSeq()
 		g.setOffset(t.topic, t.p.Partition, values[i])
 	}
 	s.stats.offsetsCommitted.Add(uint64(len(applied)))
 	return resp
+}
+
+// partitionCode is the code of a committed partition of a topic resolved
+// with code (and info, when topics are known): 0 when it may be committed.
+func partitionCode(info *TopicInfo, code int16, p int32) int16 {
+	switch {
+	case code != 0:
+		return code
+	case info != nil && (p < 0 || p >= info.Partitions):
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	return 0
+}
+
+// commitValue is the value a commit of one partition stores, or
+// OFFSET_METADATA_TOO_LARGE. The leader epoch is kept if the request
+// version carries it.
+func (s *shard) commitValue(offset int64, leaderEpoch int32, withEpoch bool, metadata *string, id topicID, now time.Time) (*offsetValue, int16) {
+	md := ""
+	if metadata != nil {
+		md = *metadata
+	}
+	if len(md) > s.cfg.OffsetMetadataMaxBytes {
+		return nil, kerr.OffsetMetadataTooLarge.Code
+	}
+	v := &offsetValue{offset: offset, leaderEpoch: -1, metadata: md, commitMs: now.UnixMilli(), expireMs: -1, topicID: id}
+	if withEpoch {
+		v.leaderEpoch = leaderEpoch
+	}
+	return v, 0
 }
 
 // resolveCommitTopic finds a committed topic. v10 names topics by id. An
@@ -240,7 +252,11 @@ func (s *shard) validateConsumerCommit(g *group, req *kmsg.OffsetCommitRequest) 
 }
 
 // offsetFetch answers one group of an OffsetFetch (v8+ batches groups).
-func (s *shard) offsetFetch(version int16, rg *kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
+// offsetFetch answers one group of an OffsetFetch. With requireStable
+// (v7+), a partition with uncommitted transactional offsets is
+// UNSTABLE_OFFSET_COMMIT: the consumer waits for the transaction to end
+// instead of reading from an offset about to change.
+func (s *shard) offsetFetch(version int16, requireStable bool, rg *kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = rg.Group
 	g := s.groups[rg.Group]
@@ -267,7 +283,7 @@ func (s *shard) offsetFetch(version int16, rg *kmsg.OffsetFetchRequestGroup) kms
 			}
 			ps := g.offsets[topic]
 			for _, p := range sortedPartitions(ps) {
-				st.Partitions = append(st.Partitions, fetchedPartition(p, ps[p]))
+				st.Partitions = append(st.Partitions, s.fetched(g, requireStable, topic, p, ps[p]))
 			}
 			out.Topics = append(out.Topics, st)
 		}
@@ -287,17 +303,27 @@ func (s *shard) offsetFetch(version int16, rg *kmsg.OffsetFetchRequestGroup) kms
 			}
 		}
 		for _, p := range rt.Partitions {
-			var v *offsetValue
-			if g != nil && code == 0 {
-				v = g.offsets[name][p]
+			if g == nil || code != 0 {
+				sp := fetchedPartition(p, nil)
+				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+				continue
 			}
-			sp := fetchedPartition(p, v)
-			sp.ErrorCode = code
-			st.Partitions = append(st.Partitions, sp)
+			st.Partitions = append(st.Partitions, s.fetched(g, requireStable, name, p, g.offsets[name][p]))
 		}
 		out.Topics = append(out.Topics, st)
 	}
 	return out
+}
+
+// fetched is a partition's OffsetFetch answer.
+func (s *shard) fetched(g *group, requireStable bool, topic string, p int32, v *offsetValue) kmsg.OffsetFetchResponseGroupTopicPartition {
+	if requireStable && s.hasPending(g, topic, p) {
+		sp := fetchedPartition(p, nil)
+		sp.ErrorCode = kerr.UnstableOffsetCommit.Code
+		return sp
+	}
+	return fetchedPartition(p, v)
 }
 
 func fetchedPartition(p int32, v *offsetValue) kmsg.OffsetFetchResponseGroupTopicPartition {
@@ -355,7 +381,7 @@ func (s *shard) offsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteRe
 			sp.Partition = rp.Partition
 			sp.ErrorCode = code
 			st.Partitions = append(st.Partitions, sp)
-			if code == 0 && g.offsets[rt.Topic][rp.Partition] != nil {
+			if code == 0 && (g.offsets[rt.Topic][rp.Partition] != nil || s.hasPending(g, rt.Topic, rp.Partition)) {
 				dels = append(dels, del{rt.Topic, rp.Partition})
 				recs = append(recs, offsetTombstone(g.id, rt.Topic, rp.Partition))
 			}
@@ -371,6 +397,7 @@ func (s *shard) offsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteRe
 	}
 	for _, d := range dels {
 		g.deleteOffset(d.topic, d.partition)
+		s.dropPending(g, d.topic, d.partition)
 	}
 	return resp
 }
@@ -450,6 +477,10 @@ func (s *shard) expireGroupOffsets(g *group, now time.Time) {
 		ps := g.offsets[topic]
 		for _, p := range sortedPartitions(ps) {
 			v := ps[p]
+			if s.hasPending(g, topic, p) {
+				// Kept until the transaction writing it ends.
+				continue
+			}
 			due := base(v) + retention
 			if v.expireMs != -1 {
 				due = v.expireMs
@@ -460,7 +491,7 @@ func (s *shard) expireGroupOffsets(g *group, now time.Time) {
 			}
 		}
 	}
-	if len(expired) == g.offsetCount() && g.isEmpty() && !g.hasPendingMembers() {
+	if len(expired) == g.offsetCount() && g.isEmpty() && !g.hasPendingMembers() && len(g.openTxns) == 0 {
 		// Nothing will be left: delete the whole group.
 		recs = append(recs, s.groupTombstones(g)...)
 		if err := s.append(g.id, recs); err != nil {

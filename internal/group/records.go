@@ -50,6 +50,9 @@ type offsetValue struct {
 	commitMs    int64 // when the commit was applied
 	expireMs    int64 // explicit expiry from OffsetCommit v2-v4 retention, -1 if none
 	topicID     topicID
+	// seq orders the offset records of the shard as they were written
+	// (or replayed); not stored.
+	seq uint64
 }
 
 type protocolValue struct {

@@ -29,7 +29,7 @@ func (s *shard) replayConsumerGroup(id string) *consumerGroup {
 
 // forgetIfBare drops a group that has neither a stored record nor offsets.
 func (s *shard) forgetIfBare(g *group) {
-	if g != nil && !g.recorded && len(g.offsets) == 0 {
+	if g != nil && !g.recorded && len(g.offsets) == 0 && len(g.openTxns) == 0 {
 		delete(s.groups, g.id)
 	}
 }
@@ -41,10 +41,12 @@ func (s *shard) replay(r decodedRecord) {
 		if r.offset == nil {
 			if g != nil {
 				g.deleteOffset(r.topic, r.partition)
+				s.dropPending(g, r.topic, r.partition)
 				s.forgetIfBare(g)
 			}
 			return
 		}
+		r.offset.seq = s.nextSeq()
 		s.replayGroup(r.group).setOffset(r.topic, r.partition, r.offset)
 	case recClassicGroup:
 		if r.classic == nil {

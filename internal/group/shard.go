@@ -28,6 +28,11 @@ type shard struct {
 	timers   map[timerKey]*shardTimer
 	timerSeq uint64
 
+	// pending holds uncommitted transactional offsets by producer id,
+	// then group; seq numbers offset records (see nextSeq).
+	pending map[int64]map[string]pendingOffsets
+	seq     uint64
+
 	// queued counts calls whose op made it into ops; tests use it to
 	// order a barrier behind a call made from another goroutine.
 	queued atomic.Uint64
@@ -35,15 +40,16 @@ type shard struct {
 
 func newShard(idx int, cfg *Config, st *stats) *shard {
 	return &shard{
-		idx:    idx,
-		cfg:    cfg,
-		log:    cfg.Logger.With("shard", idx),
-		stats:  st,
-		ops:    make(chan func(*shard), 256),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
-		groups: make(map[string]*group),
-		timers: make(map[timerKey]*shardTimer),
+		idx:     idx,
+		cfg:     cfg,
+		log:     cfg.Logger.With("shard", idx),
+		stats:   st,
+		ops:     make(chan func(*shard), 256),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		groups:  make(map[string]*group),
+		timers:  make(map[timerKey]*shardTimer),
+		pending: make(map[int64]map[string]pendingOffsets),
 	}
 }
 
