@@ -17,10 +17,11 @@ import (
 // __transaction_state partition this node leads, served to the
 // transactional APIs. Its methods are safe for concurrent use.
 type Coordinator struct {
-	cfg    Config
-	txnCfg txn.Config
-	shards []*shard
-	sender *sender
+	cfg      Config
+	txnCfg   txn.Config
+	shards   []*shard
+	sender   *sender
+	verifier *verifier
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -44,6 +45,7 @@ func New(cfg Config) (*Coordinator, error) {
 	c := &Coordinator{cfg: cfg, ctx: ctx, cancel: cancel}
 	c.txnCfg = cfg.txnConfig(hostIDs{cfg.Host})
 	c.sender = newSender(c)
+	c.verifier = newVerifier(c)
 	for i := range cfg.Shards {
 		s := newShard(c, i)
 		c.shards = append(c.shards, s)
@@ -90,6 +92,7 @@ func (c *Coordinator) Close() {
 		t.Stop()
 	}
 	c.timerMu.Unlock()
+	c.verifier.close()
 	c.cancel()
 	c.wg.Wait()
 	for _, s := range c.shards {

@@ -34,6 +34,14 @@
 //     (NOT_LEADER_OR_FOLLOWER and the like, after retry.backoff.ms, the
 //     leader looked up again) until every partition has its marker, then
 //     writes CompleteCommit or CompleteAbort.
+//   - The partition leader's side of KIP-890 (Kafka's
+//     AddPartitionsToTxnManager): VerifyTransaction and VerifyForProduce
+//     ask a transaction's coordinator, in one batched AddPartitionsToTxn
+//     v5 per coordinator node at a time, whether a partition is in the
+//     transaction (Produce v3-11, TxnOffsetCommit v0-4) or to add it
+//     (Produce v12+, TxnOffsetCommit v5+), and map the answer as Kafka's
+//     produce path and group coordinator do (ProduceError,
+//     TxnOffsetCommitError).
 //   - Timers: every transaction.abort.timed.out.transaction.cleanup.interval.ms
 //     timed-out transactions are aborted; every
 //     transaction.remove.expired.transaction.cleanup.interval.ms idle
@@ -57,6 +65,8 @@
 // through unbounded queues (a mutex each, a leaf). Loaders, writers, the
 // router and the per-node senders hold no lock while they do I/O and
 // report back by queueing a closure on the shard; results meant for a
-// partition that was unloaded or reloaded meanwhile are dropped. Every
-// goroutine belongs to the Coordinator: Close stops them and waits.
+// partition that was unloaded or reloaded meanwhile are dropped. The
+// verifier has one goroutine per coordinator node it asked, sending one
+// request at a time. Every goroutine belongs to the Coordinator: Close
+// stops them and waits.
 package coordinator

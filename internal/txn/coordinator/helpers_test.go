@@ -130,6 +130,10 @@ type fakeHost struct {
 	written  []markerWrite
 	requests int
 	nextID   int64
+
+	coord      *Coordinator  // answers AddPartitionsToTxn sent to any node
+	verifies   []int         // transactions per AddPartitionsToTxn request
+	verifyGate chan struct{} // AddPartitionsToTxn requests wait for it
 }
 
 func newHost(t testing.TB, partitions int) *fakeHost {
@@ -176,6 +180,22 @@ func (h *fakeHost) PartitionLeader(topic string, p int32) (int32, bool) {
 }
 
 func (h *fakeHost) Send(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
+	if r, ok := req.(*kmsg.AddPartitionsToTxnRequest); ok {
+		// Every coordinator is this node's: loop back, as a broker
+		// sending to itself does.
+		h.mu.Lock()
+		h.verifies = append(h.verifies, len(r.Transactions))
+		gate, c := h.verifyGate, h.coord
+		h.mu.Unlock()
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return c.AddPartitionsToTxn(ctx, r)
+	}
 	r, ok := req.(*kmsg.WriteTxnMarkersRequest)
 	if !ok {
 		return nil, fmt.Errorf("unexpected %T", req)
@@ -261,6 +281,7 @@ func (e *env) start(tweak func(*Config)) {
 		e.t.Fatal(err)
 	}
 	e.c = c
+	e.h.with(func(h *fakeHost) { h.coord = c })
 	e.t.Cleanup(c.Close)
 }
 
