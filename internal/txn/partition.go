@@ -115,11 +115,6 @@ type Output struct {
 	Markers []Markers
 }
 
-// Empty reports whether the output asks for nothing.
-func (o *Output) Empty() bool {
-	return len(o.Answers) == 0 && len(o.Writes) == 0 && len(o.Markers) == 0
-}
-
 // code answers with an error code (or NONE) and no producer id.
 func (o *Output) code(ref Ref, code int16) { o.answer(ref, code, NoProducerID, NoProducerEpoch) }
 
@@ -234,9 +229,6 @@ func (p *Partition) sortedIDs() []string {
 
 // validTimeout is the transaction.timeout.ms check.
 func (p *Partition) validTimeout(ms int32) bool { return ms > 0 && ms <= p.cfg.MaxTimeoutMs }
-
-// ValidTimeout reports whether a transaction.timeout.ms is accepted.
-func (p *Partition) ValidTimeout(ms int32) bool { return p.validTimeout(ms) }
 
 // nextID draws a producer id; a failure is answered with the error's
 // Kafka code, or UNKNOWN_SERVER_ERROR.
