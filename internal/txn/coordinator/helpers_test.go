@@ -259,13 +259,13 @@ func (h *fakeHost) lead(i int, epoch int32) {
 
 // env is a coordinator over a fake host with a manual clock.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	h     *fakeHost
 	clock *clock.Manual
 	c     *Coordinator
 }
 
-func newEnv(t *testing.T, partitions int, tweak func(*Config)) *env {
+func newEnv(t testing.TB, partitions int, tweak func(*Config)) *env {
 	e := &env{t: t, h: newHost(t, partitions), clock: clock.NewManual(testStart)}
 	e.start(tweak)
 	return e
@@ -320,7 +320,7 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	}
 }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return c
