@@ -134,6 +134,7 @@ type fakeHost struct {
 	coord      *Coordinator  // answers AddPartitionsToTxn sent to any node
 	verifies   []int         // transactions per AddPartitionsToTxn request
 	verifyGate chan struct{} // AddPartitionsToTxn requests wait for it
+	markerGate chan struct{} // WriteTxnMarkers requests wait for it
 }
 
 func newHost(t testing.TB, partitions int) *fakeHost {
@@ -199,6 +200,16 @@ func (h *fakeHost) Send(ctx context.Context, node int32, req kmsg.Request) (kmsg
 	r, ok := req.(*kmsg.WriteTxnMarkersRequest)
 	if !ok {
 		return nil, fmt.Errorf("unexpected %T", req)
+	}
+	h.mu.Lock()
+	gate := h.markerGate
+	h.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
