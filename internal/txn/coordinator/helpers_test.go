@@ -25,13 +25,14 @@ var testStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type fakeReplica struct {
 	log *wlog.Log
 
-	mu      sync.Mutex
-	leading bool
-	epoch   int32
-	fail    error         // next appends fail with it
-	gate    chan struct{} // appends wait for it to close
-	waiting int           // appends waiting for the gate
-	appends int           // batches appended
+	mu       sync.Mutex
+	leading  bool
+	epoch    int32
+	fail     error         // next appends fail with it
+	gate     chan struct{} // appends wait for it to close
+	waiting  int           // appends waiting for the gate
+	appends  int           // batches appended
+	appended chan struct{} // closed at the next append (nextAppend)
 }
 
 func (r *fakeReplica) Leading() (int32, bool) {
@@ -65,8 +66,22 @@ func (r *fakeReplica) AppendCommitted(ctx context.Context, batch []byte, opts wl
 	}
 	r.mu.Lock()
 	r.appends++
+	if r.appended != nil {
+		close(r.appended)
+		r.appended = nil
+	}
 	r.mu.Unlock()
 	return replica.AppendResult{AppendResult: res, LeaderEpoch: epoch}, nil
+}
+
+// nextAppend returns a channel closed at the next append.
+func (r *fakeReplica) nextAppend() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.appended == nil {
+		r.appended = make(chan struct{})
+	}
+	return r.appended
 }
 
 func (r *fakeReplica) Log() *wlog.Log { return r.log }
