@@ -165,6 +165,9 @@ func (c *Coordinator) call(ctx context.Context, id string, fn func(p *txn.Partit
 		return a, nil
 	case <-ctx.Done():
 		return txn.Answer{}, ctx.Err()
+	case <-c.ctx.Done():
+		// Closed before the op ran (Close answers the ones that did).
+		return txn.Answer{Code: kerr.NotCoordinator.Code, ProducerID: txn.NoProducerID, ProducerEpoch: txn.NoProducerEpoch}, nil
 	}
 }
 
@@ -198,6 +201,8 @@ func read[T any](ctx context.Context, c *Coordinator, id string, fn func(p *txn.
 		return r.v, r.code, nil
 	case <-ctx.Done():
 		return res, 0, ctx.Err()
+	case <-c.ctx.Done():
+		return res, kerr.NotCoordinator.Code, nil
 	}
 }
 

@@ -605,3 +605,31 @@ func TestMarkerWaitsForLeader(t *testing.T) {
 		t.Fatalf("markers %+v", ms)
 	}
 }
+
+// Closing answers what waits: a write in flight NOT_COORDINATOR, later
+// calls NOT_COORDINATOR.
+func TestCloseAnswersWaiters(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	e.loadAll(0)
+	gate := make(chan struct{})
+	defer close(gate)
+	e.h.replicas[0].set(func(r *fakeReplica) { r.gate = gate })
+	done := make(chan *kmsg.InitProducerIDResponse, 1)
+	go func() { done <- e.init("t", 4, 60000) }()
+	eventually(t, 5*time.Second, "write in flight", func() bool {
+		var n int
+		e.onShard(0, func(s *shard) { n = s.slots[0].p.PendingWrites() })
+		return n == 1
+	})
+	e.c.Close()
+	if r := <-done; r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("in flight: %+v", r)
+	}
+	if r := e.init("t", 4, 60000); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("after close: %+v", r)
+	}
+	res, err := e.c.VerifyTransaction(ctx(t), "t", 1, 0, []txn.TopicPartition{tp("a", 0)}, VerifyOnly)
+	if err != nil || res[tp("a", 0)] != kerr.NetworkException.Code {
+		t.Fatalf("verify after close: %v %v", res, err)
+	}
+}

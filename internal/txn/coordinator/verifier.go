@@ -136,6 +136,12 @@ func (c *Coordinator) VerifyTransaction(ctx context.Context, transactionalID str
 		return res, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-c.ctx.Done():
+		res := make(map[txn.TopicPartition]int16, len(parts))
+		for _, tp := range parts {
+			res[tp] = kerr.NetworkException.Code
+		}
+		return res, nil
 	}
 }
 
