@@ -46,6 +46,9 @@
 //   - Load: Replay of the partition's records, then Loaded completes
 //     every transaction found prepared by asking for its markers again.
 //
+// Outputs also carry Events (txn_committed, txn_aborted, txn_timed_out,
+// txn_fenced, txn_id_expired) for the owner's metrics and logs.
+//
 // A transition is prepared (the state is marked pending, so that
 // concurrent requests get CONCURRENT_TRANSACTIONS), its record handed out
 // as a Write, and installed only when Appended reports it committed;

@@ -107,12 +107,56 @@ type MarkerResult struct {
 	Deleted   bool
 }
 
+// EventKind names a transition users care about; the owner counts them
+// (metrics) and logs them.
+type EventKind int8
+
+const (
+	// EventCommitted: a transaction completed (CompleteCommit written).
+	EventCommitted EventKind = iota
+	// EventAborted: a transaction completed (CompleteAbort written).
+	EventAborted
+	// EventTimedOut: an Ongoing transaction outlived its
+	// transaction.timeout.ms; it is being aborted, its producer fenced.
+	EventTimedOut
+	// EventFenced: InitProducerId found a transaction open; it is being
+	// aborted, its producer fenced.
+	EventFenced
+	// EventExpired: a transactional id expired (its tombstone written).
+	EventExpired
+	// NumEventKinds is the number of kinds.
+	NumEventKinds
+)
+
+var eventNames = [NumEventKinds]string{"txn_committed", "txn_aborted", "txn_timed_out", "txn_fenced", "txn_id_expired"}
+
+// String is the event's metric and log name.
+func (k EventKind) String() string {
+	if k >= 0 && k < NumEventKinds {
+		return eventNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", int8(k))
+}
+
+// Event is one transition of one transactional id.
+type Event struct {
+	Kind            EventKind
+	TransactionalID string
+	ProducerID      int64
+	ProducerEpoch   int16
+}
+
 // Output is what a call asks of the owner: answers to deliver, records to
-// append and markers to send.
+// append and markers to send, and the events to count.
 type Output struct {
 	Answers []Answer
 	Writes  []Write
 	Markers []Markers
+	Events  []Event
+}
+
+func (o *Output) event(k EventKind, t *txn) {
+	o.Events = append(o.Events, Event{Kind: k, TransactionalID: t.id, ProducerID: t.producerID, ProducerEpoch: t.epoch})
 }
 
 // code answers with an error code (or NONE) and no producer id.
@@ -326,6 +370,7 @@ func (p *Partition) InitProducerID(ref Ref, id string, timeoutMs int32, expected
 		if err != nil {
 			break
 		}
+		out.event(EventFenced, t)
 		p.end(&out, t.id, tr.producerID, tr.epoch, false, false, p.cfg.Version, now,
 			func(out *Output, code int16, _ int64, _ int16) {
 				if code == 0 {
@@ -768,6 +813,12 @@ func (p *Partition) writeComplete(out *Output, t *txn, retry bool) {
 			t.markers = nil
 			if err := t.complete(ms.complete); err != nil {
 				t.pending = noState
+				return
+			}
+			if ms.commit {
+				out.event(EventCommitted, t)
+			} else {
+				out.event(EventAborted, t)
 			}
 		case appendError(code) == kerr.CoordinatorNotAvailable.Code:
 			p.writeComplete(out, t, true)
@@ -879,6 +930,7 @@ func (p *Partition) AbortTimedOut(now int64) Output {
 		if err != nil {
 			continue
 		}
+		out.event(EventTimedOut, t)
 		p.end(&out, t.id, tr.producerID, tr.epoch, false, false, p.cfg.Version, now,
 			func(*Output, int16, int64, int16) {})
 	}
@@ -911,10 +963,11 @@ func (p *Partition) Expire(now int64) Output {
 	if len(recs) == 0 {
 		return out
 	}
-	p.addWrite(&out, recs, false, func(_ *Output, code int16, _ int64) {
+	p.addWrite(&out, recs, false, func(out *Output, code int16, _ int64) {
 		for _, d := range expired {
 			if code == 0 && d.t.pending == Dead && d.t.epoch == d.epoch && p.txns[d.t.id] == d.t {
 				delete(p.txns, d.t.id)
+				out.event(EventExpired, d.t)
 				continue
 			}
 			d.t.pending = noState

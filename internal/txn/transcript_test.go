@@ -278,6 +278,9 @@ func (h *harness) show(out *strings.Builder, o Output) {
 		h.markers[m.TransactionalID] = m
 		fmt.Fprintf(out, "%s\n", markersString(m))
 	}
+	for _, ev := range o.Events {
+		fmt.Fprintf(out, "event %s %s pid=%d epoch=%d\n", ev.Kind, ev.TransactionalID, ev.ProducerID, ev.ProducerEpoch)
+	}
 }
 
 // append completes outstanding writes: the one named by id, or all of

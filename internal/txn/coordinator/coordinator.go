@@ -28,6 +28,7 @@ type Coordinator struct {
 	wg     sync.WaitGroup // loaders, writers, senders
 
 	nextRef atomic.Uint64
+	events  [txn.NumEventKinds]atomic.Uint64
 
 	timerMu sync.Mutex // guards timers and closed
 	timers  []clock.Timer
@@ -213,6 +214,11 @@ type Stats struct {
 	Partitions, Loading int
 	// TransactionalIDs held by the loaded partitions.
 	TransactionalIDs int
+	// Events counts, since New, the transitions of txn.EventKind, by
+	// name (txn_committed, txn_aborted, txn_timed_out, txn_fenced,
+	// txn_id_expired): the metric names; the debug log of each uses the
+	// same name.
+	Events map[string]uint64
 }
 
 // Stats returns the current counters. It waits for every shard.
@@ -246,5 +252,9 @@ func (c *Coordinator) Stats(ctx context.Context) (Stats, error) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	st.Events = make(map[string]uint64, txn.NumEventKinds)
+	for k := range txn.NumEventKinds {
+		st.Events[k.String()] = c.events[k].Load()
+	}
 	return st, nil
 }

@@ -46,6 +46,9 @@ func TestCommitWritesRecordsAndMarkers(t *testing.T) {
 			t.Errorf("marker %+v", m)
 		}
 	}
+	if st, err := e.c.Stats(ctx(t)); err != nil || st.Events["txn_committed"] != 1 || st.Events["txn_aborted"] != 0 {
+		t.Fatalf("stats %+v %v", st, err)
+	}
 	i, _ := e.c.PartitionFor("t1")
 	got := e.h.replicas[i].records(t)
 	want := []string{
@@ -327,6 +330,9 @@ func TestFailoverCompletesPreparedTransactions(t *testing.T) {
 	}
 	if er := e.end("open", 1001, 0, true, 3); er.ErrorCode != kerr.ProducerFenced.Code {
 		t.Fatalf("zombie end: %+v", er)
+	}
+	if st, _ := e.c.Stats(ctx(t)); st.Events["txn_timed_out"] != 1 || st.Events["txn_aborted"] != 1 || st.Events["txn_committed"] != 1 {
+		t.Fatalf("events %v", st.Events)
 	}
 }
 

@@ -118,6 +118,10 @@ func (s *shard) process(sl *slot, out txn.Output) {
 	for _, m := range out.Markers {
 		s.c.sender.send(sl.index, sl.epoch, m)
 	}
+	for _, ev := range out.Events {
+		s.c.events[ev.Kind].Add(1)
+		s.log.Debug(ev.Kind.String(), "transactional_id", ev.TransactionalID, "producer_id", ev.ProducerID, "epoch", ev.ProducerEpoch, "partition", sl.index)
+	}
 }
 
 // current reports whether sl is still partition sl.index's slot: results
