@@ -268,9 +268,12 @@ func TestReadyRepliesWrittenByReader(t *testing.T) {
 
 // Replies ready at once and replies completed later in random order, on
 // one pipelined connection: the wire carries every reply once, in request
-// order, whichever goroutine writes it.
+// order, whichever goroutine writes it. Each burst of 100 requests starts
+// on an idle connection with a reply ready at once (written by the
+// reader), and a quarter of the others complete later (queued, with the
+// ready ones behind them), so both paths are taken whatever the load.
 func TestInlineAndQueuedRepliesKeepOrder(t *testing.T) {
-	const n = 2000
+	const n, burst = 2000, 100
 	rng := rand.New(rand.NewPCG(1, 2))
 	var mu sync.Mutex
 	var completers sync.WaitGroup
@@ -279,7 +282,7 @@ func TestInlineAndQueuedRepliesKeepOrder(t *testing.T) {
 		mu.Lock()
 		later, delay := rng.IntN(4) == 0, time.Duration(rng.IntN(300))*time.Microsecond
 		mu.Unlock()
-		if !later {
+		if !later || req.CorrelationID%burst == 0 {
 			return Ready(req.Body.ResponseKind())
 		}
 		r := NewPendingReply()
@@ -291,35 +294,39 @@ func TestInlineAndQueuedRepliesKeepOrder(t *testing.T) {
 	}}
 	s := startServer(t, d, nil)
 	c := dial(t, s)
-	done := make(chan string, 1)
+	failed := make(chan string, 1)
+	read := make(chan int32, n)
 	go func() {
 		for want := int32(0); want < n; want++ {
 			b, err := c.tryReadFrame()
 			if err != nil {
-				done <- err.Error()
+				failed <- err.Error()
 				return
 			}
 			if got := correlationOf(b); got != want {
-				done <- fmt.Sprintf("got correlation %d, want %d", got, want)
+				failed <- fmt.Sprintf("got correlation %d, want %d", got, want)
 				return
 			}
+			read <- want
 		}
-		done <- ""
 	}()
-	for corr := int32(0); corr < n; corr += 100 { // 100 frames at a time
+	for corr := int32(0); corr < n; corr += burst {
 		var in []byte
-		for k := corr; k < corr+100; k++ {
+		for k := corr; k < corr+burst; k++ {
 			in = append(in, reqFrame(&kmsg.MetadataRequest{Version: 9}, k, nil)...)
 		}
 		c.send(in)
-	}
-	select {
-	case msg := <-done:
-		if msg != "" {
-			t.Fatal(msg)
+		// The next burst goes once this one is answered: it starts on an
+		// idle connection.
+		for got := int32(-1); got < corr+burst-1; {
+			select {
+			case got = <-read:
+			case msg := <-failed:
+				t.Fatal(msg)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("burst at %d not answered within 30 s", corr)
+			}
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("replies did not all arrive within 30 s")
 	}
 	st := s.Stats()
 	if st.InlineReplies == 0 || st.InlineReplies >= n {
