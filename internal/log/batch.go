@@ -139,6 +139,9 @@ type BatchInfo struct {
 	OffsetDeltaOfMaxTimestamp int32
 	// Marker is the transaction marker of a control batch.
 	Marker Marker
+	// NullKey: some record has a null key, which a compacted topic
+	// refuses.
+	NullKey bool
 }
 
 // ValidateBatch checks that b holds exactly one well-formed v2 record batch:
@@ -190,6 +193,7 @@ func ValidateBatch(b []byte, rules *ValidationRules, now time.Time) (BatchInfo, 
 	}
 	info.MaxRecordTimestamp = h.BaseTimestamp + stats.maxTimestampDelta
 	info.OffsetDeltaOfMaxTimestamp = stats.offsetDeltaOfMax
+	info.NullKey = stats.nullKey
 	if h.IsControl() {
 		info.Marker, err = parseMarkerRecord(body)
 		return info, err
@@ -220,6 +224,7 @@ type recordStats struct {
 	minTimestampDelta int64
 	maxTimestampDelta int64
 	offsetDeltaOfMax  int32
+	nullKey           bool
 }
 
 // scanRecords walks count records in body without allocating and checks that
@@ -239,6 +244,9 @@ func scanRecords(body []byte, count int32) (recordStats, error) {
 		q++ // attributes, unused in v2
 		tsDelta, q := varintAt(rec, q)
 		offDelta, q := varintAt(rec, q)
+		if uint(q) < uint(len(rec)) && rec[q] == 1 { // zigzag -1: a null key
+			st.nullKey = true
+		}
 		q = skipBytesAt(rec, q, true)  // key
 		q = skipBytesAt(rec, q, true)  // value
 		headers, q := varintAt(rec, q) // header count

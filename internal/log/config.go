@@ -40,6 +40,11 @@ type Config struct {
 	// that reads already holding their ranges can finish
 	// (file.delete.delay.ms).
 	FileDeleteDelay time.Duration
+	// Compact is cleanup.policy containing compact: appends of records
+	// without a key are refused, and the log cleaner keeps the latest
+	// record per key under the Cleaning settings (compact.go).
+	Compact  bool
+	Cleaning Cleaning
 }
 
 // DefaultConfig returns Kafka's defaults for the settings above.
@@ -58,6 +63,7 @@ func DefaultConfig() Config {
 		BackgroundSync:     true,
 		Preallocate:        true,
 		FileDeleteDelay:    time.Minute,
+		Cleaning:           DefaultCleaning(),
 	}
 }
 

@@ -246,10 +246,12 @@ func TestLazyRejectedWriteCreatesNothing(t *testing.T) {
 	if _, err := l.Append(corrupt, AppendOptions{}); !errors.Is(err, kerr.CorruptMessage) {
 		t.Fatalf("corrupt batch: %v", err)
 	}
-	late := simpleBatch(t, 1, testNow.UnixMilli(), 5)
-	late[7] = 9 // base offset 9: does not continue an empty log
-	if _, err := l.AppendReplicated(late); err == nil {
-		t.Fatal("replicated batch at 9 accepted by an empty log")
+	early := simpleBatch(t, 1, testNow.UnixMilli(), 5)
+	for i := range 8 {
+		early[i] = 0xff // base offset -1: before the log end
+	}
+	if _, err := l.AppendReplicated(early); err == nil {
+		t.Fatal("replicated batch at -1 accepted by an empty log")
 	}
 	mustNotExist(t, dir)
 }

@@ -70,6 +70,12 @@ type Log struct {
 	now    func() time.Time
 	cfg    atomic.Pointer[Config]
 
+	// segMu serialises the changes that remove or rewrite closed
+	// segments (truncation, retention, DeleteRecords, the cleaner's swap,
+	// Close) so that the cleaner can rename files with it held and mu
+	// free; appends and rolls never take it.
+	segMu sync.Mutex
+
 	mu            sync.Mutex
 	segs          []*segment // copy-on-write: never modified in place
 	logStart      int64
@@ -88,6 +94,7 @@ type Log struct {
 	toFlush     []*segment
 	retired     []retiredSegment
 	truncations uint64 // bumped by every truncation, so a flush in flight does not over-claim
+	truncatedTo int64  // lowest offset a truncation cut to since Open (math.MaxInt64: none), for the cleaner
 	armed       bool   // the Syncer will visit: background work is pending
 	closing     bool   // Close has started
 	closed      bool
@@ -111,6 +118,10 @@ type Log struct {
 	durableCh chan struct{} // closed when durable advances or the log closes; nil until a waiter needs it
 
 	fsyncs atomic.Int64 // data-file fsyncs by the syncer, for metrics and tests
+
+	// swapFault, set by tests only, can cut a cleaner's swap short at
+	// each step (swap.go).
+	swapFault func(swapStep) error
 
 	syncer *Syncer
 	sync   syncState // guarded by syncer.mu
@@ -182,9 +193,10 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		syncer: opts.Syncer,
 		sync:   syncState{heapIdx: -1},
 
-		producers: opts.Producers,
-		openHW:    -1,
-		ckptHW:    -1,
+		producers:   opts.Producers,
+		openHW:      -1,
+		ckptHW:      -1,
+		truncatedTo: math.MaxInt64,
 	}
 	l.hw.Store(-1)
 	if l.logger == nil {
@@ -326,6 +338,9 @@ func (l *Log) Append(b []byte, opts AppendOptions) (AppendResult, error) {
 	if info.IsControl() {
 		return AppendResult{}, fmt.Errorf("%w: control batches are written by the broker only", kerr.InvalidRecord)
 	}
+	if cfg.Compact && info.NullKey {
+		return AppendResult{}, errNullKeyCompacted
+	}
 	return l.append(b, &info, opts, cfg, now, true)
 }
 
@@ -337,8 +352,10 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config,
 	}
 	base := l.leo
 	if !assign {
+		// A leader's cleaned log has gaps: a replicated batch may start
+		// past the log end, never before it.
 		base = info.BaseOffset
-		if base != l.leo {
+		if base < l.leo || base-l.leo > math.MaxUint32 {
 			l.mu.Unlock()
 			return AppendResult{}, fmt.Errorf("%w: replicated batch starts at %d, log ends at %d", kerr.UnknownServerError, base, l.leo)
 		}
@@ -355,7 +372,7 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config,
 			return AppendResult{}, fmt.Errorf("%w: create log: %v", kerr.KafkaStorageError, err)
 		}
 	}
-	if err := l.maybeRoll(len(b), int64(info.LastOffsetDelta), cfg, now); err != nil {
+	if err := l.maybeRoll(len(b), base+int64(info.LastOffsetDelta), cfg, now); err != nil {
 		l.mu.Unlock()
 		return AppendResult{}, err
 	}
@@ -405,7 +422,7 @@ func (l *Log) AppendReplicated(batches []byte) (int64, error) {
 			return l.EndOffset(), fmt.Errorf("%w: partial batch", kerr.CorruptMessage)
 		}
 		b := batches[:h.Length]
-		info, err := ValidateBatch(b, nil, now)
+		info, err := validateReplicated(b, now)
 		if err != nil {
 			return l.EndOffset(), err
 		}
@@ -419,15 +436,16 @@ func (l *Log) AppendReplicated(batches []byte) (int64, error) {
 
 // maybeRoll starts a new active segment when the batch would not fit in
 // the current one, the current one is older than segment.ms, or its
-// relative offsets would overflow. Called with mu held.
-func (l *Log) maybeRoll(size int, lastDelta int64, cfg *Config, now time.Time) error {
+// relative offsets would overflow (last is the batch's last offset).
+// Called with mu held.
+func (l *Log) maybeRoll(size int, last int64, cfg *Config, now time.Time) error {
 	active := l.segs[len(l.segs)-1]
 	if active.empty() {
 		return nil
 	}
 	full := active.size+int64(size) > cfg.SegmentBytes
 	old := now.Sub(active.created) >= cfg.SegmentTime
-	overflow := l.leo+lastDelta-active.base > math.MaxUint32
+	overflow := last-active.base > math.MaxUint32
 	if !full && !old && !overflow {
 		return nil
 	}
@@ -587,6 +605,8 @@ func (l *Log) segmentFor(offset int64) int {
 // truncates a divergent suffix this way). Truncating below the first
 // segment empties the log and restarts it at offset.
 func (l *Log) Truncate(offset int64) error {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -599,6 +619,7 @@ func (l *Log) Truncate(offset int64) error {
 		return nil // never written: already the empty log at offset 0
 	}
 	l.truncations++
+	l.truncatedTo = min(l.truncatedTo, offset)
 	now := l.now()
 	if offset <= l.segs[0].base || offset < l.logStart {
 		return l.restartAt(max(offset, 0), now)
@@ -722,6 +743,8 @@ func (l *Log) retire(s *segment, now time.Time) {
 // must not pass the high watermark hw, which the caller supplies. Whole
 // segments below the new start are deleted.
 func (l *Log) AdvanceStartOffset(offset, hw int64) (int64, error) {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -773,6 +796,8 @@ func (l *Log) deleteBelow(now time.Time, del func(*segment) bool) error {
 // returns how many segments went.
 func (l *Log) EnforceRetention(hw int64) (int, error) {
 	cfg := l.cfg.Load()
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -866,13 +891,16 @@ func (l *Log) signal() {
 // Close flushes the log, writes the final checkpoint and closes its files.
 // A lazy log that was never written is left as it was: nothing on disk.
 func (l *Log) Close() error {
+	l.segMu.Lock() // waits for a cleaner's swap in progress
 	l.mu.Lock()
 	if l.closing {
 		l.mu.Unlock()
+		l.segMu.Unlock()
 		return ErrClosed
 	}
 	l.closing = true
 	l.mu.Unlock()
+	l.segMu.Unlock()
 	l.stopSyncing()
 	err := l.flush(true, true)
 	l.mu.Lock()

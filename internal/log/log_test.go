@@ -76,7 +76,7 @@ func readAll(t testing.TB, l *Log, from int64) [][]byte {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := ValidateBatch(b[:h.Length], nil, testNow); err != nil {
+			if _, err := validateReplicated(b[:h.Length], testNow); err != nil {
 				t.Fatalf("stored batch at %d invalid: %v", h.BaseOffset, err)
 			}
 			out = append(out, b[:h.Length])

@@ -14,7 +14,8 @@ import (
 // The rule: batches below the checkpoint's recovery point were fsynced and
 // are trusted from their headers (indexes are loaded when they check out,
 // rebuilt otherwise). From the recovery point on, every batch is read whole
-// and must have a correct CRC and continue the offsets of the one before.
+// and must have a correct CRC and start after the one before ends (the
+// cleaner leaves gaps inside segments; segments still follow on exactly).
 // The first batch that fails marks a torn or corrupt tail: the segment is
 // cut there and every later segment deleted, so the log is always a valid
 // prefix of what was written, and contains everything that was fsynced.
@@ -23,6 +24,10 @@ func (l *Log) recover() error {
 	if haveCk {
 		l.openHW = ck.highWatermark
 		l.hw.Store(ck.highWatermark)
+	}
+	// A cleaner's swap cut short is finished or rolled back first (swap.go).
+	if err := l.finishSwaps(); err != nil {
+		return err
 	}
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
@@ -64,20 +69,15 @@ func (l *Log) recover() error {
 			(&segment{prefix: prefix}).removeFiles()
 			continue
 		}
-		f, err := os.OpenFile(prefix+logSuffix, os.O_RDWR, 0o644)
+		f, size, err := openSized(prefix+logSuffix, os.O_RDWR)
 		if err != nil {
-			return err
-		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
 			return err
 		}
 		seg := &segment{base: base, prefix: prefix, f: f, maxTs: -1}
 		l.segs = append(l.segs, seg)
 		wholeTrusted := i+1 < len(bases) && bases[i+1] <= rp
 		st := scanStart{next: base, maxTs: -1}
-		if ix, err := loadIndex(prefix+indexSuffix, prefix+timeIndexSuffix, fi.Size()); err == nil && len(ix.entries) > 0 {
+		if ix, err := loadIndex(prefix+indexSuffix, prefix+timeIndexSuffix, size); err == nil && len(ix.entries) > 0 {
 			// Resume from the last entry we may trust: the last one for a
 			// segment wholly below the recovery point, else the last one at
 			// or below it, so everything past it is verified.
@@ -90,7 +90,7 @@ func (l *Log) recover() error {
 				st = scanStart{pos: int64(e.pos), next: base + int64(e.rel), maxTs: e.maxTsBef, entries: ix.entries[:n-1]}
 			}
 		}
-		r, b, err := seg.scan(st, fi.Size(), rp, l.cfg.Load().IndexIntervalBytes, buf)
+		r, b, err := seg.scan(st, size, rp, l.cfg.Load().IndexIntervalBytes, buf)
 		buf = b
 		if err != nil {
 			return err
@@ -100,11 +100,11 @@ func (l *Log) recover() error {
 		if first, err := firstBatchTimestamp(seg); err == nil && first >= 0 {
 			seg.created = time.UnixMilli(first)
 		}
-		if r.validEnd < fi.Size() {
+		if r.validEnd < size {
 			if r.next < rp {
 				l.logger.Error("log: data below the recovery point is unreadable; truncating", "dir", l.dir, "segment", base, "offset", r.next, "recovery_point", rp)
 			} else {
-				l.logger.Warn("log: truncating torn or corrupt tail", "dir", l.dir, "segment", base, "valid_bytes", r.validEnd, "file_bytes", fi.Size(), "end_offset", r.next)
+				l.logger.Warn("log: truncating torn or corrupt tail", "dir", l.dir, "segment", base, "valid_bytes", r.validEnd, "file_bytes", size, "end_offset", r.next)
 			}
 			if err := f.Truncate(r.validEnd); err != nil {
 				return fmt.Errorf("log: truncate torn tail: %w", err)

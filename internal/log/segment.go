@@ -317,7 +317,7 @@ type scanStart struct {
 
 // scan walks the segment from st.pos to fileSize, rebuilding the index.
 // Batches at or past offset verifyFrom are read whole and must have a
-// correct CRC and follow on from the previous batch; the scan stops at the
+// correct CRC and start after the previous batch ends; the scan stops at the
 // first one that does not, which marks a torn or corrupt tail. Batches
 // before verifyFrom (below the recovery point, fsynced earlier) are trusted
 // from their headers.
@@ -339,7 +339,9 @@ func (s *segment) scan(st scanStart, fileSize, verifyFrom int64, interval int, b
 			break
 		}
 		verify := h.base >= verifyFrom || r.next >= verifyFrom
-		if h.base != r.next {
+		if h.base < r.next {
+			// Offsets only grow; a gap is a batch the cleaner removed
+			// (or a leader's cleaned batch a follower copied).
 			r.stopped = true
 			break
 		}

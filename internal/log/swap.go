@@ -1,0 +1,421 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Replacing a group of closed segments with one cleaned segment, so that
+// a crash at any point leaves either the old segments or the new one.
+//
+// The cleaned segment takes the group's first base offset as its name
+// and ends exactly where the group ended (the cleaner keeps the group's
+// last batch, emptied if need be), so segments still follow on from each
+// other. On disk:
+//
+//  1. The cleaned data is written to B.log.cleaned and fsynced.
+//  2. B.log.cleaned is renamed to B.log.swap and the directory fsynced:
+//     the swap is committed. Before this point recovery deletes the
+//     .cleaned file and the old segments stay.
+//  3. The index files of the old segments and the .log files of all but
+//     B are removed.
+//  4. B.log.swap is renamed over B.log and the directory fsynced.
+//  5. In memory, the new segment replaces the group; the old ones are
+//     retired (their open files serve reads in flight for
+//     FileDeleteDelay). The new segment's index files are written.
+//
+// Recovery (finishSwaps, at Open) removes every .cleaned file, and for a
+// B.log.swap that reads back whole, removes every segment (with its index
+// files) whose base lies in [B, end of the swap) and renames the swap to
+// B.log: steps 3 and 4 again, which is idempotent. Index files are a
+// cache and rebuilt when missing.
+//
+// Concurrency: the cleaner writes the .cleaned file with no lock. The
+// swap (steps 2 to 5) holds segMu, which every other change of closed
+// segments takes (truncation, retention, DeleteRecords, Close), and takes
+// mu only to check the group is still there and to replace it in memory.
+
+const (
+	cleanedSuffix = ".cleaned"
+	swapSuffix    = ".swap"
+)
+
+// swapStep names a point of the swap where a test can cut it short, as a
+// crash would.
+type swapStep int
+
+const (
+	stepCleanedWritten swapStep = iota // .cleaned complete and fsynced
+	stepSwapRenamed                    // renamed to .swap
+	stepSwapDurable                    // the directory fsynced: committed
+	stepOldRemoved                     // one old file removed (once per file)
+	stepRenamedIn                      // .swap renamed to .log
+	stepInstalled                      // replaced in memory
+	stepIndexed                        // index files written
+)
+
+// errSwapFault is what a test's fault returns to cut a swap short.
+var errSwapFault = errors.New("log: swap cut short by a test")
+
+// CleanedSegment is a new segment being filled by the cleaner to replace
+// the closed segments holding [Base, End). Append batches in offset order,
+// then Commit (or Abort). Not safe for concurrent use.
+type CleanedSegment struct {
+	l           *Log
+	end         int64
+	old         []*segment
+	truncations uint64
+	seg         *segment
+	path        string // the .cleaned file
+	buf         []byte // written at seg.size - len(buf)
+	interval    int
+	done        bool
+}
+
+// NewCleanedSegment starts a segment that will replace the closed
+// segments from the one based at base to the one ending at end. They must
+// be wholly below the recovery point. ErrStaleClean when the log no
+// longer has such segments.
+func (l *Log) NewCleanedSegment(base, end int64) (*CleanedSegment, error) {
+	l.mu.Lock()
+	if l.closed || l.closing {
+		l.mu.Unlock()
+		return nil, ErrClosed
+	}
+	i, j := l.groupLocked(base, end)
+	if i < 0 || end > l.recoveryPoint {
+		l.mu.Unlock()
+		return nil, fmt.Errorf("%w: no closed segments [%d, %d) below the recovery point %d", ErrStaleClean, base, end, l.recoveryPoint)
+	}
+	w := &CleanedSegment{
+		l:           l,
+		end:         end,
+		old:         append([]*segment(nil), l.segs[i:j+1]...),
+		truncations: l.truncations,
+		interval:    l.cfg.Load().IndexIntervalBytes,
+	}
+	l.mu.Unlock()
+	prefix := segmentPrefix(l.dir, base)
+	w.path = prefix + logSuffix + cleanedSuffix
+	f, err := os.OpenFile(w.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	w.seg = &segment{base: base, prefix: prefix, f: f, next: base, maxTs: -1, created: l.now()}
+	return w, nil
+}
+
+// groupLocked finds the closed segments from base to end: indexes i..j
+// of l.segs, or -1. mu held.
+func (l *Log) groupLocked(base, end int64) (int, int) {
+	for i, s := range l.segs[:max(len(l.segs)-1, 0)] {
+		if s.base != base {
+			continue
+		}
+		for j := i; j < len(l.segs)-1; j++ {
+			if l.segs[j].next == end {
+				return i, j
+			}
+		}
+	}
+	return -1, -1
+}
+
+// flushAt is how much the writer buffers before a write.
+const flushAt = 1 << 20
+
+// Append adds one batch (as written by BatchFilter.Filter or copied from
+// the old segments). Batches must come in offset order within [base, end).
+func (w *CleanedSegment) Append(b []byte) error {
+	if w.done {
+		return errors.New("log: cleaned segment already committed or aborted")
+	}
+	h, err := ParseBatchHeader(b)
+	if err != nil {
+		return err
+	}
+	if int(h.Length) != len(b) || h.BaseOffset < w.seg.next || h.LastOffset() >= w.end || h.LastOffset()-w.seg.base > 1<<32-1 {
+		return fmt.Errorf("log: cleaned batch [%d, %d] out of place in [%d, %d) after %d", h.BaseOffset, h.LastOffset(), w.seg.base, w.end, w.seg.next)
+	}
+	if w.seg.size+int64(len(b)) > 1<<32-1 {
+		return fmt.Errorf("log: cleaned segment would pass 4 GiB")
+	}
+	w.seg.index(&h, w.seg.size, len(b), w.interval)
+	w.seg.size += int64(len(b))
+	w.seg.next = h.NextOffset()
+	w.buf = append(w.buf, b...)
+	if len(w.buf) >= flushAt {
+		return w.flush()
+	}
+	return nil
+}
+
+// Bytes is the size of what was appended so far.
+func (w *CleanedSegment) Bytes() int64 { return w.seg.size }
+
+func (w *CleanedSegment) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	if _, err := w.seg.f.WriteAt(w.buf, w.seg.size-int64(len(w.buf))); err != nil {
+		return err
+	}
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// Abort drops the cleaned segment; the log stays as it was.
+func (w *CleanedSegment) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.seg.f.Close()
+	_ = os.Remove(w.path)
+}
+
+// Commit swaps the cleaned segment in for the old ones. ErrStaleClean
+// (and nothing changed) when the log lost or rewrote one of them
+// meanwhile. An error after the swap is committed on disk leaves the old
+// segments serving reads until the log is reopened, which finishes it.
+func (w *CleanedSegment) Commit() error {
+	if w.done {
+		return errors.New("log: cleaned segment already committed or aborted")
+	}
+	if w.seg.next != w.end {
+		w.Abort()
+		return fmt.Errorf("log: cleaned segment ends at %d, the segments it replaces at %d", w.seg.next, w.end)
+	}
+	err := w.flush()
+	if err == nil {
+		err = w.seg.f.Sync()
+	}
+	if err == nil {
+		err = w.l.fault(stepCleanedWritten)
+	}
+	if err != nil {
+		if errors.Is(err, errSwapFault) {
+			w.seg.f.Close() // as a crash would leave it
+		} else {
+			w.Abort()
+		}
+		return err
+	}
+	w.done = true
+	l := w.l
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	if !l.groupStill(w) {
+		w.seg.f.Close()
+		_ = os.Remove(w.path)
+		return ErrStaleClean
+	}
+	if err := w.swapFiles(); err != nil {
+		w.seg.f.Close()
+		if !errors.Is(err, errSwapFault) {
+			l.logger.Error("log: swap of a cleaned segment failed; reopening the log finishes it", "dir", l.dir, "base", w.seg.base, "err", err)
+		}
+		return err
+	}
+	l.install(w)
+	if err := l.fault(stepInstalled); err != nil {
+		return err
+	}
+	if err := w.seg.writeIndex(); err != nil {
+		// Index files are a cache: a missing one is rebuilt at open.
+		l.logger.Warn("log: could not write a cleaned segment's index", "dir", l.dir, "base", w.seg.base, "err", err)
+		return nil
+	}
+	return l.fault(stepIndexed)
+}
+
+// groupStill reports whether the group is still in the log, closed and
+// untouched by a truncation, and the log open. segMu held.
+func (l *Log) groupStill(w *CleanedSegment) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.closing || l.truncations != w.truncations {
+		return false
+	}
+	i, j := l.groupLocked(w.seg.base, w.end)
+	if i < 0 || j-i+1 != len(w.old) {
+		return false
+	}
+	for k, s := range w.old {
+		if l.segs[i+k] != s {
+			return false
+		}
+	}
+	return true
+}
+
+// swapFiles does steps 2 to 4 on disk. segMu held, mu not.
+func (w *CleanedSegment) swapFiles() error {
+	l := w.l
+	swap := w.seg.prefix + logSuffix + swapSuffix
+	if err := os.Rename(w.path, swap); err != nil {
+		_ = os.Remove(w.path)
+		return err
+	}
+	if err := l.fault(stepSwapRenamed); err != nil {
+		return err
+	}
+	if err := syncDir(l.dir); err != nil {
+		return err
+	}
+	if err := l.fault(stepSwapDurable); err != nil {
+		return err
+	}
+	for _, s := range w.old {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+			if suffix == logSuffix && s.base == w.seg.base {
+				continue // replaced by the rename below
+			}
+			if err := os.Remove(s.prefix + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			if err := l.fault(stepOldRemoved); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.Rename(swap, w.seg.prefix+logSuffix); err != nil {
+		return err
+	}
+	if err := l.fault(stepRenamedIn); err != nil {
+		return err
+	}
+	return syncDir(l.dir)
+}
+
+// install replaces the group with the cleaned segment in memory. The old
+// segments' files are already unlinked (or renamed over); they stay open
+// for reads in flight. segMu held.
+func (l *Log) install(w *CleanedSegment) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i, j := l.groupLocked(w.seg.base, w.end)
+	w.seg.synced = w.seg.size
+	segs := make([]*segment, 0, len(l.segs)-(j-i))
+	segs = append(segs, l.segs[:i]...)
+	segs = append(segs, w.seg)
+	segs = append(segs, l.segs[j+1:]...)
+	l.segs = segs
+	l.toFlush = keepSegments(l.toFlush, l.segs)
+	now := l.now()
+	for _, s := range w.old {
+		l.retired = append(l.retired, retiredSegment{seg: s, deadline: now.Add(l.cfg.Load().FileDeleteDelay)})
+	}
+	l.armLocked()
+}
+
+// fault calls the test's fault hook, if any.
+func (l *Log) fault(step swapStep) error {
+	if l.swapFault == nil {
+		return nil
+	}
+	return l.swapFault(step)
+}
+
+// finishSwaps completes or rolls back a swap cut short (see the top of
+// this file). Called by recover before it lists the segments.
+func (l *Log) finishSwaps() error {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	changed := false
+	var swaps []int64
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, cleanedSuffix):
+			l.logger.Warn("log: removing the output of an unfinished cleaning", "dir", l.dir, "file", name)
+			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+				return err
+			}
+			changed = true
+		case strings.HasSuffix(name, logSuffix+swapSuffix):
+			if base, ok := parseSegmentName(strings.TrimSuffix(name, swapSuffix)); ok {
+				swaps = append(swaps, base)
+			}
+		}
+	}
+	sort.Slice(swaps, func(i, j int) bool { return swaps[i] < swaps[j] })
+	for _, base := range swaps {
+		if err := l.finishSwap(base); err != nil {
+			return err
+		}
+		changed = true
+	}
+	if changed {
+		return syncDir(l.dir)
+	}
+	return nil
+}
+
+// finishSwap completes the swap of B.log.swap when it reads back whole.
+func (l *Log) finishSwap(base int64) error {
+	prefix := segmentPrefix(l.dir, base)
+	swap := prefix + logSuffix + swapSuffix
+	f, size, err := openSized(swap, os.O_RDONLY)
+	if err != nil {
+		return err
+	}
+	s := &segment{base: base, prefix: prefix, f: f}
+	r, _, err := s.scan(scanStart{next: base, maxTs: -1}, size, 0, l.cfg.Load().IndexIntervalBytes, nil)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if r.stopped || r.validEnd != size {
+		// It was fsynced before it was named .swap, so this is damage
+		// from outside; keep what the old segments still hold.
+		l.logger.Error("log: a committed cleaned segment does not read back; dropping it", "dir", l.dir, "base", base, "valid_bytes", r.validEnd, "file_bytes", size)
+		return os.Remove(swap)
+	}
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		b, ok := parseSegmentName(e.Name())
+		if !ok || b < base || b >= r.next {
+			continue
+		}
+		old := segmentPrefix(l.dir, b)
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+			if suffix == logSuffix && b == base {
+				continue
+			}
+			if err := os.Remove(old + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		if err := os.Remove(prefix + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	l.logger.Info("log: finished the swap of a cleaned segment", "dir", l.dir, "base", base, "end_offset", r.next)
+	return os.Rename(swap, prefix+logSuffix)
+}
+
+// openSized opens a file and returns its size.
+func openSized(path string, flag int) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
