@@ -64,17 +64,23 @@ func (c checkpoint) encode() []byte {
 	return fmt.Appendf(nil, "v2 %d %d %d\n", c.recoveryPoint, c.logStartOffset, c.highWatermark)
 }
 
-// writeCheckpoint replaces the checkpoint atomically: write a temporary
-// file, fsync it, rename it over the old one, fsync the directory.
+// writeCheckpoint replaces the checkpoint atomically.
 func writeCheckpoint(dir string, c checkpoint) error {
-	tmp := filepath.Join(dir, checkpointFile+".tmp")
-	if err := writeFileSync(tmp, c.encode()); err != nil {
+	return WriteFileAtomic(filepath.Join(dir, checkpointFile), c.encode())
+}
+
+// WriteFileAtomic replaces the file at path so that a crash leaves the
+// old content or the new: write a temporary file, fsync it, rename it
+// over the old one, fsync the directory.
+func WriteFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := writeFileSync(tmp, b); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, checkpointFile)); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return syncDir(filepath.Dir(path))
 }
 
 func syncDir(dir string) error {

@@ -3,6 +3,7 @@ package log
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"sync"
 
@@ -87,4 +88,23 @@ func compressRecords(codec int, dst, raw []byte) ([]byte, error) {
 		return zstdEnc.EncodeAll(raw, dst), nil
 	}
 	return dst, fmt.Errorf("log: cannot compress with codec %d", codec)
+}
+
+// BuildCompressed is Build with the records compressed by codec, as a
+// producer sends them; the slice is valid until the next Reset.
+func (bb *BatchBuilder) BuildCompressed(codec int) ([]byte, error) {
+	b := bb.Build()
+	if codec == CompressionNone {
+		return b, nil
+	}
+	out := append(make([]byte, 0, len(b)), b[:BatchHeaderSize]...)
+	out, err := compressRecords(codec, out, b[BatchHeaderSize:])
+	if err != nil {
+		return nil, err
+	}
+	binary.BigEndian.PutUint32(out[offBatchLength:], uint32(len(out)-batchLengthOverhead))
+	binary.BigEndian.PutUint16(out[offAttributes:], uint16(codec))
+	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], castagnoli))
+	bb.buf = out
+	return out, nil
 }

@@ -154,25 +154,11 @@ type BatchFilter struct {
 // validated beyond what decoding needs; an error leaves dst as it was.
 func (f *BatchFilter) Filter(dst, b []byte, opts FilterOptions, keep func(*CleanRecord) bool) ([]byte, FilterResult, error) {
 	var res FilterResult
-	h, err := ParseBatchHeader(b)
+	h, release, err := f.load(b)
 	if err != nil {
 		return dst, res, err
 	}
-	if int(h.Length) != len(b) || h.Magic != 2 || h.NumRecords < 0 {
-		return dst, res, fmt.Errorf("%w: not one whole v2 batch", kerr.CorruptMessage)
-	}
-	body := b[BatchHeaderSize:]
-	if c := h.Compression(); c != CompressionNone && h.NumRecords > 0 {
-		out, err := decompress(c, body)
-		if err != nil {
-			return dst, res, fmt.Errorf("%w: %s batch does not decompress: %v", kerr.CorruptMessage, codecName(c), err)
-		}
-		defer releaseBuffer(out)
-		body = out.b
-	}
-	if f.recs, err = parseRecords(body, &h, f.recs); err != nil {
-		return dst, res, err
-	}
+	defer release()
 	res.Records = len(f.recs)
 	f.kept = f.kept[:0]
 	tombstones := false
@@ -289,4 +275,47 @@ func appendEmptyBatch(dst []byte, h *BatchHeader) []byte {
 func varintLen(v int64) int {
 	var b [binary.MaxVarintLen64]byte
 	return binary.PutVarint(b[:], v)
+}
+
+// Scan calls fn with each record of batch b (one whole stored batch) in
+// order until fn returns false.
+func (f *BatchFilter) Scan(b []byte, fn func(*CleanRecord) bool) error {
+	_, release, err := f.load(b)
+	if err != nil {
+		return err
+	}
+	defer release()
+	for i := range f.recs {
+		if !fn(&f.recs[i]) {
+			break
+		}
+	}
+	return nil
+}
+
+// load decodes the header and records of b into f.recs; release gives
+// back the decompression buffer the records alias.
+func (f *BatchFilter) load(b []byte) (BatchHeader, func(), error) {
+	h, err := ParseBatchHeader(b)
+	if err != nil {
+		return h, nil, err
+	}
+	if int(h.Length) != len(b) || h.Magic != 2 || h.NumRecords < 0 {
+		return h, nil, fmt.Errorf("%w: not one whole v2 batch", kerr.CorruptMessage)
+	}
+	release := func() {}
+	body := b[BatchHeaderSize:]
+	if c := h.Compression(); c != CompressionNone && h.NumRecords > 0 {
+		out, err := decompress(c, body)
+		if err != nil {
+			return h, nil, fmt.Errorf("%w: %s batch does not decompress: %v", kerr.CorruptMessage, codecName(c), err)
+		}
+		release = func() { releaseBuffer(out) }
+		body = out.b
+	}
+	if f.recs, err = parseRecords(body, &h, f.recs); err != nil {
+		release()
+		return h, nil, err
+	}
+	return h, release, nil
 }
