@@ -40,6 +40,7 @@ type env struct {
 	l     *log.Log
 	c     *Cleaner
 	tp    TopicPartition
+	part  Partition // as added
 	bb    log.BatchBuilder
 }
 
@@ -73,6 +74,7 @@ func newEnv(t testing.TB, lcfg log.Config, ccfg Config, p func(*Partition)) *env
 	if err := e.c.Add(part); err != nil {
 		t.Fatal(err)
 	}
+	e.part = part
 	return e
 }
 

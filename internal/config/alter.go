@@ -226,6 +226,9 @@ func (b *Broker) checkBrokerChange(next map[string]string, perNode bool) *Error 
 	if err := nb.resolve(); err != nil {
 		return invalidRequest(err.Error())
 	}
+	if cleanerChanged(b, nb) {
+		return checkCleanerChange(b, nb)
+	}
 	return nil
 }
 

@@ -21,6 +21,13 @@ const (
 	GroupMaxSessionTimeout    = "group.max.session.timeout.ms"
 	BrokerRack                = "broker.rack"
 	ReplicaLagTimeMax         = "replica.lag.time.max.ms"
+	CleanerEnable             = "log.cleaner.enable"
+	CleanerThreads            = "log.cleaner.threads"
+	CleanerDedupeBufferSize   = "log.cleaner.dedupe.buffer.size"
+	CleanerIOBufferSize       = "log.cleaner.io.buffer.size"
+	CleanerIOBufferLoadFactor = "log.cleaner.io.buffer.load.factor"
+	CleanerIOMaxBytesPerSec   = "log.cleaner.io.max.bytes.per.second"
+	CleanerBackoffMs          = "log.cleaner.backoff.ms"
 	// weir's own broker configs.
 	WeirLogSyncBeforeAck      = "weir.log.sync.before.ack"
 	WeirLogBackgroundSync     = "weir.log.background.sync"
@@ -72,10 +79,19 @@ var coreBrokerDefs = []Def{
 	{Name: "log.flush.scheduler.interval.ms", Type: Long, Default: maxLong, Support: Honoured, Doc: "Default flush.ms below log.flush.interval.ms."},
 	{Name: "log.segment.delete.delay.ms", Type: Long, Default: "60000", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "Default file.delete.delay.ms."},
 	{Name: "log.cleanup.policy", Type: List, Default: "delete", valid: listOf{allowed: oneOf{"compact", "delete"}, emptyOK: true}, Dynamic: true, Support: Honoured, Doc: "Default cleanup.policy."},
-	{Name: "log.cleaner.delete.retention.ms", Type: Long, Default: "86400000", valid: atLeast(0), Dynamic: true, Support: Stored, Doc: "Default delete.retention.ms."},
-	{Name: "log.cleaner.min.compaction.lag.ms", Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Stored, Doc: "Default min.compaction.lag.ms."},
-	{Name: "log.cleaner.max.compaction.lag.ms", Type: Long, Default: maxLong, valid: atLeast(1), Dynamic: true, Support: Stored, Doc: "Default max.compaction.lag.ms."},
-	{Name: "log.cleaner.min.cleanable.ratio", Type: Double, Default: "0.5", valid: between(0, 1), Dynamic: true, Support: Stored, Doc: "Default min.cleanable.dirty.ratio."},
+	{Name: "log.cleaner.delete.retention.ms", Type: Long, Default: "86400000", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "Default delete.retention.ms."},
+	{Name: "log.cleaner.min.compaction.lag.ms", Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "Default min.compaction.lag.ms."},
+	{Name: "log.cleaner.max.compaction.lag.ms", Type: Long, Default: maxLong, valid: atLeast(1), Dynamic: true, Support: Honoured, Doc: "Default max.compaction.lag.ms."},
+	{Name: "log.cleaner.min.cleanable.ratio", Type: Double, Default: "0.5", valid: between(0, 1), Dynamic: true, Support: Honoured, Doc: "Default min.cleanable.dirty.ratio."},
+
+	// The log cleaner.
+	{Name: CleanerEnable, Type: Boolean, Default: "true", Support: Honoured, Doc: "Run the log cleaner, which compacts topics whose cleanup.policy includes compact (the internal topics among them); without it they grow forever."},
+	{Name: CleanerThreads, Type: Int, Default: "1", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "Workers cleaning logs at once; a change may at most double or halve it."},
+	{Name: CleanerDedupeBufferSize, Type: Long, Default: "134217728", Dynamic: true, Support: Honoured, Doc: "Memory of the cleaner's key maps, all workers together; at 16 bytes a key, each round of a worker covers up to its share divided by 16, times the load factor, distinct keys."},
+	{Name: CleanerIOBufferSize, Type: Int, Default: "524288", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "Read buffers of the cleaner's workers together; a larger batch grows a worker's buffer."},
+	{Name: CleanerIOBufferLoadFactor, Type: Double, Default: "0.9", Dynamic: true, Support: Honoured, Doc: "How full a cleaner key map may get."},
+	{Name: CleanerIOMaxBytesPerSec, Type: Double, Default: "1.7976931348623157E308", Dynamic: true, Support: Honoured, Doc: "Read and write I/O of the cleaner, all workers together, on average."},
+	{Name: CleanerBackoffMs, Type: Long, Default: "15000", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "How long an idle cleaner worker waits before it looks for a dirty log again."},
 	{Name: "log.preallocate", Type: Boolean, Default: "false", Dynamic: true, Support: Stored, Doc: "Default preallocate."},
 	{Name: "log.message.timestamp.type", Type: String, Default: "CreateTime", valid: oneOf{"CreateTime", "LogAppendTime"}, Dynamic: true, Support: Honoured, Doc: "Default message.timestamp.type."},
 	{Name: "log.message.timestamp.before.max.ms", Type: Long, Default: maxLong, valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "Default message.timestamp.before.max.ms."},

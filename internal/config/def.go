@@ -12,7 +12,7 @@ const (
 	// Honoured configs change what weir does.
 	Honoured Support = iota + 1
 	// Stored configs are validated, kept and described exactly as Kafka
-	// would, but weir does not act on them (compaction, tiered storage,
+	// would, but weir does not act on them (tiered storage, throttling,
 	// broker-side recompression, preallocation, ...).
 	Stored
 )

@@ -54,7 +54,9 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 	for _, n := range []string{FaultProduceResponseMs, FaultFetchResponseMs, LeaderHints, ShareFetchElsewhereWaitMs,
 		// Kafka's per-broker reconfigurable keystore and truststore.
 		SslKeystoreType, SslKeystoreLocation, SslKeystorePassword, SslKeyPassword, SslKeystoreChain, SslKeystoreKey,
-		SslTruststoreType, SslTruststoreLocation, SslTruststorePassword, SslTruststoreCerts} {
+		SslTruststoreType, SslTruststoreLocation, SslTruststorePassword, SslTruststoreCerts,
+		// Kafka's LogCleaner.ReconfigurableConfigs.
+		CleanerThreads, CleanerDedupeBufferSize, CleanerIOBufferSize, CleanerIOBufferLoadFactor, CleanerIOMaxBytesPerSec, CleanerBackoffMs} {
 		dynamic[n] = true
 	}
 	for _, d := range BrokerDefs() {

@@ -21,7 +21,9 @@
 //     log.roll.hours; flush.ms from log.flush.interval.ms or
 //     log.flush.scheduler.interval.ms; and so on.
 //   - The mapping of a topic's effective settings onto log.Config
-//     (Topic.LogConfig).
+//     (Topic.LogConfig) and of the broker's log.cleaner.* settings onto
+//     cleaner.Config (Broker.Cleaner), with Kafka's rule for changing
+//     log.cleaner.threads dynamically.
 //   - DescribeConfigs semantics: effective values, read-only flags,
 //     sources (DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
 //     DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG),
@@ -82,9 +84,11 @@
 //
 //   - compression.type and its levels are stored and described as set,
 //     but batches are always kept exactly as the producer compressed them.
-//   - cleanup.policy=compact is accepted and described; weir never
-//     compacts. Without delete in the policy no retention applies, as in
-//     Kafka.
+//   - Without delete in cleanup.policy no retention applies, as in
+//     Kafka; with compact the log cleaner (internal/cleaner) compacts the
+//     topic, with the topic's delete.retention.ms, min/max.compaction.lag.ms
+//     and min.cleanable.dirty.ratio and the broker's log.cleaner.*
+//     settings (Broker.Cleaner).
 //   - remote.storage.enable=true is refused with Kafka's message for a
 //     cluster whose tiered storage is off; weir has none.
 //   - listeners and advertised.listeners are read-only (Kafka lets a node

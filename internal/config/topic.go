@@ -82,8 +82,9 @@ func (t *Topic) Overrides() map[string]string { return maps.Clone(t.overrides) }
 // retention.ms and retention.bytes remove data.
 func (t *Topic) Delete() bool { return slices.Contains(t.values[CleanupPolicy].list, "delete") }
 
-// Compact reports whether cleanup.policy contains compact. weir accepts
-// and stores it but never compacts.
+// Compact reports whether cleanup.policy contains compact: the log
+// cleaner keeps the latest record of each key, and records without a key
+// are refused.
 func (t *Topic) Compact() bool { return slices.Contains(t.values[CleanupPolicy].list, "compact") }
 
 // MinInsyncReplicas is min.insync.replicas.
@@ -101,6 +102,9 @@ func (t *Topic) CompressionType() string { return t.values[CompressionType].s }
 // too large for a time.Duration, Kafka's "forever" defaults among them,
 // become the log's "unbounded" (-1). Without delete in cleanup.policy the
 // log keeps everything, as Kafka does not apply retention to such topics.
+// With compact and max.compaction.lag.ms below segment.ms, the active
+// segment rolls by the lag so that the cleaner can reach it in time
+// (Kafka's LogConfig.maxSegmentMs).
 func (t *Topic) LogConfig() log.Config {
 	v := t.values
 	c := log.Config{
@@ -119,9 +123,19 @@ func (t *Topic) LogConfig() log.Config {
 		BackgroundSync:     v[BackgroundSync].b,
 		Preallocate:        v[Preallocate].b,
 		FileDeleteDelay:    msDuration(v[FileDeleteDelayMs].i),
+		Compact:            t.Compact(),
+		Cleaning: log.Cleaning{
+			DeleteRetention:   msDuration(v[DeleteRetentionMs].i),
+			MinCompactionLag:  msDuration(v[MinCompactionLagMs].i),
+			MaxCompactionLag:  boundedMs(v[MaxCompactionLagMs].i),
+			MinCleanableRatio: v[MinCleanableDirtyRatio].f,
+		},
 	}
 	if !t.Delete() {
 		c.RetentionTime, c.RetentionBytes = -1, -1
+	}
+	if lag := c.Cleaning.MaxCompactionLag; c.Compact && lag > 0 && lag < c.SegmentTime {
+		c.SegmentTime = lag
 	}
 	return c
 }

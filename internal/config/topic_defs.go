@@ -26,6 +26,8 @@ const (
 	RemoteStorageEnable      = "remote.storage.enable"
 	MinCompactionLagMs       = "min.compaction.lag.ms"
 	MaxCompactionLagMs       = "max.compaction.lag.ms"
+	DeleteRetentionMs        = "delete.retention.ms"
+	MinCleanableDirtyRatio   = "min.cleanable.dirty.ratio"
 	// SyncBeforeAck is weir's own: fsync (with group commit) before a
 	// produce is acknowledged.
 	SyncBeforeAck = "weir.sync.before.ack"
@@ -77,18 +79,18 @@ var topicDefs = newDefSet([]Def{
 		Doc: "Largest record batch the partition accepts, after compression."},
 	{Name: IndexIntervalBytes, Type: Int, Default: "4096", valid: atLeast(0), Support: Honoured, Synonyms: syn("log.index.interval.bytes"),
 		Doc: "Bytes of log between two entries of the sparse offset and time indexes."},
-	{Name: "delete.retention.ms", Type: Long, Default: "86400000", valid: atLeast(0), Support: Stored, Synonyms: syn("log.cleaner.delete.retention.ms"),
-		Doc: "How long a compacted topic keeps tombstones; weir does not compact."},
-	{Name: MinCompactionLagMs, Type: Long, Default: "0", valid: atLeast(0), Support: Stored, Synonyms: syn("log.cleaner.min.compaction.lag.ms"),
-		Doc: "Minimum age of a record before compaction may remove it; weir does not compact."},
-	{Name: MaxCompactionLagMs, Type: Long, Default: maxLong, valid: atLeast(1), Support: Stored, Synonyms: syn("log.cleaner.max.compaction.lag.ms"),
-		Doc: "Maximum time a record may stay uncompacted; weir does not compact."},
+	{Name: DeleteRetentionMs, Type: Long, Default: "86400000", valid: atLeast(0), Support: Honoured, Synonyms: syn("log.cleaner.delete.retention.ms"),
+		Doc: "How long a compacted topic keeps a tombstone (and the marker of a transaction whose records are gone) after the cleaning that first kept it."},
+	{Name: MinCompactionLagMs, Type: Long, Default: "0", valid: atLeast(0), Support: Honoured, Synonyms: syn("log.cleaner.min.compaction.lag.ms"),
+		Doc: "Minimum age of a record before compaction may remove it."},
+	{Name: MaxCompactionLagMs, Type: Long, Default: maxLong, valid: atLeast(1), Support: Honoured, Synonyms: syn("log.cleaner.max.compaction.lag.ms"),
+		Doc: "Maximum time a record may stay uncompacted: the log is cleaned then whatever its dirty ratio, and its active segment rolls at least this often."},
 	{Name: FileDeleteDelayMs, Type: Long, Default: "60000", valid: atLeast(0), Support: Honoured, Synonyms: syn("log.segment.delete.delay.ms"),
 		Doc: "How long files of a deleted segment stay open so that reads in flight can finish."},
-	{Name: "min.cleanable.dirty.ratio", Type: Double, Default: "0.5", valid: between(0, 1), Support: Stored, Synonyms: syn("log.cleaner.min.cleanable.ratio"),
-		Doc: "Share of uncompacted log that triggers compaction; weir does not compact."},
+	{Name: MinCleanableDirtyRatio, Type: Double, Default: "0.5", valid: between(0, 1), Support: Honoured, Synonyms: syn("log.cleaner.min.cleanable.ratio"),
+		Doc: "Share of the log not yet compacted past which the cleaner compacts it."},
 	{Name: CleanupPolicy, Type: List, Default: "delete", valid: listOf{allowed: oneOf{"compact", "delete"}, emptyOK: true}, Support: Honoured, Synonyms: syn("log.cleanup.policy"),
-		Doc: "delete applies retention.ms and retention.bytes; compact is accepted and stored but weir does not compact; an empty list keeps everything."},
+		Doc: "delete applies retention.ms and retention.bytes; compact keeps the latest record of each key (records without a key are refused); both may be set; an empty list keeps everything."},
 	{Name: UncleanLeaderElection, Type: Boolean, Default: "false", Support: Honoured, Synonyms: syn("unclean.leader.election.enable"),
 		Doc: "Allow a replica outside the ISR to become leader when no in-sync replica is left, at the cost of losing data."},
 	{Name: MinInsyncReplicas, Type: Int, Default: "1", valid: atLeast(1), Support: Honoured, Synonyms: syn("min.insync.replicas"),

@@ -81,6 +81,21 @@ func TestTopicLogConfig(t *testing.T) {
 			func(c log.Config) bool { return c.Preallocate }},
 		{"max message and delete delay", map[string]string{MessageMaxBytes: "100"}, map[string]string{FileDeleteDelayMs: "0"},
 			func(c log.Config) bool { return c.MaxMessageBytes == 100 && c.FileDeleteDelay == 0 }},
+		{"delete only does not compact", nil, nil, func(c log.Config) bool { return !c.Compact }},
+		{"compaction settings", map[string]string{"log.cleaner.min.cleanable.ratio": "0.3"},
+			map[string]string{CleanupPolicy: "compact,delete", DeleteRetentionMs: "5000", MinCompactionLagMs: "7000", MaxCompactionLagMs: "9000000"},
+			func(c log.Config) bool {
+				return c.Compact && c.RetentionTime == 7*24*time.Hour && c.Cleaning == log.Cleaning{DeleteRetention: 5 * time.Second,
+					MinCompactionLag: 7 * time.Second, MaxCompactionLag: 9000 * time.Second, MinCleanableRatio: 0.3}
+			}},
+		{"max compaction lag rolls the active segment", nil, map[string]string{CleanupPolicy: "compact", MaxCompactionLagMs: "60000", SegmentMs: "3600000"},
+			func(c log.Config) bool {
+				return c.SegmentTime == time.Minute && c.Cleaning.MaxCompactionLag == time.Minute
+			}},
+		{"max compaction lag above segment.ms", nil, map[string]string{CleanupPolicy: "compact", MaxCompactionLagMs: "7200000", SegmentMs: "3600000"},
+			func(c log.Config) bool { return c.SegmentTime == time.Hour }},
+		{"max compaction lag without compact", nil, map[string]string{MaxCompactionLagMs: "60000", SegmentMs: "3600000"},
+			func(c log.Config) bool { return c.SegmentTime == time.Hour }},
 	}
 	for _, tt := range tests {
 		b := mustBroker(t, tt.broker)
