@@ -2,6 +2,7 @@ package log
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -429,5 +430,25 @@ func TestEachCleanableBatchGrowsForLargeBatches(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[1 2]" {
 		t.Fatalf("batches %v", got)
+	}
+}
+
+// TestReplayReadsTheCleanedLog: a coordinator replaying its compacted
+// topic (ScanRecords) sees what is left, gaps and emptied batches
+// skipped.
+func TestReplayReadsTheCleanedLog(t *testing.T) {
+	clock := newFakeClock()
+	l := segmentedLog(t, t.TempDir(), clock, []string{"a", "b"}, []string{"a"}, []string{"c"}, []string{"b"})
+	defer l.Close()
+	if err := cleanGroup(l, 0, 3, keepKeys("c")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := l.ScanRecords(context.Background(), func(r *Record) error {
+		got = append(got, fmt.Sprintf("%d:%s", r.Offset, r.Key))
+		return nil
+	})
+	if err != nil || fmt.Sprint(got) != "[3:c 4:b]" {
+		t.Fatalf("replay %v %v", got, err)
 	}
 }

@@ -64,6 +64,20 @@
 // AbortedTxn entries in the rewritten segment's index (segment.ix.aborted;
 // the entries' offsets do not change under compaction).
 //
+// # Compaction
+//
+// A log whose Config.Compact is set (cleanup.policy includes compact)
+// refuses records without a key. For the cleaner (internal/cleaner) the
+// log offers CleanerView (its closed segments, copied under the lock),
+// EachCleanableBatch (their batches, read without it), BatchFilter (a
+// batch rewritten with the records a cleaner keeps: same codec and
+// offsets, a delete horizon when it keeps a tombstone) and
+// NewCleanedSegment, whose Commit swaps a cleaned segment in for a group
+// of closed ones atomically on disk (swap.go: .cleaned, .swap, rename;
+// Open finishes or drops a swap cut short). Offsets are never
+// renumbered: batches in a segment may leave gaps, which reads, recovery
+// and followers (AppendReplicated) accept.
+//
 // # What it does not own
 //
 // The high watermark (callers pass it to reads and retention), the
@@ -109,6 +123,9 @@
 // without it: index entries below a published length are never rewritten
 // (truncation copies), and deleted segments keep their files open for
 // FileDeleteDelay so that ranges already handed out stay readable.
+// Truncation, retention, DeleteRecords, Close and the cleaner's swap also
+// serialise on segMu, taken before the mutex; the swap renames files with
+// segMu held and the mutex free, so appends never wait for it.
 //
 // Background work (the fsyncs for WaitDurable, flush.ms, flush.messages
 // and sealed segments, their index writes, the periodic checkpoint,
@@ -119,7 +136,7 @@
 // started at Open (or at the first append of a lazy log) and stopped by
 // Close. Log.Close detaches the log from its Syncer, waiting for a pass in
 // progress, before the final flush. Flushes of one log (passes, Flush,
-// Close) are serialised by its flushMu. Lock order: flushMu, then Log.mu,
+// Close) are serialised by its flushMu. Lock order: segMu, flushMu, Log.mu,
 // then the Syncer's mu, which is a leaf; the Syncer never takes a log's
 // lock while holding its own. Checkpoint writes, which are rare, happen with the log's
 // mutex held so that they land in the order the state changed.
