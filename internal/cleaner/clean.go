@@ -87,7 +87,7 @@ func (w *worker) clean(ctx context.Context, c *Cleaner, p *registered, view log.
 	}
 	r.stats.EndOffset = end
 	r.stats.MapUtilization = w.keys.utilization()
-	if r.producers, err = p.producers(); err != nil {
+	if r.producers, err = p.producers(start, c.expiration); err != nil {
 		return r.stats, err
 	}
 	aborted, err := p.aborted(view.LogStart, end)
@@ -318,10 +318,13 @@ func (r *round) lastOfProducer(h *log.BatchHeader) bool {
 }
 
 // producersFromLog finds each producer's last data batch and epoch from
-// the log's batch headers: what a partition without a producer-state
-// hook keeps (every producer, none expiring).
-func producersFromLog(l Log) (map[int64]ProducerLast, error) {
+// the log's batch headers, leaving out producers whose latest batch is
+// older than expiration (Kafka's producer.id.expiration.ms, measured from
+// batch timestamps as the broker's producer state expires them): what a
+// partition without a producer-state hook keeps.
+func producersFromLog(l Log, now time.Time, expiration time.Duration) (map[int64]ProducerLast, error) {
 	out := map[int64]ProducerLast{}
+	last := map[int64]int64{} // producer id -> max timestamp of its latest batch
 	err := l.ScanHeaders(0, func(h log.BatchHeader) bool {
 		if h.ProducerID < 0 {
 			return true
@@ -335,10 +338,16 @@ func producersFromLog(l Log) (map[int64]ProducerLast, error) {
 		}
 		pl.Epoch = h.ProducerEpoch
 		out[h.ProducerID] = pl
+		last[h.ProducerID] = h.MaxTimestamp
 		return true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cleaner: producers from the log: %w", err)
+	}
+	for id, ts := range last {
+		if now.UnixMilli()-ts >= expiration.Milliseconds() {
+			delete(out, id)
+		}
 	}
 	return out, nil
 }

@@ -142,8 +142,14 @@ func TestProducersLastBatchSurvivesEmptied(t *testing.T) {
 	if after := state(); after != before || before != "epoch 0 last sequence 2" {
 		t.Fatalf("producer state after cleaning %s, before %s", after, before)
 	}
-	// Once the producer is no longer active (its state expired), its
-	// batch goes too.
+	// Once the producer is idle past producer.id.expiration.ms (a day),
+	// its batch goes too.
+	e.clock.add(25 * time.Hour)
+	e.produce(val("y", "1"))
+	e.clean()
+	same(t, e.records(), []string{"3:a=2", "4:b=2", "5:c=2", "6:x=1", "7:y=1"})
+
+	// A partition with a producer-state hook keeps only what it lists.
 	e2 := newEnv(t, testLogConfig(), DefaultConfig(), func(p *Partition) {
 		p.Producers = func() map[int64]ProducerLast { return nil }
 	})

@@ -89,8 +89,9 @@ type Partition struct {
 	// when none was.
 	Stable func() int64
 	// Producers lists the producers whose state must survive cleaning
-	// (the idempotent-producer state's entries). nil: every producer seen
-	// in the log.
+	// (the idempotent-producer state's entries). nil: every producer the
+	// log's batch headers show, but those idle for the cleaner's
+	// ProducerExpiration.
 	Producers func() map[int64]ProducerLast
 	// Transactions says which batches were aborted and how far the log
 	// is stable. nil: the log holds no transactional batch.
@@ -104,6 +105,9 @@ type Options struct {
 	Now func() time.Time
 	// Sleep is how the I/O throttle waits; nil: a timer.
 	Sleep func(context.Context, time.Duration) error
+	// ProducerExpiration is producer.id.expiration.ms, for partitions
+	// without a Producers hook; zero: Kafka's default, one day.
+	ProducerExpiration time.Duration
 }
 
 // Cleaner compacts the logs added to it: a pool of log.cleaner.threads
@@ -111,9 +115,10 @@ type Options struct {
 // it, and recording where the round ended in its log directory's
 // checkpoint. Start starts the workers, Close stops them and waits.
 type Cleaner struct {
-	logger   *slog.Logger
-	now      func() time.Time
-	throttle *throttle
+	logger     *slog.Logger
+	now        func() time.Time
+	throttle   *throttle
+	expiration time.Duration
 
 	bytesRead, bytesWritten atomic.Int64
 
@@ -166,6 +171,10 @@ func New(cfg Config, opts Options) (*Cleaner, error) {
 	}
 	if c.now == nil {
 		c.now = time.Now
+	}
+	c.expiration = opts.ProducerExpiration
+	if c.expiration <= 0 {
+		c.expiration = 24 * time.Hour
 	}
 	sleep := opts.Sleep
 	if sleep == nil {
@@ -508,11 +517,11 @@ func (p *registered) stable(v *log.CleanerView) int64 {
 	return s
 }
 
-func (p *registered) producers() (map[int64]ProducerLast, error) {
+func (p *registered) producers(now time.Time, expiration time.Duration) (map[int64]ProducerLast, error) {
 	if p.Producers != nil {
 		return p.Producers(), nil
 	}
-	return producersFromLog(p.Log)
+	return producersFromLog(p.Log, now, expiration)
 }
 
 func (p *registered) aborted(from, to int64) ([]AbortedTxn, error) {
