@@ -169,7 +169,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// One registry: scraped at --metrics-listen and read in process by the
 	// console for this node's rates. Collectors run only when read.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(b.Collector(), srv.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(b.Collector(), b.CleanerCollector(), srv.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var metrics *http.Server
 	if *metricsAddr != "" {
 		ln, err := net.Listen("tcp", *metricsAddr)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/cleaner"
 	"weir/internal/config"
 	"weir/internal/errcode"
 	"weir/internal/fault"
@@ -111,7 +112,8 @@ type Broker struct {
 	now       func() time.Time
 	clusterID string
 
-	syncer   *wlog.Syncer // does every partition log's fsyncs
+	syncer   *wlog.Syncer     // does every partition log's fsyncs
+	cleaner  *cleaner.Cleaner // compacts the logs of compacted topics (cleaner.go)
 	conf     atomic.Pointer[config.Broker]
 	baseConf *config.Broker // the static configuration, without dynamic overrides
 
@@ -197,6 +199,12 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.syncer = wlog.NewSyncer(0)
+	if err := b.newCleaner(); err != nil {
+		b.syncer.Close()
+		b.ctl.Close()
+		b.node.Close()
+		return nil, err
+	}
 	b.transport = &brokerTransport{b: b, clients: map[int32]*kraft.KafkaClient{}}
 	b.replicas = replica.NewManager(replica.ManagerConfig{
 		LocalID: cfg.NodeID, BrokerEpoch: -1, Transport: b.transport, Logger: b.logger,
@@ -234,6 +242,7 @@ func New(cfg Config) (*Broker, error) {
 		b.wg.Add(1)
 		go b.retentionLoop(cfg.RetentionCheckInterval)
 	}
+	b.cleaner.Start()
 	return b, nil
 }
 
@@ -284,6 +293,7 @@ func (b *Broker) Close() error {
 		b.life.Close()
 	}
 	b.cancel()
+	b.cleaner.Close() // before the logs close: rounds in progress are dropped
 	b.replicas.Close()
 	b.wg.Wait()
 	b.transport.close()

@@ -37,6 +37,12 @@
 // fences brokers whose listener refuses connections (liveness.go), so a
 // killed broker's leaderships move in well under a second.
 //
+// The log cleaner (internal/cleaner, wired in cleaner.go) gets every
+// replica's log as it opens and gives it back before it closes; it
+// compacts those of compacted topics, __consumer_offsets among them,
+// below the partition's high watermark. __share_group_state is never
+// compacted: its coordinator trims it (internal/sharestate).
+//
 // The group coordinator serves the __consumer_offsets partitions this
 // node leads (FindCoordinator answers with the leader of the group's
 // partition) and is reloaded when that set changes; other nodes' groups
@@ -57,7 +63,7 @@
 // share groups and their state (internal/sharegroup,
 // internal/sharestate); sequence and epoch rules (internal/producer);
 // config names, defaults and validation (internal/config); fault
-// injection (internal/fault).
+// injection (internal/fault); compaction (internal/cleaner).
 //
 // # Concurrency
 //

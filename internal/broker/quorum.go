@@ -356,11 +356,20 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	return b.ensureInternalTopic(ctx, offsetsTopic, b.cfg.OffsetsPartitions)
 }
 
-// ensureInternalTopic creates a compacted internal topic through the
-// controller unless it exists, with offsets.topic.replication.factor
-// replicas (at most the active brokers); __share_group_state with three
-// or more takes min.insync.replicas 2, Kafka's
-// share.coordinator.state.topic.min.isr.
+// minSegmentBytes is segment.bytes' lower bound: the broker settings for
+// the internal topics' segments accept less, as Kafka's do.
+const minSegmentBytes = 1 << 20
+
+// ensureInternalTopic creates an internal topic through the controller
+// unless it exists, with offsets.topic.replication.factor replicas (at
+// most the active brokers) and Kafka's topic configs:
+// __consumer_offsets compacted, with offsets.topic.segment.bytes
+// segments; __share_group_state with cleanup.policy=delete (KIP-932: its
+// coordinator trims it, and compaction would keep a key's latest delta
+// without the snapshot it applies to) and, unlike Kafka, no time
+// retention, since weir's coordinator does not rewrite the snapshots of
+// idle share partitions; with three or more replicas it takes
+// min.insync.replicas 2, Kafka's share.coordinator.state.topic.min.isr.
 func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partitions int32) error {
 	if _, ok := b.node.Image().TopicByName(name); ok {
 		return nil
@@ -380,9 +389,17 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partition
 		c.Name, c.Value = k, ptr(v)
 		rt.Configs = append(rt.Configs, c)
 	}
-	set("cleanup.policy", "compact")
-	if name == sharestate.Topic && rf >= 3 {
-		set("min.insync.replicas", "2")
+	switch name {
+	case sharestate.Topic:
+		set("cleanup.policy", "delete")
+		set("retention.ms", "-1")
+		set("segment.bytes", itoa(max(b.settings().Int(config.ShareStateSegmentBytes), minSegmentBytes)))
+		if rf >= 3 {
+			set("min.insync.replicas", "2")
+		}
+	default:
+		set("cleanup.policy", "compact")
+		set("segment.bytes", itoa(max(b.settings().Int(config.OffsetsTopicSegmentBytes), minSegmentBytes)))
 	}
 	req.Topics = append(req.Topics, rt)
 	resp, err := b.ctl.Admin(ctx, req)

@@ -169,6 +169,8 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
 			if err == nil {
 				if err = b.openReplica(np, minISR); err != nil {
 					np.log.Close()
+				} else {
+					b.cleanPartition(np)
 				}
 			}
 			if err != nil {
@@ -234,6 +236,7 @@ func (b *Broker) dropPartition(p *partition, deleteData bool) {
 	if p.rep != nil {
 		b.replicas.RemovePartitions([]*replica.Replica{p.rep})
 	}
+	b.stopCleaning(p, deleteData)
 	p.log.Close()
 	if deleteData {
 		if err := os.RemoveAll(p.log.Dir()); err != nil {
@@ -276,6 +279,7 @@ func (b *Broker) applyBrokerConfigs(img *metadata.Image) {
 	if b.cfg.OnBrokerConfig != nil {
 		b.cfg.OnBrokerConfig(nst)
 	}
+	b.reconfigureCleaner(st, nst)
 	b.mu.RLock()
 	type target struct {
 		t         *topic

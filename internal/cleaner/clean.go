@@ -33,7 +33,7 @@ import (
 type Stats struct {
 	EndOffset      int64 // the next round's first dirty offset
 	BytesRead      int64
-	BytesWritten   int64
+	BytesWritten   int64 // in the segments swapped in
 	RecordsRead    int64
 	RecordsKept    int64
 	SegmentsSwaps  int     // groups swapped in
@@ -104,15 +104,15 @@ func (w *worker) clean(ctx context.Context, c *Cleaner, p *registered, view log.
 	return r.stats, nil
 }
 
-// account throttles and counts I/O; it also notices cancellation.
+// account throttles and counts reads; it also notices cancellation.
+// Writes are throttled as they happen and counted once their segment is
+// swapped in.
 func (r *round) account(read, written int) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
 	r.stats.BytesRead += int64(read)
-	r.stats.BytesWritten += int64(written)
 	r.c.bytesRead.Add(int64(read))
-	r.c.bytesWritten.Add(int64(written))
 	return r.c.throttle.wait(r.ctx, read+written)
 }
 
@@ -277,10 +277,13 @@ func (r *round) cleanGroup(g group, txn *txnState) error {
 		cs.Abort()
 		return err
 	}
+	written := cs.Bytes()
 	if err := cs.Commit(); err != nil {
 		return err
 	}
 	r.stats.SegmentsSwaps++
+	r.stats.BytesWritten += written
+	r.c.bytesWritten.Add(written)
 	return nil
 }
 

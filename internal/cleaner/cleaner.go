@@ -69,6 +69,7 @@ func (c Config) Validate() error {
 
 // Log is what the cleaner needs of a partition log; *log.Log has it.
 type Log interface {
+	Config() log.Config
 	CleanerView() (log.CleanerView, error)
 	EachCleanableBatch(from, to int64, buf []byte, fn func(segBase int64, b []byte) error) ([]byte, error)
 	NewCleanedSegment(base, end int64) (*log.CleanedSegment, error)
@@ -473,6 +474,9 @@ func (c *Cleaner) pick() (planned, bool) {
 	var plans []Plan
 	var cfgs []log.Cleaning
 	for i, p := range regs {
+		if !p.Log.Config().Compact {
+			continue // cheap: a broker hands over every partition
+		}
 		v, err := p.Log.CleanerView()
 		if err != nil || !v.Config.Compact {
 			continue
@@ -491,6 +495,9 @@ func (c *Cleaner) pick() (planned, bool) {
 	defer c.mu.Unlock()
 	c.lastLook = now
 	c.maxRatio = 0
+	for _, p := range regs {
+		p.compact = false
+	}
 	for _, x := range ps {
 		x.p.compact = true
 		x.p.ratio = x.plan.Ratio
@@ -539,6 +546,14 @@ func (c *Cleaner) saveCheckpoint(dir string) error {
 	m := maps.Clone(c.ckpts[dir])
 	c.mu.Unlock()
 	return writeCheckpoint(dir, m)
+}
+
+// Has reports whether the partition was added (and not removed).
+func (c *Cleaner) Has(tp TopicPartition) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.parts[tp]
+	return ok
 }
 
 // Checkpoint returns the first dirty offset recorded for a partition.

@@ -16,6 +16,8 @@ const (
 	SocketRequestMaxBytes     = "socket.request.max.bytes"
 	OffsetsTopicPartitions    = "offsets.topic.num.partitions"
 	OffsetsTopicReplication   = "offsets.topic.replication.factor"
+	OffsetsTopicSegmentBytes  = "offsets.topic.segment.bytes"
+	ShareStateSegmentBytes    = "share.coordinator.state.topic.segment.bytes"
 	GroupInitialRebalance     = "group.initial.rebalance.delay.ms"
 	GroupMinSessionTimeout    = "group.min.session.timeout.ms"
 	GroupMaxSessionTimeout    = "group.max.session.timeout.ms"
@@ -109,6 +111,8 @@ var coreBrokerDefs = []Def{
 	// Group coordinator.
 	{Name: OffsetsTopicPartitions, Type: Int, Default: "50", valid: atLeast(1), Support: Honoured, Doc: "Partitions of the committed-offsets topic; fixed once the topic exists."},
 	{Name: OffsetsTopicReplication, Type: Short, Default: "3", valid: atLeast(1), Support: Honoured, Doc: "Replication factor of the committed-offsets topic."},
+	{Name: OffsetsTopicSegmentBytes, Type: Int, Default: "104857600", valid: atLeast(1), Support: Honoured, Doc: "segment.bytes of the committed-offsets topic when it is created: the log cleaner compacts its closed segments."},
+	{Name: ShareStateSegmentBytes, Type: Int, Default: "104857600", valid: atLeast(1), Support: Honoured, Doc: "segment.bytes of __share_group_state when it is created."},
 	{Name: GroupInitialRebalance, Type: Int, Default: "3000", Support: Honoured, Doc: "How long the first rebalance of an empty classic group waits for more members."},
 	{Name: GroupMinSessionTimeout, Type: Int, Default: "6000", Support: Honoured, Doc: "Smallest session timeout a classic group member may ask for."},
 	{Name: GroupMaxSessionTimeout, Type: Int, Default: "1800000", Support: Honoured, Doc: "Largest session timeout a classic group member may ask for."},
