@@ -49,13 +49,13 @@ func freePort(t *testing.T) string {
 	return testport.Addr(t)
 }
 
-// startWeir runs weir serve on addr with data in dir and waits for its
-// "listening" line.
-func startWeir(t *testing.T, dir, addr string) *proc {
+// startWeir runs weir serve on addr with data in dir (and any further
+// flags) and waits for its "listening" line.
+func startWeir(t *testing.T, dir, addr string, flags ...string) *proc {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		p, err := tryStart(dir, addr)
+		p, err := tryStart(dir, addr, flags)
 		if err == nil {
 			return p
 		}
@@ -66,8 +66,8 @@ func startWeir(t *testing.T, dir, addr string) *proc {
 	}
 }
 
-func tryStart(dir, addr string) (*proc, error) {
-	cmd := exec.Command(weirBin, "serve", "--data-dir", dir, "--listen", addr, "--log-level", "warn")
+func tryStart(dir, addr string, flags []string) (*proc, error) {
+	cmd := exec.Command(weirBin, append([]string{"serve", "--data-dir", dir, "--listen", addr, "--log-level", "warn"}, flags...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
