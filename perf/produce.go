@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -23,7 +24,15 @@ type ProduceConfig struct {
 	// ReportEvery is the interval of progress lines (Kafka prints every
 	// 5 s).
 	ReportEvery time.Duration
-	Now         func() time.Time
+	// KeySpace, when positive, gives record i the key k%012d of i mod
+	// KeySpace, so that each key is updated in turn (compaction
+	// benchmarks); otherwise records have no key, as Kafka's tool sends.
+	KeySpace int64
+	// LatencyLog, when set, receives one line per sampled result after the
+	// run: its send time (Unix milliseconds) and its latency
+	// (microseconds), so that a percentile can be taken over any window.
+	LatencyLog io.Writer
+	Now        func() time.Time
 }
 
 // ProduceResult is a producer test's outcome.
@@ -69,6 +78,7 @@ type produceStats struct {
 	results   int64 // callbacks so far, for sampling
 	sampling  int64
 	latencies []int32 // microseconds
+	sentAt    []int64 // Unix ms of each sampled latency, with LatencyLog
 }
 
 func (st *produceStats) report(t time.Time) {
@@ -103,6 +113,9 @@ func (st *produceStats) done(from time.Time, err error) {
 	res.MaxLatency = max(res.MaxLatency, lat)
 	if st.results%st.sampling == 0 && len(st.latencies) < cap(st.latencies) {
 		st.latencies = append(st.latencies, int32(min(lat.Microseconds(), 1<<31-1)))
+		if st.cfg.LatencyLog != nil {
+			st.sentAt = append(st.sentAt, from.UnixMilli())
+		}
 	}
 	st.results++
 	win := &st.win
@@ -148,7 +161,8 @@ func Produce(ctx context.Context, cfg ProduceConfig, out io.Writer) (ProduceResu
 	sampling := max(cfg.NumRecords/maxLatencySamples, 1)
 	st := &produceStats{cfg: &cfg, now: now, out: out, win: window{start: now()}, sampling: sampling,
 		latencies: make([]int32, 0, cfg.NumRecords/sampling+1)}
-	// Every send shares one Record: the client only reads it.
+	// Every send shares one Record (the client only reads it), unless
+	// records have keys.
 	rec := &client.Record{Topic: cfg.Topic, Value: payload}
 	start := now()
 	for i := int64(0); i < cfg.NumRecords; i++ {
@@ -167,7 +181,11 @@ func Produce(ctx context.Context, cfg ProduceConfig, out io.Writer) (ProduceResu
 		if cfg.Throughput > 0 {
 			from = intended
 		}
-		p.Send(ctx, rec, func(_ client.RecordMetadata, err error) { st.done(from, err) })
+		r := rec
+		if cfg.KeySpace > 0 {
+			r = &client.Record{Topic: cfg.Topic, Key: fmt.Appendf(nil, "k%012d", i%cfg.KeySpace), Value: payload}
+		}
+		p.Send(ctx, r, func(_ client.RecordMetadata, err error) { st.done(from, err) })
 	}
 	if err := p.Flush(ctx); err != nil {
 		return st.result(), err
@@ -183,6 +201,15 @@ func Produce(ctx context.Context, cfg ProduceConfig, out io.Writer) (ProduceResu
 	res := st.res
 	res.Metrics = metrics
 	latencies := st.latencies
+	if cfg.LatencyLog != nil {
+		w := bufio.NewWriter(cfg.LatencyLog)
+		for i, at := range st.sentAt {
+			fmt.Fprintf(w, "%d %d\n", at, latencies[i])
+		}
+		if err := w.Flush(); err != nil {
+			return res, err
+		}
+	}
 	res.Elapsed = end.Sub(start)
 	if res.Records > 0 {
 		res.AvgLatency /= time.Duration(res.Records)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -63,6 +64,8 @@ func perfProduce(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Var(props, "producer-props", "producer properties key=value ... (Kafka names; bootstrap.servers defaults to 127.0.0.1:9092)")
 	printMetrics := fs.Bool("print-metrics", false, "print the producer's metrics at the end")
 	every := fs.Duration("report-interval", 5*time.Second, "interval between progress lines")
+	keySpace := fs.Int64("key-space", 0, "give record i the key k%012d of i mod N, each key updated in turn (default: no keys)")
+	latencyLog := fs.String("latency-log", "", "write each sampled record's send time (Unix ms) and latency (µs) to this file after the run")
 	if err := parseFlags(fs, spreadMultiValue(args, "producer-props")); err != nil {
 		return err
 	}
@@ -76,9 +79,18 @@ func perfProduce(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if _, ok := props["bootstrap.servers"]; !ok {
 		props["bootstrap.servers"] = "127.0.0.1:9092"
 	}
-	res, err := perf.Produce(ctx, perf.ProduceConfig{
-		Topic: *topic, NumRecords: *num, RecordSize: *size, Throughput: *throughput, Props: props, ReportEvery: *every,
-	}, stdout)
+	cfg := perf.ProduceConfig{
+		Topic: *topic, NumRecords: *num, RecordSize: *size, Throughput: *throughput, Props: props, ReportEvery: *every, KeySpace: *keySpace,
+	}
+	if *latencyLog != "" {
+		f, err := os.Create(*latencyLog)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cfg.LatencyLog = f
+	}
+	res, err := perf.Produce(ctx, cfg, stdout)
 	if err != nil {
 		return err
 	}

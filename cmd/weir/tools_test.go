@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -138,6 +141,23 @@ func TestPerfTools(t *testing.T) {
 	if took := time.Since(start); took < 1500*time.Millisecond {
 		t.Fatalf("throttled run finished in %v; the throttle did not hold", took)
 	}
+	// Keyed records, each of 4 keys in turn, on a compacted topic (which
+	// refuses records without a key); every result's latency logged.
+	mustWeir(t, "", "topic", "create", "--topic", "keyed", "--partitions", "1", "--config", "cleanup.policy=compact", "--bootstrap-server", addr)
+	lat := filepath.Join(t.TempDir(), "latency")
+	mustWeir(t, "", "perf", "produce", "--topic", "keyed", "--num-records", "8", "--record-size", "5", "--key-space", "4",
+		"--latency-log", lat, "--producer-props", "bootstrap.servers="+addr, "acks=all")
+	out = mustWeir(t, "", "consume", "--topic", "keyed", "--from-beginning", "--max-messages", "8", "--print-key", "--idle-timeout", "20s", "--bootstrap-server", addr)
+	if got := regexp.MustCompile(`k0000000000\d\d`).FindAllString(out, -1); fmt.Sprint(got) != "[k000000000000 k000000000001 k000000000002 k000000000003 k000000000000 k000000000001 k000000000002 k000000000003]" {
+		t.Fatalf("keys %v in\n%s", got, out)
+	}
+	logged, err := os.ReadFile(lat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := regexp.MustCompile(`(?m)^\d{13} \d+$`).FindAllString(string(logged), -1); len(lines) != 8 {
+		t.Fatalf("latency log:\n%s", logged)
+	}
 }
 
 func TestMetricsEndpoint(t *testing.T) {
@@ -167,7 +187,8 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{`weir_partition_log_end_offset{partition="0",topic="m"} 2`, `weir_server_requests_total{api="Produce"}`, "weir_server_inline_replies_total", "go_goroutines"} {
+	for _, want := range []string{`weir_partition_log_end_offset{partition="0",topic="m"} 2`, `weir_server_requests_total{api="Produce"}`, "weir_server_inline_replies_total", "go_goroutines",
+		"weir_cleaner_runs_total 0"} {
 		if !strings.Contains(string(body), want) {
 			t.Fatalf("metrics lack %q:\n%s", want, body)
 		}
