@@ -90,11 +90,7 @@ func (w *worker) clean(ctx context.Context, c *Cleaner, p *registered, view log.
 	if r.producers, err = p.producers(start, c.expiration); err != nil {
 		return r.stats, err
 	}
-	aborted, err := p.aborted(view.LogStart, end)
-	if err != nil {
-		return r.stats, err
-	}
-	txn := newTxnState(aborted)
+	txn := newTxnState(p.aborted(view.LogStart, end))
 	for _, g := range groupSegments(view.Segments, end, view.Config.SegmentBytes) {
 		if err := r.cleanGroup(g, txn); err != nil {
 			return r.stats, err
@@ -126,11 +122,8 @@ func (r *round) buildMap(start, upper int64) (int64, error) {
 	w := r.w
 	w.keys.reset(start)
 	r.latest = start - 1
-	aborted, err := r.p.aborted(start, upper)
-	if err != nil {
-		return 0, err
-	}
-	txn := newTxnState(aborted)
+	txn := newTxnState(r.p.aborted(start, upper))
+	var err error
 	w.buf, err = r.p.Log.EachCleanableBatch(start, upper, w.buf, func(_ int64, b []byte) error {
 		if err := r.account(len(b), 0); err != nil {
 			return err

@@ -165,23 +165,22 @@ func TestProducersLastBatchSurvivesEmptied(t *testing.T) {
 
 // fakeTxns is a partition's aborted-transaction index.
 type fakeTxns struct {
-	aborted []AbortedTxn
-	lso     int64
+	aborted []log.AbortedTxn
 }
 
-func (f *fakeTxns) AbortedTransactions(from, to int64) ([]AbortedTxn, error) {
-	var out []AbortedTxn
+func (f *fakeTxns) AbortedTransactions(from, to int64) []log.AbortedTxn {
+	var out []log.AbortedTxn
 	for _, a := range f.aborted {
 		if a.LastOffset >= from && a.FirstOffset < to {
 			out = append(out, a)
 		}
 	}
-	return out, nil
+	return out
 }
-func (f *fakeTxns) LastStableOffset() int64 { return f.lso }
+func (f *fakeTxns) LastStableOffset(hw int64) int64 { return hw }
 
 func TestAbortedTransactionsAndMarkersGo(t *testing.T) {
-	txns := &fakeTxns{aborted: []AbortedTxn{{ProducerID: 5, FirstOffset: 0, LastOffset: 2}}, lso: 1 << 62}
+	txns := &fakeTxns{aborted: []log.AbortedTxn{{ProducerID: 5, FirstOffset: 0, LastOffset: 2}}}
 	e := newEnv(t, testLogConfig(), DefaultConfig(), func(p *Partition) {
 		p.Transactions = txns
 		p.Producers = func() map[int64]ProducerLast { return nil } // both producers expired

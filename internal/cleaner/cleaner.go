@@ -95,7 +95,8 @@ type Partition struct {
 	// ProducerExpiration.
 	Producers func() map[int64]ProducerLast
 	// Transactions says which batches were aborted and how far the log
-	// is stable. nil: the log holds no transactional batch.
+	// is stable. nil: the log's own (its aborted-transaction index and
+	// last stable offset), when Log has them.
 	Transactions Transactions
 }
 
@@ -518,10 +519,19 @@ func (p *registered) stable(v *log.CleanerView) int64 {
 	} else if s < 0 {
 		s = v.EndOffset
 	}
-	if p.Transactions != nil {
-		s = min(s, p.Transactions.LastStableOffset())
+	if t := p.txns(); t != nil {
+		s = min(s, t.LastStableOffset(s))
 	}
 	return s
+}
+
+// txns is the partition's transaction state: its hook, else its log's.
+func (p *registered) txns() Transactions {
+	if p.Transactions != nil {
+		return p.Transactions
+	}
+	t, _ := p.Log.(Transactions)
+	return t
 }
 
 func (p *registered) producers(now time.Time, expiration time.Duration) (map[int64]ProducerLast, error) {
@@ -531,11 +541,11 @@ func (p *registered) producers(now time.Time, expiration time.Duration) (map[int
 	return producersFromLog(p.Log, now, expiration)
 }
 
-func (p *registered) aborted(from, to int64) ([]AbortedTxn, error) {
-	if p.Transactions == nil {
-		return nil, nil
+func (p *registered) aborted(from, to int64) []log.AbortedTxn {
+	if t := p.txns(); t != nil {
+		return t.AbortedTransactions(from, to)
 	}
-	return p.Transactions.AbortedTransactions(from, to)
+	return nil
 }
 
 // saveCheckpoint writes dir's checkpoint as it stands.

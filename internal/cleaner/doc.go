@@ -21,8 +21,9 @@
 //   - The bounded key map (keymap.go): 16-byte entries (a 96-bit key hash
 //     and a 32-bit offset delta) within each worker's share of
 //     log.cleaner.dedupe.buffer.size, growing on demand.
-//   - Transaction decisions (txn.go) behind the Transactions interface:
-//     which batches were aborted, when a marker may go.
+//   - Transaction decisions (txn.go): which batches were aborted, when a
+//     marker may go, from the Transactions interface (the log's own
+//     aborted-transaction index and last stable offset by default).
 //   - The workers (cleaner.go): log.cleaner.threads goroutines owned by
 //     the Cleaner, log.cleaner.backoff.ms between looks when nothing is
 //     dirty, one shared I/O throttle (log.cleaner.io.max.bytes.per.second),

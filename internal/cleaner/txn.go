@@ -8,23 +8,16 @@ import (
 )
 
 // Transactions is what the cleaner needs from a partition's transaction
-// state: which transactions were aborted (Kafka's aborted-transaction
-// index) and how far the log is stable. A log with no transactional
-// batches needs none.
+// state: which transactions were aborted (the log's aborted-transaction
+// index) and how far the log is stable. *log.Log has both.
 type Transactions interface {
 	// AbortedTransactions lists the aborted transactions with records in
-	// [from, to), in any order.
-	AbortedTransactions(from, to int64) ([]AbortedTxn, error)
-	// LastStableOffset: records at or past it may belong to a
-	// transaction still open; rounds never clean them.
-	LastStableOffset() int64
-}
-
-// AbortedTxn is one aborted transaction of a partition.
-type AbortedTxn struct {
-	ProducerID  int64
-	FirstOffset int64 // offset of its first data batch
-	LastOffset  int64 // offset of its abort marker
+	// [from, to) (their marker at or past from, their first offset below
+	// to).
+	AbortedTransactions(from, to int64) []log.AbortedTxn
+	// LastStableOffset is the offset below which every transaction has
+	// ended, at most hw: rounds never clean past it.
+	LastStableOffset(hw int64) int64
 }
 
 // Control record types (the key of a control batch's record: version
@@ -43,15 +36,15 @@ const (
 // transaction; a marker that may go is stamped with a delete horizon
 // first and removed by the first round past it.
 type txnState struct {
-	pending []AbortedTxn // by first offset, not yet reached
+	pending []log.AbortedTxn // by first offset, not yet reached
 	aborted map[int64]*abortedRun
 	open    map[int64]bool // committed transactions with data seen
 }
 
 type abortedRun struct{ sawData bool }
 
-func newTxnState(aborted []AbortedTxn) *txnState {
-	p := append([]AbortedTxn(nil), aborted...)
+func newTxnState(aborted []log.AbortedTxn) *txnState {
+	p := append([]log.AbortedTxn(nil), aborted...)
 	sort.Slice(p, func(i, j int) bool { return p[i].FirstOffset < p[j].FirstOffset })
 	return &txnState{pending: p, aborted: map[int64]*abortedRun{}, open: map[int64]bool{}}
 }

@@ -60,9 +60,10 @@
 // LastOffset); ScanMarkers walks batch headers with each control batch's
 // decoded marker (markers are where IsControl is set; a marker must be
 // kept until the delete horizon, and cleaning stops below
-// LastStableOffset). A cleaner that rewrites a segment must keep its
-// AbortedTxn entries in the rewritten segment's index (segment.ix.aborted;
-// the entries' offsets do not change under compaction).
+// LastStableOffset). A cleaned segment (swap.go) keeps the AbortedTxn
+// entries of the segments it replaces whose marker it kept (offsets do
+// not change under compaction); the others' records went with their
+// marker.
 //
 // # Compaction
 //

@@ -21,12 +21,16 @@ import (
 //  2. B.log.cleaned is renamed to B.log.swap and the directory fsynced:
 //     the swap is committed. Before this point recovery deletes the
 //     .cleaned file and the old segments stay.
-//  3. The index files of the old segments and the .log files of all but
-//     B are removed.
+//  3. The index files (offset, time, aborted transactions) of the old
+//     segments and the .log files of all but B are removed.
 //  4. B.log.swap is renamed over B.log and the directory fsynced.
 //  5. In memory, the new segment replaces the group; the old ones are
 //     retired (their open files serve reads in flight for
-//     FileDeleteDelay). The new segment's index files are written.
+//     FileDeleteDelay). The new segment's index files are written; its
+//     aborted-transaction index keeps the old entries whose marker it
+//     kept. Were the crash to come before, its offset and time indexes
+//     are rebuilt at open, and a missing aborted-transaction index only
+//     loses entries of transactions whose records were removed.
 //
 // Recovery (finishSwaps, at Open) removes every .cleaned file, and for a
 // B.log.swap that reads back whole, removes every segment (with its index
@@ -68,6 +72,8 @@ type CleanedSegment struct {
 	l           *Log
 	end         int64
 	old         []*segment
+	aborted     []AbortedTxn   // the old segments' aborted-transaction entries
+	markers     map[int64]bool // offsets of the markers kept
 	truncations uint64
 	seg         *segment
 	path        string // the .cleaned file
@@ -95,8 +101,12 @@ func (l *Log) NewCleanedSegment(base, end int64) (*CleanedSegment, error) {
 		l:           l,
 		end:         end,
 		old:         append([]*segment(nil), l.segs[i:j+1]...),
+		markers:     map[int64]bool{},
 		truncations: l.truncations,
 		interval:    l.cfg.Load().IndexIntervalBytes,
+	}
+	for _, s := range w.old {
+		w.aborted = append(w.aborted, s.ix.aborted...)
 	}
 	l.mu.Unlock()
 	prefix := segmentPrefix(l.dir, base)
@@ -144,6 +154,9 @@ func (w *CleanedSegment) Append(b []byte) error {
 	if w.seg.size+int64(len(b)) > 1<<32-1 {
 		return fmt.Errorf("log: cleaned segment would pass 4 GiB")
 	}
+	if h.IsControl() {
+		w.markers[h.LastOffset()] = true
+	}
 	w.seg.index(&h, w.seg.size, len(b), w.interval)
 	w.seg.size += int64(len(b))
 	w.seg.next = h.NextOffset()
@@ -189,6 +202,14 @@ func (w *CleanedSegment) Commit() error {
 	if w.seg.next != w.end {
 		w.Abort()
 		return fmt.Errorf("log: cleaned segment ends at %d, the segments it replaces at %d", w.seg.next, w.end)
+	}
+	// The aborted transactions whose marker stays keep their entries (a
+	// read_committed consumer still needs those whose records stay); the
+	// others' records went with their marker.
+	for _, a := range w.aborted {
+		if w.markers[a.LastOffset] {
+			w.seg.ix.aborted = append(w.seg.ix.aborted, a)
+		}
 	}
 	err := w.flush()
 	if err == nil {
@@ -271,7 +292,7 @@ func (w *CleanedSegment) swapFiles() error {
 		return err
 	}
 	for _, s := range w.old {
-		for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix} {
 			if suffix == logSuffix && s.base == w.seg.base {
 				continue // replaced by the rename below
 			}
@@ -388,7 +409,7 @@ func (l *Log) finishSwap(base int64) error {
 			continue
 		}
 		old := segmentPrefix(l.dir, b)
-		for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix} {
 			if suffix == logSuffix && b == base {
 				continue
 			}
@@ -397,7 +418,7 @@ func (l *Log) finishSwap(base int64) error {
 			}
 		}
 	}
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := os.Remove(prefix + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
