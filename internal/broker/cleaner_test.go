@@ -15,6 +15,7 @@ import (
 
 	"weir/internal/cleaner"
 	"weir/internal/config"
+	wlog "weir/internal/log"
 )
 
 // withCleaner runs the broker's log cleaner looking for dirty logs every
@@ -231,5 +232,87 @@ func TestShareStateIsNotCompacted(t *testing.T) {
 	})
 	if tb.b.cleaner.Has(cleaner.TopicPartition{Topic: "__share_group_state", Partition: 0}) {
 		t.Fatal("share state handed to the cleaner")
+	}
+}
+
+// TestNewReplicaCopiesCompactedLog: a replica added after its leader
+// compacted the partition fetches across the cleaned range (gaps,
+// rewritten batches, emptied ones) and ends with the leader's latest value
+// of every key, at the same offsets, and the same log end.
+func TestNewReplicaCopiesCompactedLog(t *testing.T) {
+	c := startCluster(t, 2, func(cfg *Config) {
+		s, err := config.NewBroker(map[string]string{config.NodeID: itoa(cfg.NodeID), config.CleanerBackoffMs: "10"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Settings = s
+	})
+	ctx := testCtx(t)
+	cl := newClient(t, c.brokers[0].addr, kgo.SeedBrokers(c.brokers[0].addr, c.brokers[1].addr), kgo.DefaultProduceTopic("rc"),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	c.createAssigned(t, ctx, cl, "rc", []int32{1})
+	adm := kadm.NewClient(cl)
+	set := func(k, v string) kadm.AlterConfig { return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: ptr(v)} }
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{set("cleanup.policy", "compact"), set("segment.bytes", "1048576"),
+		set("min.cleanable.dirty.ratio", "0.01")}, "rc"); err != nil {
+		t.Fatal(err)
+	}
+	leader := func() *partition { return c.brokers[0].b.lookupTopic("rc").partitions[0] }
+	eventually(t, 10*time.Second, func() error {
+		if !leader().log.Config().Compact {
+			return fmt.Errorf("rc not compacted yet")
+		}
+		return nil
+	})
+	pad := bytes.Repeat([]byte("x"), 10<<10)
+	for round := range 8 {
+		var recs []*kgo.Record
+		for k := range 50 {
+			recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprint("k", k)), Value: append([]byte(fmt.Sprintf("r%d:", round)), pad...)})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, func() error {
+		if size := leader().log.Size(); size >= 2<<20 {
+			return fmt.Errorf("leader holds %d bytes", size)
+		}
+		return nil
+	})
+	moveLeader(t, ctx, cl, "rc", []int32{1, 2})
+	follower := func() *partition { return c.brokers[1].b.lookupTopic("rc").partitions[0] }
+	eventually(t, 30*time.Second, func() error {
+		f := follower()
+		if f.log == nil || f.log.EndOffset() != leader().log.EndOffset() {
+			return fmt.Errorf("follower not caught up")
+		}
+		return nil
+	})
+	// By offset what each replica holds, and each key's last value.
+	read := func(p *partition) (map[int64]string, map[string]string) {
+		at, last := map[int64]string{}, map[string]string{}
+		err := p.log.ScanRecords(ctx, func(r *wlog.Record) error {
+			at[r.Offset] = fmt.Sprintf("%s=%s", r.Key, r.Value[:3])
+			last[string(r.Key)] = string(r.Value[:3])
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return at, last
+	}
+	la, ll := read(leader())
+	fa, fl := read(follower())
+	for k := range 50 {
+		key := fmt.Sprint("k", k)
+		if ll[key] != "r7:" || fl[key] != "r7:" {
+			t.Fatalf("%s: leader ends on %q, follower on %q", key, ll[key], fl[key])
+		}
+	}
+	for off, rec := range fa {
+		if lr, ok := la[off]; ok && lr != rec {
+			t.Fatalf("offset %d: leader %s, follower %s", off, lr, rec)
+		}
 	}
 }
