@@ -252,7 +252,9 @@ func TestNewReplicaCopiesCompactedLog(t *testing.T) {
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	c.createAssigned(t, ctx, cl, "rc", []int32{1})
 	adm := kadm.NewClient(cl)
-	set := func(k, v string) kadm.AlterConfig { return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: ptr(v)} }
+	set := func(k, v string) kadm.AlterConfig {
+		return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: ptr(v)}
+	}
 	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{set("cleanup.policy", "compact"), set("segment.bytes", "1048576"),
 		set("min.cleanable.dirty.ratio", "0.01")}, "rc"); err != nil {
 		t.Fatal(err)
