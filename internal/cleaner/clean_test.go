@@ -413,3 +413,42 @@ func eventually(t testing.TB, timeout time.Duration, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// closingLog fails its reads as a segment deleted during a round does once
+// its file.delete.delay.ms has passed.
+type closingLog struct {
+	*log.Log
+	fail bool
+}
+
+func (c *closingLog) EachCleanableBatch(from, to int64, buf []byte, fn func(int64, []byte) error) ([]byte, error) {
+	if c.fail {
+		return buf, fmt.Errorf("log: read: %w", os.ErrClosed)
+	}
+	return c.Log.EachCleanableBatch(from, to, buf, fn)
+}
+
+// TestDeletedSegmentAbandonsTheRound: a round whose segment was deleted
+// under it (retention of a compact,delete topic) is dropped, not taken
+// for a broken log: the next round cleans.
+func TestDeletedSegmentAbandonsTheRound(t *testing.T) {
+	var cl *closingLog
+	e := newEnv(t, testLogConfig(), DefaultConfig(), func(p *Partition) {
+		cl = &closingLog{Log: p.Log.(*log.Log), fail: true}
+		p.Log = cl
+	})
+	e.produce(val("a", "1"))
+	e.roll()
+	e.produce(val("a", "2"))
+	e.roll()
+	e.produce(val("x", "1"))
+	e.l.Flush()
+	if _, ok, err := e.c.CleanOnce(context.Background()); ok || !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("round over a closed file: %v %v", ok, err)
+	}
+	cl.fail = false
+	if _, ok := e.clean(); !ok {
+		t.Fatal("the partition was given up after a deleted segment")
+	}
+	same(t, e.records(), []string{"1:a=2", "2:x=1"})
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -440,7 +441,8 @@ func (c *Cleaner) cleanRound(ctx context.Context, w *worker) (Stats, error) {
 			c.logger.Warn("cleaner: checkpoint not written", "dir", p.Dir, "err", err)
 		}
 		return st, nil
-	case errors.Is(err, log.ErrStaleClean), errors.Is(err, log.ErrClosed), errors.Is(err, context.Canceled):
+	case errors.Is(err, log.ErrStaleClean), errors.Is(err, log.ErrClosed), errors.Is(err, context.Canceled),
+		errors.Is(err, os.ErrClosed): // a segment deleted meanwhile outlived its file.delete.delay.ms
 		c.logger.Debug("cleaner: round abandoned", "topic", tp.Topic, "partition", tp.Partition, "err", err)
 	default:
 		c.mu.Lock()
