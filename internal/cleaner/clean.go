@@ -90,7 +90,7 @@ func (w *worker) clean(ctx context.Context, c *Cleaner, p *registered, view log.
 	if r.producers, err = p.producers(start, c.expiration); err != nil {
 		return r.stats, err
 	}
-	txn := newTxnState(p.aborted(view.LogStart, end))
+	txn := newTxnState(p.aborted(view.LogStart, end), p.txns() != nil)
 	for _, g := range groupSegments(view.Segments, end, view.Config.SegmentBytes) {
 		if err := r.cleanGroup(g, txn); err != nil {
 			return r.stats, err
@@ -122,7 +122,7 @@ func (r *round) buildMap(start, upper int64) (int64, error) {
 	w := r.w
 	w.keys.reset(start)
 	r.latest = start - 1
-	txn := newTxnState(r.p.aborted(start, upper))
+	txn := newTxnState(r.p.aborted(start, upper), r.p.txns() != nil)
 	var err error
 	w.buf, err = r.p.Log.EachCleanableBatch(start, upper, w.buf, func(_ int64, b []byte) error {
 		if err := r.account(len(b), 0); err != nil {

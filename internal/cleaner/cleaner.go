@@ -97,7 +97,9 @@ type Partition struct {
 	Producers func() map[int64]ProducerLast
 	// Transactions says which batches were aborted and how far the log
 	// is stable. nil: the log's own (its aborted-transaction index and
-	// last stable offset), when Log has them.
+	// last stable offset) when it tracks transactions; a partition whose
+	// transactions nobody tracks keeps every transactional batch and
+	// every marker.
 	Transactions Transactions
 }
 
@@ -527,10 +529,14 @@ func (p *registered) stable(v *log.CleanerView) int64 {
 	return s
 }
 
-// txns is the partition's transaction state: its hook, else its log's.
+// txns is the partition's transaction state: its hook, else its log's
+// when the log tracks transactions; nil when nobody does.
 func (p *registered) txns() Transactions {
 	if p.Transactions != nil {
 		return p.Transactions
+	}
+	if tr, ok := p.Log.(interface{ TracksTransactions() bool }); ok && !tr.TracksTransactions() {
+		return nil
 	}
 	t, _ := p.Log.(Transactions)
 	return t

@@ -36,6 +36,9 @@ const (
 // transaction; a marker that may go is stamped with a delete horizon
 // first and removed by the first round past it.
 type txnState struct {
+	// tracked: the aborted transactions are known. Without an index every
+	// transaction is taken for committed and every marker kept.
+	tracked bool
 	pending []log.AbortedTxn // by first offset, not yet reached
 	aborted map[int64]*abortedRun
 	open    map[int64]bool // committed transactions with data seen
@@ -43,10 +46,10 @@ type txnState struct {
 
 type abortedRun struct{ sawData bool }
 
-func newTxnState(aborted []log.AbortedTxn) *txnState {
+func newTxnState(aborted []log.AbortedTxn, tracked bool) *txnState {
 	p := append([]log.AbortedTxn(nil), aborted...)
 	sort.Slice(p, func(i, j int) bool { return p[i].FirstOffset < p[j].FirstOffset })
-	return &txnState{pending: p, aborted: map[int64]*abortedRun{}, open: map[int64]bool{}}
+	return &txnState{tracked: tracked, pending: p, aborted: map[int64]*abortedRun{}, open: map[int64]bool{}}
 }
 
 // reach starts tracking the aborted transactions that begin at or
@@ -80,6 +83,9 @@ func (t *txnState) onData(h *log.BatchHeader) bool {
 // record, -1 when it has none) may be removed once its horizon passes.
 func (t *txnState) onControl(h *log.BatchHeader, kind int) bool {
 	t.reach(h.LastOffset())
+	if !t.tracked {
+		return false
+	}
 	switch kind {
 	case controlAbort:
 		run, ok := t.aborted[h.ProducerID]

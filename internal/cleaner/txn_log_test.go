@@ -128,3 +128,29 @@ func TestLogTransactionsAreCleaned(t *testing.T) {
 		t.Fatalf("last stable offset %d", got)
 	}
 }
+
+// TestUntrackedTransactionsAreKept: a log that keeps no aborted-transaction
+// index (opened without a producer state) cannot say which transactions
+// aborted: its transactional records and markers all stay.
+func TestUntrackedTransactionsAreKept(t *testing.T) {
+	e := newEnv(t, testLogConfig(), DefaultConfig(), func(p *Partition) {
+		p.Producers = func() map[int64]ProducerLast { return nil }
+	})
+	ts := e.clock.now().UnixMilli()
+	for _, b := range [][]byte{
+		withProducer(at(e.batch(log.CompressionNone, val("a", "1")), 0), 5, 0, 0, true),
+		marker(1, 5, 0, controlAbort, ts),
+		at(e.batch(log.CompressionNone, val("c", "1")), 2),
+	} {
+		if _, err := e.l.AppendReplicated(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		e.roll()
+		e.produce(val("f", fmt.Sprint(e.l.EndOffset())))
+		e.clean()
+		e.clock.add(11 * time.Hour) // past delete.retention.ms
+	}
+	same(t, e.records()[:3], []string{"0:a=1", "1:abort", "2:c=1"})
+}

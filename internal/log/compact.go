@@ -200,6 +200,11 @@ func (l *Log) EachCleanableBatch(from, to int64, buf []byte, fn func(segBase int
 	return buf, nil
 }
 
+// TracksTransactions reports whether the log keeps an aborted-transaction
+// index (it was opened with Options.Producers). Without one a cleaner
+// cannot tell aborted transactions from committed ones.
+func (l *Log) TracksTransactions() bool { return l.producers != nil }
+
 // validateReplicated checks a batch copied from a leader. The leader's
 // cleaner may have rewritten it: fewer records than its offset range
 // (gaps between offset deltas) or none at all, as Kafka keeps a batch's
