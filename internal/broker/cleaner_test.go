@@ -87,7 +87,7 @@ func TestCompactedTopicIsCleaned(t *testing.T) {
 	eventually(t, 30*time.Second, func() error { return sizeBelow(t, ctx, adm, "kt", 3<<20) })
 
 	c := newClient(t, tb.addr, kgo.ConsumeTopics("kt"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	end := tb.b.lookupTopic("kt").partitions[0].log.EndOffset()
+	end := partitionAt(tb.b, "kt", 0).log.EndOffset()
 	latest := map[string]string{}
 	read, last := 0, int64(-1)
 	for last < end-1 {
@@ -131,7 +131,7 @@ func TestCompactedTopicIsCleaned(t *testing.T) {
 	if pr.ErrorCode != kerr.InvalidRecord.Code || pr.ErrorMessage == nil || *pr.ErrorMessage != "Compacted topic cannot accept message without key" {
 		t.Fatalf("keyless produce: code %d message %v", pr.ErrorCode, deref(pr.ErrorMessage))
 	}
-	if got := tb.b.lookupTopic("kt").partitions[0].log.EndOffset(); got != end {
+	if got := partitionAt(tb.b, "kt", 0).log.EndOffset(); got != end {
 		t.Fatalf("refused batch moved the end from %d to %d", end, got)
 	}
 	if n := testutil.CollectAndCount(tb.b.CleanerCollector(), "weir_cleaner_runs_total"); n != 1 {
@@ -172,7 +172,7 @@ func TestOffsetsTopicStaysBounded(t *testing.T) {
 	// topic, partition; value: version, offset, epoch, metadata,
 	// timestamp): 2 MB uncompacted.
 	eventually(t, 30*time.Second, func() error { return sizeBelow(t, ctx, adm, "__consumer_offsets", 3<<19) })
-	offsets := tb.b.lookupTopic("__consumer_offsets").partitions[0].log
+	offsets := partitionAt(tb.b, "__consumer_offsets", 0).log
 	if offsets.EndOffset() < int64(commits) {
 		t.Fatalf("%d offsets written for %d commits", offsets.EndOffset(), commits)
 	}
@@ -259,7 +259,7 @@ func TestNewReplicaCopiesCompactedLog(t *testing.T) {
 		set("min.cleanable.dirty.ratio", "0.01")}, "rc"); err != nil {
 		t.Fatal(err)
 	}
-	leader := func() *partition { return c.brokers[0].b.lookupTopic("rc").partitions[0] }
+	leader := func() *partition { return partitionAt(c.brokers[0].b, "rc", 0) }
 	eventually(t, 10*time.Second, func() error {
 		if !leader().log.Config().Compact {
 			return fmt.Errorf("rc not compacted yet")
@@ -283,7 +283,7 @@ func TestNewReplicaCopiesCompactedLog(t *testing.T) {
 		return nil
 	})
 	moveLeader(t, ctx, cl, "rc", []int32{1, 2})
-	follower := func() *partition { return c.brokers[1].b.lookupTopic("rc").partitions[0] }
+	follower := func() *partition { return partitionAt(c.brokers[1].b, "rc", 0) }
 	eventually(t, 30*time.Second, func() error {
 		f := follower()
 		if f.log == nil || f.log.EndOffset() != leader().log.EndOffset() {
@@ -317,4 +317,13 @@ func TestNewReplicaCopiesCompactedLog(t *testing.T) {
 			t.Fatalf("offset %d: leader %s, follower %s", off, lr, rec)
 		}
 	}
+}
+
+// partitionAt is a topic's partition in b's registry, read under the
+// registry's lock (the metadata loop replaces the slice).
+func partitionAt(b *Broker, topic string, i int) *partition {
+	t := b.lookupTopic(topic)
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return t.partitions[i]
 }
