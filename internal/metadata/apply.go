@@ -88,6 +88,14 @@ func (b *Builder) TopicByName(name string) (*Topic, bool) { return b.img.TopicBy
 // Topic returns a topic by id, as TopicByName.
 func (b *Builder) Topic(id TopicID) (*Topic, bool) { return b.img.Topic(id) }
 
+// ACLs returns the ACLs of the state being built. The set may change
+// with the builder's next record.
+func (b *Builder) ACLs() *ACLs { return b.img.ACLs() }
+
+// ClientQuotas returns the client quotas of the state being built, as
+// ACLs.
+func (b *Builder) ClientQuotas() *ClientQuotas { return b.img.ClientQuotas() }
+
 // Partition returns a partition's state being built.
 func (b *Builder) Partition(topic TopicID, p int32) (Partition, bool) {
 	return b.img.Partition(topic, p)

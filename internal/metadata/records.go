@@ -3,6 +3,7 @@ package metadata
 import (
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -557,5 +558,5 @@ func (r *ClientQuotaRecord) String() string {
 	if r.Remove {
 		return fmt.Sprintf("client-quota %s remove %s", r.Entity, r.Key)
 	}
-	return fmt.Sprintf("client-quota %s set %s=%v", r.Entity, r.Key, r.Value)
+	return fmt.Sprintf("client-quota %s set %s=%s", r.Entity, r.Key, strconv.FormatFloat(r.Value, 'f', -1, 64))
 }
