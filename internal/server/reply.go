@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,6 +33,10 @@ type Reply struct {
 	resp      kmsg.Response
 	body      *Body
 	abandoned bool // the server will never write this reply
+
+	// muteUntil is when the connection may be read again, in Unix
+	// nanoseconds; 0 for no mute (MuteUntil).
+	muteUntil atomic.Int64
 }
 
 // closedDone is shared by replies that are ready when created.
@@ -64,6 +69,22 @@ func NoResponse() *Reply {
 // at all.
 func CloseConnection() *Reply {
 	return &Reply{done: closedDone, kind: kindClose}
+}
+
+// MuteUntil asks the server to dispatch no further request of the
+// reply's connection before t: Kafka's throttling of a client over its
+// quota, whose reply carries the throttle time (KIP-219). The reply
+// itself is written as soon as it is ready. Call it before the reply
+// completes (for a Ready reply, before Serve returns); a later deadline
+// on the same connection extends the mute, an earlier one changes
+// nothing. It returns r.
+//
+// Requests the server read before the mute began (it reads ahead of
+// pending replies) are dispatched in order once it ends: a request is
+// never dispatched while its connection is muted.
+func (r *Reply) MuteUntil(t time.Time) *Reply {
+	r.muteUntil.Store(t.UnixNano())
+	return r
 }
 
 // NewPendingReply returns a reply to be completed later with Complete or
