@@ -23,7 +23,29 @@
 //   - ACL filters and creations as DescribeAcls, CreateAcls and
 //     DeleteAcls carry them: validation with Kafka's messages and
 //     Kafka's matching (filter.go). The controller decides CreateAcls and
-//     DeleteAcls with them.
+//     DeleteAcls with them; DescribeACLs answers DescribeAcls from the
+//     image (api_security.go).
+//   - What every API checks (rules.go, api_*.go): APIs is the table, per
+//     API key, of the operations and resources Kafka 4.3 checks and how
+//     a denial answers (the whole request with a *_AUTHORIZATION_FAILED
+//     code, the denied items with it, or the items hidden); one function
+//     per API (Produce, Fetch, Metadata, ...) applies it to a request and
+//     returns an Outcome: rejected with the whole answer, or the request
+//     to serve (a copy without the denied items, which the handler never
+//     sees) and Finish, which completes the handler's response with the
+//     denials, hides what must not be seen and fills the
+//     authorized-operations bitfields. Authorize dispatches any request.
+//     testdata/apis holds a transcript per API.
+//
+// A broker handler uses it so:
+//
+//	chk := authorizer.For(img, session)            // per request
+//	o := authz.Produce(chk, authz.Env{Topics: authz.ImageTopics(img)}, req)
+//	if o.Rejected {
+//		return o.Response
+//	}
+//	resp := serve(o.Request)                       // the handler as without authorization
+//	return o.Finish(resp)
 //
 // # What it does not own
 //

@@ -25,16 +25,7 @@ func TestDecideTranscripts(t *testing.T) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "config":
-				cfg = Config{Enabled: d.HasArg("enabled"), AllowEveryoneIfNoACL: d.HasArg("allow-everyone")}
-				if d.HasArg("super") {
-					var s string
-					d.ScanArgs(t, "super", &s)
-					parsed, err := ParseConfig(func(k string) (string, bool) { return s, k == SuperUsersConfig })
-					if err != nil {
-						t.Fatal(err)
-					}
-					cfg.SuperUsers = parsed.SuperUsers
-				}
+				cfg = configCommand(t, d)
 				return "ok"
 			case "acl":
 				var out strings.Builder
@@ -133,4 +124,20 @@ func mustType(t *testing.T, s string) ResourceType {
 		t.Fatal(err)
 	}
 	return rt
+}
+
+// configCommand reads a config directive's arguments: enabled,
+// allow-everyone and super=User:a;User:b.
+func configCommand(t *testing.T, d *datadriven.TestData) Config {
+	cfg := Config{Enabled: d.HasArg("enabled"), AllowEveryoneIfNoACL: d.HasArg("allow-everyone")}
+	if d.HasArg("super") {
+		var s string
+		d.ScanArgs(t, "super", &s)
+		parsed, err := ParseConfig(func(k string) (string, bool) { return s, k == SuperUsersConfig })
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.SuperUsers = parsed.SuperUsers
+	}
+	return cfg
 }

@@ -333,3 +333,48 @@ func (c *Controller) AlterClientQuotas(req *kmsg.AlterClientQuotasRequest) (*kms
 	}
 	return resp, recs
 }
+
+// DescribeUserScramCredentials answers DescribeUserScramCredentials (API
+// 50) from an image, as any Kafka broker does from its metadata: the
+// mechanisms and iterations of each user named (every user when none
+// is), RESOURCE_NOT_FOUND for a user without credentials and
+// DUPLICATE_RESOURCE for a user named twice. Salts and keys are never
+// shown. It needs no controller: a broker calls it with its own image.
+func DescribeUserScramCredentials(img *metadata.Image, req *kmsg.DescribeUserSCRAMCredentialsRequest) *kmsg.DescribeUserSCRAMCredentialsResponse {
+	resp := kmsg.NewPtrDescribeUserSCRAMCredentialsResponse()
+	resp.Version = req.Version
+	creds := map[string][]kmsg.DescribeUserSCRAMCredentialsResponseResultCredentialInfo{}
+	var users []string
+	img.EachScramCredential(func(user string, m int8, c metadata.ScramCredential) bool {
+		if _, seen := creds[user]; !seen {
+			users = append(users, user)
+		}
+		creds[user] = append(creds[user], kmsg.DescribeUserSCRAMCredentialsResponseResultCredentialInfo{Mechanism: m, Iterations: c.Iterations})
+		return true
+	})
+	named := map[string]int{}
+	if len(req.Users) > 0 {
+		users = users[:0]
+		for _, u := range req.Users {
+			if named[u.Name]++; named[u.Name] == 1 {
+				users = append(users, u.Name)
+			}
+		}
+	}
+	for _, user := range users {
+		r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+		r.User = user
+		switch c, ok := creds[user]; {
+		case named[user] > 1:
+			r.ErrorCode, r.ErrorMessage = codeAndMessage(apiErr(kerr.DuplicateResource,
+				"Cannot describe SCRAM credentials for the same user twice in a single request: %s", user))
+		case !ok:
+			r.ErrorCode, r.ErrorMessage = codeAndMessage(apiErr(kerr.ResourceNotFound,
+				"Attempt to describe a user credential that does not exist: %s", user))
+		default:
+			r.CredentialInfos = c
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	return resp
+}
