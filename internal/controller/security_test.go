@@ -27,6 +27,7 @@ import (
 //	alter-scram       upsert <user> <mechanism> iterations=<n> password=<p> [salt=<s>]
 //	                  delete <user> <mechanism>
 //	                  (user "-" is the empty name)
+//	describe-scram quiet  one user a line; none for every user
 //	alter-quotas [validate-only]
 //	                  <type>=<name|<default>>[,...] [set <key>=<value>]... [remove <key>]...
 //
@@ -182,6 +183,20 @@ func (h *harness) runSecurity(t *testing.T, d *datadriven.TestData, out *strings
 			fmt.Fprintf(out, "%s: %s\n", strings.Join(parts, ","), errWithMessage(r.ErrorCode, r.ErrorMessage))
 		}
 		return recs, true
+	case "describe-scram":
+		req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		for _, l := range lines {
+			req.Users = append(req.Users, kmsg.DescribeUserSCRAMCredentialsRequestUser{Name: strings.TrimSpace(l)})
+		}
+		resp := DescribeUserScramCredentials(h.committed, req)
+		for _, r := range resp.Results {
+			fmt.Fprintf(out, "%s: %s", r.User, errWithMessage(r.ErrorCode, r.ErrorMessage))
+			for _, c := range r.CredentialInfos {
+				fmt.Fprintf(out, " %s/%d", metadata.ScramMechanismName(c.Mechanism), c.Iterations)
+			}
+			out.WriteByte('\n')
+		}
+		return nil, true
 	case "acls":
 		for _, ma := range h.c.Image().ACLs().All() {
 			a := authz.FromImage(ma)
