@@ -10,16 +10,7 @@ import (
 )
 
 // fuzzIndex allows and denies a little of everything.
-func fuzzIndex() *Index {
-	return NewIndex([]ACL{
-		a(Allow, "User:alice", OpRead, ResourceTopic, PatternLiteral, "t", "*"),
-		a(Allow, "User:alice", OpWrite, ResourceTopic, PatternPrefixed, "u", "*"),
-		a(Deny, "User:alice", OpDescribe, ResourceTopic, PatternLiteral, "u", "*"),
-		a(Allow, "User:*", OpRead, ResourceGroup, PatternLiteral, "*", "*"),
-		a(Allow, "User:alice", OpDescribe, ResourceCluster, PatternLiteral, ClusterName, "*"),
-		a(Allow, "User:alice", OpWrite, ResourceTransactionalID, PatternPrefixed, "tx", "10.0.0.1"),
-	})
-}
+func fuzzIndex() *Index { return NewIndex(fuzzACLs()) }
 
 // FuzzAuthorize decodes a request of any API with checks from arbitrary
 // bytes and authorizes it: nothing panics, and what is served, rejected
