@@ -422,6 +422,9 @@ func (c *conn) write(buf []byte, out outgoing) ([]byte, error) {
 		}
 		return buf, c.writeBody(buf, r.body)
 	}
+	if r.mapResp != nil && r.resp != nil {
+		r.resp = r.mapResp(r.resp)
+	}
 	if r.resp == nil || r.resp.Key() != out.key {
 		c.log.Error("dispatcher replied with no response or one of another key, closing connection", "key", out.key)
 		return buf, errCloseRequested

@@ -61,7 +61,9 @@
 // request already read waits, unread bytes wait in TCP). Requests read
 // and dispatched while an earlier reply was still pending are not held
 // back: the mute is known only when that reply completes. Shutdown does
-// not wait for a mute.
+// not wait for a mute. Reply.Map lets a dispatcher change a reply's
+// response before it is encoded (throttle times, authorization's
+// additions), whenever the reply completes.
 //
 // This pipelines more than Kafka does: Kafka mutes a connection from the
 // moment it has read a request until the response has been sent, so its

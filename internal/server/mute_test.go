@@ -165,3 +165,49 @@ func TestShutdownWhileMuted(t *testing.T) {
 		t.Fatalf("request 2 served during shutdown, or shutdown took %s", time.Since(start))
 	}
 }
+
+// Map changes a response before it is written, for replies ready at once
+// and completed later; Forward carries a reply's Map and mute along.
+func TestReplyMap(t *testing.T) {
+	setThrottle := func(ms int32) func(kmsg.Response) kmsg.Response {
+		return func(r kmsg.Response) kmsg.Response {
+			r.(kmsg.SetThrottleResponse).SetThrottle(ms)
+			return r
+		}
+	}
+	pending := NewPendingReply().Map(setThrottle(7))
+	d := newMuteDispatcher(func(req *Request) *Reply {
+		switch req.CorrelationID {
+		case 1:
+			return Ready(req.Body.ResponseKind()).Map(setThrottle(5)).Map(setThrottle(6))
+		case 2:
+			return pending
+		case 3:
+			in := Ready(req.Body.ResponseKind()).Map(setThrottle(8)).MuteUntil(time.Now().Add(100 * time.Millisecond))
+			out := NewPendingReply()
+			go Forward(in, out)
+			return out
+		}
+		return nil
+	})
+	s := startServer(t, d, nil)
+	c := dial(t, s)
+	c.send(append(twoRequests(), reqFrame(&kmsg.MetadataRequest{Version: 9}, 3, nil)...))
+	eventually(t, 5*time.Second, "request 2 served", func() bool { _, ok := d.servedAt(2); return ok })
+	pending.Complete(kmsg.NewPtrMetadataResponse())
+	for _, want := range []int32{6, 7, 8} {
+		frame := c.readFrame()
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.Version = 9
+		// correlation id, then a flexible header's tag byte
+		if err := resp.ReadFrom(frame[5:]); err != nil {
+			t.Fatal(err)
+		}
+		if resp.ThrottleMillis != want {
+			t.Fatalf("throttle %d, want %d", resp.ThrottleMillis, want)
+		}
+	}
+	if s.Stats().ThrottledReplies != 1 {
+		t.Fatalf("stats %+v: the forwarded mute is lost", s.Stats())
+	}
+}
