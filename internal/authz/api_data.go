@@ -26,7 +26,7 @@ func split[T, D any](items []T, allowed func(*T) bool, deny func(*T) D) (kept []
 func pruned[Req kmsg.Request, Resp kmsg.Response, D any](req Req, denied []D, cp func() Req, add func(Resp, []D)) *Outcome[Req, Resp] {
 	o := serve[Req, Resp](req)
 	if len(denied) > 0 {
-		o.Request = cp()
+		o.Request, o.Partial = cp(), true
 		o.then(func(r Resp) { add(r, denied) })
 	}
 	return o

@@ -98,7 +98,7 @@ func OffsetFetch(c *Checker, env Env, req *kmsg.OffsetFetchRequest) *Outcome[*km
 	if changed {
 		cp := *req
 		cp.Groups = groups
-		o.Request = &cp
+		o.Request, o.Partial = &cp, true
 	}
 	if len(byGroup) == 0 {
 		return o

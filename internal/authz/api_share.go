@@ -215,7 +215,7 @@ func DescribeShareGroupOffsets(c *Checker, _ Env, req *kmsg.DescribeShareGroupOf
 	if changed {
 		cp := *req
 		cp.Groups = groups
-		o.Request = &cp
+		o.Request, o.Partial = &cp, true
 	}
 	o.then(func(r *kmsg.DescribeShareGroupOffsetsResponse) {
 		for i := range r.Groups {

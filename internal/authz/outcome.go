@@ -58,7 +58,11 @@ type Outcome[Req kmsg.Request, Resp kmsg.Response] struct {
 	Rejected bool
 	Response Resp
 	Request  Req
-	finish   []func(Resp)
+	// Partial reports that items were denied and left out of Request:
+	// the answer has errors, and a handler that waits for data (a fetch
+	// below its MinBytes) answers at once, as Kafka does with errors.
+	Partial bool
+	finish  []func(Resp)
 }
 
 // Finish completes the response to Request, in place, and returns it.
@@ -87,15 +91,25 @@ type Verdict struct {
 	Reject kmsg.Response
 	// Request is what to serve.
 	Request kmsg.Request
-	// Finish completes the response to Request.
-	Finish func(kmsg.Response) kmsg.Response
+	// Partial is Outcome.Partial.
+	Partial bool
+	// Finish completes the response to Request; Finishes reports whether
+	// it does anything (else it returns its argument).
+	Finish   func(kmsg.Response) kmsg.Response
+	Finishes bool
 }
+
+func identity(r kmsg.Response) kmsg.Response { return r }
 
 func verdict[Req kmsg.Request, Resp kmsg.Response](o *Outcome[Req, Resp]) Verdict {
 	if o.Rejected {
-		return Verdict{Reject: o.Response, Request: o.Request, Finish: func(r kmsg.Response) kmsg.Response { return r }}
+		return Verdict{Reject: o.Response, Request: o.Request, Finish: identity}
 	}
-	return Verdict{Request: o.Request, Finish: func(r kmsg.Response) kmsg.Response { return o.Finish(r.(Resp)) }}
+	if len(o.finish) == 0 {
+		return Verdict{Request: o.Request, Partial: o.Partial, Finish: identity}
+	}
+	return Verdict{Request: o.Request, Partial: o.Partial, Finishes: true,
+		Finish: func(r kmsg.Response) kmsg.Response { return o.Finish(r.(Resp)) }}
 }
 
 // Kafka's default messages of the errors authorization answers with.

@@ -310,5 +310,5 @@ func Authorize(c *Checker, env Env, req kmsg.Request) Verdict {
 	case *kmsg.DeleteShareGroupOffsetsRequest:
 		return verdict(DeleteShareGroupOffsets(c, env, r))
 	}
-	return Verdict{Request: req, Finish: func(r kmsg.Response) kmsg.Response { return r }}
+	return Verdict{Request: req, Finish: identity}
 }
