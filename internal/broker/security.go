@@ -10,9 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/auth/scram"
 	"weir/internal/authz"
 	"weir/internal/config"
 	"weir/internal/kraft"
+	"weir/internal/metadata"
 	"weir/internal/quota"
 	"weir/internal/server"
 )
@@ -185,3 +187,19 @@ func (b *Broker) fetchLimit(ctx context.Context) int32 {
 type fetchQuotaKey struct{}
 
 type fetchQuotaInfo struct{ client quota.Client }
+
+// ScramCredential is a user's SCRAM credential for a mechanism
+// ("SCRAM-SHA-256", "SCRAM-SHA-512") from this node's metadata image:
+// the lookup a listener's SCRAM server uses (auth.Deps.ScramCredential).
+func (b *Broker) ScramCredential(mechanism, user string) (scram.Credential, bool) {
+	img := b.img.Load()
+	m, ok := metadata.ScramMechanismByName(mechanism)
+	if img == nil || !ok {
+		return scram.Credential{}, false
+	}
+	c, ok := img.ScramCredential(user, m)
+	if !ok {
+		return scram.Credential{}, false
+	}
+	return scram.Credential{Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: int(c.Iterations)}, true
+}

@@ -1,15 +1,10 @@
 package controller
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/sha512"
-	"hash"
-	"slices"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/auth/scram"
 	"weir/internal/authz"
 	"weir/internal/metadata"
 	"weir/internal/quota"
@@ -131,29 +126,9 @@ func (c *Controller) DeleteAcls(req *kmsg.DeleteACLsRequest) (*kmsg.DeleteACLsRe
 	return resp, recs
 }
 
-// scramHash is a mechanism's hash, nil for an unknown mechanism.
-func scramHash(m int8) func() hash.Hash {
-	switch m {
-	case metadata.ScramSHA256:
-		return sha256.New
-	case metadata.ScramSHA512:
-		return sha512.New
-	}
-	return nil
-}
-
-// scramKeys derives RFC 5802's stored key, H(HMAC(salted, "Client
-// Key")), and server key, HMAC(salted, "Server Key"), from a salted
-// password.
-func scramKeys(h func() hash.Hash, salted []byte) (stored, server []byte) {
-	mac := func(msg string) []byte {
-		m := hmac.New(h, salted)
-		m.Write([]byte(msg))
-		return m.Sum(nil)
-	}
-	d := h()
-	d.Write(mac("Client Key"))
-	return d.Sum(nil), mac("Server Key")
+// scramMechanism is a mechanism of AlterUserScramCredentials' numbering.
+func scramMechanism(m int8) (scram.Mechanism, bool) {
+	return scram.ByName(metadata.ScramMechanismName(m))
 }
 
 // AlterUserScramCredentials handles AlterUserScramCredentials (API 51)
@@ -167,8 +142,10 @@ func scramKeys(h func() hash.Hash, salted []byte) (stored, server []byte) {
 // computed, never the password. Results list the successes (deletions,
 // then upsertions, in request order), then the failures.
 //
-// An empty salted password is UNACCEPTABLE_CREDENTIAL here; Kafka fails
-// it with UNKNOWN_SERVER_ERROR deriving the keys.
+// A salted password that is not the mechanism hash's size (32 or 64
+// bytes) is UNACCEPTABLE_CREDENTIAL here; Kafka derives keys from any
+// length (an empty one fails with UNKNOWN_SERVER_ERROR). Clients always
+// send the hash's size.
 func (c *Controller) AlterUserScramCredentials(req *kmsg.AlterUserSCRAMCredentialsRequest) (*kmsg.AlterUserSCRAMCredentialsResponse, []metadata.Record) {
 	resp := kmsg.NewPtrAlterUserSCRAMCredentialsResponse()
 	resp.Version = req.Version
@@ -198,7 +175,7 @@ func (c *Controller) AlterUserScramCredentials(req *kmsg.AlterUserSCRAMCredentia
 		switch {
 		case user == "":
 			return apiErr(kerr.UnacceptableCredential, "Username must not be empty")
-		case scramHash(m) == nil:
+		case metadata.ScramMechanismName(m) == "":
 			return apiErr(kerr.UnsupportedSaslMechanism, "Unknown SCRAM mechanism")
 		}
 		return nil
@@ -233,16 +210,19 @@ func (c *Controller) AlterUserScramCredentials(req *kmsg.AlterUserSCRAMCredentia
 			err = apiErr(kerr.UnacceptableCredential, "Too few iterations")
 		case u.Iterations > metadata.ScramMaxIterations:
 			err = apiErr(kerr.UnacceptableCredential, "Too many iterations")
-		case len(u.SaltedPassword) == 0:
-			err = apiErr(kerr.UnacceptableCredential, "Salted password must not be empty")
 		}
 		if err != nil {
 			fail(u.Name, err)
 			continue
 		}
-		stored, server := scramKeys(scramHash(u.Mechanism), u.SaltedPassword)
-		t.add(&metadata.UserScramCredentialRecord{Name: u.Name, Mechanism: u.Mechanism, Salt: slices.Clone(u.Salt),
-			StoredKey: stored, ServerKey: server, Iterations: u.Iterations})
+		m, _ := scramMechanism(u.Mechanism)
+		cred, err := m.CredentialFromSaltedPassword(u.SaltedPassword, u.Salt, int(u.Iterations))
+		if err != nil {
+			fail(u.Name, apiErr(kerr.UnacceptableCredential, "The salted password is not a %s hash", m.Name()))
+			continue
+		}
+		t.add(&metadata.UserScramCredentialRecord{Name: u.Name, Mechanism: u.Mechanism, Salt: cred.Salt,
+			StoredKey: cred.StoredKey, ServerKey: cred.ServerKey, Iterations: u.Iterations})
 		ok = append(ok, u.Name)
 	}
 	recs, err := t.commit()

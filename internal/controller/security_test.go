@@ -1,10 +1,7 @@
 package controller
 
 import (
-	"crypto/hmac"
-	"crypto/pbkdf2"
-	"crypto/sha256"
-	"encoding/base64"
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -107,7 +104,7 @@ func (h *harness) runSecurity(t *testing.T, d *datadriven.TestData, out *strings
 			if f[1] == "-" { // the empty user name
 				f[1] = ""
 			}
-			mech := scramMechanism(t, f[2])
+			mech := mechanismCode(t, f[2])
 			switch f[0] {
 			case "delete":
 				req.Deletions = append(req.Deletions, kmsg.AlterUserSCRAMCredentialsRequestDeletion{Name: f[1], Mechanism: mech})
@@ -127,8 +124,8 @@ func (h *harness) runSecurity(t *testing.T, d *datadriven.TestData, out *strings
 						u.Salt = []byte(v)
 					}
 				}
-				if h := scramHash(mech); h != nil && password != "" {
-					u.SaltedPassword, _ = pbkdf2.Key(h, password, u.Salt, int(max(u.Iterations, 1)), h().Size())
+				if m, ok := scramMechanism(mech); ok && password != "" {
+					u.SaltedPassword, _ = m.SaltedPassword(password, u.Salt, int(max(u.Iterations, 1)))
 				}
 				req.Upsertions = append(req.Upsertions, u)
 			default:
@@ -221,7 +218,7 @@ func code[T ~int8](t *testing.T, s string, parse func(string) (T, error)) int8 {
 	return int8(v)
 }
 
-func scramMechanism(t *testing.T, s string) int8 {
+func mechanismCode(t *testing.T, s string) int8 {
 	switch s {
 	case "SCRAM-SHA-256":
 		return metadata.ScramSHA256
@@ -254,34 +251,6 @@ func formatSecurityRecord(before *metadata.Image, r metadata.Record) (string, bo
 	return "", false
 }
 
-// TestScramKeys checks the derived keys against RFC 7677's
-// SCRAM-SHA-256 example: the client proof and the server signature of
-// its exchange follow from the stored and server keys.
-func TestScramKeys(t *testing.T) {
-	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
-	salted, err := pbkdf2.Key(sha256.New, "pencil", salt, 4096, 32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored, server := scramKeys(sha256.New, salted)
-	auth := "n=user,r=rOprNGfwEbeRWgbNEkqO," +
-		"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096," +
-		"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
-	mac := func(key []byte) []byte { m := hmac.New(sha256.New, key); m.Write([]byte(auth)); return m.Sum(nil) }
-	if got := base64.StdEncoding.EncodeToString(mac(server)); got != "6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=" {
-		t.Fatalf("server signature %s", got)
-	}
-	proof, _ := base64.StdEncoding.DecodeString("dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
-	sig := mac(stored)
-	clientKey := make([]byte, len(proof))
-	for i := range proof {
-		clientKey[i] = proof[i] ^ sig[i]
-	}
-	if h := sha256.Sum256(clientKey); string(h[:]) != string(stored) {
-		t.Fatal("the client proof does not verify against the stored key")
-	}
-}
-
 // TestSecurityNothingPendingOnErrors: a decision that refuses
 // everything returns no records and leaves nothing in flight.
 func TestSecurityNothingPendingOnErrors(t *testing.T) {
@@ -291,5 +260,35 @@ func TestSecurityNothingPendingOnErrors(t *testing.T) {
 	resp, recs := h.c.AlterUserScramCredentials(req)
 	if len(recs) != 0 || h.c.Pending() != 0 || resp.Results[0].ErrorCode != kerr.ResourceNotFound.Code {
 		t.Fatalf("recs %v pending %d results %+v", recs, h.c.Pending(), resp.Results)
+	}
+}
+
+// TestScramCredentialAsConfigured: the credential an upsertion stores is
+// the one a SCRAM server derives from the password (what kafka-configs
+// --add-config 'SCRAM-SHA-256=[password=...]' means).
+func TestScramCredentialAsConfigured(t *testing.T) {
+	for _, mech := range []int8{metadata.ScramSHA256, metadata.ScramSHA512} {
+		h := cluster(t, 1)
+		m, _ := scramMechanism(mech)
+		salt := []byte("0123456789abcdef")
+		salted, err := m.SaltedPassword("alice-secret", salt, 8192)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		req.Upsertions = append(req.Upsertions, kmsg.AlterUserSCRAMCredentialsRequestUpsertion{
+			Name: "alice", Mechanism: mech, Iterations: 8192, Salt: salt, SaltedPassword: salted})
+		resp, recs := h.c.AlterUserScramCredentials(req)
+		if len(recs) != 1 || resp.Results[0].ErrorCode != 0 {
+			t.Fatalf("%s: %+v, %d records", m.Name(), resp.Results, len(recs))
+		}
+		want, err := m.NewCredential("alice-secret", salt, 8192)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := recs[0].(*metadata.UserScramCredentialRecord)
+		if !bytes.Equal(r.StoredKey, want.StoredKey) || !bytes.Equal(r.ServerKey, want.ServerKey) || !bytes.Equal(r.Salt, salt) || int(r.Iterations) != want.Iterations {
+			t.Fatalf("%s: stored %x/%x, want %x/%x", m.Name(), r.StoredKey, r.ServerKey, want.StoredKey, want.ServerKey)
+		}
 	}
 }

@@ -439,6 +439,17 @@ func ScramMechanismName(m int8) string {
 	return ""
 }
 
+// ScramMechanismByName is the number of a mechanism's SASL name.
+func ScramMechanismByName(name string) (int8, bool) {
+	switch name {
+	case "SCRAM-SHA-256":
+		return ScramSHA256, true
+	case "SCRAM-SHA-512":
+		return ScramSHA512, true
+	}
+	return 0, false
+}
+
 // SCRAM iteration bounds: Kafka's minimum for both mechanisms, and the
 // most AlterUserScramCredentials accepts.
 const (

@@ -69,8 +69,14 @@ func TestSecurityRecordsApply(t *testing.T) {
 	var seen []string
 	img.EachScramCredential(func(u string, m int8, _ ScramCredential) bool {
 		seen = append(seen, u+"/"+ScramMechanismName(m))
+		if back, ok := ScramMechanismByName(ScramMechanismName(m)); !ok || back != m {
+			t.Fatalf("ScramMechanismByName(%q) = %d, %v", ScramMechanismName(m), back, ok)
+		}
 		return true
 	})
+	if _, ok := ScramMechanismByName("SCRAM-SHA-1"); ok {
+		t.Fatal("SCRAM-SHA-1 is not a Kafka mechanism")
+	}
 	if want := []string{"alice/SCRAM-SHA-256", "alice/SCRAM-SHA-512", "bob/SCRAM-SHA-256"}; !slices.Equal(seen, want) {
 		t.Fatalf("credentials %v, want %v", seen, want)
 	}
