@@ -31,7 +31,7 @@
 // written by internal/controller) and the network: the broker answers
 // with the throttle time computed here (throttle_time_ms) and asks the
 // server to read nothing more from the connection until it has passed
-// (internal/server, Reply.MuteFor). ip quotas (connection_creation_rate)
+// (internal/server, Reply.MuteUntil). ip quotas (connection_creation_rate)
 // and controller_mutation_rate are stored and described, not enforced.
 //
 // # Concurrency

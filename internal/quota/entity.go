@@ -281,6 +281,9 @@ func Describe(q *metadata.ClientQuotas, req *kmsg.DescribeClientQuotasRequest) *
 	if has(metadata.QuotaIP) && (has(metadata.QuotaUser) || has(metadata.QuotaClientID)) {
 		return fail(invalid("Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component."))
 	}
+	// Entries is nullable: null only with an error (the Java client
+	// reads null as a failure).
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
 	for _, e := range q.Entities() {
 		if !describeMatches(e, exact, typed, req.Strict) {
 			continue

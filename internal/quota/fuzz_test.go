@@ -77,10 +77,13 @@ func FuzzDescribe(f *testing.F) {
 		}
 		resp := Describe(img.ClientQuotas(), req)
 		if resp.ErrorCode != 0 {
-			if resp.ErrorMessage == nil || len(resp.Entries) != 0 {
+			if resp.ErrorMessage == nil || resp.Entries != nil {
 				t.Fatalf("error %d with message %v and %d entries", resp.ErrorCode, resp.ErrorMessage, len(resp.Entries))
 			}
 			return
+		}
+		if resp.Entries == nil {
+			t.Fatal("null entries without an error")
 		}
 		for _, e := range resp.Entries {
 			parts := make([]EntityPart, len(e.Entity))
