@@ -173,12 +173,6 @@ func (f *scramFlags) lookup(mechanism, user string) (scram.Credential, bool) {
 	return c, ok
 }
 
-func (f *scramFlags) empty() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.creds) == 0
-}
-
 // logListeners says what each listener serves.
 func logListeners(logger *slog.Logger, srv *server.Server, secs []*auth.Listener) {
 	for _, s := range secs {

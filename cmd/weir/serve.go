@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"weir/internal/auth"
+	"weir/internal/auth/scram"
 	"weir/internal/broker"
 	"weir/internal/config"
 	"weir/internal/quorum"
@@ -33,7 +34,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	listen := fs.String("listen", "127.0.0.1:9092", "address of a single PLAINTEXT listener (host:port; port 0 picks a free one); replaces the config file's listeners when given, and is used when the file has none")
 	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the inter-broker listener's advertised.listeners entry, else its bound address)")
 	scramCreds := &scramFlags{}
-	fs.Var(scramCreds, "add-scram", "a SCRAM user served to SASL/SCRAM clients until the metadata log holds SCRAM credentials, in kafka-storage's syntax: 'SCRAM-SHA-512=[name=alice,password=alice-secret]' (repeatable)")
+	fs.Var(scramCreds, "add-scram", "a SCRAM user served to SASL/SCRAM clients when the metadata log has no credential for the user and mechanism (AlterUserScramCredentials, kafka-configs.sh), in kafka-storage's syntax: 'SCRAM-SHA-512=[name=alice,password=alice-secret]' (repeatable)")
 	nodeID := fs.Int("node-id", 1, "this broker's node id (node.id)")
 	nullStorage := fs.Bool("null-storage", false, "benchmarking only: acknowledge produce without storing anything and answer fetches by repeating the largest produced batch, to measure the client and loopback ceiling")
 	metricsAddr := fs.String("metrics-listen", "", "host:port serving Prometheus metrics at /metrics (default: off)")
@@ -92,10 +93,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	deps := auth.Deps{Logger: logger}
-	if !scramCreds.empty() {
-		deps.ScramCredential = scramCreds.lookup
-	}
+	// SCRAM users are the metadata log's (AlterUserScramCredentials);
+	// --add-scram serves a user and mechanism the log has none for. The
+	// broker is made after the listeners, so the lookup reaches it
+	// through b.
+	var b *broker.Broker
+	deps := auth.Deps{Logger: logger, ScramCredential: func(mechanism, user string) (scram.Credential, bool) {
+		if b != nil {
+			if c, ok := b.ScramCredential(mechanism, user); ok {
+				return c, true
+			}
+		}
+		return scramCreds.lookup(mechanism, user)
+	}}
 	listeners, secs, err := buildListeners(settings, deps)
 	if err != nil {
 		return fmt.Errorf("invalid configuration: %w", err)
@@ -136,7 +146,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *nullStorage {
 		logger.Warn("null storage: produced records are acknowledged and thrown away")
 	}
-	b, err := broker.New(cfg)
+	b, err = broker.New(cfg)
 	if err != nil {
 		return err
 	}

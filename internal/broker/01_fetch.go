@@ -21,7 +21,12 @@ import (
 // (LastFetchedEpoch, ReplicaDirectoryID) are not used by a single node.
 //
 // Below MinBytes the request parks (a waiter on each partition it reads)
-// until an append wakes it, MaxWaitMillis passes, or the connection goes.
+// until an append wakes it, MaxWaitMillis passes, or the connection goes;
+// a fetch with partitions its principal may not read (answered
+// TOPIC_AUTHORIZATION_FAILED) answers at once. A consumer over its
+// consumer_byte_rate quota gets an answer without records and its
+// throttle time (security.go), and its MaxBytes is capped at what the
+// quota allows in a window.
 var _ = register(handler{key: 1, min: 4, max: 18, serve: (*Broker).handleFetch})
 
 func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.Reply {
@@ -31,9 +36,13 @@ func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.R
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return server.Ready(resp)
 	}
+	if limit := b.fetchLimit(ctx); limit < r.MaxBytes {
+		r.MaxBytes = limit
+	}
 	res := b.fetchOnce(r, req.Conn.Listener)
+	res.now = res.now || verdictOf(ctx).Partial
 	if res.bytes >= int64(r.MinBytes) || r.MaxWaitMillis <= 0 || res.now {
-		return b.fetchReply(r, res)
+		return b.fetchReply(ctx, r, res)
 	}
 	parts := b.fetchPartitions(r)
 	reply := server.NewPendingReply()
@@ -47,7 +56,11 @@ func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.R
 			reply.CompleteClose()
 			return
 		}
-		if body, err := b.fetchBody(r, res); err == nil {
+		if d, throttled := b.fetchQuota(ctx, res.bytes); throttled {
+			reply.MuteUntil(time.Now().Add(d)).Complete(throttledFetch(r, d))
+			return
+		}
+		if body, err := b.fetchBody(ctx, r, res); err == nil {
 			reply.CompleteBody(body)
 		} else {
 			reply.CompleteClose()
@@ -98,8 +111,11 @@ type fetchResult struct {
 	now   bool
 }
 
-func (b *Broker) fetchReply(r *kmsg.FetchRequest, res fetchResult) *server.Reply {
-	body, err := b.fetchBody(r, res)
+func (b *Broker) fetchReply(ctx context.Context, r *kmsg.FetchRequest, res fetchResult) *server.Reply {
+	if d, throttled := b.fetchQuota(ctx, res.bytes); throttled {
+		return server.Ready(throttledFetch(r, d)).MuteUntil(time.Now().Add(d))
+	}
+	body, err := b.fetchBody(ctx, r, res)
 	if err != nil {
 		b.logger.Error("fetch response encoding failed", "err", err)
 		return server.CloseConnection()
@@ -107,8 +123,19 @@ func (b *Broker) fetchReply(r *kmsg.FetchRequest, res fetchResult) *server.Reply
 	return server.ReadyBody(body)
 }
 
-func (b *Broker) fetchBody(r *kmsg.FetchRequest, res fetchResult) (*server.Body, error) {
-	return encodeFetchBody(res.resp, r.Version, res.recs)
+// fetchBody encodes a fetch's answer, with what authorization adds to it
+// (the partitions it denied).
+func (b *Broker) fetchBody(ctx context.Context, r *kmsg.FetchRequest, res fetchResult) (*server.Body, error) {
+	resp := verdictOf(ctx).Finish(res.resp).(*kmsg.FetchResponse)
+	return encodeFetchBody(resp, r.Version, res.recs)
+}
+
+// throttledFetch is Kafka's answer to a fetch over its quota: no
+// partitions, the throttle time.
+func throttledFetch(r *kmsg.FetchRequest, d time.Duration) *kmsg.FetchResponse {
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	resp.ThrottleMillis = int32(d.Milliseconds())
+	return resp
 }
 
 // fetchPartitions lists the known partitions a fetch reads, led here or

@@ -21,7 +21,7 @@ var _ = register(handler{key: 78, min: 1, max: 2, serve: (*Broker).handleShareFe
 
 func (b *Broker) handleShareFetch(ctx context.Context, req *server.Request) *server.Reply {
 	f := b.shares.ShareFetch(ctx, req.Body.(*kmsg.ShareFetchRequest))
-	version := req.Version
+	version, fin := req.Version, verdictOf(ctx).Finish
 	if after, refused := f.Refused(); refused {
 		return b.async(ctx, func(ctx context.Context) kmsg.Response {
 			select {
@@ -33,7 +33,7 @@ func (b *Broker) handleShareFetch(ctx context.Context, req *server.Request) *ser
 		})
 	}
 	if f.Ready() {
-		body, err := shareFetchBody(f, version)
+		body, err := shareFetchBody(f, version, fin)
 		if err != nil {
 			b.logger.Error("share fetch response encoding failed", "err", err)
 			return server.CloseConnection()
@@ -50,7 +50,7 @@ func (b *Broker) handleShareFetch(ctx context.Context, req *server.Request) *ser
 			reply.CompleteClose()
 			return
 		}
-		body, err := shareFetchBody(f, version)
+		body, err := shareFetchBody(f, version, fin)
 		if err != nil {
 			b.logger.Error("share fetch response encoding failed", "err", err)
 			reply.CompleteClose()
@@ -61,14 +61,15 @@ func (b *Broker) handleShareFetch(ctx context.Context, req *server.Request) *ser
 	return reply
 }
 
-// shareFetchBody encodes f's answer with a marker in place of each
-// partition's records and splices the records in.
-func shareFetchBody(f *sharegroup.Fetch, version int16) (*server.Body, error) {
+// shareFetchBody encodes f's answer, with what authorization adds to it
+// (fin: the partitions it denied), with a marker in place of each
+// partition's records, and splices the records in.
+func shareFetchBody(f *sharegroup.Fetch, version int16, fin func(kmsg.Response) kmsg.Response) (*server.Body, error) {
 	var recs []markedRecords
 	resp := f.Response(func(r *sharegroup.Records) []byte {
 		m := markedRecords{marker: newMarker(), recs: r}
 		recs = append(recs, m)
 		return m.marker[:]
 	})
-	return encodeShareFetchBody(resp, version, recs)
+	return encodeShareFetchBody(fin(resp).(*kmsg.ShareFetchResponse), version, recs)
 }

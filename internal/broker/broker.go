@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/authz"
 	"weir/internal/cleaner"
 	"weir/internal/config"
 	"weir/internal/errcode"
@@ -24,6 +25,7 @@ import (
 	wlog "weir/internal/log"
 	"weir/internal/metadata"
 	"weir/internal/producer"
+	"weir/internal/quota"
 	"weir/internal/replica"
 	"weir/internal/server"
 	"weir/internal/sharegroup"
@@ -112,8 +114,10 @@ type Broker struct {
 	now       func() time.Time
 	clusterID string
 
-	syncer   *wlog.Syncer     // does every partition log's fsyncs
-	cleaner  *cleaner.Cleaner // compacts the logs of compacted topics (cleaner.go)
+	syncer   *wlog.Syncer      // does every partition log's fsyncs
+	cleaner  *cleaner.Cleaner  // compacts the logs of compacted topics (cleaner.go)
+	authz    *authz.Authorizer // ACL decisions over the metadata image (security.go)
+	quotas   *quota.Manager    // client quotas (security.go)
 	conf     atomic.Pointer[config.Broker]
 	baseConf *config.Broker // the static configuration, without dynamic overrides
 
@@ -194,6 +198,11 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.baseConf = settings
 	b.conf.Store(settings)
+	az, err := newAuthorizer(settings)
+	if err != nil {
+		return nil, err
+	}
+	b.authz, b.quotas = az, newQuotas(settings)
 	b.producerIDs = producer.NewAllocator(controllerReserver{b}, producer.DefaultBlockSize)
 	if err := b.openQuorum(); err != nil {
 		return nil, err
@@ -390,13 +399,7 @@ func (b *Broker) Serve(ctx context.Context, req *server.Request) *server.Reply {
 			"api", kmsg.NameForKey(req.Key), "version", req.Version, "remote", req.Conn.Remote)
 		return server.CloseConnection()
 	}
-	var reply *server.Reply
-	if fromBroker(req) {
-		reply = b.handleControllerRequest(ctx, req)
-	} else {
-		reply = h.serve(b, ctx, req)
-	}
-	return b.faults.Apply(req.Key, reply)
+	return b.faults.Apply(req.Key, b.serveAuthorized(ctx, h, req))
 }
 
 // async runs fn off the request path, for requests that wait (long polls,

@@ -27,6 +27,13 @@ type testBroker struct {
 
 func startBroker(t testing.TB, dir string, mutate func(*Config)) *testBroker {
 	t.Helper()
+	return startSecureBroker(t, dir, mutate, nil)
+}
+
+// startSecureBroker starts a broker whose listener has sec as its
+// security (nil: plain TCP).
+func startSecureBroker(t testing.TB, dir string, mutate func(*Config), sec server.Security) *testBroker {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir = dir
 	cfg.Group.NoInitialRebalanceDelay = true
@@ -40,7 +47,8 @@ func startBroker(t testing.TB, dir string, mutate func(*Config)) *testBroker {
 	if err != nil {
 		t.Fatalf("broker.New: %v", err)
 	}
-	srv, err := server.New(server.Config{Addr: "127.0.0.1:0", Dispatcher: b, Logger: cfg.Logger})
+	srv, err := server.New(server.Config{Listeners: []server.Listener{{Name: "PLAINTEXT", Addr: "127.0.0.1:0", Security: sec}},
+		Dispatcher: b, Logger: cfg.Logger})
 	if err != nil {
 		b.Close()
 		t.Fatal(err)

@@ -48,11 +48,19 @@ func (b *Broker) handleControllerRequest(ctx context.Context, req *server.Reques
 // handleForwarded sends a client's admin request to the controller as it
 // is and answers with the controller's response.
 func (b *Broker) handleForwarded(ctx context.Context, req *server.Request) *server.Reply {
+	return b.forwardThenWait(ctx, req, nil)
+}
+
+// forwardThenWait forwards a request to the controller and, when applied
+// is not nil, answers once what it returns (from the answer) holds on
+// this node's image, or the wait times out: a client's next request here
+// sees what it changed.
+func (b *Broker) forwardThenWait(ctx context.Context, req *server.Request, applied func(kmsg.Response) func() bool) *server.Reply {
 	if fromBroker(req) {
 		return b.handleControllerRequest(ctx, req)
 	}
 	return b.async(ctx, func(ctx context.Context) kmsg.Response {
-		resp, err := b.admin(ctx, req.Body, nil)
+		resp, err := b.admin(ctx, req.Body, applied)
 		if err != nil {
 			b.logger.Warn("controller unreachable", "api", kmsg.NameForKey(req.Key), "err", err)
 			// Answered with the error rather than a closed connection, so

@@ -30,6 +30,11 @@ const (
 	CleanerIOBufferLoadFactor = "log.cleaner.io.buffer.load.factor"
 	CleanerIOMaxBytesPerSec   = "log.cleaner.io.max.bytes.per.second"
 	CleanerBackoffMs          = "log.cleaner.backoff.ms"
+	AuthorizerClassName       = "authorizer.class.name"
+	SuperUsers                = "super.users"
+	AllowEveryoneIfNoACL      = "allow.everyone.if.no.acl.found"
+	QuotaWindowNum            = "quota.window.num"
+	QuotaWindowSizeSeconds    = "quota.window.size.seconds"
 	// weir's own broker configs.
 	WeirLogSyncBeforeAck      = "weir.log.sync.before.ack"
 	WeirLogBackgroundSync     = "weir.log.background.sync"
@@ -116,6 +121,13 @@ var coreBrokerDefs = []Def{
 	{Name: GroupInitialRebalance, Type: Int, Default: "3000", Support: Honoured, Doc: "How long the first rebalance of an empty classic group waits for more members."},
 	{Name: GroupMinSessionTimeout, Type: Int, Default: "6000", Support: Honoured, Doc: "Smallest session timeout a classic group member may ask for."},
 	{Name: GroupMaxSessionTimeout, Type: Int, Default: "1800000", Support: Honoured, Doc: "Largest session timeout a classic group member may ask for."},
+
+	// Authorization and client quotas (internal/authz, internal/quota).
+	{Name: AuthorizerClassName, Type: String, Default: "", valid: oneOf{"", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, Support: Honoured, Doc: "The authorizer: Kafka's StandardAuthorizer (ACLs in the metadata log, deny by default), or none (every request allowed)."},
+	{Name: SuperUsers, Type: String, NullDefault: true, Support: Honoured, Doc: "Principals allowed everything, whatever the ACLs say, separated by ';' (User:admin;User:broker)."},
+	{Name: AllowEveryoneIfNoACL, Type: Boolean, Default: "false", Support: Honoured, Doc: "Allow an operation on a resource no ACL names at all; false denies it (deny by default)."},
+	{Name: QuotaWindowNum, Type: Int, Default: "11", valid: atLeast(1), Support: Honoured, Doc: "How many windows a client's rate is measured over, for client quotas."},
+	{Name: QuotaWindowSizeSeconds, Type: Int, Default: "1", valid: atLeast(1), Support: Honoured, Doc: "The length of one window of client-quota rates, in seconds."},
 
 	// weir's own.
 	{Name: WeirLogSyncBeforeAck, Type: Boolean, Default: "false", Dynamic: true, Support: Honoured, Doc: "weir: default weir.sync.before.ack."},

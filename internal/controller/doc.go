@@ -23,6 +23,13 @@
 //   - ISR changes requested by leaders (AlterPartition, isr.go) with
 //     partition epochs, and reassignments (AlterPartitionReassignments,
 //     ListPartitionReassignments, reassign.go).
+//   - Security records (security.go): CreateAcls and DeleteAcls with
+//     Kafka's validation and filter matching (internal/authz), ACL ids;
+//     AlterUserScramCredentials (names, mechanisms, 4096..16384
+//     iterations, stored and server keys derived from the salted
+//     password); AlterClientQuotas (entities user, client-id, ip and
+//     their defaults, quota keys and values, internal/quota). Whether the
+//     caller may make these changes is the broker's to check first.
 //
 // Every decision is one batch: a controlled shutdown moves every
 // leadership of the broker and takes it out of every ISR in the same

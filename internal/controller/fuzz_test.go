@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/metadata"
+	"weir/internal/protocol"
 )
 
 // FuzzController drives a controller with arbitrary sequences of
@@ -186,3 +187,72 @@ func (h *harness) fuzzAlterPartition(img *metadata.Image, a, b, c byte) []metada
 	_, recs := h.c.AlterPartition(req)
 	return recs
 }
+
+// FuzzSecurity drives a controller with CreateAcls, DeleteAcls,
+// AlterUserScramCredentials and AlterClientQuotas requests decoded from
+// arbitrary bytes, and checks after each what FuzzController checks:
+// every batch applies to the committed image and rebuilds exactly the
+// controller's view. Each step is a selector byte, a length byte and
+// that many bytes of request body.
+func FuzzSecurity(f *testing.F) {
+	seed := func(reqs ...kmsg.Request) []byte {
+		var out []byte
+		for _, r := range reqs {
+			body := r.AppendTo(nil)
+			out = append(out, byte(securityKeys[r.Key()]), byte(len(body)))
+			out = append(out, body...)
+		}
+		return out
+	}
+	create := kmsg.NewPtrCreateACLsRequest()
+	create.Version = 3
+	create.Creations = []kmsg.CreateACLsRequestCreation{{ResourceType: 2, ResourceName: "t", ResourcePatternType: 3, Principal: "User:a", Host: "*", Operation: 3, PermissionType: 3}}
+	del := kmsg.NewPtrDeleteACLsRequest()
+	del.Version = 3
+	del.Filters = []kmsg.DeleteACLsRequestFilter{{ResourceType: 1, ResourcePatternType: 1, Operation: 1, PermissionType: 1}}
+	scram := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	scram.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "u", Mechanism: 1, Iterations: 4096, Salt: []byte("s"), SaltedPassword: []byte("p")}}
+	quotas := kmsg.NewPtrAlterClientQuotasRequest()
+	quotas.Version = 1
+	quotas.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user"}}, Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 10}}}}
+	f.Add(seed(create, scram, quotas, del))
+	f.Add(seed(create, create, del, del))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h := newHarness(t, Config{})
+		var out strings.Builder
+		for len(data) >= 2 {
+			sel, n := data[0], int(data[1])
+			data = data[2:]
+			if n > len(data) {
+				return
+			}
+			body := data[:n]
+			data = data[n:]
+			key := securityKeyList[int(sel)%len(securityKeyList)]
+			req := kmsg.RequestForKey(key)
+			req.SetVersion(req.MaxVersion())
+			if protocol.Check(key, req.MaxVersion(), body) != nil || req.ReadFrom(body) != nil {
+				continue
+			}
+			var recs []metadata.Record
+			switch r := req.(type) {
+			case *kmsg.CreateACLsRequest:
+				_, recs = h.c.CreateAcls(r)
+			case *kmsg.DeleteACLsRequest:
+				_, recs = h.c.DeleteAcls(r)
+			case *kmsg.AlterUserSCRAMCredentialsRequest:
+				_, recs = h.c.AlterUserScramCredentials(r)
+			case *kmsg.AlterClientQuotasRequest:
+				_, recs = h.c.AlterClientQuotas(r)
+			}
+			before := h.c.Image()
+			out.Reset()
+			h.commit(t, before, recs, &out)
+			DescribeUserScramCredentials(h.committed, kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()).AppendTo(nil)
+		}
+	})
+}
+
+var securityKeyList = []int16{30, 31, 49, 51}
+
+var securityKeys = map[int16]int{30: 0, 31: 1, 49: 2, 51: 3}

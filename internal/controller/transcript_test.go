@@ -229,7 +229,11 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "leaders":
 		return h.leaders(d)
 	default:
-		t.Fatalf("unknown command %q", d.Cmd)
+		r, ok := h.runSecurity(t, d, &out)
+		if !ok {
+			t.Fatalf("unknown command %q", d.Cmd)
+		}
+		recs = r
 	}
 	if !d.HasArg("quiet") {
 		h.commit(t, before, recs, &out)
@@ -254,6 +258,10 @@ func (h *harness) commit(t testing.TB, before *metadata.Image, recs []metadata.R
 	}
 	names := topicNames(before, h.c.Image())
 	for _, r := range recs {
+		if s, ok := formatSecurityRecord(before, r); ok {
+			out.WriteString(s + "\n")
+			continue
+		}
 		out.WriteString(formatRecord(names, r))
 		out.WriteByte('\n')
 	}

@@ -34,7 +34,8 @@ type ControllerClient interface {
 	// DeleteTopics, CreatePartitions, ElectLeaders,
 	// IncrementalAlterConfigs, AlterPartitionReassignments,
 	// ListPartitionReassignments, AlterPartition, UnregisterBroker,
-	// AllocateProducerIds).
+	// AllocateProducerIds, CreateAcls, DeleteAcls, AlterClientQuotas,
+	// AlterUserScramCredentials).
 	Admin(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 }
 

@@ -25,16 +25,20 @@ type APIKeyRange struct {
 
 // ControllerKeys are the requests HandleControllerRequest answers: the
 // broker lifecycle (62, 63, 64, 67), the admin requests that change
-// metadata (19, 20, 37, 43, 44, 45, 46) and ISR changes (56). Minimums
-// are Kafka 4.x's; maximums what kmsg knows.
+// metadata (19, 20, 30, 31, 37, 43, 44, 45, 46, 49, 51) and ISR changes
+// (56). Minimums are Kafka 4.x's; maximums what kmsg knows.
 var ControllerKeys = []APIKeyRange{
 	{Key: 19, Min: 2, Max: 7}, // CreateTopics
 	{Key: 20, Min: 1, Max: 6}, // DeleteTopics
+	{Key: 30, Min: 1, Max: 3}, // CreateAcls
+	{Key: 31, Min: 1, Max: 3}, // DeleteAcls
 	{Key: 37, Min: 0, Max: 3}, // CreatePartitions
 	{Key: 43, Min: 0, Max: 2}, // ElectLeaders
 	{Key: 44, Min: 0, Max: 1}, // IncrementalAlterConfigs
 	{Key: 45, Min: 0, Max: 1}, // AlterPartitionReassignments
 	{Key: 46, Min: 0, Max: 0}, // ListPartitionReassignments
+	{Key: 49, Min: 0, Max: 1}, // AlterClientQuotas
+	{Key: 51, Min: 0, Max: 0}, // AlterUserScramCredentials
 	{Key: 56, Min: 0, Max: 3}, // AlterPartition
 	{Key: 62, Min: 0, Max: 4}, // BrokerRegistration
 	{Key: 63, Min: 0, Max: 2}, // BrokerHeartbeat
@@ -113,6 +117,18 @@ func decide(c *controller.Controller, req kmsg.Request, merge ConfigMerger) (kms
 		return resp, recs, nil
 	case *kmsg.IncrementalAlterConfigsRequest:
 		resp, recs := incrementalAlterConfigs(c, r, merge)
+		return resp, recs, nil
+	case *kmsg.CreateACLsRequest:
+		resp, recs := c.CreateAcls(r)
+		return resp, recs, nil
+	case *kmsg.DeleteACLsRequest:
+		resp, recs := c.DeleteAcls(r)
+		return resp, recs, nil
+	case *kmsg.AlterClientQuotasRequest:
+		resp, recs := c.AlterClientQuotas(r)
+		return resp, recs, nil
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		resp, recs := c.AlterUserScramCredentials(r)
 		return resp, recs, nil
 	}
 	return nil, nil, fmt.Errorf("%w: %s", ErrUnsupportedRequest, kmsg.NameForKey(req.Key()))

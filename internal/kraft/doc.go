@@ -94,7 +94,9 @@
 // other brokers' KafkaClients send) call HandleControllerRequest. Its
 // handlers for the admin requests clients send (CreateTopics,
 // DeleteTopics, CreatePartitions, ElectLeaders, IncrementalAlterConfigs,
-// the reassignment requests) call cl.Admin: with Local set, the
+// the reassignment requests, CreateAcls, DeleteAcls, AlterClientQuotas,
+// AlterUserScramCredentials) call cl.Admin, once they have authorized
+// the request (internal/authz): with Local set, the
 // KafkaClient takes the local path when this node leads and forwards to
 // the leader's listener otherwise, so a forwarded request reaching the
 // controller's node goes local instead of looping. The broker sets

@@ -100,6 +100,47 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 			resp.Resources = append(resp.Resources, out)
 		}
 		return resp
+	case *kmsg.CreateACLsRequest:
+		resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
+		for range r.Creations {
+			out := kmsg.NewCreateACLsResponseResult()
+			out.ErrorCode = code
+			resp.Results = append(resp.Results, out)
+		}
+		return resp
+	case *kmsg.DeleteACLsRequest:
+		resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
+		for range r.Filters {
+			out := kmsg.NewDeleteACLsResponseResult()
+			out.ErrorCode = code
+			resp.Results = append(resp.Results, out)
+		}
+		return resp
+	case *kmsg.AlterClientQuotasRequest:
+		resp := r.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+		for _, e := range r.Entries {
+			out := kmsg.NewAlterClientQuotasResponseEntry()
+			out.ErrorCode = code
+			for _, p := range e.Entity {
+				out.Entity = append(out.Entity, kmsg.AlterClientQuotasResponseEntryEntity{Type: p.Type, Name: p.Name})
+			}
+			resp.Entries = append(resp.Entries, out)
+		}
+		return resp
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+		add := func(user string) {
+			out := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			out.User, out.ErrorCode = user, code
+			resp.Results = append(resp.Results, out)
+		}
+		for _, d := range r.Deletions {
+			add(d.Name)
+		}
+		for _, u := range r.Upsertions {
+			add(u.Name)
+		}
+		return resp
 	}
 	return nil
 }
@@ -152,6 +193,14 @@ func IsNotController(resp kmsg.Response) bool {
 		return all(len(r.Topics), func(i int) int16 { return r.Topics[i].ErrorCode })
 	case *kmsg.IncrementalAlterConfigsResponse:
 		return all(len(r.Resources), func(i int) int16 { return r.Resources[i].ErrorCode })
+	case *kmsg.CreateACLsResponse:
+		return all(len(r.Results), func(i int) int16 { return r.Results[i].ErrorCode })
+	case *kmsg.DeleteACLsResponse:
+		return all(len(r.Results), func(i int) int16 { return r.Results[i].ErrorCode })
+	case *kmsg.AlterClientQuotasResponse:
+		return all(len(r.Entries), func(i int) int16 { return r.Entries[i].ErrorCode })
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		return all(len(r.Results), func(i int) int16 { return r.Results[i].ErrorCode })
 	}
 	return false
 }

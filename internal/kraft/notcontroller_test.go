@@ -34,6 +34,16 @@ func sampleRequest(tb testing.TB, key, version int16) kmsg.Request {
 		res := kmsg.NewIncrementalAlterConfigsRequestResource()
 		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "a"
 		r.Resources = append(r.Resources, res)
+	case *kmsg.CreateACLsRequest:
+		r.Creations = append(r.Creations, kmsg.NewCreateACLsRequestCreation())
+	case *kmsg.DeleteACLsRequest:
+		r.Filters = append(r.Filters, kmsg.NewDeleteACLsRequestFilter())
+	case *kmsg.AlterClientQuotasRequest:
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		e.Entity = []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: kmsg.StringPtr("a")}}
+		r.Entries = append(r.Entries, e)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		r.Deletions = append(r.Deletions, kmsg.AlterUserSCRAMCredentialsRequestDeletion{Name: "a", Mechanism: 1})
 	case *kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest, *kmsg.AlterPartitionRequest,
 		*kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.UnregisterBrokerRequest, *kmsg.AllocateProducerIDsRequest:
 	default:

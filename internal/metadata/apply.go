@@ -50,7 +50,10 @@ type Builder struct {
 	e            *edit
 	img          Image
 	brokersOwned bool
-	t            *tracker // nil when changes are not tracked
+	// aclsOwned, scramOwned and quotasOwned: the builder made img's
+	// set itself and may change it in place.
+	aclsOwned, scramOwned, quotasOwned bool
+	t                                  *tracker // nil when changes are not tracked
 }
 
 // NewBuilder starts from base, which it never modifies.
@@ -71,7 +74,7 @@ func newBuilder(base *Image, expect int) *Builder {
 func (b *Builder) Image() *Image {
 	img := b.img
 	b.e = new(edit)
-	b.brokersOwned = false
+	b.brokersOwned, b.aclsOwned, b.scramOwned, b.quotasOwned = false, false, false, false
 	return &img
 }
 
@@ -84,6 +87,14 @@ func (b *Builder) TopicByName(name string) (*Topic, bool) { return b.img.TopicBy
 
 // Topic returns a topic by id, as TopicByName.
 func (b *Builder) Topic(id TopicID) (*Topic, bool) { return b.img.Topic(id) }
+
+// ACLs returns the ACLs of the state being built. The set may change
+// with the builder's next record.
+func (b *Builder) ACLs() *ACLs { return b.img.ACLs() }
+
+// ClientQuotas returns the client quotas of the state being built, as
+// ACLs.
+func (b *Builder) ClientQuotas() *ClientQuotas { return b.img.ClientQuotas() }
 
 // Partition returns a partition's state being built.
 func (b *Builder) Partition(topic TopicID, p int32) (Partition, bool) {
@@ -126,6 +137,16 @@ func (b *Builder) Apply(r Record) error {
 			b.t.pids = true
 		}
 		return nil
+	case *AccessControlEntryRecord:
+		return b.addACL(r)
+	case *RemoveAccessControlEntryRecord:
+		return b.removeACL(r)
+	case *UserScramCredentialRecord:
+		return b.scramCredential(r)
+	case *RemoveUserScramCredentialRecord:
+		return b.removeScram(r)
+	case *ClientQuotaRecord:
+		return b.clientQuota(r)
 	case nil:
 		return invalidf("nil record")
 	}

@@ -50,6 +50,7 @@ var recordVersions = [...]uint8{
 	KindRegisterBroker: 0, KindUnregisterBroker: 0, KindFenceBroker: 0, KindUnfenceBroker: 0,
 	KindControlledShutdown: 0, KindTopic: 0, KindPartition: 0, KindPartitionChange: 0,
 	KindRemoveTopic: 0, KindConfig: 0, KindProducerIDs: 0,
+	KindACL: 0, KindRemoveACL: 0, KindScramCredential: 0, KindRemoveScram: 0, KindClientQuota: 0,
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -173,6 +174,8 @@ func (w *writer) i32(v int32)      { w.varint(int64(v)) }
 func (w *writer) id(v [16]byte)    { w.b = append(w.b, v[:]...) }
 func (w *writer) str(s string)     { w.uvarint(uint64(len(s))); w.b = append(w.b, s...) }
 func (w *writer) i32s(ids []int32) { w.uvarint(uint64(len(ids))); w.rawI32s(ids) }
+func (w *writer) bytes(v []byte)   { w.uvarint(uint64(len(v))); w.b = append(w.b, v...) }
+func (w *writer) f64(v float64)    { w.b = binary.BigEndian.AppendUint64(w.b, math.Float64bits(v)) }
 func (w *writer) rawI32s(v []int32) {
 	for _, id := range v {
 		w.i32(id)
@@ -270,6 +273,27 @@ func (r *reader) str() string {
 	s := string(r.b[:n])
 	r.b = r.b[n:]
 	return s
+}
+
+// bytes reads a byte string; an empty one decodes as nil.
+func (r *reader) bytes() []byte {
+	n := r.count(1)
+	if n == 0 {
+		return nil
+	}
+	v := append([]byte(nil), r.b[:n]...)
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) f64() float64 {
+	if len(r.b) < 8 {
+		r.failf("truncated float")
+		return 0
+	}
+	v := math.Float64frombits(binary.BigEndian.Uint64(r.b))
+	r.b = r.b[8:]
+	return v
 }
 
 // i32s reads a list; an empty list decodes as nil.
@@ -475,4 +499,119 @@ func (x *ProducerIDsRecord) decode(r *reader, _ uint8) {
 	x.BrokerID = r.i32()
 	x.BrokerEpoch = r.varint()
 	x.Next = r.varint()
+}
+
+func (x *AccessControlEntryRecord) encode(w *writer) {
+	w.id(x.ID)
+	w.u8(uint8(x.ResourceType))
+	w.str(x.ResourceName)
+	w.u8(uint8(x.PatternType))
+	w.str(x.Principal)
+	w.str(x.Host)
+	w.u8(uint8(x.Operation))
+	w.u8(uint8(x.PermissionType))
+}
+
+func (x *AccessControlEntryRecord) decode(r *reader, _ uint8) {
+	x.ID = r.id()
+	x.ResourceType = int8(r.u8())
+	x.ResourceName = r.str()
+	x.PatternType = int8(r.u8())
+	x.Principal = r.str()
+	x.Host = r.str()
+	x.Operation = int8(r.u8())
+	x.PermissionType = int8(r.u8())
+}
+
+func (x *RemoveAccessControlEntryRecord) encode(w *writer)          { w.id(x.ID) }
+func (x *RemoveAccessControlEntryRecord) decode(r *reader, _ uint8) { x.ID = r.id() }
+
+func (x *UserScramCredentialRecord) encode(w *writer) {
+	w.str(x.Name)
+	w.u8(uint8(x.Mechanism))
+	w.bytes(x.Salt)
+	w.bytes(x.StoredKey)
+	w.bytes(x.ServerKey)
+	w.i32(x.Iterations)
+}
+
+func (x *UserScramCredentialRecord) decode(r *reader, _ uint8) {
+	x.Name = r.str()
+	x.Mechanism = int8(r.u8())
+	x.Salt = r.bytes()
+	x.StoredKey = r.bytes()
+	x.ServerKey = r.bytes()
+	x.Iterations = r.i32()
+}
+
+func (x *RemoveUserScramCredentialRecord) encode(w *writer) { w.str(x.Name); w.u8(uint8(x.Mechanism)) }
+func (x *RemoveUserScramCredentialRecord) decode(r *reader, _ uint8) {
+	x.Name = r.str()
+	x.Mechanism = int8(r.u8())
+}
+
+// A quota entity is one flags byte, two bits per part (user, client id,
+// ip): present, then default; then the names of the present parts that
+// are not the default, in that order.
+const (
+	quotaPresent = 1 << 0
+	quotaDefault = 1 << 1
+	quotaRemove  = 1 << 0
+)
+
+func (x *ClientQuotaRecord) encode(w *writer) {
+	parts := [...]QuotaName{x.Entity.User, x.Entity.ClientID, x.Entity.IP}
+	var flags uint8
+	for i, p := range parts {
+		if p.Present {
+			flags |= quotaPresent << (2 * i)
+		}
+		if p.Default {
+			flags |= quotaDefault << (2 * i)
+		}
+	}
+	w.u8(flags)
+	for _, p := range parts {
+		if p.Present && !p.Default {
+			w.str(p.Name)
+		}
+	}
+	w.str(x.Key)
+	if x.Remove {
+		w.u8(quotaRemove)
+		return
+	}
+	w.u8(0)
+	w.f64(x.Value)
+}
+
+func (x *ClientQuotaRecord) decode(r *reader, _ uint8) {
+	flags := r.u8()
+	if flags&0xc0 != 0 {
+		r.failf("quota entity flags %#x", flags)
+	}
+	parts := [...]*QuotaName{&x.Entity.User, &x.Entity.ClientID, &x.Entity.IP}
+	for i, p := range parts {
+		f := flags >> (2 * i) & 3
+		switch {
+		case f == quotaPresent:
+			*p = Named(r.str())
+		case f == quotaPresent|quotaDefault:
+			*p = DefaultName
+		case f != 0:
+			r.failf("quota entity flags %#x", flags)
+		}
+	}
+	x.Key = r.str()
+	switch r.u8() {
+	case 0:
+		// NaN is no quota, and would not compare equal to itself.
+		if x.Value = r.f64(); math.IsNaN(x.Value) {
+			r.failf("client quota value NaN")
+		}
+	case quotaRemove:
+		x.Remove = true
+	default:
+		r.failf("client quota flags")
+	}
 }

@@ -35,6 +35,14 @@ func sampleRecords() []Record {
 		&ConfigRecord{Resource: ResourceTopic, Name: "orders", Key: "retention.ms", Value: "1000"},
 		&ConfigRecord{Resource: ResourceBroker, Name: "", Key: "log.retention.ms", Delete: true},
 		&ProducerIDsRecord{BrokerID: 2, BrokerEpoch: 8, Next: 1 << 40},
+		&AccessControlEntryRecord{ID: [16]byte{7, 1}, ResourceType: 2, ResourceName: "orders", PatternType: 4,
+			Principal: "User:alice", Host: "*", Operation: 3, PermissionType: 3},
+		&RemoveAccessControlEntryRecord{ID: [16]byte{7, 2}},
+		&UserScramCredentialRecord{Name: "alice", Mechanism: ScramSHA512, Salt: []byte("salt"),
+			StoredKey: make([]byte, 64), ServerKey: make([]byte, 64), Iterations: 8192},
+		&RemoveUserScramCredentialRecord{Name: "bob", Mechanism: ScramSHA256},
+		&ClientQuotaRecord{Entity: QuotaEntity{User: Named("alice"), ClientID: DefaultName}, Key: "producer_byte_rate", Value: 1048576},
+		&ClientQuotaRecord{Entity: QuotaEntity{IP: Named("10.0.0.1")}, Key: "connection_creation_rate", Remove: true},
 	}
 }
 
@@ -108,6 +116,12 @@ func TestDecodeBatchRejects(t *testing.T) {
 		{"body longer than declared", reframe([]byte{1, byte(KindRemoveTopic), 0, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}), ErrCorrupt},
 		{"config flags", reframe([]byte{1, byte(KindConfig), 0, 5, 2, 0, 1, 'k', 7}), ErrCorrupt},
 		{"int32 overflow", reframe(append([]byte{1, byte(KindFenceBroker), 0, 7}, binary.AppendVarint(nil, 1<<40)...)), ErrCorrupt},
+		{"quota entity flags", reframe([]byte{1, byte(KindClientQuota), 0, 4, 0x40, 1, 'k', 1}), ErrCorrupt},
+		{"quota default without present", reframe([]byte{1, byte(KindClientQuota), 0, 4, 0x02, 1, 'k', 1}), ErrCorrupt},
+		{"quota flags", reframe([]byte{1, byte(KindClientQuota), 0, 4, 0x03, 1, 'k', 2}), ErrCorrupt},
+		{"quota value NaN", reframe([]byte{1, byte(KindClientQuota), 0, 14, 0x01, 1, 'u', 1, 'k', 0, 0x7f, 0xf8, 0, 0, 0, 0, 0, 1}), ErrCorrupt},
+		{"truncated quota value", reframe([]byte{1, byte(KindClientQuota), 0, 7, 0x03, 1, 'k', 0, 1, 2, 3}), ErrCorrupt},
+		{"byte string past the body", reframe([]byte{1, byte(KindScramCredential), 0, 4, 1, 'u', 1, 9}), ErrCorrupt},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,12 @@ type Delta struct {
 	Configs []ConfigResource
 	// ProducerIDs reports that a producer-id block was handed out.
 	ProducerIDs bool
+	// ACLs reports that ACLs were added or removed.
+	ACLs bool
+	// Scram reports that SCRAM credentials were set or removed.
+	Scram bool
+	// ClientQuotas are the entities whose client quotas changed.
+	ClientQuotas []QuotaEntity
 }
 
 // BrokerDelta is a broker before and after: Old is nil for a new broker,
@@ -48,7 +54,7 @@ func (d *PartitionDelta) LeaderChanged() bool {
 // Empty reports whether the batch changed nothing but the offset.
 func (d *Delta) Empty() bool {
 	return len(d.Brokers) == 0 && len(d.TopicsCreated) == 0 && len(d.TopicsDeleted) == 0 &&
-		len(d.Partitions) == 0 && len(d.Configs) == 0 && !d.ProducerIDs
+		len(d.Partitions) == 0 && len(d.Configs) == 0 && !d.ProducerIDs && !d.ACLs && !d.Scram && len(d.ClientQuotas) == 0
 }
 
 // LocalChanges is what a delta asks of one broker's replicas.
@@ -118,6 +124,9 @@ type tracker struct {
 	configs      map[ConfigResource]bool
 	configOrder  []ConfigResource
 	pids         bool
+	acls, scram  bool
+	quotas       map[QuotaEntity]bool
+	quotaOrder   []QuotaEntity
 }
 
 type partEntry struct {
@@ -161,8 +170,19 @@ func (t *tracker) config(r ConfigResource) {
 	}
 }
 
+func (t *tracker) quota(e QuotaEntity) {
+	if t.quotas == nil {
+		t.quotas = make(map[QuotaEntity]bool)
+	}
+	if !t.quotas[e] {
+		t.quotas[e] = true
+		t.quotaOrder = append(t.quotaOrder, e)
+	}
+}
+
 func (t *tracker) finish(next *Image) *Delta {
-	d := &Delta{Offset: next.offset, TopicsDeleted: t.deleted, Configs: t.configOrder, ProducerIDs: t.pids}
+	d := &Delta{Offset: next.offset, TopicsDeleted: t.deleted, Configs: t.configOrder, ProducerIDs: t.pids,
+		ACLs: t.acls, Scram: t.scram, ClientQuotas: t.quotaOrder}
 	for _, id := range t.brokerOrder {
 		o, n := t.brokers[id], next.brokers[id]
 		if o != nil && n != nil && brokerEqual(o, n) {

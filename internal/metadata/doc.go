@@ -10,8 +10,12 @@
 //     removal; partition creation and change (replicas, ISR, leader,
 //     leader and partition epochs, replicas a reassignment adds and
 //     removes, leader recovery state); topic and broker config set and
-//     delete; producer-id blocks. Kinds and versions are part of the
-//     format (codec.go documents it).
+//     delete; producer-id blocks; ACLs (Kafka's AccessControlEntryRecord
+//     and its removal), users' SCRAM credentials per mechanism (salt,
+//     stored and server keys, iterations; never a password) and client
+//     quotas per entity (user, client id, both, or IP; names or the
+//     <default>). Kinds and versions are part of the format (codec.go
+//     documents it).
 //   - Batches: EncodeBatch/DecodeBatch frame many records, with a CRC32C,
 //     as one metadata log entry that applies atomically. The decoder never
 //     panics and never allocates more than its input justifies, whatever
@@ -19,7 +23,11 @@
 //   - The image (image.go): an immutable snapshot of brokers, topics by
 //     name and by id, partitions, configs and the producer-id high-water
 //     mark, at a metadata log offset, with counters of offline, not
-//     preferred and reassigning partitions.
+//     preferred and reassigning partitions; and (security.go) the ACLs,
+//     SCRAM credentials and client quotas. The ACL and quota sets are
+//     replaced, never modified, by a batch that changes them, so their
+//     pointers identify their content: internal/authz and internal/quota
+//     keep their indexes under them.
 //   - Apply (apply.go): Image.Apply(offset, records) returns a new image
 //     and a Delta, or an error and nothing (ErrInvalidRecord: the batch is
 //     refused whole). It checks every record against the image, so no
@@ -46,7 +54,10 @@
 //
 // # What it does not own
 //
-// Deciding anything: which records to write is the controller's job
+// What ACLs, credentials and quotas mean: internal/authz decides with
+// ACLs, the SASL server checks SCRAM proofs against credentials, and
+// internal/quota enforces quotas; quota keys and ACL codes are only
+// range-checked here. Deciding anything: which records to write is the controller's job
 // (internal/controller), and the controller is the only writer. Raft and
 // the log: the integration proposes encoded batches to the replicated
 // log, applies committed entries with Apply, and feeds Delta to the

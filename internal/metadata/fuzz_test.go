@@ -64,7 +64,7 @@ func FuzzDecodeRecords(f *testing.F) {
 // survives a snapshot round trip.
 func FuzzApply(f *testing.F) {
 	addRecordSeeds(f)
-	base := baseImage(f)
+	base := securityImage(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		recs, err := decodeRecords(b)
 		if err != nil {
@@ -94,7 +94,7 @@ func FuzzApply(f *testing.F) {
 // FuzzReadSnapshot: no input makes the loader panic, and an image it
 // accepts satisfies every invariant and writes back to an equal image.
 func FuzzReadSnapshot(f *testing.F) {
-	for _, img := range []*Image{Empty(), baseImage(f)} {
+	for _, img := range []*Image{Empty(), baseImage(f), securityImage(f)} {
 		var buf bytes.Buffer
 		if err := WriteSnapshot(&buf, img); err != nil {
 			f.Fatal(err)

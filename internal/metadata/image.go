@@ -8,7 +8,8 @@ import (
 )
 
 // Image is an immutable snapshot of the cluster metadata: brokers, topics,
-// partitions, configs and the producer-id high-water mark, as of the
+// partitions, configs, ACLs, SCRAM credentials, client quotas and the
+// producer-id high-water mark, as of the
 // metadata log offset Offset. Every method is safe for concurrent use;
 // nothing reachable from an Image ever changes. Apply returns a new Image
 // that shares everything it did not change with the old one.
@@ -21,6 +22,10 @@ type Image struct {
 	topics  pmap[TopicID, *Topic, idHash]
 	names   pmap[string, TopicID, seeded[string]]
 	configs pmap[ConfigResource, map[string]string, seeded[ConfigResource]] // maps replaced, never modified
+
+	acls   *ACLs                         // nil: none; replaced, never modified
+	scram  map[scramKey]*ScramCredential // replaced, never modified
+	quotas *ClientQuotas                 // nil: none; replaced, never modified
 
 	partitions   int
 	offline      int // partitions without a leader
@@ -339,7 +344,7 @@ func (img *Image) Equal(o *Image) bool {
 	}) && img.configs.each(func(r ConfigResource, m map[string]string) bool {
 		om, ok := o.configs.get(r)
 		return ok && maps.Equal(m, om)
-	})
+	}) && img.securityEqual(o)
 }
 
 func brokerEqual(a, b *Broker) bool {

@@ -3,6 +3,7 @@ package metadata
 import (
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -23,6 +24,11 @@ const (
 	KindRemoveTopic        Kind = 9
 	KindConfig             Kind = 10
 	KindProducerIDs        Kind = 11
+	KindACL                Kind = 12
+	KindRemoveACL          Kind = 13
+	KindScramCredential    Kind = 14
+	KindRemoveScram        Kind = 15
+	KindClientQuota        Kind = 16
 )
 
 var kindNames = [...]string{
@@ -37,6 +43,11 @@ var kindNames = [...]string{
 	KindRemoveTopic:        "remove-topic",
 	KindConfig:             "config",
 	KindProducerIDs:        "producer-ids",
+	KindACL:                "acl",
+	KindRemoveACL:          "remove-acl",
+	KindScramCredential:    "scram-credential",
+	KindRemoveScram:        "remove-scram-credential",
+	KindClientQuota:        "client-quota",
 }
 
 func (k Kind) String() string {
@@ -225,6 +236,15 @@ func (*PartitionChangeRecord) Kind() Kind    { return KindPartitionChange }
 func (*RemoveTopicRecord) Kind() Kind        { return KindRemoveTopic }
 func (*ConfigRecord) Kind() Kind             { return KindConfig }
 func (*ProducerIDsRecord) Kind() Kind        { return KindProducerIDs }
+func (*AccessControlEntryRecord) Kind() Kind { return KindACL }
+func (*RemoveAccessControlEntryRecord) Kind() Kind {
+	return KindRemoveACL
+}
+func (*UserScramCredentialRecord) Kind() Kind { return KindScramCredential }
+func (*RemoveUserScramCredentialRecord) Kind() Kind {
+	return KindRemoveScram
+}
+func (*ClientQuotaRecord) Kind() Kind { return KindClientQuota }
 
 // newRecord returns an empty record of a kind, or nil for an unknown one.
 func newRecord(k Kind) Record {
@@ -251,6 +271,16 @@ func newRecord(k Kind) Record {
 		return new(ConfigRecord)
 	case KindProducerIDs:
 		return new(ProducerIDsRecord)
+	case KindACL:
+		return new(AccessControlEntryRecord)
+	case KindRemoveACL:
+		return new(RemoveAccessControlEntryRecord)
+	case KindScramCredential:
+		return new(UserScramCredentialRecord)
+	case KindRemoveScram:
+		return new(RemoveUserScramCredentialRecord)
+	case KindClientQuota:
+		return new(ClientQuotaRecord)
 	}
 	return nil
 }
@@ -366,4 +396,178 @@ func FormatIDs(ids []int32) string {
 	}
 	b.WriteByte(']')
 	return b.String()
+}
+
+// AccessControlEntryRecord adds an ACL: Kafka's record of the same name.
+// The codes are Kafka's (internal/authz names them): ResourceType TOPIC
+// (2) to USER (7), PatternType LITERAL (3) or PREFIXED (4), Operation
+// ALL (2) to TWO_PHASE_COMMIT (15), PermissionType DENY (2) or ALLOW
+// (3). Principal is "Type:name" ("User:*" for everyone), Host an address
+// or "*". ID is the controller's random id of the ACL; no two ACLs of an
+// image share an id or all their other fields.
+type AccessControlEntryRecord struct {
+	ID             [16]byte
+	ResourceType   int8
+	ResourceName   string
+	PatternType    int8
+	Principal      string
+	Host           string
+	Operation      int8
+	PermissionType int8
+}
+
+// RemoveAccessControlEntryRecord removes the ACL of an id.
+type RemoveAccessControlEntryRecord struct {
+	ID [16]byte
+}
+
+// SCRAM mechanisms, with Kafka's numbering (the ScramMechanism type of
+// AlterUserScramCredentials).
+const (
+	ScramSHA256 int8 = 1
+	ScramSHA512 int8 = 2
+)
+
+// ScramMechanismName is a mechanism's SASL name, "" for an unknown one.
+func ScramMechanismName(m int8) string {
+	switch m {
+	case ScramSHA256:
+		return "SCRAM-SHA-256"
+	case ScramSHA512:
+		return "SCRAM-SHA-512"
+	}
+	return ""
+}
+
+// ScramMechanismByName is the number of a mechanism's SASL name.
+func ScramMechanismByName(name string) (int8, bool) {
+	switch name {
+	case "SCRAM-SHA-256":
+		return ScramSHA256, true
+	case "SCRAM-SHA-512":
+		return ScramSHA512, true
+	}
+	return 0, false
+}
+
+// SCRAM iteration bounds: Kafka's minimum for both mechanisms, and the
+// most AlterUserScramCredentials accepts.
+const (
+	ScramMinIterations = 4096
+	ScramMaxIterations = 16384
+)
+
+// UserScramCredentialRecord sets a user's SCRAM credential for one
+// mechanism (Kafka's record of the same name): the salt, the iteration
+// count, and the stored and server keys of RFC 5802 derived from the
+// salted password. The password and the salted password are never kept.
+type UserScramCredentialRecord struct {
+	Name       string
+	Mechanism  int8
+	Salt       []byte
+	StoredKey  []byte
+	ServerKey  []byte
+	Iterations int32
+}
+
+// RemoveUserScramCredentialRecord removes a user's credential for one
+// mechanism.
+type RemoveUserScramCredentialRecord struct {
+	Name      string
+	Mechanism int8
+}
+
+// ClientQuotaRecord sets (or, with Remove, removes) one quota of a client
+// quota entity: Kafka's record of the same name, whose entity list of
+// (type, nullable name) pairs is a QuotaEntity here.
+type ClientQuotaRecord struct {
+	Entity QuotaEntity
+	Key    string
+	Value  float64
+	Remove bool
+}
+
+// QuotaEntity names what a client quota applies to: a user, a client id,
+// a user and a client id, or an IP address. Each part is absent, a name,
+// or the <default> (a null name on the wire). It is comparable: use it as
+// a map key.
+type QuotaEntity struct {
+	User     QuotaName
+	ClientID QuotaName
+	IP       QuotaName
+}
+
+// QuotaName is one part of a QuotaEntity.
+type QuotaName struct {
+	Present bool   // the entity has this part
+	Default bool   // the part is <default>; Name is then ""
+	Name    string // the user, client id or IP address
+}
+
+// Named returns the part naming s.
+func Named(s string) QuotaName { return QuotaName{Present: true, Name: s} }
+
+// DefaultName is the <default> part.
+var DefaultName = QuotaName{Present: true, Default: true}
+
+// Quota entity types as Kafka spells them.
+const (
+	QuotaUser     = "user"
+	QuotaClientID = "client-id"
+	QuotaIP       = "ip"
+)
+
+// Parts calls fn for each present part, in the order user, client-id,
+// ip, with Kafka's entity type name.
+func (e QuotaEntity) Parts(fn func(entityType string, n QuotaName)) {
+	for _, p := range [...]struct {
+		t string
+		n QuotaName
+	}{{QuotaUser, e.User}, {QuotaClientID, e.ClientID}, {QuotaIP, e.IP}} {
+		if p.n.Present {
+			fn(p.t, p.n)
+		}
+	}
+}
+
+// String formats the entity as kafka-configs does, e.g.
+// "user=alice,client-id=<default>".
+func (e QuotaEntity) String() string {
+	var b strings.Builder
+	e.Parts(func(t string, n QuotaName) {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(t + "=")
+		if n.Default {
+			b.WriteString("<default>")
+		} else {
+			b.WriteString(n.Name)
+		}
+	})
+	return b.String()
+}
+
+func (r *AccessControlEntryRecord) String() string {
+	return fmt.Sprintf("acl id=%s resource=%d:%q pattern=%d principal=%q host=%q operation=%d permission=%d",
+		TopicID(r.ID), r.ResourceType, r.ResourceName, r.PatternType, r.Principal, r.Host, r.Operation, r.PermissionType)
+}
+
+func (r *RemoveAccessControlEntryRecord) String() string {
+	return fmt.Sprintf("remove-acl id=%s", TopicID(r.ID))
+}
+
+func (r *UserScramCredentialRecord) String() string {
+	return fmt.Sprintf("scram-credential user=%q mechanism=%d iterations=%d salt=%d bytes", r.Name, r.Mechanism, r.Iterations, len(r.Salt))
+}
+
+func (r *RemoveUserScramCredentialRecord) String() string {
+	return fmt.Sprintf("remove-scram-credential user=%q mechanism=%d", r.Name, r.Mechanism)
+}
+
+func (r *ClientQuotaRecord) String() string {
+	if r.Remove {
+		return fmt.Sprintf("client-quota %s remove %s", r.Entity, r.Key)
+	}
+	return fmt.Sprintf("client-quota %s set %s=%s", r.Entity, r.Key, strconv.FormatFloat(r.Value, 'f', -1, 64))
 }

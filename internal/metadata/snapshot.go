@@ -20,8 +20,10 @@ import (
 // chunk of records carries its own checksum and the reader never holds
 // more than one frame. The records are, in order: RegisterBrokerRecord per
 // broker (by id), TopicRecord and its PartitionRecords per topic (by
-// name), ConfigRecord per config (by resource and key), then one
-// ProducerIDsRecord. Loading applies them with the same checks as Apply,
+// name), ConfigRecord per config (by resource and key), one
+// ProducerIDsRecord, AccessControlEntryRecord per ACL (by id),
+// UserScramCredentialRecord per credential (by user and mechanism), and
+// ClientQuotaRecord per quota (by entity and key). Loading applies them with the same checks as Apply,
 // so a snapshot cannot build an image that records could not.
 const (
 	snapshotMagic   = "WEIRSNAP"
@@ -64,9 +66,11 @@ func (img *Image) EachRecord(fn func(Record) error) error {
 		}
 	}
 	if img.nextPID > 0 {
-		return fn(&ProducerIDsRecord{BrokerID: 0, BrokerEpoch: 0, Next: img.nextPID})
+		if err := fn(&ProducerIDsRecord{BrokerID: 0, BrokerEpoch: 0, Next: img.nextPID}); err != nil {
+			return err
+		}
 	}
-	return nil
+	return img.securityRecords(fn)
 }
 
 // numRecords is how many records EachRecord yields.
@@ -76,7 +80,7 @@ func (img *Image) numRecords() int {
 	if img.nextPID > 0 {
 		n++
 	}
-	return n
+	return n + img.numSecurityRecords()
 }
 
 // WriteSnapshot writes img to w. Images are immutable, so it may run
@@ -206,10 +210,15 @@ func ReadSnapshot(r io.Reader) (*Image, error) {
 // loadRecord applies a snapshot record: only the kinds a snapshot holds.
 func loadRecord(b *Builder, r Record) error {
 	switch r := r.(type) {
-	case *RegisterBrokerRecord, *TopicRecord, *PartitionRecord, *ProducerIDsRecord:
+	case *RegisterBrokerRecord, *TopicRecord, *PartitionRecord, *ProducerIDsRecord,
+		*AccessControlEntryRecord, *UserScramCredentialRecord:
 	case *ConfigRecord:
 		if r.Delete {
 			return fmt.Errorf("%w: config deletion in a snapshot", ErrInvalidRecord)
+		}
+	case *ClientQuotaRecord:
+		if r.Remove {
+			return fmt.Errorf("%w: client quota removal in a snapshot", ErrInvalidRecord)
 		}
 	default:
 		return fmt.Errorf("%w: %s record in a snapshot", ErrInvalidRecord, r.Kind())

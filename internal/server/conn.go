@@ -59,6 +59,10 @@ type conn struct {
 	queued atomic.Int32
 	// rbuf is the reader's encode buffer for the replies it writes.
 	rbuf []byte
+	// mutedUntil is the latest Reply.MuteUntil of the replies written
+	// or being written, in Unix nanoseconds: the reader dispatches
+	// nothing before it.
+	mutedUntil atomic.Int64
 
 	stopRead   chan struct{} // closed by stopReading
 	stopOnce   sync.Once
@@ -197,12 +201,55 @@ func (c *conn) readRequests() (flush bool) {
 			return c.draining()
 		}
 		c.s.stats.bytesIn.Add(uint64(4 + len(frame)))
+		if !c.waitUnmuted() {
+			if pooled {
+				c.s.frames.put(frame)
+			}
+			return true
+		}
 		more := c.handle(frame)
 		if pooled {
 			c.s.frames.put(frame) // Serve has returned
 		}
 		if !more {
 			return true
+		}
+	}
+}
+
+// mute records the mute of a reply about to be written.
+func (c *conn) mute(r *Reply) {
+	until := r.muteUntil.Load()
+	if until == 0 {
+		return
+	}
+	c.s.stats.throttledReplies.Add(1)
+	for {
+		cur := c.mutedUntil.Load()
+		if until <= cur || c.mutedUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// waitUnmuted waits until the connection's mute has passed. It fails
+// when the connection stops reading first.
+func (c *conn) waitUnmuted() bool {
+	for {
+		wait := time.Until(time.Unix(0, c.mutedUntil.Load()))
+		if wait <= 0 {
+			return true
+		}
+		c.s.stats.mutedWaits.Add(1)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-c.stopRead:
+			t.Stop()
+			return false
+		case <-c.ctx.Done():
+			t.Stop()
+			return false
 		}
 	}
 }
@@ -295,6 +342,7 @@ func (c *conn) handle(frame []byte) bool {
 func (c *conn) send(out outgoing) bool {
 	if c.queued.Load() == 0 && out.reply.ready() {
 		c.s.stats.inlineReplies.Add(1)
+		c.mute(out.reply)
 		var err error
 		c.rbuf, err = c.write(c.rbuf[:0], out)
 		if cap(c.rbuf) > maxKeptWriteBuffer {
@@ -338,6 +386,9 @@ func (c *conn) writeLoop() {
 			out.reply.abandon()
 			return
 		}
+		// Mute before writing: once the client has the reply it may send
+		// its next request, which must find the connection muted.
+		c.mute(out.reply)
 		var err error
 		if buf, err = c.write(buf[:0], out); err != nil {
 			if !errors.Is(err, errCloseRequested) && c.ctx.Err() == nil {
@@ -370,6 +421,9 @@ func (c *conn) write(buf []byte, out outgoing) ([]byte, error) {
 			return buf, err
 		}
 		return buf, c.writeBody(buf, r.body)
+	}
+	if r.mapResp != nil && r.resp != nil {
+		r.resp = r.mapResp(r.resp)
 	}
 	if r.resp == nil || r.resp.Key() != out.key {
 		c.log.Error("dispatcher replied with no response or one of another key, closing connection", "key", out.key)

@@ -54,6 +54,17 @@
 // answered; at the bound the reader stops reading, which pushes back on
 // the client through TCP.
 //
+// A Reply may mute its connection (Reply.MuteUntil), as Kafka mutes the
+// channel of a client over its quota: the reply goes out at once with
+// its throttle_time_ms, and from the moment it is written the reader
+// dispatches no request of the connection until the deadline passes (a
+// request already read waits, unread bytes wait in TCP). Requests read
+// and dispatched while an earlier reply was still pending are not held
+// back: the mute is known only when that reply completes. Shutdown does
+// not wait for a mute. Reply.Map lets a dispatcher change a reply's
+// response before it is encoded (throttle times, authorization's
+// additions), whenever the reply completes.
+//
 // This pipelines more than Kafka does: Kafka mutes a connection from the
 // moment it has read a request until the response has been sent, so its
 // broker never reads a connection's next request early; here the next

@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,6 +33,13 @@ type Reply struct {
 	resp      kmsg.Response
 	body      *Body
 	abandoned bool // the server will never write this reply
+
+	// muteUntil is when the connection may be read again, in Unix
+	// nanoseconds; 0 for no mute (MuteUntil).
+	muteUntil atomic.Int64
+	// mapResp, set before Serve returns (Map), changes the response
+	// before it is encoded.
+	mapResp func(kmsg.Response) kmsg.Response
 }
 
 // closedDone is shared by replies that are ready when created.
@@ -64,6 +72,36 @@ func NoResponse() *Reply {
 // at all.
 func CloseConnection() *Reply {
 	return &Reply{done: closedDone, kind: kindClose}
+}
+
+// MuteUntil asks the server to dispatch no further request of the
+// reply's connection before t: Kafka's throttling of a client over its
+// quota, whose reply carries the throttle time (KIP-219). The reply
+// itself is written as soon as it is ready. Call it before the reply
+// completes (for a Ready reply, before Serve returns); a later deadline
+// on the same connection extends the mute, an earlier one changes
+// nothing. It returns r.
+//
+// Requests the server read before the mute began (it reads ahead of
+// pending replies) are dispatched in order once it ends: a request is
+// never dispatched while its connection is muted.
+func (r *Reply) MuteUntil(t time.Time) *Reply {
+	r.muteUntil.Store(t.UnixNano())
+	return r
+}
+
+// Map asks the server to pass the reply's response through fn before
+// encoding it, when the reply carries one (not a pre-encoded body, no
+// response, or a close): what a dispatcher adds to every answer of a
+// kind, whether its handler answers at once or later. Call it before
+// Serve returns; a second call runs fn after the first. It returns r.
+func (r *Reply) Map(fn func(kmsg.Response) kmsg.Response) *Reply {
+	if prev := r.mapResp; prev != nil {
+		r.mapResp = func(resp kmsg.Response) kmsg.Response { return fn(prev(resp)) }
+	} else {
+		r.mapResp = fn
+	}
+	return r
 }
 
 // NewPendingReply returns a reply to be completed later with Complete or
@@ -153,12 +191,19 @@ func WaitReply(r *Reply, d time.Duration) bool {
 	}
 }
 
-// Forward completes out as in completes: the same response, body, no
-// response or close. It waits for in.
+// Forward completes out as in completes: the same response (passed
+// through in's Map), body, no response or close, and in's mute. It waits
+// for in.
 func Forward(in, out *Reply) {
 	<-in.done
 	in.mu.Lock()
 	kind, resp, body := in.kind, in.resp, in.body
 	in.mu.Unlock()
+	if in.mapResp != nil && resp != nil {
+		resp = in.mapResp(resp)
+	}
+	if until := in.muteUntil.Load(); until > out.muteUntil.Load() {
+		out.muteUntil.Store(until)
+	}
 	out.complete(kind, resp, body)
 }

@@ -32,6 +32,11 @@ type Stats struct {
 	// failed TLS handshake, a refused or failed authentication, a
 	// request before authentication, an expired session.
 	AuthFailures uint64
+	// ThrottledReplies counts replies written that muted their
+	// connection (Reply.MuteUntil); MutedWaits counts the times a
+	// reader held a request back until its connection's mute ended.
+	ThrottledReplies uint64
+	MutedWaits       uint64
 }
 
 type counters struct {
@@ -43,6 +48,7 @@ type counters struct {
 	sendfileBytes, copiedFileBytes atomic.Uint64
 	inlineReplies                  atomic.Uint64
 	authFailures                   atomic.Uint64
+	throttledReplies, mutedWaits   atomic.Uint64
 }
 
 func newCounters(keys map[int16]APIVersionRange) *counters {
@@ -66,6 +72,8 @@ func (c *counters) snapshot() Stats {
 		CopiedFileBytes:   c.copiedFileBytes.Load(),
 		InlineReplies:     c.inlineReplies.Load(),
 		AuthFailures:      c.authFailures.Load(),
+		ThrottledReplies:  c.throttledReplies.Load(),
+		MutedWaits:        c.mutedWaits.Load(),
 	}
 	for k, v := range c.requests {
 		if n := v.Load(); n > 0 {
