@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/group"
@@ -67,87 +66,6 @@ func groupClient(req *server.Request) group.Client {
 // notCoordinated answers a group request for a group another node
 // coordinates (or none yet) with NOT_COORDINATOR, so the client looks the
 // coordinator up again; ok is false when this node coordinates it.
-func (b *Broker) notCoordinated(body kmsg.Request) (resp kmsg.Response, ok bool) {
-	code := kerr.NotCoordinator.Code
-	switch r := body.(type) {
-	case *kmsg.JoinGroupRequest:
-		if b.coordinates(r.Group) {
-			return nil, false
-		}
-		out := r.ResponseKind().(*kmsg.JoinGroupResponse)
-		out.ErrorCode, out.Generation = code, -1
-		return out, true
-	case *kmsg.SyncGroupRequest:
-		if b.coordinates(r.Group) {
-			return nil, false
-		}
-		out := r.ResponseKind().(*kmsg.SyncGroupResponse)
-		out.ErrorCode = code
-		return out, true
-	case *kmsg.HeartbeatRequest:
-		if b.coordinates(r.Group) {
-			return nil, false
-		}
-		out := r.ResponseKind().(*kmsg.HeartbeatResponse)
-		out.ErrorCode = code
-		return out, true
-	case *kmsg.LeaveGroupRequest:
-		if b.coordinates(r.Group) {
-			return nil, false
-		}
-		out := r.ResponseKind().(*kmsg.LeaveGroupResponse)
-		out.ErrorCode = code
-		return out, true
-	case *kmsg.ConsumerGroupHeartbeatRequest:
-		if b.coordinates(r.Group) {
-			return nil, false
-		}
-		out := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
-		out.ErrorCode = code
-		return out, true
-	case *kmsg.OffsetDeleteRequest:
-		if b.coordinates(r.Group) {
-			return nil, false
-		}
-		out := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
-		out.ErrorCode = code
-		return out, true
-	case *kmsg.OffsetCommitRequest:
-		if b.coordinates(r.Group) {
-			return nil, false
-		}
-		out := r.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, t := range r.Topics {
-			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic, st.TopicID = t.Topic, t.TopicID
-			for _, p := range t.Partitions {
-				sp := kmsg.NewOffsetCommitResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = p.Partition, code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			out.Topics = append(out.Topics, st)
-		}
-		return out, true
-	case *kmsg.OffsetFetchRequest:
-		if r.Version < 8 {
-			if b.coordinates(r.Group) {
-				return nil, false
-			}
-			out := r.ResponseKind().(*kmsg.OffsetFetchResponse)
-			out.ErrorCode = code
-			return out, true
-		}
-		for _, g := range r.Groups {
-			if !b.coordinates(g.Group) {
-				out := r.ResponseKind().(*kmsg.OffsetFetchResponse)
-				for _, g := range r.Groups {
-					rg := kmsg.NewOffsetFetchResponseGroup()
-					rg.Group, rg.ErrorCode = g.Group, code
-					out.Groups = append(out.Groups, rg)
-				}
-				return out, true
-			}
-		}
-	}
-	return nil, false
+func (b *Broker) notCoordinated(body kmsg.Request) (kmsg.Response, bool) {
+	return group.NotCoordinated(body, b.coordinates)
 }
