@@ -243,7 +243,17 @@ func New(cfg Config) (*Broker, error) {
 	go b.metadataLoop(sub)
 	if !cfg.Quorum.single(cfg.NodeID) {
 		b.wg.Add(3)
-		go b.livenessLoop()
+		go func() {
+			defer b.wg.Done()
+			b.node.ProbeLiveness(b.ctx, kraft.LivenessConfig{
+				Every: func() time.Duration { return b.settings().Millis(config.LivenessProbeMs) },
+				Addr: func(br *metadata.Broker) (string, bool) {
+					mb, ok := b.endpointFor(br, "")
+					return net.JoinHostPort(mb.Host, strconv.Itoa(int(mb.Port))), ok
+				},
+				Logger: b.logger,
+			})
+		}()
 		go b.shrinkLoop()
 		go b.isrLoop()
 	}

@@ -34,7 +34,7 @@
 // once. Produce and Fetch
 // answers that fail with NOT_LEADER_OR_FOLLOWER carry KIP-951 leader hints
 // (leader_hints.go). While this node runs the active controller it also
-// fences brokers whose listener refuses connections (liveness.go), so a
+// fences brokers whose listener refuses connections (kraft.Node.ProbeLiveness), so a
 // killed broker's leaderships move in well under a second.
 //
 // The log cleaner (internal/cleaner, wired in cleaner.go) gets every

@@ -163,7 +163,7 @@
 //   - A broker that dies keeps its leaderships until its session lapses
 //     (broker.session.timeout.ms, 9 s) unless the owner calls
 //     Active.FenceBroker; nothing here watches raft peers. The broker
-//     (internal/broker/liveness.go) does: the active controller's node
+//     (liveness.go: ProbeLiveness) does: the active controller's node
 //     fences a broker whose listener refuses connections.
 //   - A request interrupted by a change of controller gets
 //     NOT_CONTROLLER although its batch may commit; retried, it may find

@@ -1,14 +1,14 @@
-package broker
+package kraft
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
-	"strconv"
 	"syscall"
 	"time"
 
-	"weir/internal/config"
+	"weir/internal/metadata"
 )
 
 // Fast fencing of dead brokers. A broker's session lapses after
@@ -24,38 +24,49 @@ import (
 // controller probes from its first tick, which covers the death of the
 // previous controller's own broker.
 
-// livenessLoop runs until the broker closes.
-func (b *Broker) livenessLoop() {
-	defer b.wg.Done()
+// LivenessConfig tunes ProbeLiveness.
+type LivenessConfig struct {
+	// Every is weir.broker.liveness.probe.ms, read at each round; 0 or
+	// less turns the probe off until it is set again.
+	Every func() time.Duration
+	// Addr is a broker's inter-broker listener address.
+	Addr   func(*metadata.Broker) (string, bool)
+	Logger *slog.Logger
+}
+
+// ProbeLiveness probes other brokers' listeners while this node runs the
+// active controller, and fences a broker whose listener refused two
+// probes in a row. It returns when ctx ends; its caller owns it.
+func (n *Node) ProbeLiveness(ctx context.Context, cfg LivenessConfig) {
 	refused := map[int32]int{}
 	for {
-		every := b.settings().Millis(config.LivenessProbeMs)
+		every := cfg.Every()
 		if every <= 0 {
 			every = time.Second // disabled: look again later
 		}
 		select {
-		case <-b.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-time.After(every):
 		}
-		if b.settings().Millis(config.LivenessProbeMs) <= 0 {
+		if cfg.Every() <= 0 {
 			continue
 		}
-		active, err := b.node.Controller()
+		active, err := n.Controller()
 		if err != nil {
 			clear(refused)
 			continue
 		}
-		for _, br := range b.node.Image().Brokers() {
-			if br.Fenced || br.ID == b.cfg.NodeID {
+		for _, br := range n.Image().Brokers() {
+			if br.Fenced || br.ID == n.ID() {
 				delete(refused, br.ID)
 				continue
 			}
-			mb, ok := b.endpointFor(br, "")
+			addr, ok := cfg.Addr(br)
 			if !ok {
 				continue
 			}
-			if !probeRefused(b.ctx, net.JoinHostPort(mb.Host, strconv.Itoa(int(mb.Port))), every) {
+			if !probeRefused(ctx, addr, every) {
 				delete(refused, br.ID)
 				continue
 			}
@@ -64,10 +75,10 @@ func (b *Broker) livenessLoop() {
 				continue
 			}
 			delete(refused, br.ID)
-			ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
-			wrote, err := active.FenceBroker(ctx, br.ID, br.Epoch)
+			fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			wrote, err := active.FenceBroker(fctx, br.ID, br.Epoch)
 			cancel()
-			b.logger.Info("fenced a broker whose listener refuses connections", "broker", br.ID, "epoch", br.Epoch, "fenced", wrote, "err", err)
+			cfg.Logger.Info("fenced a broker whose listener refuses connections", "broker", br.ID, "epoch", br.Epoch, "fenced", wrote, "err", err)
 		}
 	}
 }
