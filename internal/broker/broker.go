@@ -443,24 +443,6 @@ func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
 // the detail it adds (internal/errcode).
 var errCode, errMessage = errcode.Of, errcode.Message
 
-func base64URL(b []byte) string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	var out []byte
-	var acc, bits uint
-	for _, c := range b {
-		acc = acc<<8 | uint(c)
-		bits += 8
-		for bits >= 6 {
-			bits -= 6
-			out = append(out, alphabet[(acc>>bits)&63])
-		}
-	}
-	if bits > 0 {
-		out = append(out, alphabet[(acc<<(6-bits))&63])
-	}
-	return string(out)
-}
-
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
 
 func msDuration(ms int32) time.Duration {

@@ -2,14 +2,11 @@ package broker
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -123,7 +120,7 @@ func (b *Broker) openQuorum() error {
 		return errors.New("broker: a node of a multi-node quorum needs a raft address")
 	}
 	dir := filepath.Join(b.cfg.DataDir, metadataDir)
-	id, err := loadClusterID(dir, cc.ClusterID, voters)
+	id, err := kraft.LoadClusterID(dir, cc.ClusterID, voters)
 	if err != nil {
 		return err
 	}
@@ -220,40 +217,6 @@ func (b *Broker) knownBrokers() []string {
 		}
 	}
 	return out
-}
-
-// loadClusterID returns the id kept in dir, or stores a new one: the
-// given one, one derived from the voters of a multi-node quorum, or a
-// random one.
-func loadClusterID(dir, given string, voters []quorum.Peer) (string, error) {
-	m, ok, err := readMeta(dir)
-	if err != nil {
-		return "", err
-	}
-	if ok {
-		if given != "" && given != m.ClusterID {
-			return "", fmt.Errorf("broker: %s belongs to cluster %s, not %s", dir, m.ClusterID, given)
-		}
-		return m.ClusterID, nil
-	}
-	id := given
-	if id == "" && len(voters) > 1 {
-		var parts []string
-		for _, v := range voters {
-			parts = append(parts, itoa(v.ID)+"@"+v.Addr)
-		}
-		slices.Sort(parts)
-		sum := sha256.Sum256([]byte(strings.Join(parts, ",")))
-		id = base64URL(sum[:16])
-	}
-	if id == "" {
-		r := newTopicID()
-		id = base64URL(r[:])
-	}
-	if err := writeMeta(dir, metaJSON{Version: 1, ClusterID: id}); err != nil {
-		return "", err
-	}
-	return id, nil
 }
 
 // Start joins the cluster once the listener is bound (SetAdvertised):

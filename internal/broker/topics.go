@@ -2,10 +2,7 @@ package broker
 
 import (
 	"crypto/rand"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -49,69 +46,6 @@ func newTopicID() [16]byte {
 		_, _ = rand.Read(id[:])
 	}
 	return id
-}
-
-// metaFile, in the metadata directory, keeps the cluster id this node
-// belongs to.
-const metaFile = "meta.json"
-
-type metaJSON struct {
-	Version   int    `json:"version"`
-	ClusterID string `json:"cluster_id"`
-}
-
-func readMeta(dir string) (metaJSON, bool, error) {
-	b, err := os.ReadFile(filepath.Join(dir, metaFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return metaJSON{}, false, nil
-	}
-	if err != nil {
-		return metaJSON{}, false, err
-	}
-	var m metaJSON
-	if err := json.Unmarshal(b, &m); err != nil {
-		return metaJSON{}, false, fmt.Errorf("broker: %s is not valid: %w", metaFile, err)
-	}
-	if m.Version != 1 {
-		return metaJSON{}, false, fmt.Errorf("broker: %s has unknown version %d", metaFile, m.Version)
-	}
-	return m, true, nil
-}
-
-// writeMeta writes the file atomically.
-func writeMeta(dir string, m metaJSON) error {
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, metaFile+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, metaFile)); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func partitionDir(dataDir, topic string, p int32) string {
