@@ -3,8 +3,8 @@ package broker
 import (
 	"context"
 	"encoding/binary"
-	"hash/crc32"
 	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
