@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/config"
 )
 
 // transactionalBatch sets the transactional attribute of a v2 batch.
@@ -113,5 +116,145 @@ func TestTransactionalBatchRefused(t *testing.T) {
 	}
 	if end := tb.b.lookupTopic("txr").partitions[0].log.EndOffset(); end != 0 {
 		t.Fatalf("log end %d after refused batches, want 0", end)
+	}
+}
+
+// TestZombieFenced: a second producer with the same transactional id
+// fences the first; the zombie's next transaction fails with a fencing
+// error and leaves nothing visible, while the new producer's commits.
+func TestZombieFenced(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), nil)
+	ctx := testCtx(t)
+	createTopic(t, ctx, newClient(t, tb.addr), "zf", 1, nil)
+	zombie := newClient(t, tb.addr, kgo.TransactionalID("zf-id"), kgo.DefaultProduceTopic("zf"), kgo.RecordRetries(2))
+	if err := zombie.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zombie.ProduceSync(ctx, kgo.StringRecord("first")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zombie.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	fresh := newClient(t, tb.addr, kgo.TransactionalID("zf-id"), kgo.DefaultProduceTopic("zf"))
+	if err := fresh.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.ProduceSync(ctx, kgo.StringRecord("fresh")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zombie.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	zerr := zombie.ProduceSync(ctx, kgo.StringRecord("zombie")).FirstErr()
+	if zerr == nil {
+		zerr = zombie.EndTransaction(ctx, kgo.TryCommit)
+	}
+	if !errors.Is(zerr, kerr.ProducerFenced) && !errors.Is(zerr, kerr.InvalidProducerEpoch) {
+		t.Fatalf("zombie: %v, want PRODUCER_FENCED or INVALID_PRODUCER_EPOCH", zerr)
+	}
+	if err := fresh.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		got := fmt.Sprint(consumeAll(t, ctx, tb.addr, "zf", kgo.ReadCommitted()))
+		if want := "[first fresh]"; got != want {
+			return fmt.Errorf("read_committed read %s, want %s", got, want)
+		}
+		return nil
+	})
+}
+
+// TestTransactionTimesOut: a transaction left open past its
+// transaction.timeout.ms is aborted by the coordinator; the producer's
+// commit then fails with a fencing error and read_committed readers never
+// see its records, and the last stable offset moves past them.
+func TestTransactionTimesOut(t *testing.T) {
+	settings, err := config.NewBroker(map[string]string{config.NodeID: "1", config.TransactionAbortInterval: "100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := startBroker(t, t.TempDir(), func(c *Config) { c.Settings = settings })
+	ctx := testCtx(t)
+	createTopic(t, ctx, newClient(t, tb.addr), "tto", 1, nil)
+	p := newClient(t, tb.addr, kgo.TransactionalID("tto-id"), kgo.DefaultProduceTopic("tto"), kgo.TransactionTimeout(300*time.Millisecond))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, kgo.StringRecord("late")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	part := tb.b.lookupTopic("tto").partitions[0]
+	eventually(t, 10*time.Second, func() error {
+		if lso, end := part.log.LastStableOffset(part.highWatermark()), part.log.EndOffset(); lso != end || end < 2 {
+			return fmt.Errorf("LSO %d, log end %d: the timed-out transaction is not aborted yet", lso, end)
+		}
+		return nil
+	})
+	err = p.EndTransaction(ctx, kgo.TryCommit)
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) && !errors.Is(err, kerr.TransactionAbortable) {
+		t.Fatalf("commit after the timeout: %v, want a fencing error", err)
+	}
+	if got := consumeAll(t, ctx, tb.addr, "tto", kgo.ReadCommitted()); len(got) != 0 {
+		t.Fatalf("read_committed read %v after the abort", got)
+	}
+	if got := consumeAll(t, ctx, tb.addr, "tto", kgo.ReadUncommitted()); fmt.Sprint(got) != "[late]" {
+		t.Fatalf("read_uncommitted read %v, want [late]", got)
+	}
+}
+
+// TestWriteTxnMarkersChecks sends markers as a coordinator would: a
+// marker for a partition where the producer has no transaction ends
+// nothing, a marker with an older producer epoch is
+// INVALID_PRODUCER_EPOCH, one from an older coordinator epoch
+// TRANSACTION_COORDINATOR_FENCED, one for a partition that does not exist
+// UNKNOWN_TOPIC_OR_PARTITION; the refused ones write nothing.
+func TestWriteTxnMarkersChecks(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), nil)
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr)
+	createTopic(t, ctx, c, "wm", 1, nil)
+	part := tb.b.lookupTopic("wm").partitions[0]
+	send := func(topic string, pid int64, epoch int16, coordEpoch int32) int16 {
+		t.Helper()
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, epoch, false, coordEpoch
+		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		mt.Topic, mt.Partitions = topic, []int32{0}
+		m.Topics = append(m.Topics, mt)
+		req.Markers = append(req.Markers, m)
+		// Straight to the broker: the client would refuse an unknown
+		// topic itself.
+		raw, err := c.Broker(int(tb.b.cfg.NodeID)).Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
+	}
+	if code := send("wm", 9, 3, 5); code != 0 {
+		t.Fatalf("marker with no transaction: %v", kerr.ErrorForCode(code))
+	}
+	end := part.log.EndOffset()
+	if lso := part.log.LastStableOffset(part.highWatermark()); lso != end {
+		t.Fatalf("LSO %d after a marker that ends nothing, want the end %d", lso, end)
+	}
+	for _, tc := range []struct {
+		name       string
+		topic      string
+		epoch      int16
+		coordEpoch int32
+		want       *kerr.Error
+	}{
+		{"older producer epoch", "wm", 2, 5, kerr.InvalidProducerEpoch},
+		{"older coordinator epoch", "wm", 3, 4, kerr.TransactionCoordinatorFenced},
+		{"unknown topic", "nope", 3, 5, kerr.UnknownTopicOrPartition},
+	} {
+		if code := send(tc.topic, 9, tc.epoch, tc.coordEpoch); code != tc.want.Code {
+			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(code), tc.want)
+		}
+	}
+	if got := part.log.EndOffset(); got != end {
+		t.Fatalf("log end %d after refused markers, want %d", got, end)
 	}
 }
