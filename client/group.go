@@ -30,10 +30,11 @@ type groupMember interface {
 
 // coordinator caches the group coordinator's node id.
 type coordinator struct {
-	cl    *core
-	group string
-	mu    sync.Mutex
-	node  int32
+	cl      *core
+	group   string // the key: a group id, or a transactional id
+	keyType int8   // FindCoordinator's key type: 0 group, 1 transaction
+	mu      sync.Mutex
+	node    int32
 }
 
 func (co *coordinator) get(ctx context.Context) (int32, error) {
@@ -43,7 +44,7 @@ func (co *coordinator) get(ctx context.Context) (int32, error) {
 	if n >= 0 {
 		return n, nil
 	}
-	n, err := co.cl.findCoordinator(ctx, co.group, 0)
+	n, err := co.cl.findCoordinator(ctx, co.group, co.keyType)
 	if err != nil {
 		return -1, err
 	}

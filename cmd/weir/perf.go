@@ -66,6 +66,8 @@ func perfProduce(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	every := fs.Duration("report-interval", 5*time.Second, "interval between progress lines")
 	keySpace := fs.Int64("key-space", 0, "give record i the key k%012d of i mod N, each key updated in turn (default: no keys)")
 	latencyLog := fs.String("latency-log", "", "write each sampled record's send time (Unix ms) and latency (µs) to this file after the run")
+	txnID := fs.String("transactional-id", "", "send in transactions with this transactional.id, committed every --transaction-duration-ms")
+	txnMs := fs.Int64("transaction-duration-ms", 0, "how long each transaction stays open before it is committed (default 3000 with --transactional-id; alone it enables transactions with the id performance-producer-default-transactional-id)")
 	if err := parseFlags(fs, spreadMultiValue(args, "producer-props")); err != nil {
 		return err
 	}
@@ -79,8 +81,16 @@ func perfProduce(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if _, ok := props["bootstrap.servers"]; !ok {
 		props["bootstrap.servers"] = "127.0.0.1:9092"
 	}
+	if *txnMs < 0 {
+		fmt.Fprintln(stderr, "--transaction-duration-ms must be positive")
+		return errUsage
+	}
+	if *txnMs > 0 && *txnID == "" {
+		*txnID = "performance-producer-default-transactional-id"
+	}
 	cfg := perf.ProduceConfig{
 		Topic: *topic, NumRecords: *num, RecordSize: *size, Throughput: *throughput, Props: props, ReportEvery: *every, KeySpace: *keySpace,
+		TransactionalID: *txnID, TransactionDuration: time.Duration(*txnMs) * time.Millisecond,
 	}
 	if *latencyLog != "" {
 		f, err := os.Create(*latencyLog)
