@@ -261,7 +261,25 @@ func (c *Consumer) Committed(ctx context.Context, tps []TopicPartition) (map[Top
 			code = resp.Groups[0].ErrorCode
 		}
 		err := kerr.ErrorForCode(code)
-		if errors.Is(err, kerr.UnstableOffsetCommit) {
+		// A partition whose transactional commit awaits its marker
+		// answers UNSTABLE_OFFSET_COMMIT on its own, as Kafka does.
+		for _, g := range resp.Groups {
+			for _, t := range g.Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode == kerr.UnstableOffsetCommit.Code {
+						code = p.ErrorCode
+					}
+				}
+			}
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == kerr.UnstableOffsetCommit.Code {
+					code = p.ErrorCode
+				}
+			}
+		}
+		if code == kerr.UnstableOffsetCommit.Code {
 			return kerr.CoordinatorLoadInProgress // retry after the pending transaction settles
 		}
 		return err

@@ -105,7 +105,17 @@ func TestExactlyOnceLoop(t *testing.T) {
 		return eosLive(liveCtx, seeds, func(r Rec) { liveMu.Lock(); live = append(live, r); liveMu.Unlock() })
 	})
 
-	sleep(ctx, 3*time.Second) // transactions flow before the first fault
+	// Transactions flow before the first fault (the first one waits for
+	// __transaction_state to be created and the group to form).
+	if _, err := poll(ctx, 90*time.Second, func(context.Context) error {
+		if commits.Load() < 3 {
+			return fmt.Errorf("%d transactions committed", commits.Load())
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("copy loops not committing before the faults: %v", err)
+	}
+	done := 0
 	for i := range rounds {
 		// Every third round the coordinator, the others a partition leader.
 		node, why, err := eosVictim(ctx, c, i%3)
@@ -126,6 +136,7 @@ func TestExactlyOnceLoop(t *testing.T) {
 			t.Errorf("round %d (node %d, %s): %v", i+1, node, why, err)
 			break
 		}
+		done++
 		sleep(ctx, time.Second+time.Duration(r.rng.IntN(1000))*time.Millisecond)
 	}
 
@@ -168,7 +179,7 @@ func TestExactlyOnceLoop(t *testing.T) {
 	v := CheckExactlyOnce(values, output, live)
 	liveMu.Unlock()
 	t.Logf("chaos eos: %d rounds; %d input records (%d sends acknowledged), %d output records, %d read live; %d transactions committed, %d aborted, %d copy loop restarts",
-		rounds, v.Inputs, produced.Load(), v.Outputs, v.LiveSeen, commits.Load(), aborts.Load(), restarts.Load())
+		done, v.Inputs, produced.Load(), v.Outputs, v.LiveSeen, commits.Load(), aborts.Load(), restarts.Load())
 	for i, s := range v.Violations {
 		if i == 20 {
 			t.Errorf("... and %d more", len(v.Violations)-20)
