@@ -158,6 +158,16 @@ func TestPerfTools(t *testing.T) {
 	if !regexp.MustCompile(`, 25000, `).MatchString(out) {
 		t.Fatalf("read_committed perf consume of the transactional records:\n%s", out)
 	}
+	// An exactly-once copy of those 25000 records in 100 ms transactions.
+	mustWeir(t, "", "topic", "create", "--topic", "perf-copy", "--partitions", "3", "--bootstrap-server", addr)
+	out = mustWeir(t, "", "perf", "copy", "--from", "perf", "--to", "perf-copy", "--messages", "25000", "--bootstrap-server", addr)
+	if !regexp.MustCompile(`(?m)^25000 records copied in [0-9.]+ s, [0-9.]+ records/sec; \d+ transactions, commit latency [0-9.]+ ms avg, [0-9.]+ ms 50th, [0-9.]+ ms 99th, [0-9.]+ ms max\.$`).MatchString(out) {
+		t.Fatalf("perf copy output:\n%s", out)
+	}
+	out = mustWeir(t, "", "perf", "consume", "--topic", "perf-copy", "--messages", "25000", "--bootstrap-server", addr, "--consumer-props", "isolation.level=read_committed")
+	if !regexp.MustCompile(`, 25000, `).MatchString(out) {
+		t.Fatalf("reading the copy:\n%s", out)
+	}
 	// Keyed records, each of 4 keys in turn, on a compacted topic (which
 	// refuses records without a key); every result's latency logged.
 	mustWeir(t, "", "topic", "create", "--topic", "keyed", "--partitions", "1", "--config", "cleanup.policy=compact", "--bootstrap-server", addr)
