@@ -114,7 +114,7 @@ func TestTransactionalBatchRefused(t *testing.T) {
 	if sp := rawProduce(t, ctx, c, tb, "txr", b); sp.ErrorCode != kerr.InvalidTxnState.Code {
 		t.Fatalf("unverifiable batch: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(sp.ErrorCode))
 	}
-	if end := tb.b.lookupTopic("txr").partitions[0].log.EndOffset(); end != 0 {
+	if end := partitionAt(tb.b, "txr", 0).log.EndOffset(); end != 0 {
 		t.Fatalf("log end %d after refused batches, want 0", end)
 	}
 }
@@ -184,7 +184,7 @@ func TestTransactionTimesOut(t *testing.T) {
 	if err := p.ProduceSync(ctx, kgo.StringRecord("late")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	part := tb.b.lookupTopic("tto").partitions[0]
+	part := partitionAt(tb.b, "tto", 0)
 	eventually(t, 10*time.Second, func() error {
 		if lso, end := part.log.LastStableOffset(part.highWatermark()), part.log.EndOffset(); lso != end || end < 2 {
 			return fmt.Errorf("LSO %d, log end %d: the timed-out transaction is not aborted yet", lso, end)
@@ -214,7 +214,7 @@ func TestWriteTxnMarkersChecks(t *testing.T) {
 	ctx := testCtx(t)
 	c := newClient(t, tb.addr)
 	createTopic(t, ctx, c, "wm", 1, nil)
-	part := tb.b.lookupTopic("wm").partitions[0]
+	part := partitionAt(tb.b, "wm", 0)
 	send := func(topic string, pid int64, epoch int16, coordEpoch int32) int16 {
 		t.Helper()
 		req := kmsg.NewPtrWriteTxnMarkersRequest()
