@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/client"
 	"weir/internal/config"
 )
 
@@ -256,5 +257,56 @@ func TestWriteTxnMarkersChecks(t *testing.T) {
 	}
 	if got := part.log.EndOffset(); got != end {
 		t.Fatalf("log end %d after refused markers, want %d", got, end)
+	}
+}
+
+// TestClassicTransactionsWithoutVerification runs the classic protocol
+// (AddPartitionsToTxn from the client, Produce v11) with and without
+// transaction.partition.verification.enable: committed and aborted
+// transactions are told apart either way.
+func TestClassicTransactionsWithoutVerification(t *testing.T) {
+	for _, verify := range []string{"true", "false"} {
+		t.Run("verification="+verify, func(t *testing.T) {
+			settings, err := config.NewBroker(map[string]string{config.NodeID: "1", config.TransactionPartitionVerify: verify})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tb := startBroker(t, t.TempDir(), func(c *Config) { c.Settings = settings })
+			ctx := testCtx(t)
+			createTopic(t, ctx, newClient(t, tb.addr), "classic", 1, nil)
+			p, err := client.NewProducer(map[string]string{"bootstrap.servers": tb.addr, "transactional.id": "classic-" + verify,
+				"weir.transaction.classic": "true", "linger.ms": "1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close(ctx)
+			if err := p.InitTransactions(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				value  string
+				commit bool
+			}{{"kept", true}, {"dropped", false}, {"kept-too", true}} {
+				if err := p.BeginTransaction(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := p.SendSync(ctx, &client.Record{Topic: "classic", Value: []byte(tc.value)}); err != nil {
+					t.Fatal(err)
+				}
+				end := p.AbortTransaction
+				if tc.commit {
+					end = p.CommitTransaction
+				}
+				if err := end(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			eventually(t, 10*time.Second, func() error {
+				if got := fmt.Sprint(consumeAll(t, ctx, tb.addr, "classic", kgo.ReadCommitted())); got != "[kept kept-too]" {
+					return fmt.Errorf("read_committed read %s", got)
+				}
+				return nil
+			})
+		})
 	}
 }
