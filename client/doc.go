@@ -78,6 +78,28 @@
 // block instead). Decoding accepts both. compression.gzip.level,
 // compression.lz4.level and compression.zstd.level set the levels.
 //
+// # Transactions
+//
+// With transactional.id the producer writes in transactions, as Java's
+// does: InitTransactions (once: fences earlier producers with the same id
+// and completes what they left open), then BeginTransaction, Send,
+// optionally SendOffsetsToTransaction with a consumer's GroupMetadata
+// (read-process-write: the offsets commit with the records), and
+// CommitTransaction or AbortTransaction. A Send outside a transaction
+// fails with ErrTransactionState. A record that fails makes the
+// transaction abortable (CommitTransaction returns ErrTransactionAbortable
+// and commits nothing); a producer fenced by a newer one, or whose
+// transaction its coordinator aborted for transaction.timeout.ms, gets
+// ErrProducerFenced and can only be closed. The protocol is KIP-890's
+// when the cluster finalizes transaction.version 2 (partition leaders add
+// partitions to the transaction, Produce v12, every commit or abort bumps
+// the epoch, offsets go straight to TxnOffsetCommit v5), else the classic
+// one (AddPartitionsToTxn before a partition's first batch,
+// AddOffsetsToTxn, Produce v11 at most); weir.transaction.classic=true
+// forces the classic one. Consumers with isolation.level=read_committed
+// read only committed transactions, up to each partition's last stable
+// offset.
+//
 // # Partitioning
 //
 // The rules, and their defaults, are the Java producer's:

@@ -30,10 +30,11 @@ type groupMember interface {
 
 // coordinator caches the group coordinator's node id.
 type coordinator struct {
-	cl    *core
-	group string
-	mu    sync.Mutex
-	node  int32
+	cl      *core
+	group   string // the key: a group id, or a transactional id
+	keyType int8   // FindCoordinator's key type: 0 group, 1 transaction
+	mu      sync.Mutex
+	node    int32
 }
 
 func (co *coordinator) get(ctx context.Context) (int32, error) {
@@ -43,7 +44,7 @@ func (co *coordinator) get(ctx context.Context) (int32, error) {
 	if n >= 0 {
 		return n, nil
 	}
-	n, err := co.cl.findCoordinator(ctx, co.group, 0)
+	n, err := co.cl.findCoordinator(ctx, co.group, co.keyType)
 	if err != nil {
 		return -1, err
 	}
@@ -260,7 +261,25 @@ func (c *Consumer) Committed(ctx context.Context, tps []TopicPartition) (map[Top
 			code = resp.Groups[0].ErrorCode
 		}
 		err := kerr.ErrorForCode(code)
-		if errors.Is(err, kerr.UnstableOffsetCommit) {
+		// A partition whose transactional commit awaits its marker
+		// answers UNSTABLE_OFFSET_COMMIT on its own, as Kafka does.
+		for _, g := range resp.Groups {
+			for _, t := range g.Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode == kerr.UnstableOffsetCommit.Code {
+						code = p.ErrorCode
+					}
+				}
+			}
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == kerr.UnstableOffsetCommit.Code {
+					code = p.ErrorCode
+				}
+			}
+		}
+		if code == kerr.UnstableOffsetCommit.Code {
 			return kerr.CoordinatorLoadInProgress // retry after the pending transaction settles
 		}
 		return err

@@ -133,6 +133,8 @@ type Producer struct {
 
 	aborted atomic.Bool // Close has failed what was left; later appends fail too
 
+	txn *txnManager // transactions (transactional.id); nil without
+
 	wake   chan struct{}
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -178,6 +180,9 @@ func NewProducer(props map[string]string, opts ...Option) (*Producer, error) {
 		closed:     make(chan struct{}),
 	}
 	p.cl = newCore(cfg.commonConfig, o, cfg.autoCreate)
+	if cfg.transactionalID != "" {
+		p.txn = newTxnManager(p, cfg.transactionalID)
+	}
 	p.cl.mu.Lock() // the refresher may already be dialing
 	p.cl.onConnect = func(int32) { p.wakeup() }
 	p.cl.mu.Unlock()
@@ -240,6 +245,9 @@ func (p *Producer) send(ctx context.Context, pr *pendingRecord) error {
 	p.mu.Unlock()
 	if closing {
 		return ErrProducerClosed
+	}
+	if err := p.txnSendable(); err != nil {
+		return err
 	}
 	r := pr.rec
 	// Blocking (metadata, memory) is bounded by max.block.ms; the bounded
@@ -608,6 +616,7 @@ func (p *Producer) finishBatch(b *batch, baseOffset int64, logAppendMs int64, er
 	p.mem.release(b.memBytes)
 	now := p.now()
 	topic := q.topic.name
+	p.txnBatchFailed(err)
 	if err == nil {
 		p.m.partitionDone(topic, q.partition, len(b.recs), wireBytes)
 	} else {

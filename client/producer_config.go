@@ -38,9 +38,11 @@ var producerProps = map[string]prop{
 	"partitioner.ignore.keys":                  boolProp("false"),
 	"allow.auto.create.topics":                 boolProp("true"),
 	"transaction.timeout.ms":                   intProp("60000", 0),
+	"transactional.id":                         strProp(""),
 	// Extensions, not Kafka properties.
 	"weir.partitioner.adaptive.weighting": strProp("batches", "batches", "bytes", "bytes-inverse"),
 	"weir.compression.snappy.framing":     strProp("xerial", "xerial", "raw"),
+	"weir.transaction.classic":            boolProp("false"),
 }
 
 type producerConfig struct {
@@ -62,6 +64,8 @@ type producerConfig struct {
 	part             partitioner.Config
 	autoCreate       bool
 	txnTimeout       time.Duration
+	transactionalID  string
+	txnClassic       bool // weir.transaction.classic: never KIP-890's protocol
 }
 
 func parseProducerConfig(m map[string]string, o options) (producerConfig, error) {
@@ -84,6 +88,8 @@ func parseProducerConfig(m map[string]string, o options) (producerConfig, error)
 		partitionerClass: p.str("partitioner.class"),
 		autoCreate:       p.bool("allow.auto.create.topics"),
 		txnTimeout:       p.ms("transaction.timeout.ms"),
+		transactionalID:  p.str("transactional.id"),
+		txnClassic:       p.bool("weir.transaction.classic"),
 	}
 	switch p.str("acks") {
 	case "all", "-1":
@@ -128,6 +134,13 @@ func parseProducerConfig(m map[string]string, o options) (producerConfig, error)
 			Reason: "should be equal to or larger than linger.ms + request.timeout.ms"}
 	}
 	c.deliveryTimeout = max(c.deliveryTimeout, c.linger+c.requestTimeout)
+	if c.transactionalID != "" {
+		// A transactional producer is idempotent, as in Java.
+		if c.idempotentSet && !c.idempotent {
+			return producerConfig{}, &ConfigError{Key: "enable.idempotence", Value: "false", Reason: "cannot be false with a transactional.id"}
+		}
+		c.idempotent, c.idempotentSet = true, true
+	}
 	if c.idempotent {
 		switch {
 		case c.acks != -1:

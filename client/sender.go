@@ -49,6 +49,7 @@ func (p *Producer) runOnce(now time.Time) time.Duration {
 	if !p.producerIDReady() {
 		return p.cfg.retryBackoff
 	}
+	p.txnAddPartitions()
 	ready, next, unknown := p.ready(m, now)
 	if unknown {
 		p.cl.requestRefresh()
@@ -210,6 +211,9 @@ func (p *Producer) drain(m *metadata, node int32, now time.Time) []*batch {
 	size := 0
 	for i := range qs {
 		q := qs[(start+i)%len(qs)]
+		if !p.txnDrainable(TopicPartition{Topic: q.topic.name, Partition: q.partition}) {
+			continue
+		}
 		q.mu.Lock()
 		if len(q.batches) == 0 {
 			q.mu.Unlock()
@@ -283,15 +287,23 @@ func (p *Producer) sendBatches(node int32, conn brokerConn, m *metadata, bs []*b
 	if !useIDs && v >= 13 {
 		v = 12
 	}
+	if v >= 12 && !p.txnVersion2Active() {
+		// Produce v12 means transaction version 2 to the broker: the
+		// classic protocol stays below it.
+		v = 11
+	}
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(v)
 	req.Acks = p.cfg.acks
+	if p.txn != nil {
+		req.TransactionID = &p.txn.id
+	}
 	req.TimeoutMillis = int32(p.cfg.requestTimeout / time.Millisecond)
 	idx := map[string]int{}
 	for _, b := range bs {
 		prod := records.NoProducer
 		if b.pid >= 0 {
-			prod = records.Producer{ID: b.pid, Epoch: b.epoch, BaseSequence: b.seq}
+			prod = records.Producer{ID: b.pid, Epoch: b.epoch, BaseSequence: b.seq, Transactional: p.txn != nil}
 		}
 		if b.wire == nil || b.wireFor != prod {
 			// The first build writes the header into the batch's own
@@ -514,6 +526,12 @@ func (p *Producer) sequenceError(b *batch, err error, now time.Time) {
 		p.retry(b, err, now, true)
 		return
 	}
+	if p.txn != nil {
+		// A transaction cannot take a new producer id midway: the
+		// batch fails and the transaction must abort.
+		p.finish(b, -1, -1, err)
+		return
+	}
 	p.resetProducerID()
 	p.retry(b, err, now, true)
 }
@@ -593,6 +611,12 @@ func (p *Producer) expire(now time.Time) {
 // idempotent; otherwise once InitProducerId has answered. It starts the
 // request when needed.
 func (p *Producer) producerIDReady() bool {
+	if p.txn != nil {
+		// InitTransactions gets a transactional producer's id.
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.pidState == pidReady
+	}
 	p.mu.Lock()
 	if !p.idempotent || p.pidState == pidReady {
 		p.mu.Unlock()
@@ -683,21 +707,6 @@ func (p *Producer) resetProducerID() {
 	}
 	p.pidState, p.pid, p.epoch = pidNone, -1, -1
 	p.mu.Unlock()
-	p.topicsMu.RLock()
-	for _, t := range p.topics {
-		for _, q := range t.all() {
-			if q == nil {
-				continue
-			}
-			q.mu.Lock()
-			q.nextSeq = 0
-			q.inflight = nil
-			for _, b := range q.batches {
-				b.seq = -1
-			}
-			q.mu.Unlock()
-		}
-	}
-	p.topicsMu.RUnlock()
+	p.resetSequences()
 	p.log.Warn("producer id reset after a sequence error")
 }

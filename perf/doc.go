@@ -14,6 +14,14 @@
 // n-th result is kept, as Kafka's tool samples; average and maximum count
 // every record.
 //
+// With a transactional id the producer test sends in transactions
+// committed every transaction duration (ProducerPerformance's
+// --transactional-id and --transaction-duration-ms) and reports the commit
+// latencies. Copy is the end-to-end exactly-once test: a read_committed
+// group consumer and a transactional producer copy a topic, each
+// transaction committing the copied records with the group's offsets; it
+// reports records per second and commit latencies.
+//
 // Everything is bounded by the record count the caller gives and by its
 // context; the only goroutine besides the caller's is the client's own.
 package perf

@@ -32,7 +32,12 @@ type ProduceConfig struct {
 	// run: its send time (Unix milliseconds) and its latency
 	// (microseconds), so that a percentile can be taken over any window.
 	LatencyLog io.Writer
-	Now        func() time.Time
+	// TransactionalID, when set, makes the producer transactional, as
+	// ProducerPerformance's --transactional-id does: records are sent in
+	// transactions committed every TransactionDuration (3 s when zero).
+	TransactionalID     string
+	TransactionDuration time.Duration
+	Now                 func() time.Time
 }
 
 // ProduceResult is a producer test's outcome.
@@ -46,6 +51,12 @@ type ProduceResult struct {
 	P999            time.Duration
 	FirstError      error
 	Metrics         client.ProducerMetrics
+	// Transactions and the commit latencies (CommitTransaction, which
+	// sends what is queued and ends the transaction), with
+	// TransactionalID.
+	Transactions                    int64
+	CommitAvg, CommitP50, CommitP99 time.Duration
+	CommitMax                       time.Duration
 }
 
 // RecordsPerSec and MBPerSec are the summary rates.
@@ -140,7 +151,18 @@ func Produce(ctx context.Context, cfg ProduceConfig, out io.Writer) (ProduceResu
 	if cfg.ReportEvery <= 0 {
 		cfg.ReportEvery = 5 * time.Second
 	}
-	p, err := client.NewProducer(cfg.Props)
+	props := cfg.Props
+	if cfg.TransactionalID != "" {
+		props = make(map[string]string, len(cfg.Props)+1)
+		for k, v := range cfg.Props {
+			props[k] = v
+		}
+		props["transactional.id"] = cfg.TransactionalID
+		if cfg.TransactionDuration <= 0 {
+			cfg.TransactionDuration = 3 * time.Second
+		}
+	}
+	p, err := client.NewProducer(props)
 	if err != nil {
 		return ProduceResult{}, err
 	}
@@ -164,8 +186,25 @@ func Produce(ctx context.Context, cfg ProduceConfig, out io.Writer) (ProduceResu
 	// Every send shares one Record (the client only reads it), unless
 	// records have keys.
 	rec := &client.Record{Topic: cfg.Topic, Value: payload}
+	txn := &txnTimer{p: p, now: now, every: cfg.TransactionDuration}
+	if cfg.TransactionalID != "" {
+		if err := p.InitTransactions(ctx); err != nil {
+			return ProduceResult{}, err
+		}
+		if err := txn.begin(); err != nil {
+			return ProduceResult{}, err
+		}
+	}
 	start := now()
 	for i := int64(0); i < cfg.NumRecords; i++ {
+		if cfg.TransactionalID != "" && now().Sub(txn.started) >= txn.every {
+			if err := txn.commit(ctx); err != nil {
+				return st.result(), err
+			}
+			if err := txn.begin(); err != nil {
+				return st.result(), err
+			}
+		}
 		intended := start
 		if cfg.Throughput > 0 {
 			intended = start.Add(time.Duration(float64(i) / cfg.Throughput * float64(time.Second)))
@@ -187,7 +226,11 @@ func Produce(ctx context.Context, cfg ProduceConfig, out io.Writer) (ProduceResu
 		}
 		p.Send(ctx, r, func(_ client.RecordMetadata, err error) { st.done(from, err) })
 	}
-	if err := p.Flush(ctx); err != nil {
+	if cfg.TransactionalID != "" {
+		if err := txn.commit(ctx); err != nil {
+			return st.result(), err
+		}
+	} else if err := p.Flush(ctx); err != nil {
 		return st.result(), err
 	}
 	end := now()
@@ -222,7 +265,41 @@ func Produce(ctx context.Context, cfg ProduceConfig, out io.Writer) (ProduceResu
 		return time.Duration(latencies[int(q*float64(len(latencies)-1))]) * time.Microsecond
 	}
 	res.P50, res.P95, res.P99, res.P999 = pct(0.5), pct(0.95), pct(0.99), pct(0.999)
+	if n := len(txn.commits); n > 0 {
+		res.Transactions = int64(n)
+		var sum time.Duration
+		for _, d := range txn.commits {
+			sum += d
+		}
+		sort.Slice(txn.commits, func(i, j int) bool { return txn.commits[i] < txn.commits[j] })
+		res.CommitAvg, res.CommitMax = sum/time.Duration(n), txn.commits[n-1]
+		res.CommitP50, res.CommitP99 = txn.commits[(n-1)/2], txn.commits[int(0.99*float64(n-1))]
+	}
 	return res, nil
+}
+
+// txnTimer runs a transactional test's transactions: one begins, and is
+// committed once it has been open for every, timing each commit.
+type txnTimer struct {
+	p       *client.Producer
+	now     func() time.Time
+	every   time.Duration
+	started time.Time
+	commits []time.Duration
+}
+
+func (t *txnTimer) begin() error {
+	t.started = t.now()
+	return t.p.BeginTransaction()
+}
+
+func (t *txnTimer) commit(ctx context.Context) error {
+	from := t.now()
+	if err := t.p.CommitTransaction(ctx); err != nil {
+		return err
+	}
+	t.commits = append(t.commits, t.now().Sub(from))
+	return nil
 }
 
 // result is a copy of the result so far.
@@ -237,6 +314,10 @@ func (r ProduceResult) WriteSummary(w io.Writer) {
 	fmt.Fprintf(w, "%d records sent, %f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %d ms 50th, %d ms 95th, %d ms 99th, %d ms 99.9th.\n",
 		r.Records, r.RecordsPerSec(), r.MBPerSec(), ms(r.AvgLatency), ms(r.MaxLatency),
 		r.P50.Milliseconds(), r.P95.Milliseconds(), r.P99.Milliseconds(), r.P999.Milliseconds())
+	if r.Transactions > 0 {
+		fmt.Fprintf(w, "%d transactions committed, commit latency %.2f ms avg, %.2f ms 50th, %.2f ms 99th, %.2f ms max.\n",
+			r.Transactions, ms(r.CommitAvg), ms(r.CommitP50), ms(r.CommitP99), ms(r.CommitMax))
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

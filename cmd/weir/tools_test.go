@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,32 @@ func TestPerfTools(t *testing.T) {
 		"--producer-props", "bootstrap.servers="+addr)
 	if took := time.Since(start); took < 1500*time.Millisecond {
 		t.Fatalf("throttled run finished in %v; the throttle did not hold", took)
+	}
+	// Transactional, as ProducerPerformance --transactional-id
+	// --transaction-duration-ms: about 1.5 s at 2000/s in transactions of
+	// 100 ms, read back whole by a read_committed consumer.
+	out = mustWeir(t, "", "perf", "produce", "--topic", "perf", "--num-records", "3000", "--record-size", "10", "--throughput", "2000",
+		"--transactional-id", "perf-txn", "--transaction-duration-ms", "100", "--producer-props", "bootstrap.servers="+addr)
+	txns := regexp.MustCompile(`(?m)^(\d+) transactions committed, commit latency [0-9.]+ ms avg, [0-9.]+ ms 50th, [0-9.]+ ms 99th, [0-9.]+ ms max\.$`).FindStringSubmatch(out)
+	if txns == nil || !strings.Contains(out, "3000 records sent") {
+		t.Fatalf("transactional perf produce output:\n%s", out)
+	}
+	if n, _ := strconv.Atoi(txns[1]); n < 5 {
+		t.Fatalf("%d transactions in about 1.5 s of 100 ms transactions", n)
+	}
+	out = mustWeir(t, "", "perf", "consume", "--topic", "perf", "--messages", "25000", "--bootstrap-server", addr, "--consumer-props", "isolation.level=read_committed")
+	if !regexp.MustCompile(`, 25000, `).MatchString(out) {
+		t.Fatalf("read_committed perf consume of the transactional records:\n%s", out)
+	}
+	// An exactly-once copy of those 25000 records in 100 ms transactions.
+	mustWeir(t, "", "topic", "create", "--topic", "perf-copy", "--partitions", "3", "--bootstrap-server", addr)
+	out = mustWeir(t, "", "perf", "copy", "--from", "perf", "--to", "perf-copy", "--messages", "25000", "--bootstrap-server", addr)
+	if !regexp.MustCompile(`(?m)^25000 records copied in [0-9.]+ s, [0-9.]+ records/sec; \d+ transactions, commit latency [0-9.]+ ms avg, [0-9.]+ ms 50th, [0-9.]+ ms 99th, [0-9.]+ ms max\.$`).MatchString(out) {
+		t.Fatalf("perf copy output:\n%s", out)
+	}
+	out = mustWeir(t, "", "perf", "consume", "--topic", "perf-copy", "--messages", "25000", "--bootstrap-server", addr, "--consumer-props", "isolation.level=read_committed")
+	if !regexp.MustCompile(`, 25000, `).MatchString(out) {
+		t.Fatalf("reading the copy:\n%s", out)
 	}
 	// Keyed records, each of 4 keys in turn, on a compacted topic (which
 	// refuses records without a key); every result's latency logged.

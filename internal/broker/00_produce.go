@@ -16,9 +16,10 @@ import (
 // Produce v3-13, advertised from v0: Kafka 4.x lists v0 so that old
 // librdkafka feature checks pass (KAFKA-18659) but closes the connection
 // on v0-2, and so do we. Each partition must carry exactly one v2 batch
-// (the v3+ rule). Transactional batches are refused: weir has no
-// transaction coordinator yet. TimeoutMillis bounds the wait for
-// durability when a topic fsyncs before acknowledging.
+// (the v3+ rule). A transactional batch is verified with its transaction's
+// coordinator first (KIP-890: verifyProduce, transactions.go), which
+// also adds the partition to the transaction for v12+. TimeoutMillis
+// bounds that verification and the wait for durability.
 var _ = register(handler{key: 0, min: 0, minServed: 3, max: 13, serve: (*Broker).handleProduce})
 
 func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server.Reply {
@@ -32,6 +33,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 	var waits []ackWait
 	failed := false
 	var hints hintSet
+	guards := b.verifyProduce(ctx, r)
 	for _, rt := range r.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -61,7 +63,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 			}
 			if err == nil {
 				var res replica.AppendResult
-				res, err = b.appendProduced(p, rp.Records, r.Acks)
+				res, err = b.appendProduced(p, rp.Records, r.Acks, guards[p])
 				if dup, ok := asDuplicate(err); ok {
 					// A retry of a batch already written: acknowledge it
 					// with its original offsets, as Kafka does.
@@ -137,8 +139,9 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 }
 
 // appendProduced checks that records hold exactly one batch and appends
-// it as leader (the replica moves the high watermark and wakes fetches).
-func (b *Broker) appendProduced(p *partition, records []byte, acks int16) (replica.AppendResult, error) {
+// it as leader (the replica moves the high watermark and wakes fetches);
+// a transactional batch with the guard its verification chose.
+func (b *Broker) appendProduced(p *partition, records []byte, acks int16, txn produceGuard) (replica.AppendResult, error) {
 	var none replica.AppendResult
 	if len(records) == 0 {
 		return none, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
@@ -153,8 +156,8 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16) (repli
 	if int(h.Length) > len(records) {
 		return none, fmt.Errorf("%w: the batch's length field says %d bytes, the request holds %d", kerr.CorruptMessage, h.Length, len(records))
 	}
-	if h.IsTransactional() {
-		return none, fmt.Errorf("%w: transactions are not supported", kerr.TransactionalIDAuthorizationFailed)
+	if txn.err != nil && h.IsTransactional() {
+		return none, txn.err
 	}
 	if b.cfg.NullStorage {
 		n := int64(h.LastOffsetDelta) + 1
@@ -162,7 +165,11 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16) (repli
 		p.keepNullBatch(records, n)
 		return replica.AppendResult{AppendResult: wlog.AppendResult{BaseOffset: last - n + 1, LastOffset: last, LogAppendTime: -1}}, nil
 	}
-	return p.rep.Append(records, acks, b.appendOptions(p))
+	opts := b.appendOptions(p)
+	if txn.guard != nil && h.IsTransactional() {
+		opts.Guard = txn.guard
+	}
+	return p.rep.Append(records, acks, opts)
 }
 
 // markPartition sets the error of p's answer, unless it has one, and

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	wlog "weir/internal/log"
 	"weir/internal/replica"
 	"weir/internal/server"
 )
@@ -216,7 +217,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest, listener string) fetchResult {
 				} else if b.cfg.NullStorage {
 					sp.ErrorCode, fr = readNullPartition(p, &rp, &sp, &budget, total == 0)
 				} else {
-					sp.ErrorCode, fr = b.readPartition(p, &rp, &sp, &budget, total == 0)
+					sp.ErrorCode, fr = b.readPartition(p, &rp, &sp, &budget, total == 0, wlog.Isolation(r.IsolationLevel))
 				}
 				if fr != nil {
 					recs = append(recs, fr)
@@ -259,7 +260,8 @@ func (b *Broker) leadershipPending(t *topic, index, epoch int32) bool {
 // readPartition fills one partition of a fetch response and returns its
 // error code. The first partition with data may exceed the byte budget by
 // one batch so that a consumer always makes progress (KIP-74).
-func (b *Broker) readPartition(p *partition, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget *int64, first bool) (int16, *fetchRecords) {
+// read_committed reads stop at the last stable offset (readIsolated).
+func (b *Broker) readPartition(p *partition, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget *int64, first bool, iso wlog.Isolation) (int16, *fetchRecords) {
 	if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
 		return code, nil
 	}
@@ -270,7 +272,7 @@ func (b *Broker) readPartition(p *partition, rp *kmsg.FetchRequestTopicPartition
 	if max <= 0 && !first {
 		return 0, nil
 	}
-	res, err := p.log.Read(nil, rp.FetchOffset, max, hw)
+	res, err := p.readIsolated(rp.FetchOffset, max, hw, iso, sp)
 	if err != nil {
 		sp.RecordBatches = nil
 		if errors.Is(err, kerr.OffsetOutOfRange) {

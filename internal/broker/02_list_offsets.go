@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	wlog "weir/internal/log"
 	"weir/internal/server"
 )
 
@@ -32,7 +33,7 @@ func (b *Broker) handleListOffsets(_ context.Context, req *server.Request) *serv
 			if err != nil {
 				sp.ErrorCode = errCode(err)
 			} else {
-				sp.ErrorCode = b.listOffset(p, &rp, &sp, r.ReplicaID >= 0)
+				sp.ErrorCode = b.listOffset(p, &rp, &sp, r.ReplicaID >= 0, wlog.Isolation(r.IsolationLevel))
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -42,8 +43,9 @@ func (b *Broker) handleListOffsets(_ context.Context, req *server.Request) *serv
 }
 
 // listOffset answers one partition; a follower (replica) reads up to the
-// log end, a consumer up to the high watermark.
-func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition, replica bool) int16 {
+// log end, a consumer up to the high watermark (read_committed: latest is
+// the last stable offset).
+func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition, replica bool, iso wlog.Isolation) int16 {
 	epoch := p.leaderEpoch.Load()
 	if rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < epoch {
 		return kerr.FencedLeaderEpoch.Code
@@ -59,6 +61,9 @@ func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartit
 	switch rp.Timestamp {
 	case -1:
 		sp.Offset = hw
+		if !replica {
+			sp.Offset = p.latestOffset(hw, iso)
+		}
 	case -2, -4:
 		sp.Offset = p.log.StartOffset()
 	case -5:

@@ -14,11 +14,9 @@ import (
 
 // FindCoordinator v0-6 (v4+ batches keys). A group (key type 0) is
 // coordinated by the leader of its __consumer_offsets partition, as in
-// Kafka; share groups use the same key type. weir has no transaction
-// coordinator yet: transaction keys (type 1) get
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the answer InitProducerId gives
-// a transactional id too, which clients treat as fatal at once instead of
-// retrying until max.block.ms. Share keys (type 2,
+// Kafka; share groups use the same key type. A transactional id (key type
+// 1) is coordinated by the leader of its __transaction_state partition
+// (Kafka's hash of the id), the topic created on first use. Share keys (type 2,
 // "group:topicId:partition", which locate a share partition's state) are
 // answered with the leader of that partition: each node keeps the state
 // of the share partitions it leads.
@@ -48,8 +46,11 @@ func (b *Broker) handleFindCoordinator(_ context.Context, req *server.Request) *
 				}
 			}
 		case 1:
-			msg := "transactions are not supported by this broker"
-			return -1, "", -1, kerr.TransactionalIDAuthorizationFailed.Code, &msg
+			if key == "" {
+				msg := "a transactional id must not be empty"
+				return -1, "", -1, kerr.InvalidRequest.Code, &msg
+			}
+			node = b.txnCoordinatorNode(key)
 		default:
 			msg := "no coordinator of this key type on this broker"
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code, &msg

@@ -8,19 +8,15 @@ import (
 	"weir/internal/server"
 )
 
-// InitProducerId v0-5 for idempotent producers: a fresh producer id with
-// epoch 0 from the durable allocator. A transactional id gets the error
-// internal/producer chooses (weir has no transaction coordinator yet).
-// The v3+ ProducerID/ProducerEpoch of an idempotent producer asking to
-// bump its epoch are answered with a new id, which Kafka also does when it
-// cannot bump; TransactionTimeoutMillis is unused.
+// InitProducerId v0-5, answered by the transaction coordinator
+// (internal/txn/coordinator): an idempotent producer gets a fresh
+// producer id at epoch 0 from the durable allocator; a transactional id is
+// served by the coordinator of its __transaction_state partition (epoch
+// bumps, fencing, KIP-360 recovery, NOT_COORDINATOR elsewhere). v6
+// (two-phase commit, KIP-939) is not served.
 var _ = register(handler{key: 22, min: 0, max: 5, serve: (*Broker).handleInitProducerID})
 
-func (b *Broker) handleInitProducerID(_ context.Context, req *server.Request) *server.Reply {
+func (b *Broker) handleInitProducerID(ctx context.Context, req *server.Request) *server.Reply {
 	r := req.Body.(*kmsg.InitProducerIDRequest)
-	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
-	id, epoch, err := b.producerIDs.InitProducerID(r.TransactionalID)
-	resp.ProducerID, resp.ProducerEpoch = id, epoch
-	resp.ErrorCode = errCode(err)
-	return server.Ready(resp)
+	return b.txnCall(ctx, func(ctx context.Context) (kmsg.Response, error) { return b.txn.InitProducerID(ctx, r) })
 }

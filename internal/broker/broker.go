@@ -30,6 +30,7 @@ import (
 	"weir/internal/server"
 	"weir/internal/sharegroup"
 	"weir/internal/sharestate"
+	"weir/internal/txn/coordinator"
 )
 
 // Config is what a broker needs to start.
@@ -151,6 +152,9 @@ type Broker struct {
 	shareState  *sharestate.Service // their state in __share_group_state
 	producerIDs *producer.Allocator
 
+	txn              *coordinator.Coordinator // transactions (transactions.go)
+	creatingTxnTopic atomic.Bool              // a creation of __transaction_state is under way
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // request goroutines (long polls, group waits), the metadata loop
@@ -218,7 +222,15 @@ func New(cfg Config) (*Broker, error) {
 	b.replicas = replica.NewManager(replica.ManagerConfig{
 		LocalID: cfg.NodeID, BrokerEpoch: -1, Transport: b.transport, Logger: b.logger,
 	})
+	if b.txn, err = b.newTxnCoordinator(); err != nil {
+		b.cleaner.Close()
+		b.syncer.Close()
+		b.ctl.Close()
+		b.node.Close()
+		return nil, err
+	}
 	if err := b.startCoordinators(); err != nil {
+		b.txn.Close()
 		b.ctl.Close()
 		b.node.Close()
 		return nil, err
@@ -262,6 +274,8 @@ func New(cfg Config) (*Broker, error) {
 		go b.retentionLoop(cfg.RetentionCheckInterval)
 	}
 	b.cleaner.Start()
+	b.wg.Add(1)
+	go b.expireProducersLoop()
 	return b, nil
 }
 
@@ -291,6 +305,13 @@ func (b *Broker) newGroupCoordinator() (*group.Coordinator, error) {
 	gcfg.Logger = b.logger
 	gcfg.Store = &offsetsStore{b: b}
 	gcfg.Topics = topicsView{b: b}
+	gcfg.PartitionOf = func(groupID string) int32 {
+		p, ok := b.coordinatorPartition(groupID)
+		if !ok {
+			return -1
+		}
+		return p.index
+	}
 	g, err := group.New(gcfg)
 	if err != nil {
 		return nil, err
@@ -313,6 +334,9 @@ func (b *Broker) Close() error {
 	}
 	b.cancel()
 	b.cleaner.Close() // before the logs close: rounds in progress are dropped
+	if b.txn != nil {
+		b.txn.Close()
+	}
 	b.replicas.Close()
 	b.wg.Wait()
 	b.transport.close()

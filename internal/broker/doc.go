@@ -48,6 +48,16 @@
 // partition) and is reloaded when that set changes; other nodes' groups
 // get NOT_COORDINATOR. Group offsets are written like acks=all produce.
 //
+// Transactions are served by internal/txn/coordinator (transactions.go
+// is its Host and creates __transaction_state on the first FindCoordinator
+// of a transactional id); the handlers 22, 24-26, 65 and 66 call it, 28
+// verifies with it and calls the group coordinator, 27 writes markers
+// through the replicas and completes transactional offsets, 61 reads the
+// log's producer state. Each partition's log drives its producer state
+// (idempotence, transactions, the last stable offset); a transactional
+// Produce is verified with the transaction's coordinator before it is
+// appended (KIP-890, verifyProduce).
+//
 // Share groups (KIP-932) are served by internal/sharegroup over
 // internal/sharestate (shares.go is their view of this node: topics, led
 // partitions, the group coordinator's records, group configs, the
@@ -61,7 +71,8 @@
 // and storage (internal/log); the acknowledgement rule (internal/replica:
 // Acked, WaitAcked, AppendCommitted); group semantics (internal/group);
 // share groups and their state (internal/sharegroup,
-// internal/sharestate); sequence and epoch rules (internal/producer);
+// internal/sharestate); transactions (internal/txn,
+// internal/txn/coordinator); sequence and epoch rules (internal/producer);
 // config names, defaults and validation (internal/config); fault
 // injection (internal/fault); compaction (internal/cleaner).
 //
@@ -71,7 +82,8 @@
 // per connection, so appends from one producer connection keep their
 // order. A replica's append wakes the fetches parked on its partition
 // once (OnHighWatermark when it moved the high watermark, else OnAppend). Background goroutines, all started by New and stopped by Close:
-// the metadata loop, the retention loop, and in a cluster the liveness
+// the metadata loop, the retention loop, the producer expiry loop, the
+// transaction coordinator (closed by Close before the replicas), and in a cluster the liveness
 // prober and the ISR shrink loop; the replica Manager's fetchers; one
 // goroutine per AlterPartition in flight. Work that waits (a fetch below MinBytes, an acks=all produce on a
 // topic that fsyncs before acknowledging, JoinGroup and SyncGroup) runs on

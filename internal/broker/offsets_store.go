@@ -55,6 +55,34 @@ func (s *offsetsStore) Append(ctx context.Context, groupID string, recs []group.
 	return err
 }
 
+// AppendTxn writes a producer's transactional offset commit as one
+// transactional batch of that producer (implementing group.TxnStore), as
+// Kafka's group coordinator does: base sequence -1, checked by the
+// producer's epoch only (producer.State.CoordinatorGuard), pending until
+// the transaction's marker.
+func (s *offsetsStore) AppendTxn(ctx context.Context, groupID string, producerID int64, producerEpoch int16, recs []group.Record) error {
+	parts := s.partitions()
+	if len(parts) == 0 {
+		return fmt.Errorf("broker: %s is missing", offsetsTopic)
+	}
+	p := parts[groupPartition(groupID, len(parts))]
+	if !p.isLeader() {
+		return fmt.Errorf("%w: group %s is coordinated by the leader of %s-%d", kerr.NotCoordinator, groupID, offsetsTopic, p.index)
+	}
+	var bb wlog.BatchBuilder
+	now := s.b.now().UnixMilli()
+	bb.Reset(now)
+	for _, r := range recs {
+		bb.Add(now, r.Key, r.Value, nil)
+	}
+	if bb.Len() == 0 {
+		return nil
+	}
+	batch := bb.BuildTransactional(producerID, producerEpoch)
+	_, err := p.rep.AppendCommitted(ctx, batch, wlog.AppendOptions{Guard: p.producers.CoordinatorGuard})
+	return err
+}
+
 // groupPartition is the __consumer_offsets partition of a group.
 func groupPartition(groupID string, n int) int {
 	h := fnv.New32a()
@@ -68,8 +96,9 @@ func (s *offsetsStore) Replay(ctx context.Context, fn func(group.Record) error) 
 		if !p.isLeader() {
 			continue
 		}
-		err := p.log.ScanRecords(ctx, func(r *wlog.Record) error {
-			return fn(group.Record{Key: append([]byte(nil), r.Key...), Value: cloneNullable(r.Value)})
+		err := p.log.ScanBatchRecords(ctx, func(h *wlog.BatchHeader, r *wlog.Record) error {
+			return fn(group.Record{Key: append([]byte(nil), r.Key...), Value: cloneNullable(r.Value),
+				Transactional: h.IsTransactional(), Control: h.IsControl(), ProducerID: h.ProducerID, Partition: p.index})
 		})
 		if err != nil {
 			return err

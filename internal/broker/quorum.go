@@ -297,6 +297,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		}
 	}
 	b.reloadGroups()
+	b.txnLeadershipChanged()
 	b.logger.Info("broker active", "node", b.cfg.NodeID, "cluster_id", b.clusterID)
 	return nil
 }

@@ -94,6 +94,7 @@ func (b *Broker) applyUpdate(u kraft.Update) {
 	if !slices.Equal(offsetsBefore, b.ledOffsetsPartitions()) {
 		b.reloadGroups()
 	}
+	b.txnLeadershipChanged()
 }
 
 // reconcileAll makes the registry match img as a whole.

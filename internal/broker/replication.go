@@ -11,7 +11,6 @@ import (
 
 	"weir/internal/config"
 	"weir/internal/kraft"
-	wlog "weir/internal/log"
 	"weir/internal/metadata"
 	"weir/internal/replica"
 )
@@ -53,16 +52,8 @@ func (b *Broker) openReplica(p *partition, minISR int) error {
 		},
 		// Followers parked on the log end fetch what was appended.
 		OnAppend: func(*replica.Replica) { p.wakeAll() },
-		OnFollowerAppend: func(_ *replica.Replica, h *wlog.BatchHeader) {
-			p.producers.Record(h)
-		},
-		OnTruncate: func(*replica.Replica, int64) {
-			if err := b.rebuildProducers(p); err != nil {
-				b.logger.Warn("producer state not rebuilt after truncation", "topic", p.topic.name, "partition", p.index, "err", err)
-			}
-		},
-		Now:    b.now,
-		Logger: b.logger,
+		Now:      b.now,
+		Logger:   b.logger,
 	})
 	if err != nil {
 		return err

@@ -10,6 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	wlog "weir/internal/log"
+
+	"weir/internal/config"
+	"weir/internal/producer"
 )
 
 // topic is a named set of partitions. The partitions slice and configs
@@ -55,16 +58,16 @@ func partitionDir(dataDir, topic string, p int32) string {
 // openPartition opens the log of one partition; with lazy, a partition
 // never written has no files until its first append.
 func (b *Broker) openPartition(t *topic, p int32, cfg wlog.Config, lazy bool) (*partition, error) {
-	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, p), cfg, wlog.Options{Logger: b.logger, Now: b.now, Syncer: b.syncer, Lazy: lazy})
+	// The log drives the producer state: it applies every batch written
+	// (leader, marker, follower), restores it at open and rebuilds it at
+	// truncation.
+	st := producer.NewState(producer.Options{Now: b.now, Expiration: b.settings().Millis(config.ProducerIDExpiration)})
+	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, p), cfg, wlog.Options{Logger: b.logger, Now: b.now, Syncer: b.syncer, Lazy: lazy, Producers: st})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s-%d: %w", t.name, p, err)
 	}
-	part := &partition{topic: t, index: p, log: l}
+	part := &partition{topic: t, index: p, log: l, producers: st}
 	part.hw.Store(l.EndOffset())
-	if err := b.rebuildProducers(part); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("broker: producer state of %s-%d: %w", t.name, p, err)
-	}
 	return part, nil
 }
 

@@ -50,7 +50,7 @@ const (
 // defaults, validators and dynamic-update rules. Adding one is one entry;
 // Broker.Value reads any of them. Dynamic ones are those Kafka lets
 // (Incremental)AlterConfigs change; everything else is read-only.
-var brokerDefs = newDefSet(append(coreBrokerDefs, securityDefs...))
+var brokerDefs = newDefSet(append(append(coreBrokerDefs, securityDefs...), txnDefs...))
 
 var coreBrokerDefs = []Def{
 	// Identity and network.

@@ -52,6 +52,8 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 		}
 	}
 	for _, n := range []string{FaultProduceResponseMs, FaultFetchResponseMs, LeaderHints, ShareFetchElsewhereWaitMs,
+		// Kafka's reconfigurable producer-state configs.
+		ProducerIDExpiration, TransactionPartitionVerify,
 		// Kafka's per-broker reconfigurable keystore and truststore.
 		SslKeystoreType, SslKeystoreLocation, SslKeystorePassword, SslKeyPassword, SslKeystoreChain, SslKeystoreKey,
 		SslTruststoreType, SslTruststoreLocation, SslTruststorePassword, SslTruststoreCerts,

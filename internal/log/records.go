@@ -143,18 +143,27 @@ func (bb *BatchBuilder) Len() int { return int(bb.n) }
 
 // Build finishes the batch (producer id -1, no sequence) and returns it;
 // the slice is valid until the next Reset.
-func (bb *BatchBuilder) Build() []byte {
+func (bb *BatchBuilder) Build() []byte { return bb.build(0, -1, -1) }
+
+// BuildTransactional finishes the batch as a transactional batch of a
+// producer, with no sequence (base sequence -1), as a coordinator writes
+// on a producer's behalf (Kafka's transactional offset commits).
+func (bb *BatchBuilder) BuildTransactional(producerID int64, producerEpoch int16) []byte {
+	return bb.build(attrTransactional, producerID, producerEpoch)
+}
+
+func (bb *BatchBuilder) build(attrs uint16, producerID int64, producerEpoch int16) []byte {
 	b := bb.buf
 	binary.BigEndian.PutUint64(b[offBaseOffset:], 0)
 	binary.BigEndian.PutUint32(b[offBatchLength:], uint32(len(b)-batchLengthOverhead))
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:], 0xffffffff)
 	b[offMagic] = 2
-	binary.BigEndian.PutUint16(b[offAttributes:], 0)
+	binary.BigEndian.PutUint16(b[offAttributes:], attrs)
 	binary.BigEndian.PutUint32(b[offLastOffsetDelt:], uint32(bb.n-1))
 	binary.BigEndian.PutUint64(b[offBaseTimestamp:], uint64(bb.baseTs))
 	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(bb.maxTs))
-	binary.BigEndian.PutUint64(b[offProducerID:], ^uint64(0))
-	binary.BigEndian.PutUint16(b[offProducerEpoch:], 0xffff)
+	binary.BigEndian.PutUint64(b[offProducerID:], uint64(producerID))
+	binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(producerEpoch))
 	binary.BigEndian.PutUint32(b[offBaseSequence:], 0xffffffff)
 	binary.BigEndian.PutUint32(b[offRecordCount:], uint32(bb.n))
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))

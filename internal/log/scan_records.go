@@ -8,6 +8,13 @@ import "context"
 // values alias a read buffer: fn copies what it keeps. Coordinators
 // replay their internal topics with it.
 func (l *Log) ScanRecords(ctx context.Context, fn func(*Record) error) error {
+	return l.ScanBatchRecords(ctx, func(_ *BatchHeader, r *Record) error { return fn(r) })
+}
+
+// ScanBatchRecords is ScanRecords with the header of each record's batch
+// (its producer, whether it is transactional or a control batch), for
+// coordinators that replay transactional records.
+func (l *Log) ScanBatchRecords(ctx context.Context, fn func(*BatchHeader, *Record) error) error {
 	end := l.EndOffset()
 	for off := l.StartOffset(); off < end; {
 		if err := ctx.Err(); err != nil {
@@ -27,7 +34,7 @@ func (l *Log) ScanRecords(ctx context.Context, fn func(*Record) error) error {
 			}
 			var ferr error
 			if err := EachRecord(data[:h.Length], func(r *Record) bool {
-				ferr = fn(r)
+				ferr = fn(&h, r)
 				return ferr == nil
 			}); err != nil {
 				return err

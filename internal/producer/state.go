@@ -375,6 +375,25 @@ func (s *State) VerifiedGuard(info log.BatchInfo, _ int64) error {
 	return s.CheckVerified(&info.BatchHeader)
 }
 
+// CoordinatorGuard has the signature of log.AppendOptions.Guard, for a
+// transactional batch a coordinator writes on a producer's behalf (the
+// group coordinator's transactional offset commits). As Kafka checks an
+// append of origin COORDINATOR, only the epoch is checked
+// (INVALID_PRODUCER_EPOCH below the producer's current one): such a batch
+// carries no sequence (base sequence -1, Kafka's NO_SEQUENCE), so neither
+// sequences nor duplicates are checked, and the caller verified the
+// transaction with its coordinator before writing.
+func (s *State) CoordinatorGuard(info log.BatchInfo, _ int64) error {
+	h := &info.BatchHeader
+	if h.ProducerID < 0 || !h.IsTransactional() {
+		return fmt.Errorf("%w: a coordinator's batch must be transactional with a producer id", kerr.InvalidRecord)
+	}
+	if e := s.producers[h.ProducerID]; e != nil && h.ProducerEpoch < e.epoch {
+		return fmt.Errorf("%w: producer %d sent epoch %d, current epoch is %d", kerr.InvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
+	}
+	return nil
+}
+
 // MarkerGuard returns the log.AppendOptions.Guard of a marker append
 // (log.AppendMarker) at a transaction version: CheckMarker.
 func (s *State) MarkerGuard(transactionVersion int16) func(log.BatchInfo, int64) error {

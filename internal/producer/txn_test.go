@@ -850,3 +850,36 @@ func (p *txnLog) sendGuarded(pid int64, epoch int16, seq int32, g VerificationGu
 	b := encodeTxnBatch(pid, epoch, seq, 1, p.clock.now().UnixMilli(), true)
 	return p.l.Append(b, log.AppendOptions{LeaderEpoch: 1, Guard: p.s.GuardWith(g)})
 }
+
+// TestCoordinatorGuard writes transactional offset commits as the group
+// coordinator does (base sequence -1, several per transaction): each is
+// accepted, none is taken for a duplicate, they open the producer's
+// transaction for the LSO, and an older epoch is refused.
+func TestCoordinatorGuard(t *testing.T) {
+	p := openTxnLog(t, t.TempDir(), log.DefaultConfig(), newFakeClock(time.UnixMilli(testTs)))
+	defer p.l.Close()
+	coord := func(epoch int16) (log.AppendResult, error) {
+		p.clock.add(time.Millisecond)
+		b := encodeTxnBatch(7, epoch, -1, 1, p.clock.now().UnixMilli(), true)
+		return p.l.Append(b, log.AppendOptions{LeaderEpoch: 1, Guard: p.s.CoordinatorGuard})
+	}
+	first := p.must(coord(2))
+	second := p.must(coord(2))
+	if second.BaseOffset != first.BaseOffset+1 {
+		t.Fatalf("second commit at %d, want %d", second.BaseOffset, first.BaseOffset+1)
+	}
+	if lso := p.l.LastStableOffset(p.l.EndOffset()); lso != first.BaseOffset {
+		t.Fatalf("LSO %d, want the transaction's first offset %d", lso, first.BaseOffset)
+	}
+	if _, err := coord(1); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("older epoch: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	plain := encodeTxnBatch(7, 2, -1, 1, p.clock.now().UnixMilli(), false)
+	if _, err := p.l.Append(plain, log.AppendOptions{LeaderEpoch: 1, Guard: p.s.CoordinatorGuard}); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("non-transactional batch: %v, want INVALID_RECORD", err)
+	}
+	p.must(p.marker(7, 2, 0, true, 0))
+	if lso := p.l.LastStableOffset(p.l.EndOffset()); lso != p.l.EndOffset() {
+		t.Fatalf("LSO %d after the commit, want %d", lso, p.l.EndOffset())
+	}
+}

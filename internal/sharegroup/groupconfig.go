@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/config"
+	wlog "weir/internal/log"
 	"weir/internal/share"
 )
 
@@ -349,6 +350,17 @@ func (m *Manager) ApplyGroupConfigs(group string, next map[string]string) {
 		}
 	}
 	m.logger.Info("share group config changed", "group", group, "overrides", len(next))
+}
+
+// isolation is a group's share.isolation.level (read_uncommitted unless
+// set).
+func (m *Manager) isolation(group string) wlog.Isolation {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.configs[group][cfgShareIsolationLevel] == "read_committed" {
+		return wlog.ReadCommitted
+	}
+	return wlog.ReadUncommitted
 }
 
 // groupConfigs returns a group's config overrides.

@@ -327,7 +327,13 @@ func (sp *sharePartition) acquire(ctx context.Context, a acquireArgs) (acquired,
 		sp.mu.Unlock()
 
 		hw := lp.HighWatermark()
-		batches, ranges, err := readShareBatches(lp.Log(), from, a.maxBytes, hw, limit)
+		iso := sp.m.isolation(sp.key.Group)
+		if iso == wlog.ReadCommitted {
+			// read_committed: nothing past the last stable offset, and
+			// aborted transactional batches are skipped.
+			hw = lp.Log().LastStableOffset(hw)
+		}
+		batches, ranges, err := readShareBatches(lp.Log(), from, a.maxBytes, hw, limit, iso)
 		if err != nil {
 			return out, err
 		}
@@ -390,7 +396,7 @@ type shareBatch struct {
 // batch) below hw, and lists the batches, stopping after the one that
 // reaches limit. Only batch headers are read. An offset past the log end
 // (a start offset reset beyond it) reads nothing.
-func readShareBatches(l *wlog.Log, from, maxBytes, hw, limit int64) ([]shareBatch, []wlog.FileRange, error) {
+func readShareBatches(l *wlog.Log, from, maxBytes, hw, limit int64, iso wlog.Isolation) ([]shareBatch, []wlog.FileRange, error) {
 	if from >= hw {
 		return nil, nil, nil
 	}
@@ -407,6 +413,10 @@ func readShareBatches(l *wlog.Log, from, maxBytes, hw, limit int64) ([]shareBatc
 	// The read's ranges and the header scan both start at the batch
 	// holding from and walk the same segments, so the scan's running
 	// size places each batch in the ranges.
+	var aborted []wlog.AbortedTxn
+	if iso == wlog.ReadCommitted {
+		aborted = l.AbortedTransactions(from, hw)
+	}
 	var out []shareBatch
 	rng, pos, walked := 0, res.Ranges[0].Pos, int64(0)
 	err = l.ScanHeaders(from, func(h wlog.BatchHeader) bool {
@@ -418,7 +428,7 @@ func readShareBatches(l *wlog.Log, from, maxBytes, hw, limit int64) ([]shareBatc
 			pos = res.Ranges[rng].Pos
 		}
 		out = append(out, shareBatch{
-			batch: share.Batch{Base: h.BaseOffset, Last: h.LastOffset(), Skip: h.IsControl()},
+			batch: share.Batch{Base: h.BaseOffset, Last: h.LastOffset(), Skip: h.IsControl() || inAborted(aborted, &h)},
 			rng:   rng, pos: pos, size: int64(h.Length),
 			compressed: h.Compression() != wlog.CompressionNone,
 		})
@@ -511,4 +521,18 @@ func (l logOffsets) ForTimestamp(ts time.Time) (int64, bool) {
 		return 0, false
 	}
 	return r.Offset, true
+}
+
+// inAborted reports whether a batch is transactional data of one of the
+// aborted transactions (read_committed skips it).
+func inAborted(aborted []wlog.AbortedTxn, h *wlog.BatchHeader) bool {
+	if !h.IsTransactional() {
+		return false
+	}
+	for _, a := range aborted {
+		if a.ProducerID == h.ProducerID && h.BaseOffset >= a.FirstOffset && h.BaseOffset < a.LastOffset {
+			return true
+		}
+	}
+	return false
 }

@@ -30,6 +30,22 @@
 // acknowledgements on any partition after the fault, per client family):
 // a measurement, never an assertion.
 //
+// TestExactlyOnceLoop (eos_test.go) is the exactly-once test: two
+// read-process-write copy loops (franz-go GroupTransactSessions:
+// read_committed group consumers whose transactional producers commit
+// the group's offsets in each transaction) copy eos-in to eos-out while
+// an idempotent producer keeps writing eos-in and a read_committed
+// consumer reads eos-out. Every round SIGKILLs a node: one round in
+// three the transaction coordinator of a copy loop, otherwise the leader
+// of an input or output partition, restarted after 0.5-2 s. Afterwards
+// the loops catch up, every output partition's last stable offset must
+// reach its high watermark (no hanging transaction), and
+// CheckExactlyOnce (eos.go) proves that the output holds every input
+// record exactly once and that every record the live read_committed
+// consumer saw is committed at that offset (no aborted record was ever
+// visible). Short form 5 rounds, long form (WEIR_CHAOS_LONG=1) 30, or
+// WEIR_CHAOS_EOS_ROUNDS.
+//
 // Short form (the default, in scripts/test): 8 kill rounds and 3 pause
 // rounds, about a minute each. Long form: WEIR_CHAOS_LONG=1 (50 kill
 // rounds, 12 pause rounds), or set WEIR_CHAOS_KILL_ROUNDS and

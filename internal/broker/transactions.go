@@ -1,0 +1,369 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/clock"
+	"weir/internal/config"
+	wlog "weir/internal/log"
+	"weir/internal/producer"
+	"weir/internal/server"
+	"weir/internal/txn"
+	"weir/internal/txn/coordinator"
+)
+
+// Transactions: the transaction coordinator (internal/txn/coordinator)
+// runs on every node over the __transaction_state partitions it leads;
+// this file is its Host, creates its topic on the first FindCoordinator of
+// a transactional id, tells it of leadership changes, and verifies
+// transactional Produce batches with it (KIP-890) before they are
+// appended. The handlers 22, 24-28, 61, 65 and 66 only call it, the
+// group coordinator and the partition logs.
+
+// TransactionVersion is the transaction.version feature level weir
+// finalizes (KIP-890's transaction protocol); ApiVersions advertises it.
+const TransactionVersion = int16(txn.V2)
+
+// transactionVersionFeature is the feature's name.
+const transactionVersionFeature = "transaction.version"
+
+// txnTopic is the transaction coordinator's internal topic.
+const txnTopic = coordinator.Topic
+
+// txnHost implements coordinator.Host over the broker.
+type txnHost struct{ b *Broker }
+
+func (h txnHost) Partitions() int {
+	t := h.b.lookupTopic(txnTopic)
+	if t == nil {
+		return 0
+	}
+	h.b.mu.RLock()
+	defer h.b.mu.RUnlock()
+	return len(t.partitions)
+}
+
+func (h txnHost) Replica(i int32) coordinator.Replica {
+	p := h.b.localPartition(txnTopic, i)
+	if p == nil || p.rep == nil {
+		return nil
+	}
+	return p.rep
+}
+
+func (h txnHost) PartitionLeader(topic string, i int32) (int32, bool) {
+	t := h.b.lookupTopic(topic)
+	if t == nil {
+		return -1, false
+	}
+	h.b.mu.RLock()
+	defer h.b.mu.RUnlock()
+	if i < 0 || int(i) >= len(t.partitions) {
+		return -1, false
+	}
+	return t.partitions[i].leader.Load(), true
+}
+
+func (h txnHost) Send(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
+	return h.b.transport.Send(ctx, node, req)
+}
+
+func (h txnHost) NextProducerID() (int64, error) { return h.b.producerIDs.NextID() }
+
+// localPartition is partition i of a topic in the registry, nil when
+// either does not exist.
+func (b *Broker) localPartition(topic string, i int32) *partition {
+	t := b.lookupTopic(topic)
+	if t == nil {
+		return nil
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if i < 0 || int(i) >= len(t.partitions) {
+		return nil
+	}
+	return t.partitions[i]
+}
+
+// newTxnCoordinator starts the transaction coordinator; it loads nothing
+// until LeadershipChanged finds __transaction_state partitions led here.
+func (b *Broker) newTxnCoordinator() (*coordinator.Coordinator, error) {
+	s := b.settings()
+	return coordinator.New(coordinator.Config{
+		Host:               txnHost{b: b},
+		Logger:             b.logger.With("component", "txn"),
+		Clock:              clock.System(),
+		MaxTimeout:         s.Millis(config.TransactionMaxTimeout),
+		IDExpiration:       s.Millis(config.TransactionalIDExpiration),
+		AbortInterval:      s.Millis(config.TransactionAbortInterval),
+		ExpirationInterval: s.Millis(config.TransactionExpirationInterval),
+	})
+}
+
+// txnLeadershipChanged tells the transaction coordinator to load the
+// __transaction_state partitions this node now leads and to unload the
+// others. Called with no broker lock held.
+func (b *Broker) txnLeadershipChanged() {
+	if b.txn != nil && b.started.Load() {
+		b.txn.LeadershipChanged()
+	}
+}
+
+// txnCoordinatorNode is the node coordinating a transactional id: the
+// leader of its __transaction_state partition, -1 while there is none
+// (the topic is created here on first use, as Kafka does).
+func (b *Broker) txnCoordinatorNode(id string) int32 {
+	i, ok := b.txn.PartitionFor(id)
+	if !ok {
+		b.ensureTxnTopicAsync()
+		return -1
+	}
+	p := b.localPartition(txnTopic, i)
+	if p == nil {
+		return -1
+	}
+	return p.leader.Load()
+}
+
+// ensureTxnTopicAsync creates __transaction_state off the request path;
+// clients retry FindCoordinator meanwhile.
+func (b *Broker) ensureTxnTopicAsync() {
+	if !b.creatingTxnTopic.CompareAndSwap(false, true) {
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer b.creatingTxnTopic.Store(false)
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		defer cancel()
+		if err := b.ensureTxnTopic(ctx); err != nil {
+			b.logger.Warn("could not create the transaction state topic", "err", err)
+		}
+	}()
+}
+
+// ensureTxnTopic creates __transaction_state as Kafka does:
+// transaction.state.log.num.partitions partitions,
+// transaction.state.log.replication.factor replicas (at most the active
+// brokers), min.insync.replicas transaction.state.log.min.isr (at most
+// the replication factor), compacted.
+func (b *Broker) ensureTxnTopic(ctx context.Context) error {
+	if _, ok := b.node.Image().TopicByName(txnTopic); ok {
+		return nil
+	}
+	s := b.settings()
+	rf := min(int16(s.Int(config.TransactionStateReplication)), int16(b.activeBrokers()))
+	rf = max(rf, 1)
+	configs := coordinator.TopicConfigs()
+	configs["min.insync.replicas"] = strconv.Itoa(int(min(s.Int(config.TransactionStateMinISR), int32(rf))))
+	configs["segment.bytes"] = strconv.Itoa(int(s.Int(config.TransactionStateSegmentBytes)))
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = txnTopic, s.Int(config.TransactionStatePartitions), rf
+	for k, v := range configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, ptr(v)
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := b.ctl.Admin(ctx, req)
+	if err != nil {
+		return fmt.Errorf("broker: create %s: %w", txnTopic, err)
+	}
+	st := resp.(*kmsg.CreateTopicsResponse).Topics[0]
+	if st.ErrorCode != 0 && st.ErrorCode != kerr.TopicAlreadyExists.Code {
+		return fmt.Errorf("broker: create %s: %w", txnTopic, kerr.ErrorForCode(st.ErrorCode))
+	}
+	return nil
+}
+
+// produceGuard is how one partition's transactional batch is appended:
+// with guard, or refused with err.
+type produceGuard struct {
+	guard func(wlog.BatchInfo, int64) error
+	err   error
+}
+
+// verifyProduce asks the coordinator of a transactional Produce request
+// whether its partitions are in the producer's transaction, or to add
+// them (Produce v12+), before anything is appended, as Kafka's
+// ReplicaManager does; one call covers every partition. A partition whose
+// transaction is ongoing here at the batch's epoch needs no call. The
+// answer is each leader partition's append guard or error: for a
+// verify-only check the verification guard, so that a marker written
+// meanwhile refuses the batch (producer.State.StartVerification).
+func (b *Broker) verifyProduce(ctx context.Context, r *kmsg.ProduceRequest) map[*partition]produceGuard {
+	if r.TransactionID == nil || b.cfg.NullStorage {
+		return nil
+	}
+	op := coordinator.ProduceOperation(r.Version)
+	verify := b.settings().Bool(config.TransactionPartitionVerify) || op == coordinator.AddPartition
+	type pending struct {
+		p *partition
+		g producer.VerificationGuard
+	}
+	var (
+		out    map[*partition]produceGuard
+		ask    []pending
+		parts  []txn.TopicPartition
+		pid    int64
+		epoch  int16
+		header bool
+	)
+	for _, rt := range r.Topics {
+		var t *topic
+		if r.Version >= 13 {
+			t = b.lookupTopicID(rt.TopicID)
+		} else {
+			t = b.lookupTopic(rt.Topic)
+		}
+		if t == nil || t.internal {
+			continue
+		}
+		for _, rp := range rt.Partitions {
+			h, err := wlog.ParseBatchHeader(rp.Records)
+			if err != nil || !h.IsTransactional() || h.ProducerID < 0 {
+				continue
+			}
+			p, err := b.partitionOf(t, rp.Partition)
+			if err != nil {
+				continue
+			}
+			if out == nil {
+				out = make(map[*partition]produceGuard)
+			}
+			st := p.producers
+			if !verify {
+				out[p] = produceGuard{guard: st.VerifiedGuard}
+				continue
+			}
+			if header && (h.ProducerID != pid || h.ProducerEpoch != epoch) {
+				out[p] = produceGuard{err: fmt.Errorf("%w: one request's batches must come from one producer", kerr.InvalidRecord)}
+				continue
+			}
+			pid, epoch, header = h.ProducerID, h.ProducerEpoch, true
+			var g producer.VerificationGuard
+			p.log.WithProducers(func() { g = st.StartVerification(h.ProducerID, h.ProducerEpoch) })
+			out[p] = produceGuard{guard: st.GuardWith(g)}
+			if op == coordinator.AddPartition {
+				// Transaction version 2: the coordinator adds the
+				// partition once the previous transaction's markers are
+				// written, and every marker bumps the epoch, so the
+				// epoch check alone refuses a batch whose transaction
+				// ended after the answer; a guard would also be ended
+				// by the previous transaction's marker written while
+				// the coordinator waited for it.
+				out[p] = produceGuard{guard: st.VerifiedGuard}
+			}
+			if g != producer.NoVerification {
+				ask = append(ask, pending{p: p, g: g})
+				parts = append(parts, txn.TopicPartition{Topic: t.name, Partition: p.index})
+			}
+		}
+	}
+	if len(ask) == 0 {
+		return out
+	}
+	timeout := msDuration(r.TimeoutMillis)
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := b.txn.VerifyForProduce(ctx, *r.TransactionID, pid, epoch, parts, r.Version)
+	for i, a := range ask {
+		switch code := res[parts[i]]; {
+		case err != nil:
+			out[a.p] = produceGuard{err: fmt.Errorf("%w: verifying the transaction: %v", kerr.RequestTimedOut, err)}
+		case code != 0:
+			out[a.p] = produceGuard{err: fmt.Errorf("%w: the transaction coordinator refused partition %s-%d", kerr.ErrorForCode(code), parts[i].Topic, parts[i].Partition)}
+		}
+	}
+	return out
+}
+
+// expireProducersLoop forgets, every
+// producer.id.expiration.check.interval.ms, the producers of each local
+// partition idle for producer.id.expiration.ms.
+func (b *Broker) expireProducersLoop() {
+	defer b.wg.Done()
+	every := b.settings().Millis(config.ProducerIDExpirationCheckPeriod)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, p := range b.localPartitions() {
+			p.log.ExpireProducers()
+		}
+	}
+}
+
+// localPartitions lists every partition this node holds a replica of.
+func (b *Broker) localPartitions() []*partition {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var out []*partition
+	for _, t := range b.topics {
+		for _, p := range t.partitions {
+			if p.log != nil {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// txnCall answers a request the transaction coordinator serves off the
+// request path (it waits for state writes); an error (the request was
+// abandoned) closes the connection.
+func (b *Broker) txnCall(ctx context.Context, fn func(ctx context.Context) (kmsg.Response, error)) *server.Reply {
+	return b.async(ctx, func(ctx context.Context) kmsg.Response {
+		resp, err := fn(ctx)
+		if err != nil {
+			return nil
+		}
+		return resp
+	})
+}
+
+// readIsolated reads a consumer's fetch of p at an isolation level
+// (read_committed stops at the last stable offset) and fills the answer's
+// LastStableOffset and, for read_committed, the aborted transactions
+// overlapping the records returned, from the aborted-transaction index.
+func (p *partition) readIsolated(offset, maxBytes, hw int64, iso wlog.Isolation, sp *kmsg.FetchResponseTopicPartition) (wlog.ReadResult, error) {
+	res, err := p.log.ReadIsolated(nil, offset, maxBytes, hw, iso)
+	if err != nil {
+		return res.ReadResult, err
+	}
+	sp.LastStableOffset = res.LastStableOffset
+	if iso == wlog.ReadCommitted {
+		sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(res.Aborted))
+		for _, a := range res.Aborted {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+			sp.AbortedTransactions = append(sp.AbortedTransactions, at)
+		}
+	}
+	return res.ReadResult, nil
+}
+
+// latestOffset is ListOffsets' latest offset for a consumer at an
+// isolation level: the high watermark, or the last stable offset for
+// read_committed.
+func (p *partition) latestOffset(hw int64, iso wlog.Isolation) int64 {
+	if iso == wlog.ReadCommitted {
+		return p.log.LastStableOffset(hw)
+	}
+	return hw
+}
