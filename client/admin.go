@@ -63,12 +63,17 @@ func (a *Admin) controllerDo(ctx context.Context, req kmsg.Request) (kmsg.Respon
 }
 
 // TopicSpec describes a topic to create. Partitions or ReplicationFactor
-// -1 take the broker's defaults.
+// -1 take the broker's defaults. Assignment, when set, places the
+// replicas explicitly (Assignment[p] lists partition p's replicas, the
+// preferred leader first, as kafka-topics.sh --replica-assignment does);
+// Partitions and ReplicationFactor are then sent as -1, as Kafka
+// requires, and must be -1 or agree with it.
 type TopicSpec struct {
 	Name              string
 	Partitions        int32
 	ReplicationFactor int16
 	Configs           map[string]string
+	Assignment        [][]int32
 }
 
 // TopicError is a per-topic (or per-resource) failure of an admin call.
@@ -109,6 +114,17 @@ func (a *Admin) CreateTopics(ctx context.Context, specs ...TopicSpec) error {
 	for _, s := range specs {
 		t := kmsg.NewCreateTopicsRequestTopic()
 		t.Topic, t.NumPartitions, t.ReplicationFactor = s.Name, s.Partitions, s.ReplicationFactor
+		if len(s.Assignment) > 0 {
+			if err := s.checkAssignment(); err != nil {
+				return err
+			}
+			t.NumPartitions, t.ReplicationFactor = -1, -1
+			for p, replicas := range s.Assignment {
+				a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+				a.Partition, a.Replicas = int32(p), replicas
+				t.ReplicaAssignment = append(t.ReplicaAssignment, a)
+			}
+		}
 		for k, v := range s.Configs {
 			c := kmsg.NewCreateTopicsRequestTopicConfig()
 			c.Name, c.Value = k, kmsg.StringPtr(v)
