@@ -18,8 +18,8 @@ type Histogram struct {
 }
 
 const (
-	histSub     = 32                     // buckets per power of two
-	histLinear  = 2 * histSub            // values below this many µs have their own bucket
+	histSub     = 32                      // buckets per power of two
+	histLinear  = 2 * histSub             // values below this many µs have their own bucket
 	histBuckets = histLinear + 32*histSub // enough for 2^37 µs, over 38 hours
 )
 

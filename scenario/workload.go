@@ -64,7 +64,7 @@ func (p *pacer) advance(now time.Time, active bool) int64 {
 	if now.After(p.last) {
 		if active {
 			// The rate at the interval's middle: exact for ramps.
-			mid := p.last.Add(now.Sub(p.last)/2).Sub(p.start)
+			mid := p.last.Add(now.Sub(p.last) / 2).Sub(p.start)
 			p.owed += rateAt(p.schedule, mid) * now.Sub(p.last).Seconds()
 		}
 		p.last = now
