@@ -345,7 +345,9 @@ type AlterConfigOp struct {
 	Op int8
 }
 
-// AlterConfigs changes configs incrementally (IncrementalAlterConfigs).
+// AlterConfigs changes configs incrementally (IncrementalAlterConfigs). A
+// broker resource named by a node id is sent to that node; the cluster
+// default (name "") and other resources to the controller.
 func (a *Admin) AlterConfigs(ctx context.Context, typ ConfigResourceType, name string, ops ...AlterConfigOp) error {
 	ctx, cancel := a.bound(ctx)
 	defer cancel()
@@ -358,7 +360,18 @@ func (a *Admin) AlterConfigs(ctx context.Context, typ ConfigResourceType, name s
 		r.Configs = append(r.Configs, c)
 	}
 	req.Resources = append(req.Resources, r)
-	raw, err := a.controllerDo(ctx, req)
+	var raw kmsg.Response
+	var err error
+	if id, ok := brokerResourceID(typ, name); ok {
+		// One broker's configs go to that broker, as Kafka's admin
+		// client sends them (the broker checks the name is its own).
+		if err := a.cl.ensureBroker(ctx, id); err != nil {
+			return err
+		}
+		raw, err = a.cl.do(ctx, id, req)
+	} else {
+		raw, err = a.controllerDo(ctx, req)
+	}
 	if err != nil {
 		return err
 	}

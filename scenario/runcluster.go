@@ -1,0 +1,116 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"weir/internal/localcluster"
+	"weir/scenario/spec"
+)
+
+// runCluster is the cluster a run uses: one it started (weir) or one it
+// was given (external).
+type runCluster interface {
+	Bootstrap() string
+	// Act applies a process fault (spec.FaultPause ... spec.FaultRestart)
+	// to broker n.
+	Act(ctx context.Context, action string, n int32) error
+	// Close stops what the run started.
+	Close()
+}
+
+// startCluster starts the cluster a resolved file asks for under dir.
+func startCluster(ctx context.Context, f *spec.File, cfg RunConfig, dir string) (runCluster, error) {
+	switch f.Cluster.Kind {
+	case spec.KindExternal:
+		return externalCluster(f.Cluster.Bootstrap), nil
+	case spec.KindWeir:
+		bin := cfg.WeirBinary
+		if bin == "" {
+			return nil, errors.New("scenario: no weir binary to start the cluster with")
+		}
+		base, err := freePortRange(2 * f.Cluster.Brokers)
+		if err != nil {
+			return nil, err
+		}
+		cdir := filepath.Join(dir, "cluster")
+		if err := os.MkdirAll(cdir, 0o755); err != nil {
+			return nil, err
+		}
+		c, err := localcluster.Up(ctx, cdir, localcluster.Spec{Nodes: f.Cluster.Brokers, BasePort: base, Binary: bin, Args: cfg.ServeArgs}, 2*time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		return &weirCluster{c: c}, nil
+	default:
+		return nil, fmt.Errorf("scenario: cluster kind %q is not run by this version of the runner yet (weir or external)", f.Cluster.Kind)
+	}
+}
+
+type externalCluster string
+
+func (e externalCluster) Bootstrap() string { return string(e) }
+func (e externalCluster) Close()            {}
+func (e externalCluster) Act(context.Context, string, int32) error {
+	return errors.New("scenario: an external cluster's processes are not the runner's to act on")
+}
+
+// weirCluster is `weir cluster up` run in process (internal/localcluster).
+type weirCluster struct{ c *localcluster.Cluster }
+
+func (w *weirCluster) Bootstrap() string { return w.c.Spec.Bootstrap() }
+func (w *weirCluster) Close()            { w.c.StopAll(30 * time.Second) }
+
+func (w *weirCluster) Act(ctx context.Context, action string, n int32) error {
+	node := int(n)
+	switch action {
+	case spec.FaultPause:
+		return localcluster.Pause(w.c.Dir, node)
+	case spec.FaultResume:
+		return localcluster.Resume(w.c.Dir, node)
+	case spec.FaultKill:
+		return localcluster.Kill(w.c.Dir, node)
+	case spec.FaultStop:
+		return localcluster.Stop(w.c.Dir, node, time.Minute)
+	case spec.FaultStart:
+		return w.c.StartNode(ctx, node, 2*time.Minute)
+	case spec.FaultRestart:
+		if err := localcluster.Stop(w.c.Dir, node, time.Minute); err != nil {
+			return err
+		}
+		return w.c.StartNode(ctx, node, 2*time.Minute)
+	}
+	return fmt.Errorf("scenario: %s is not a process fault", action)
+}
+
+// freePortRange finds n consecutive free loopback ports below the
+// ephemeral range (32768), so no client's outgoing connection takes one
+// between this probe and the cluster's bind.
+func freePortRange(n int) (int, error) {
+	for range 500 {
+		base := 20000 + rand.IntN(12000-n)
+		var held []net.Listener
+		ok := true
+		for p := base; p < base+n; p++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if err != nil {
+				ok = false
+				break
+			}
+			held = append(held, l)
+		}
+		for _, l := range held {
+			l.Close()
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("scenario: no %d consecutive free ports", n)
+}
