@@ -145,7 +145,7 @@ type interval struct {
 }
 
 type topicInterval struct {
-	acked, consumed, backlog     []int64
+	acked, consumed, backlog  []int64
 	ackedTotal, consumedTotal int64
 }
 

@@ -71,10 +71,10 @@ type marker struct {
 
 // Chart geometry: the plot area inside the SVG.
 const (
-	chartW, chartH       = 960, 300
-	plotX, plotY         = 70.0, 30.0
-	plotW, plotH         = 860.0, 220.0
-	maxLegend            = 16
+	chartW, chartH = 960, 300
+	plotX, plotY   = 70.0, 30.0
+	plotW, plotH   = 860.0, 220.0
+	maxLegend      = 16
 )
 
 var markerColors = map[string]string{"phase": "#999999", "fault": "#d55e00", "leader": "#7b3294"}
