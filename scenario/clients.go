@@ -25,6 +25,27 @@ type switches struct {
 	// rate, when above 0, replaces every producer's schedule with this
 	// many records per second in total (explore phases).
 	rate atomic.Uint64 // math.Float64bits
+	// budget, when >= 0, is how many records the producers may still
+	// send between them (a backlog phase's records); each send takes one.
+	budget atomic.Int64
+	// quit asks the workers to end their loops at their next pass.
+	quit atomic.Bool
+}
+
+// take claims one record of the budget; false when it is spent.
+func (s *switches) take() bool {
+	for {
+		b := s.budget.Load()
+		if b < 0 {
+			return true
+		}
+		if b == 0 {
+			return false
+		}
+		if s.budget.CompareAndSwap(b, b-1) {
+			return true
+		}
+	}
 }
 
 // producerWorker is one producer instance on weir's client.
@@ -58,7 +79,7 @@ func (w *producerWorker) run(ctx context.Context) {
 	}
 	pace := newPacer(w.spec.Rate, time.Now())
 	explore := newPacer(spec.Schedule{}, time.Now())
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !w.sw.quit.Load() {
 		now := time.Now()
 		active := w.sw.produce.Load() && !w.done()
 		var owed int64
@@ -70,7 +91,10 @@ func (w *producerWorker) run(ctx context.Context) {
 			explore.advance(now, false)
 			owed = pace.advance(now, active)
 		}
-		for n := int64(0); n < owed && ctx.Err() == nil && !w.done(); n++ {
+		for n := int64(0); n < owed && ctx.Err() == nil && !w.done() && w.sw.produce.Load(); n++ {
+			if !w.sw.take() {
+				break
+			}
 			w.send(ctx, value)
 			if r := loadRate(&w.sw.rate); r > 0 {
 				explore.sent(1)
@@ -150,7 +174,7 @@ func newConsumerWorker(cs spec.Consumer, instance int, bootstrap string, m *mete
 
 // run polls while consuming is on and simulates each poll's processing.
 func (w *consumerWorker) run(ctx context.Context) {
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !w.sw.quit.Load() {
 		if !w.sw.consume.Load() {
 			select {
 			case <-ctx.Done():
@@ -251,13 +275,21 @@ func (ws *workers) start(ctx context.Context) {
 	}
 }
 
-// stop ends the workers' loops, then flushes the producers and closes
-// every client, each bounded by a minute.
-func (ws *workers) stop() error {
+// stop ends the workers' loops (at their next pass; those still in a
+// send or a poll after 5 s are cancelled), then flushes the producers
+// and closes every client, each bounded by a minute.
+func (ws *workers) stop(sw *switches) error {
+	sw.quit.Store(true)
+	done := make(chan struct{})
+	go func() { ws.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
 	if ws.cancel != nil {
 		ws.cancel()
 	}
-	ws.wg.Wait()
+	<-done
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var errs []error

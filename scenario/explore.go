@@ -20,6 +20,7 @@ func (r *runner) explore(ctx context.Context, ph spec.Phase) error {
 	res := &ExploreResult{TargetP99Ms: target}
 	r.res.Explore = res
 	defer r.sw.rate.Store(0)
+	r.sw.budget.Store(-1)
 	lo, hi := ph.MinRate, ph.MaxRate
 	rate := hi
 	for step := range ph.Steps {
@@ -42,7 +43,7 @@ func (r *runner) explore(ctx context.Context, ph spec.Phase) error {
 		} else {
 			hi = rate
 		}
-		if err := r.until(ctx, ph.Timeout.D(), func() bool { return r.m.backlog() == 0 }); err != nil {
+		if err := r.until(ctx, ph.Timeout.D(), func() bool { return r.inFlight() == 0 && r.m.backlog() == 0 }); err != nil {
 			return err
 		}
 		if left := r.m.backlog(); left > 0 {

@@ -69,7 +69,24 @@ func describeFault(ft spec.Fault) string {
 }
 
 func (r *runner) applyFault(ctx context.Context, ft spec.Fault) error {
+	if ft.Controller {
+		d, err := r.adm.DescribeCluster(ctx)
+		if err != nil {
+			return fmt.Errorf("finding the controller: %w", err)
+		}
+		ft.Broker = d.Controller
+		r.event("fault", fmt.Sprintf("the controller runs on node %d", d.Controller))
+	}
 	switch ft.Action {
+	case spec.FaultFailover:
+		return r.failover(ctx)
+	case spec.FaultStop, spec.FaultRestart, spec.FaultStart:
+		start := time.Now()
+		err := r.cluster.Act(ctx, ft.Action, ft.Broker)
+		if err == nil {
+			r.event("fault", fmt.Sprintf("%s of broker %d took %.2f s", ft.Action, ft.Broker, time.Since(start).Seconds()))
+		}
+		return err
 	case spec.FaultSlowBroker:
 		return r.brokerConfigs(ctx, ft.Broker, map[string]string{
 			config.FaultProduceResponseMs: strconv.Itoa(ft.ProduceDelayMs),
@@ -80,13 +97,49 @@ func (r *runner) applyFault(ctx context.Context, ft spec.Fault) error {
 	case spec.FaultMoveLeaders:
 		return r.moveLeaders(ctx, ft.Topic)
 	case spec.FaultReassign:
-		if err := r.adm.AlterPartitionReassignments(ctx, ft.Topic, ft.Assignment); err != nil {
-			return err
-		}
-		return r.adm.ElectLeaders(ctx, client.ElectPreferred, ft.Topic, slices.Sorted(maps.Keys(ft.Assignment))...)
+		return r.reassign(ctx, ft.Topic, ft.Assignment)
 	default:
 		return r.cluster.Act(ctx, ft.Action, ft.Broker)
 	}
+}
+
+// failover kills the node running the active controller and times how
+// long until a new topic can be created through the other nodes, then
+// starts the node again.
+func (r *runner) failover(ctx context.Context) error {
+	d, err := r.adm.DescribeCluster(ctx)
+	if err != nil {
+		return err
+	}
+	victim := d.Controller
+	if err := r.cluster.Act(ctx, spec.FaultKill, victim); err != nil {
+		return err
+	}
+	killed := time.Now()
+	r.event("fault", fmt.Sprintf("killed node %d, the controller's", victim))
+	probe := fmt.Sprintf("%s-failover-%d", r.f.Name, killed.UnixNano())
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err = r.adm.CreateTopics(pctx, client.TopicSpec{Name: probe, Partitions: 1, ReplicationFactor: 1})
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no controller accepted a topic %v after the kill: %w", time.Since(killed), err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	took := time.Since(killed)
+	r.event("fault", fmt.Sprintf("failover: a topic was created %.3f s after node %d was killed", took.Seconds(), victim))
+	fmt.Fprintf(r.out, "failover: a new controller created a topic %.3f s after the kill\n", took.Seconds())
+	start := time.Now()
+	if err := r.cluster.Act(ctx, spec.FaultStart, victim); err != nil {
+		return err
+	}
+	r.event("fault", fmt.Sprintf("node %d started again in %.2f s", victim, time.Since(start).Seconds()))
+	return nil
 }
 
 // brokerConfigs sets dynamic configs on one broker (-1: cluster-wide).
@@ -126,8 +179,41 @@ func (r *runner) moveLeaders(ctx context.Context, topic string) error {
 	if len(moves) == 0 {
 		return fmt.Errorf("topic %s: no partition has a second replica to move to", topic)
 	}
-	if err := r.adm.AlterPartitionReassignments(ctx, topic, moves); err != nil {
+	return r.reassign(ctx, topic, moves)
+}
+
+// reassign gives partitions of topic new replica lists, waits until each
+// has them with its preferred replica in sync (a new replica has to
+// catch up first), and elects the preferred leaders.
+func (r *runner) reassign(ctx context.Context, topic string, replicas map[int32][]int32) error {
+	if err := r.adm.AlterPartitionReassignments(ctx, topic, replicas); err != nil {
 		return err
 	}
-	return r.adm.ElectLeaders(ctx, client.ElectPreferred, topic, slices.Sorted(maps.Keys(moves))...)
+	for {
+		ds, err := r.adm.DescribeTopics(ctx, topic)
+		if err == nil && len(ds) == 1 && reassigned(ds[0].Partitions, replicas) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the reassignment of %s did not complete: %w", topic, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return r.adm.ElectLeaders(ctx, client.ElectPreferred, topic, slices.Sorted(maps.Keys(replicas))...)
+}
+
+// reassigned reports whether every partition in want has exactly its
+// replicas, the preferred one in sync.
+func reassigned(parts []client.PartitionDescription, want map[int32][]int32) bool {
+	for _, p := range parts {
+		w, ok := want[p.Partition]
+		if !ok {
+			continue
+		}
+		if !slices.Equal(p.Replicas, w) || !slices.Contains(p.ISR, w[0]) {
+			return false
+		}
+	}
+	return true
 }

@@ -401,6 +401,7 @@ func (r *runner) waitLeaders(ctx context.Context, topic string, partitions int) 
 func (r *runner) runPhases(ctx context.Context) error {
 	r.start = time.Now()
 	r.res.Started = r.start
+	r.sw.budget.Store(-1)
 	// Faults at 0 s into the run are the setting it runs under (a slow
 	// broker from the first record): applied before any worker starts.
 	var later []spec.Fault
@@ -431,7 +432,7 @@ func (r *runner) runPhases(ctx context.Context) error {
 	}
 	r.sw.produce.Store(false)
 	r.sw.consume.Store(false)
-	stopErr := r.ws.stop()
+	stopErr := r.ws.stop(&r.sw)
 	stopSampler()
 	bg.Wait()
 	r.tick() // the last partial interval
@@ -465,24 +466,31 @@ func (r *runner) runPhase(ctx context.Context, ph spec.Phase) error {
 	switch ph.Kind {
 	case spec.PhaseBacklog:
 		r.sw.consume.Store(false)
+		r.sw.budget.Store(-1)
+		if ph.Records > 0 {
+			r.sw.budget.Store(ph.Records)
+		}
 		r.sw.produce.Store(true)
-		base := r.ws.sent()
 		err = r.until(ctx, ph.Duration.D(), func() bool {
-			return (ph.Records > 0 && r.ws.sent()-base >= ph.Records) || r.ws.producersDone()
+			return (ph.Records > 0 && r.sw.budget.Load() == 0) || r.ws.producersDone()
 		})
+		// The budget stays spent until a phase that produces without one.
 		r.sw.produce.Store(false)
 		// The backlog is what was acknowledged: wait for the sends in
 		// flight to be answered.
-		r.until(ctx, time.Minute, func() bool { a, _ := r.totals(); return a+r.errorsSoFar() >= r.ws.sent() })
+		r.until(ctx, time.Minute, func() bool { return r.inFlight() == 0 })
 	case spec.PhaseDrain:
 		r.sw.produce.Store(false)
 		r.sw.consume.Store(true)
-		err = r.until(ctx, ph.Timeout.D(), func() bool { return r.m.backlog() == 0 })
-		stats.Drained = r.m.backlog() == 0
+		// Drained: nothing in flight and everything acknowledged consumed.
+		drained := func() bool { return r.inFlight() == 0 && r.m.backlog() == 0 }
+		err = r.until(ctx, ph.Timeout.D(), drained)
+		stats.Drained = drained()
 		if err == nil && !stats.Drained {
 			err = fmt.Errorf("phase %s: %d records left after the %v timeout", ph.Name, r.m.backlog(), ph.Timeout.D())
 		}
 	case spec.PhaseSteady:
+		r.sw.budget.Store(-1)
 		r.sw.produce.Store(true)
 		r.sw.consume.Store(len(r.ws.consumers) > 0)
 		err = r.until(ctx, ph.Duration.D(), r.ws.producersDone)
@@ -499,6 +507,10 @@ func (r *runner) runPhase(ctx context.Context, ph spec.Phase) error {
 	r.m.mu.Unlock()
 	if ph.Kind == spec.PhaseDrain {
 		r.drainStats(&stats)
+		// A drain shorter than a tick: the phase's own average.
+		if d := stats.End - stats.Start; stats.PeakRate == 0 && stats.Received > 0 && d > 0 {
+			stats.PeakRate, stats.MinWhileBehind, stats.DrainSeconds = float64(stats.Received)/d, float64(stats.Received)/d, d
+		}
 	}
 	r.res.Phases = append(r.res.Phases, stats)
 	return err
@@ -540,58 +552,60 @@ func (r *runner) totals() (acked, received int64) {
 	return acked, received
 }
 
+// inFlight is the records sent and not yet answered.
+func (r *runner) inFlight() int64 {
+	a, _ := r.totals()
+	return r.ws.sent() - a - r.errorsSoFar()
+}
+
 func (r *runner) errorsSoFar() int64 {
 	r.m.mu.Lock()
 	defer r.m.mu.Unlock()
 	return r.m.sendErrors
 }
 
-// drainStats reads a drain phase's ticks: the peak consumption rate, the
-// lowest rate after it while backlog remained (the seed's collapse), and
-// the time to the last record.
+// drainStats fills in a drain phase's figures from the run's ticks.
 func (r *runner) drainStats(s *PhaseStats) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	s.PeakRate, s.MinWhileBehind, s.DrainSeconds = drainFigures(r.res.Ticks, s.Start, s.End, r.f.Sample.D().Seconds())
+}
+
+// drainFigures reads the ticks of a drain phase (from start to end,
+// seconds): the peak consumption rate over a full tick, the lowest rate
+// after the peak while records remained behind (the seed's collapse;
+// the phase's last tick, usually partial, is left out) and the time from
+// the phase's start to the end of the last tick that consumed anything.
+func drainFigures(all []Tick, start, end, sample float64) (peak, minBehind, drain float64) {
 	var ticks []Tick
-	for _, t := range r.res.Ticks {
-		if t.T > s.Start && t.T <= s.End+1e-9 {
+	for _, t := range all {
+		if t.T > start && t.T <= end+1e-9 {
 			ticks = append(ticks, t)
 		}
 	}
-	prev := s.Start
-	peak, peakAt := 0.0, -1
+	prev := start
+	peakAt := -1
 	rates := make([]float64, len(ticks))
 	for i, t := range ticks {
-		var n int64
-		for _, c := range t.Consumed {
-			n += sum(c)
-		}
+		n := sumMap(t.Consumed)
 		if d := t.T - prev; d > 0 {
 			rates[i] = float64(n) / d
 		}
-		// Full ticks only: the phase's first and last are partial.
-		full := t.T-prev >= 0.5*r.f.Sample.D().Seconds()
-		if full && rates[i] > peak {
+		if full := t.T-prev >= 0.5*sample; full && rates[i] > peak {
 			peak, peakAt = rates[i], i
 		}
 		if n > 0 {
-			s.DrainSeconds = t.T - s.Start
+			drain = t.T - start
 		}
 		prev = t.T
 	}
-	s.PeakRate = peak
-	s.MinWhileBehind = peak
-	for i := peakAt + 1; peakAt >= 0 && i < len(ticks); i++ {
-		var left int64
-		for _, b := range ticks[i].Backlog {
-			left += sum(b)
-		}
-		// While records remained at the tick's end (and the tick before
-		// the last: the last tick is partial).
-		if left > 0 && i < len(ticks)-1 {
-			s.MinWhileBehind = min(s.MinWhileBehind, rates[i])
+	minBehind = peak
+	for i := peakAt + 1; peakAt >= 0 && i < len(ticks)-1; i++ {
+		if sumMap(ticks[i].Backlog) > 0 {
+			minBehind = min(minBehind, rates[i])
 		}
 	}
+	return peak, minBehind, drain
 }
 
 // tick takes one sampling interval: counts, latencies, the bytes each

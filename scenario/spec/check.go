@@ -480,6 +480,11 @@ func (f *File) checkFaults(c *checker, topics map[string]*Topic, phases map[stri
 			if f.Cluster.Kind == KindExternal {
 				c.fail(p+".action", "%s acts on a broker process, which an external cluster does not give the runner", ft.Action)
 			}
+		case ft.Action == FaultFailover:
+			brokerNeeded = false
+			if f.Cluster.Kind == KindExternal {
+				c.fail(p+".action", "failover kills a broker process, which an external cluster does not give the runner")
+			}
 		case ft.Action == FaultSlowBroker:
 			if ft.ProduceDelayMs < 0 || ft.FetchDelayMs < 0 || ft.ProduceDelayMs > 600_000 || ft.FetchDelayMs > 600_000 {
 				c.fail(p, "delays must be 0 to 600000 ms")
@@ -514,7 +519,13 @@ func (f *File) checkFaults(c *checker, topics map[string]*Topic, phases map[stri
 				}
 			}
 		default:
-			c.fail(p+".action", "%q, want slow_broker, broker_config, pause, resume, kill, stop, start, restart, move_leaders or reassign", ft.Action)
+			c.fail(p+".action", "%q, want slow_broker, broker_config, pause, resume, kill, stop, start, restart, failover, move_leaders or reassign", ft.Action)
+			brokerNeeded = false
+		}
+		if ft.Controller {
+			if !brokerNeeded || ft.Action == FaultBrokerConfig {
+				c.fail(p+".controller", "%s does not act on one broker", ft.Action)
+			}
 			brokerNeeded = false
 		}
 		if brokerNeeded && !f.brokerOK(ft.Broker) {
@@ -555,6 +566,9 @@ func (f *File) checkVariants(c *checker) {
 		}
 		if m := v.Consumer.AcquireMode; m != "" && m != RecordLimit && m != BatchOptimized {
 			c.fail(p+".consumer.acquire_mode", "%q, want record_limit or batch_optimized", m)
+		}
+		if v.Partitions < 0 || v.Partitions > 1_000_000 {
+			c.fail(p+".partitions", "%d, want 1 to 1000000", v.Partitions)
 		}
 		if v.Consumer.Count < 0 {
 			c.fail(p+".consumer.count", "negative")

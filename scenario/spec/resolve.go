@@ -85,6 +85,11 @@ func (f *File) apply(v Variant) {
 		f.Cluster.Kind = v.Cluster
 	}
 	mergeInto(&f.Cluster.BrokerConfigs, v.BrokerConfs)
+	for i := range f.Topics {
+		if v.Partitions > 0 && len(f.Topics[i].Assignment) == 0 {
+			f.Topics[i].Partitions = v.Partitions
+		}
+	}
 	for i := range f.Producers {
 		p := &f.Producers[i]
 		if v.Producer.Client != "" {
@@ -96,6 +101,9 @@ func (f *File) apply(v Variant) {
 		mergeInto(&p.Configs, v.Producer.Configs)
 		if v.Producer.Rate != nil {
 			p.Rate = *v.Producer.Rate
+		}
+		if v.Producer.Distributor != nil {
+			p.Distributor = *v.Producer.Distributor
 		}
 	}
 	for i := range f.Consumers {

@@ -170,6 +170,10 @@ const (
 	FaultRestart      = "restart"       // stop (controlled) and start again
 	FaultMoveLeaders  = "move_leaders"  // every leader of a topic to another replica
 	FaultReassign     = "reassign"      // new replica lists for some partitions
+	// FaultFailover kills the node running the active controller, times
+	// how long until a topic can be created through another node, and
+	// starts the node again.
+	FaultFailover = "failover"
 )
 
 // Fault is one action at a time into the run (or into a phase).
@@ -178,6 +182,9 @@ type Fault struct {
 	Phase  string   `yaml:"phase"` // At counts from this phase's start; "" from the run's
 	Action string   `yaml:"action"`
 	Broker int32    `yaml:"broker"`
+	// Controller aims the action at the node running the active
+	// controller (as DescribeCluster names it) instead of Broker.
+	Controller bool `yaml:"controller"`
 	// ProduceDelayMs and FetchDelayMs are slow_broker's delays.
 	ProduceDelayMs int               `yaml:"produce_delay_ms"`
 	FetchDelayMs   int               `yaml:"fetch_delay_ms"`
@@ -224,8 +231,11 @@ type Phase struct {
 // Variant is one way to run the scenario: overrides applied to every
 // producer (and consumer) before the run.
 type Variant struct {
-	Name        string            `yaml:"name"`
-	Cluster     string            `yaml:"cluster"` // a cluster kind
+	Name    string `yaml:"name"`
+	Cluster string `yaml:"cluster"` // a cluster kind
+	// Partitions changes the partition count of every topic placed
+	// without an explicit assignment.
+	Partitions  int               `yaml:"partitions"`
 	Producer    ProducerOverride  `yaml:"producer"`
 	Consumer    ConsumerOverride  `yaml:"consumer"`
 	BrokerConfs map[string]string `yaml:"broker_configs"`
@@ -237,6 +247,7 @@ type ProducerOverride struct {
 	JavaVersion string            `yaml:"java_version"`
 	Configs     map[string]string `yaml:"configs"`
 	Rate        *Schedule         `yaml:"rate"`
+	Distributor *Distributor      `yaml:"distributor"`
 }
 
 // ConsumerOverride changes every consumer of a variant.

@@ -149,6 +149,9 @@ variants:
     producer: {client: java, java_version: 3.2.3, configs: {partitioner.class: x}}
     consumer: {client: java, acquire_mode: batch_optimized, count: 6}
   - name: weir
+  - name: zipf
+    partitions: 12
+    producer: {distributor: {type: PARTITION_ZIPF, alpha: 1.5}}
 quick: {scale: 0.5, variants: [weir]}
 `
 
@@ -157,7 +160,7 @@ func TestResolveVariantsAndQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.VariantNames(false); strings.Join(got, ",") != "java-old,weir" {
+	if got := f.VariantNames(false); strings.Join(got, ",") != "java-old,weir,zipf" {
 		t.Fatalf("variants %v", got)
 	}
 	if got := f.VariantNames(true); strings.Join(got, ",") != "weir" {
@@ -187,6 +190,15 @@ func TestResolveVariantsAndQuick(t *testing.T) {
 	if q.Producers[0].Records != 500 || q.Phases[0].Records != 250 || q.Phases[1].Timeout.D() != 30*time.Second ||
 		q.Faults[0].At.D() != 5*time.Second || q.Producers[0].Rate.Segments[0].Duration.D() != 10*time.Second || !q.Producers[0].Rate.Repeating {
 		t.Errorf("quick: producer %+v phases %+v faults %+v", q.Producers[0], q.Phases, q.Faults)
+	}
+	z, err := f.Resolve("zipf", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The topic is placed explicitly: its partitions stay; the
+	// distributor changes.
+	if z.Topics[0].Partitions != 3 || z.Producers[0].Distributor.Type != PartitionZipf || z.Producers[0].Distributor.Alpha != 1.5 {
+		t.Errorf("zipf variant: topic %+v distributor %+v", z.Topics[0], z.Producers[0].Distributor)
 	}
 	if _, err := f.Resolve("nope", false); err == nil {
 		t.Fatal("an unknown variant resolved")
