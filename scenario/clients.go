@@ -27,7 +27,11 @@ type switches struct {
 	rate atomic.Uint64 // math.Float64bits
 	// budget, when >= 0, is how many records the producers may still
 	// send between them (a backlog phase's records); each send takes one.
+	// A producer in another process claims its share at once (claim).
 	budget atomic.Int64
+	// budgetRound counts the phases that set a budget, budgetTotal the
+	// last one's records: a JVM producer claims its share once per round.
+	budgetRound, budgetTotal atomic.Int64
 	// quit asks the workers to end their loops at their next pass.
 	quit atomic.Bool
 }
@@ -58,6 +62,62 @@ type producerWorker struct {
 	sw       *switches
 	dist     *distributor
 	sent     atomic.Int64 // records handed to Send
+}
+
+// loadProducer is one producer entry's instances, in process or in a
+// JVM.
+type loadProducer interface {
+	run(ctx context.Context)
+	close(ctx context.Context) error
+	sentCount() int64
+	done() bool
+	brokerBytes() map[int32]int64
+	// owed is the records of a backlog phase's budget this producer
+	// claimed and has not sent yet (0 for producers that take from the
+	// shared budget record by record).
+	owed() int64
+	// failed is why the producer stopped on its own (a JVM that exited).
+	failed() error
+}
+
+// loadConsumer is one consumer entry's instances.
+type loadConsumer interface {
+	run(ctx context.Context)
+	close(ctx context.Context) error
+	failed() error
+}
+
+func (w *producerWorker) failed() error { return nil }
+func (w *consumerWorker) failed() error { return nil }
+
+// failed is the first worker failure, nil while all run.
+func (ws *workers) failed() error {
+	for _, p := range ws.producers {
+		if err := p.failed(); err != nil {
+			return err
+		}
+	}
+	for _, c := range ws.consumers {
+		if err := c.failed(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *producerWorker) sentCount() int64 { return w.sent.Load() }
+func (w *producerWorker) owed() int64      { return 0 }
+
+// brokerBytes is this client's outgoing bytes per broker since it
+// started (producer-node-metrics outgoing-byte-total).
+func (w *producerWorker) brokerBytes() map[int32]int64 {
+	out := map[int32]int64{}
+	for n, b := range w.p.Metrics().NodeOutgoingBytes {
+		if n >= 0 {
+			out[n] += b
+		}
+	}
+	return out
 }
 
 func newProducerWorker(ps spec.Producer, instance int, partitions int, bootstrap string, m *meter, sw *switches, log *slog.Logger) (*producerWorker, error) {
@@ -258,8 +318,8 @@ func (w *consumerWorker) close(ctx context.Context) error {
 
 // workers runs and stops the producer and consumer instances.
 type workers struct {
-	producers []*producerWorker
-	consumers []*consumerWorker
+	producers []loadProducer
+	consumers []loadConsumer
 	wg        sync.WaitGroup
 	cancel    context.CancelFunc
 }
@@ -307,13 +367,20 @@ func (ws *workers) stop(sw *switches) error {
 func (ws *workers) brokerBytes() map[int32]int64 {
 	out := map[int32]int64{}
 	for _, p := range ws.producers {
-		for n, b := range p.p.Metrics().NodeOutgoingBytes {
-			if n >= 0 {
-				out[n] += b
-			}
+		for n, b := range p.brokerBytes() {
+			out[n] += b
 		}
 	}
 	return out
+}
+
+// owed is the budget the producers claimed and have not sent yet.
+func (ws *workers) owed() int64 {
+	var n int64
+	for _, p := range ws.producers {
+		n += p.owed()
+	}
+	return n
 }
 
 func (ws *workers) producersDone() bool {
@@ -328,7 +395,22 @@ func (ws *workers) producersDone() bool {
 func (ws *workers) sent() int64 {
 	var n int64
 	for _, p := range ws.producers {
-		n += p.sent.Load()
+		n += p.sentCount()
 	}
 	return n
+}
+
+// claim takes up to n records of the budget at once and returns how many
+// it got (n itself when there is no budget: -1 tells the caller so).
+func (s *switches) claim(n int64) int64 {
+	for {
+		b := s.budget.Load()
+		if b < 0 {
+			return -1
+		}
+		got := min(b, n)
+		if s.budget.CompareAndSwap(b, b-got) {
+			return got
+		}
+	}
 }

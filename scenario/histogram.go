@@ -103,3 +103,27 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	}
 	return h.max
 }
+
+// addBucket adds c latencies to bucket b, as counted elsewhere with the
+// same buckets (the Java drivers' histograms); their sum is taken at the
+// bucket's middle. max is the largest of them, if known.
+func (h *Histogram) addBucket(b int, c int64, max time.Duration) {
+	if b < 0 || b >= histBuckets || c <= 0 {
+		return
+	}
+	h.counts[b] += c
+	h.n += c
+	mid := bucketLow(b)
+	if b+1 < histBuckets {
+		mid = (bucketLow(b) + bucketLow(b+1)) / 2
+	}
+	h.sum += time.Duration(c*mid) * time.Microsecond
+	h.max = maxDur(h.max, max)
+}
+
+func maxDur(a, b time.Duration) time.Duration {
+	if a > b {
+		return a
+	}
+	return b
+}

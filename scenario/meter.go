@@ -29,6 +29,21 @@ type topicMeter struct {
 	acked, consumed       []int64 // this interval
 	ackedTotal, consTotal []int64 // since the start
 	ledger                *ledger // distinct (partition, offset) consumed
+	// external holds the distinct counts (since the start, per
+	// partition) that out-of-process consumers report, by consumer.
+	external map[string][]int64
+}
+
+// distinctOf is the distinct records of partition p consumed, in
+// process and out.
+func (tm *topicMeter) distinctOf(p int) int64 {
+	n := tm.ledger.distinctOf(int32(p))
+	for _, e := range tm.external {
+		if p < len(e) {
+			n += e[p]
+		}
+	}
+	return n
 }
 
 func newMeter(topics map[string]int) *meter {
@@ -37,7 +52,7 @@ func newMeter(topics map[string]int) *meter {
 		m.topics[t] = &topicMeter{
 			acked: make([]int64, n), consumed: make([]int64, n),
 			ackedTotal: make([]int64, n), consTotal: make([]int64, n),
-			ledger: newLedger(n),
+			ledger: newLedger(n), external: map[string][]int64{},
 		}
 	}
 	return m
@@ -106,7 +121,7 @@ func (m *meter) backlog() int64 {
 	var n int64
 	for _, tm := range m.topics {
 		for p, a := range tm.ackedTotal {
-			n += max(a-tm.ledger.distinctOf(int32(p)), 0)
+			n += max(a-tm.distinctOf(p), 0)
 		}
 	}
 	return n
@@ -124,7 +139,7 @@ func (m *meter) take() interval {
 			backlog: make([]int64, len(tm.acked)),
 		}
 		for p := range tm.ackedTotal {
-			ti.backlog[p] = max(tm.ackedTotal[p]-tm.ledger.distinctOf(int32(p)), 0)
+			ti.backlog[p] = max(tm.ackedTotal[p]-tm.distinctOf(p), 0)
 			ti.ackedTotal += tm.ackedTotal[p]
 			ti.consumedTotal += tm.consTotal[p]
 		}
@@ -161,4 +176,47 @@ func (m *meter) stepLatency() Percentiles {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return percentiles(&m.step)
+}
+
+// ackedBatch notes what an out-of-process producer reports for one
+// interval: records acknowledged per partition, their latencies, and the
+// failed sends since its last report.
+func (m *meter) ackedBatch(topic string, perPartition []int64, lat *Histogram, errs int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if tm := m.topics[topic]; tm != nil {
+		for p, n := range perPartition {
+			if p < len(tm.acked) {
+				tm.acked[p] += n
+				tm.ackedTotal[p] += n
+			}
+		}
+	}
+	m.sendErrors += errs
+	m.produceLat.Merge(lat)
+	if h := m.phaseProduce[m.phase]; h != nil {
+		h.Merge(lat)
+	}
+}
+
+// consumedBatch notes what an out-of-process consumer (named who)
+// reports for one interval: deliveries per partition, its distinct
+// records per partition since the start, and end-to-end latencies.
+func (m *meter) consumedBatch(topic, who string, perPartition, distinct []int64, lat *Histogram) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if tm := m.topics[topic]; tm != nil {
+		for p, n := range perPartition {
+			if p < len(tm.consumed) {
+				tm.consumed[p] += n
+				tm.consTotal[p] += n
+			}
+		}
+		tm.external[who] = append([]int64(nil), distinct...)
+	}
+	m.e2eLat.Merge(lat)
+	m.step.Merge(lat)
+	if h := m.phaseE2E[m.phase]; h != nil {
+		h.Merge(lat)
+	}
 }

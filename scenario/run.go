@@ -32,6 +32,9 @@ type RunConfig struct {
 	ServeArgs []string
 	// Dir holds the cluster's data and logs; Out the reports.
 	Dir, Out string
+	// JavaDir is the Java drivers' Maven project (default: scenario/java
+	// above the working directory or the executable).
+	JavaDir string
 	Logger   *slog.Logger
 	Stdout   io.Writer // console lines and the summary
 }
@@ -250,7 +253,8 @@ func runOne(ctx context.Context, f *spec.File, cfg RunConfig) (*RunResult, error
 	}
 	defer r.adm.Close()
 	if err := r.setup(ctx); err != nil {
-		return r.res, err
+		// The clients made before the failure are closed.
+		return r.res, errors.Join(err, r.ws.stop(&r.sw))
 	}
 	err = r.runPhases(ctx)
 	r.finish()
@@ -305,9 +309,35 @@ func (r *runner) setup(ctx context.Context) error {
 	for _, p := range r.f.Producers {
 		instances += p.Count
 	}
+	classpaths := map[string]string{}
+	javaCP := func(version string) (string, error) {
+		if cp, ok := classpaths[version]; ok {
+			return cp, nil
+		}
+		dir, err := findJavaDir(r.cfg.JavaDir)
+		if err != nil {
+			return "", err
+		}
+		bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		defer cancel()
+		cp, err := buildJavaVersion(bctx, dir, version)
+		if err == nil {
+			classpaths[version] = cp
+		}
+		return cp, err
+	}
 	for _, p := range r.f.Producers {
-		if p.Client != spec.ClientWeir {
-			return fmt.Errorf("producer %s: the %s client is not run by this version of the runner yet", p.Name, p.Client)
+		if p.Client == spec.ClientJava {
+			cp, err := javaCP(p.JavaVersion)
+			if err != nil {
+				return err
+			}
+			w, err := newJavaProducer(ctx, p, parts[p.Topic], float64(p.Count)/float64(instances), r.res.Bootstrap, cp, r.f.Sample.D(), r.m, &r.sw)
+			if err != nil {
+				return err
+			}
+			r.ws.producers = append(r.ws.producers, w)
+			continue
 		}
 		for i := range p.Count {
 			w, err := newProducerWorker(p, i, parts[p.Topic], r.res.Bootstrap, r.m, &r.sw, r.cfg.Logger)
@@ -319,8 +349,17 @@ func (r *runner) setup(ctx context.Context) error {
 		}
 	}
 	for _, c := range r.f.Consumers {
-		if c.Client != spec.ClientWeir {
-			return fmt.Errorf("consumer %s: the %s client is not run by this version of the runner yet", c.Name, c.Client)
+		if c.Client == spec.ClientJava {
+			cp, err := javaCP(c.JavaVersion)
+			if err != nil {
+				return err
+			}
+			w, err := newJavaConsumer(ctx, c, parts[c.Topic], r.res.Bootstrap, cp, r.f.Sample.D(), r.m, &r.sw)
+			if err != nil {
+				return err
+			}
+			r.ws.consumers = append(r.ws.consumers, w)
+			continue
 		}
 		for i := range c.Count {
 			w, err := newConsumerWorker(c, i, r.res.Bootstrap, r.m, &r.sw, r.cfg.Logger)
@@ -468,11 +507,13 @@ func (r *runner) runPhase(ctx context.Context, ph spec.Phase) error {
 		r.sw.consume.Store(false)
 		r.sw.budget.Store(-1)
 		if ph.Records > 0 {
+			r.sw.budgetTotal.Store(ph.Records)
 			r.sw.budget.Store(ph.Records)
+			r.sw.budgetRound.Add(1)
 		}
 		r.sw.produce.Store(true)
 		err = r.until(ctx, ph.Duration.D(), func() bool {
-			return (ph.Records > 0 && r.sw.budget.Load() == 0) || r.ws.producersDone()
+			return (ph.Records > 0 && r.sw.budget.Load() == 0 && r.ws.owed() == 0) || r.ws.producersDone()
 		})
 		// The budget stays spent until a phase that produces without one.
 		r.sw.produce.Store(false)
@@ -529,6 +570,9 @@ func (r *runner) until(ctx context.Context, d time.Duration, done func() bool) e
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for !done() {
+		if err := r.ws.failed(); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
