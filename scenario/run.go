@@ -35,8 +35,8 @@ type RunConfig struct {
 	// JavaDir is the Java drivers' Maven project (default: scenario/java
 	// above the working directory or the executable).
 	JavaDir string
-	Logger   *slog.Logger
-	Stdout   io.Writer // console lines and the summary
+	Logger  *slog.Logger
+	Stdout  io.Writer // console lines and the summary
 }
 
 // RunResult is one variant's outcome; its JSON is the machine-readable
