@@ -20,6 +20,18 @@ import java.util.concurrent.atomic.AtomicLongArray;
 final class Driver {
     private Driver() {}
 
+    /** "buckets US..." prints each latency's bucket, for the Go side's test of the shared layout. */
+    public static void main(String[] args) {
+        if (args.length < 1 || !args[0].equals("buckets")) {
+            fail("usage: Driver buckets US...");
+        }
+        StringBuilder b = new StringBuilder();
+        for (int i = 1; i < args.length; i++) {
+            b.append(i > 1 ? " " : "").append(bucketOf(Long.parseLong(args[i])));
+        }
+        emit(b.toString());
+    }
+
     static final int SUB = 32;
     static final int LINEAR = 2 * SUB;
     static final int BUCKETS = LINEAR + 32 * SUB;
