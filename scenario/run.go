@@ -761,14 +761,24 @@ func (r *runner) finish() {
 	r.m.mu.Unlock()
 	acked, recv := r.totals()
 	res.Producers.Sent, res.Producers.Acked, res.Producers.LatencyMs = r.ws.sent(), acked, percentiles(&all)
-	var producing float64
-	for _, ph := range res.Phases {
-		if ph.Kind != spec.PhaseDrain {
-			producing += ph.End - ph.Start
+	// The rate is taken over the time records were being acknowledged,
+	// from the start of the first tick with an acknowledgement to the end
+	// of the last, as ProducerPerformance measures from its first send:
+	// a JVM's start or an idle drain does not dilute it.
+	r.mu.Lock()
+	first, last, prev := -1.0, -1.0, 0.0
+	for _, t := range res.Ticks {
+		if sumMap(t.Produced) > 0 {
+			if first < 0 {
+				first = prev
+			}
+			last = t.T
 		}
+		prev = t.T
 	}
-	if producing > 0 {
-		res.Producers.RecordsSec = float64(acked) / producing
+	r.mu.Unlock()
+	if span := last - first; first >= 0 && span > 0 {
+		res.Producers.RecordsSec = float64(acked) / span
 		if len(r.f.Producers) > 0 {
 			res.Producers.MBSec = res.Producers.RecordsSec * float64(r.f.Producers[0].RecordSize) / (1 << 20)
 		}
