@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"weir/client"
-	"weir/internal/config"
 	"weir/scenario/spec"
 )
 
@@ -79,6 +79,9 @@ func (r *runner) applyFault(ctx context.Context, ft spec.Fault) error {
 	}
 	switch ft.Action {
 	case spec.FaultFailover:
+		if r.f.Cluster.Kind == spec.KindKafka {
+			return errors.New("failover needs the node running the active controller, which Kafka's DescribeCluster does not name")
+		}
 		return r.failover(ctx)
 	case spec.FaultStop, spec.FaultRestart, spec.FaultStart:
 		start := time.Now()
@@ -88,10 +91,7 @@ func (r *runner) applyFault(ctx context.Context, ft spec.Fault) error {
 		}
 		return err
 	case spec.FaultSlowBroker:
-		return r.brokerConfigs(ctx, ft.Broker, map[string]string{
-			config.FaultProduceResponseMs: strconv.Itoa(ft.ProduceDelayMs),
-			config.FaultFetchResponseMs:   strconv.Itoa(ft.FetchDelayMs),
-		})
+		return r.cluster.slow(ctx, ft.Broker, time.Duration(ft.ProduceDelayMs)*time.Millisecond, time.Duration(ft.FetchDelayMs)*time.Millisecond)
 	case spec.FaultBrokerConfig:
 		return r.brokerConfigs(ctx, ft.Broker, ft.Configs)
 	case spec.FaultMoveLeaders:

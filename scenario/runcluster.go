@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
+	"weir/client"
+	"weir/internal/config"
 	"weir/internal/localcluster"
 	"weir/scenario/spec"
 )
@@ -21,6 +25,9 @@ type runCluster interface {
 	// Act applies a process fault (spec.FaultPause ... spec.FaultRestart)
 	// to broker n.
 	Act(ctx context.Context, action string, n int32) error
+	// slow makes broker n answer each connection's produce and fetch
+	// requests one after another, each this much late (0: not at all).
+	slow(ctx context.Context, n int32, produce, fetch time.Duration) error
 	// Close stops what the run started.
 	Close()
 }
@@ -47,9 +54,11 @@ func startCluster(ctx context.Context, f *spec.File, cfg RunConfig, dir string) 
 		if err != nil {
 			return nil, err
 		}
-		return &weirCluster{c: c}, nil
+		return &weirCluster{c: c, bootstrap: c.Spec.Bootstrap(), logger: cfg.Logger}, nil
+	case spec.KindKafka:
+		return startKafka(ctx, f, cfg, dir)
 	default:
-		return nil, fmt.Errorf("scenario: cluster kind %q is not run by this version of the runner yet (weir or external)", f.Cluster.Kind)
+		return nil, fmt.Errorf("scenario: unknown cluster kind %q", f.Cluster.Kind)
 	}
 }
 
@@ -61,10 +70,42 @@ func (e externalCluster) Act(context.Context, string, int32) error {
 	return errors.New("scenario: an external cluster's processes are not the runner's to act on")
 }
 
-// weirCluster is `weir cluster up` run in process (internal/localcluster).
-type weirCluster struct{ c *localcluster.Cluster }
+// slow on an external cluster sets weir's fault configs: it is taken to
+// be weir.
+func (e externalCluster) slow(ctx context.Context, n int32, produce, fetch time.Duration) error {
+	return slowWeir(ctx, string(e), nil, n, produce, fetch)
+}
 
-func (w *weirCluster) Bootstrap() string { return w.c.Spec.Bootstrap() }
+// weirCluster is `weir cluster up` run in process (internal/localcluster).
+type weirCluster struct {
+	c         *localcluster.Cluster
+	bootstrap string
+	logger    *slog.Logger
+}
+
+func (w *weirCluster) Bootstrap() string { return w.bootstrap }
+
+func (w *weirCluster) slow(ctx context.Context, n int32, produce, fetch time.Duration) error {
+	return slowWeir(ctx, w.bootstrap, w.logger, n, produce, fetch)
+}
+
+// slowWeir sets weir.fault.produce.response.delay.ms and
+// weir.fault.fetch.response.delay.ms (serial per connection) on broker n.
+func slowWeir(ctx context.Context, bootstrap string, log *slog.Logger, n int32, produce, fetch time.Duration) error {
+	opts := []client.Option{}
+	if log != nil {
+		opts = append(opts, client.WithLogger(log))
+	}
+	adm, err := client.NewAdmin(map[string]string{"bootstrap.servers": bootstrap}, opts...)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	p, f := strconv.FormatInt(produce.Milliseconds(), 10), strconv.FormatInt(fetch.Milliseconds(), 10)
+	return adm.AlterConfigs(ctx, client.BrokerResource, strconv.Itoa(int(n)),
+		client.AlterConfigOp{Name: config.FaultProduceResponseMs, Value: &p},
+		client.AlterConfigOp{Name: config.FaultFetchResponseMs, Value: &f})
+}
 func (w *weirCluster) Close()            { w.c.StopAll(30 * time.Second) }
 
 func (w *weirCluster) Act(ctx context.Context, action string, n int32) error {
