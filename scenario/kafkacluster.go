@@ -50,7 +50,7 @@ func startKafka(ctx context.Context, f *spec.File, cfg RunConfig, dir string) (r
 	if err != nil {
 		return nil, err
 	}
-	port := func(n int) int { return base + n - 1 }           // the broker's own listener
+	port := func(n int) int { return base + n - 1 }            // the broker's own listener
 	cport := func(n int) int { return base + k.nodes + n - 1 } // its controller listener
 	pport := func(n int) int { return base + 2*k.nodes + n - 1 }
 	voters := min(n, 3)

@@ -106,7 +106,7 @@ func slowWeir(ctx context.Context, bootstrap string, log *slog.Logger, n int32, 
 		client.AlterConfigOp{Name: config.FaultProduceResponseMs, Value: &p},
 		client.AlterConfigOp{Name: config.FaultFetchResponseMs, Value: &f})
 }
-func (w *weirCluster) Close()            { w.c.StopAll(30 * time.Second) }
+func (w *weirCluster) Close() { w.c.StopAll(30 * time.Second) }
 
 func (w *weirCluster) Act(ctx context.Context, action string, n int32) error {
 	node := int(n)
