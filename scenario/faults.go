@@ -64,6 +64,11 @@ func describeFault(ft spec.Fault) string {
 		return "move every leader of " + ft.Topic
 	case spec.FaultReassign:
 		return fmt.Sprintf("reassign %s %v", ft.Topic, ft.Assignment)
+	case spec.FaultFailover:
+		return "failover: kill the controller's node"
+	}
+	if ft.Controller {
+		return ft.Action + " the controller's node"
 	}
 	return fmt.Sprintf("%s broker %d", ft.Action, ft.Broker)
 }

@@ -289,7 +289,12 @@ func (r *runner) setup(ctx context.Context) error {
 			return err
 		}
 		r.res.Topics = append(r.res.Topics, info)
-		fmt.Fprintf(r.out, "topic %s: %d partitions, replicas %v\n", info.Name, info.Partitions, info.Replicas)
+		shown := info.Replicas
+		more := ""
+		if len(shown) > 12 {
+			shown, more = shown[:12], fmt.Sprintf(" and %d more", len(info.Replicas)-12)
+		}
+		fmt.Fprintf(r.out, "topic %s: %d partitions, replicas %v%s\n", info.Name, info.Partitions, shown, more)
 	}
 	if len(r.f.Cluster.BrokerConfigs) > 0 {
 		if _, err := setBrokerConfigs(sctx, r.adm, r.f.Cluster.BrokerConfigs); err != nil {
