@@ -72,6 +72,30 @@ func startJVM(ctx context.Context, name, classpath, class string, args []string)
 	return j, nil
 }
 
+// steer passes the switches to the driver every 10 ms (apply sends what
+// changed) until ctx ends, the driver exits or the run quits.
+func (j *jvm) steer(ctx context.Context, sw *switches, apply func()) {
+	tk := time.NewTicker(10 * time.Millisecond)
+	defer tk.Stop()
+	for !sw.quit.Load() {
+		apply()
+		select {
+		case <-ctx.Done():
+			return
+		case <-j.exited:
+			return
+		case <-tk.C:
+		}
+	}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
 // set sends "cmd arg" unless that was the last value sent for cmd.
 func (j *jvm) set(cmd, arg string) {
 	j.mu.Lock()
@@ -227,10 +251,7 @@ func (w *javaProducer) line(s string) error {
 
 func (w *javaProducer) run(ctx context.Context) {
 	round := int64(0)
-	tk := time.NewTicker(10 * time.Millisecond)
-	defer tk.Stop()
-	for {
-		on := w.sw.produce.Load() && !w.sw.quit.Load()
+	w.j.steer(ctx, w.sw, func() {
 		if r := w.sw.budgetRound.Load(); r != round {
 			round = r
 			share := int64(math.Round(float64(w.sw.budgetTotal.Load()) * w.fraction))
@@ -242,20 +263,9 @@ func (w *javaProducer) run(ctx context.Context) {
 			w.claimed.Store(0)
 			w.j.set("BUDGET", "-1")
 		}
-		rate := loadRate(&w.sw.rate) * w.fraction
-		w.j.set("RATE", strconv.FormatFloat(rate, 'f', 3, 64))
-		w.j.set("ON", map[bool]string{true: "1", false: "0"}[on])
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.j.exited:
-			return
-		case <-tk.C:
-		}
-		if w.sw.quit.Load() {
-			return
-		}
-	}
+		w.j.set("RATE", strconv.FormatFloat(loadRate(&w.sw.rate)*w.fraction, 'f', 3, 64))
+		w.j.set("ON", onOff(w.sw.produce.Load() && !w.sw.quit.Load()))
+	})
 }
 
 func (w *javaProducer) close(ctx context.Context) error { return w.j.quit(ctx) }
@@ -322,22 +332,10 @@ func (w *javaConsumer) line(s string) error {
 }
 
 func (w *javaConsumer) run(ctx context.Context) {
-	tk := time.NewTicker(10 * time.Millisecond)
-	defer tk.Stop()
-	for {
-		w.j.set("ON", map[bool]string{true: "1", false: "0"}[w.sw.consume.Load() && !w.sw.quit.Load()])
-		w.j.set("NOPROC", map[bool]string{true: "1", false: "0"}[w.sw.noProcessing.Load()])
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.j.exited:
-			return
-		case <-tk.C:
-		}
-		if w.sw.quit.Load() {
-			return
-		}
-	}
+	w.j.steer(ctx, w.sw, func() {
+		w.j.set("ON", onOff(w.sw.consume.Load() && !w.sw.quit.Load()))
+		w.j.set("NOPROC", onOff(w.sw.noProcessing.Load()))
+	})
 }
 
 func (w *javaConsumer) close(ctx context.Context) error { return w.j.quit(ctx) }
