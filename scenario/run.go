@@ -721,6 +721,7 @@ func (r *runner) readLeaders(ctx context.Context) {
 		if err != nil || len(ds) != 1 {
 			continue
 		}
+		var moved []string
 		r.mu.Lock()
 		lead := r.leaders[t.Name]
 		for _, p := range ds[0].Partitions {
@@ -728,13 +729,26 @@ func (r *runner) readLeaders(ctx context.Context) {
 				continue
 			}
 			if old := lead[p.Partition]; old != p.Leader {
-				r.res.Events = append(r.res.Events, Event{T: r.elapsed(), Kind: "leader", Text: fmt.Sprintf("%s-%d: leader %d -> %d", t.Name, p.Partition, old, p.Leader)})
+				moved = append(moved, fmt.Sprintf("%s-%d: leader %d -> %d", t.Name, p.Partition, old, p.Leader))
 				lead[p.Partition] = p.Leader
 			}
+		}
+		// Many moves in one reading (a broker stopping with thousands of
+		// leaderships) make one event, not thousands of markers.
+		text := strings.Join(moved, ", ")
+		if len(moved) > maxMovesListed {
+			text = fmt.Sprintf("%d leaderships of %s changed (%s, ...)", len(moved), t.Name, strings.Join(moved[:maxMovesListed], ", "))
+		}
+		if len(moved) > 0 {
+			r.res.Events = append(r.res.Events, Event{T: r.elapsed(), Kind: "leader", Text: text})
 		}
 		r.mu.Unlock()
 	}
 }
+
+// maxMovesListed is how many leadership changes of one reading an event
+// names.
+const maxMovesListed = 5
 
 // finish sums up the run.
 func (r *runner) finish() {
