@@ -254,7 +254,8 @@ func runOne(ctx context.Context, f *spec.File, cfg RunConfig) (*RunResult, error
 	defer r.adm.Close()
 	if err := r.setup(ctx); err != nil {
 		// The clients made before the failure are closed.
-		return r.res, errors.Join(err, r.ws.stop(&r.sw))
+		_, stopErr := r.ws.stop(&r.sw)
+		return r.res, errors.Join(err, stopErr)
 	}
 	err = r.runPhases(ctx)
 	r.finish()
@@ -476,7 +477,10 @@ func (r *runner) runPhases(ctx context.Context) error {
 	}
 	r.sw.produce.Store(false)
 	r.sw.consume.Store(false)
-	stopErr := r.ws.stop(&r.sw)
+	warnings, stopErr := r.ws.stop(&r.sw)
+	for _, w := range warnings {
+		fmt.Fprintf(r.out, "warning: closing a consumer: %v\n", w)
+	}
 	stopSampler()
 	bg.Wait()
 	r.tick() // the last partial interval
