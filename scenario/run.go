@@ -218,7 +218,7 @@ type runner struct {
 }
 
 func runOne(ctx context.Context, f *spec.File, cfg RunConfig) (*RunResult, error) {
-	r := &runner{f: f, cfg: cfg, out: cfg.Stdout, phaseStart: map[string]time.Time{}, leaders: map[string][]int32{}, lastBytes: map[int32]int64{}}
+	r := &runner{f: f, cfg: cfg, out: &lockedWriter{w: cfg.Stdout}, phaseStart: map[string]time.Time{}, leaders: map[string][]int32{}, lastBytes: map[int32]int64{}}
 	r.currentName.Store("")
 	specText, _ := yamlText(f)
 	label := f.Name
@@ -857,6 +857,19 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func ptr[T any](v T) *T { return &v }
 
 func loadRate(a *atomic.Uint64) float64 { return math.Float64frombits(a.Load()) }
+
+// lockedWriter serialises the console lines that the phase loop, the
+// sampler and the fault runner print.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
 
 // safeName makes a label a file name.
 func safeName(s string) string {
