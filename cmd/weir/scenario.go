@@ -40,7 +40,7 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		w = stderr
 	}
 	fmt.Fprintln(w, "Usage: weir scenario <scenario> [flags]")
-	fmt.Fprintln(w, "Reproducible experiments against a running cluster (see the scenario package docs):")
+	fmt.Fprintln(w, "Reproducible experiments (scenarios/README.md, the scenario package docs):")
 	for _, c := range scenarios {
 		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
 	}
