@@ -174,11 +174,23 @@ type partQueue struct {
 	nextSeq  int32    // idempotence: next sequence to hand out
 	inflight []*batch // idempotence: drained, not finished, by sequence
 	excluded bool     // last readiness pass left it out for unavailability
+	// slowLeader is set by the sender's readiness pass when the
+	// partition's leader is slow (slownode.go).
+	slowLeader atomic.Bool
 }
 
 func (q *partQueue) allFull() bool {
 	n := len(q.batches)
 	return n == 0 || q.batches[n-1].b.IsFull()
+}
+
+// switchable is what the sticky partitioner's deferred switch waits for
+// (KAFKA-14156: do not leave a partly filled batch behind): every batch
+// full, or a slow leader, whose open batch goes out when its current
+// request is answered anyway. Waiting for it to fill there would give
+// the slow broker the longest stints, more than its share of the bytes.
+func (q *partQueue) switchable() bool {
+	return q.allFull() || q.slowLeader.Load()
 }
 
 // tryAppend appends to the open batch; on no room it closes that batch.

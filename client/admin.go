@@ -63,12 +63,17 @@ func (a *Admin) controllerDo(ctx context.Context, req kmsg.Request) (kmsg.Respon
 }
 
 // TopicSpec describes a topic to create. Partitions or ReplicationFactor
-// -1 take the broker's defaults.
+// -1 take the broker's defaults. Assignment, when set, places the
+// replicas explicitly (Assignment[p] lists partition p's replicas, the
+// preferred leader first, as kafka-topics.sh --replica-assignment does);
+// Partitions and ReplicationFactor are then sent as -1, as Kafka
+// requires, and must be -1 or agree with it.
 type TopicSpec struct {
 	Name              string
 	Partitions        int32
 	ReplicationFactor int16
 	Configs           map[string]string
+	Assignment        [][]int32
 }
 
 // TopicError is a per-topic (or per-resource) failure of an admin call.
@@ -109,6 +114,17 @@ func (a *Admin) CreateTopics(ctx context.Context, specs ...TopicSpec) error {
 	for _, s := range specs {
 		t := kmsg.NewCreateTopicsRequestTopic()
 		t.Topic, t.NumPartitions, t.ReplicationFactor = s.Name, s.Partitions, s.ReplicationFactor
+		if len(s.Assignment) > 0 {
+			if err := s.checkAssignment(); err != nil {
+				return err
+			}
+			t.NumPartitions, t.ReplicationFactor = -1, -1
+			for p, replicas := range s.Assignment {
+				a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+				a.Partition, a.Replicas = int32(p), replicas
+				t.ReplicaAssignment = append(t.ReplicaAssignment, a)
+			}
+		}
 		for k, v := range s.Configs {
 			c := kmsg.NewCreateTopicsRequestTopicConfig()
 			c.Name, c.Value = k, kmsg.StringPtr(v)
@@ -329,7 +345,9 @@ type AlterConfigOp struct {
 	Op int8
 }
 
-// AlterConfigs changes configs incrementally (IncrementalAlterConfigs).
+// AlterConfigs changes configs incrementally (IncrementalAlterConfigs). A
+// broker resource named by a node id is sent to that node; the cluster
+// default (name "") and other resources to the controller.
 func (a *Admin) AlterConfigs(ctx context.Context, typ ConfigResourceType, name string, ops ...AlterConfigOp) error {
 	ctx, cancel := a.bound(ctx)
 	defer cancel()
@@ -342,7 +360,18 @@ func (a *Admin) AlterConfigs(ctx context.Context, typ ConfigResourceType, name s
 		r.Configs = append(r.Configs, c)
 	}
 	req.Resources = append(req.Resources, r)
-	raw, err := a.controllerDo(ctx, req)
+	var raw kmsg.Response
+	var err error
+	if id, ok := brokerResourceID(typ, name); ok {
+		// One broker's configs go to that broker, as Kafka's admin
+		// client sends them (the broker checks the name is its own).
+		if err := a.cl.ensureBroker(ctx, id); err != nil {
+			return err
+		}
+		raw, err = a.cl.do(ctx, id, req)
+	} else {
+		raw, err = a.controllerDo(ctx, req)
+	}
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,13 @@
 // if given, receives the same result. Records wait in per-partition queues of
 // batches (batch.size, default 16384 bytes) for up to linger.ms (default 5)
 // and are sent by a sender goroutine, at most
-// max.in.flight.requests.per.connection (5) requests per broker. Send blocks
+// max.in.flight.requests.per.connection (5) requests per broker; a broker
+// not yet heard from, or whose requests take several times as long as the
+// others' (a slow broker that answers one request at a time), gets one at
+// a time, so its batches grow instead of queueing, and the sticky
+// partitioner leaves it after batch.size bytes instead of waiting for its
+// open batch to fill (slownode.go; weir.producer.adaptive.in.flight=false
+// turns this off). Send blocks
 // while the topic's metadata is unknown or buffer.memory (32 MiB) is used up,
 // for at most max.block.ms. A batch that has no answer within
 // delivery.timeout.ms (120 s) fails; failed attempts are retried with

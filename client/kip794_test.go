@@ -163,6 +163,22 @@ func TestKIP794Experiment(t *testing.T) {
 	}
 	adaptiveLat := runKIP794(t, with(), kipBrokers(), 2048, 512, dur, 1)
 	t.Logf("adaptive (batches) on the slow-latency run: shares %.3f (p99 %v); uniform p99 %v", adaptiveLat.share, adaptiveLat.p99, uniform.p99)
+	// weir's targets on the KIP's slow broker (serial, 20 ms per request),
+	// at 1 and 2 MB/s: p99 at most 100 ms and the slow broker at most its
+	// fair share of the bytes. The slow broker gets one request at a time
+	// (weir.producer.adaptive.in.flight); without that the client
+	// behaves as Java's does in the KIP's table (p99 well over 100 ms).
+	for _, rate := range []int{2048, 4096} {
+		res := runKIP794(t, with(), kipBrokers(), rate, 512, dur, 3)
+		off := runKIP794(t, with("weir.producer.adaptive.in.flight", "false"), kipBrokers(), rate, 512, dur, 3)
+		t.Logf("slow +20ms serial, %d records/s: adaptive in-flight shares %.3f p99 %v; off: shares %.3f p99 %v", rate, res.share, res.p99, off.share, off.p99)
+		if res.p99 > 100*time.Millisecond || res.share[0] > 0.34 {
+			t.Errorf("%d records/s: p99 %v and slow broker share %.3f, want <= 100ms and <= 1/3", rate, res.p99, res.share[0])
+		}
+		if off.p99 <= res.p99 {
+			t.Errorf("%d records/s: p99 %v without the one-request rule, %v with it: the rule does nothing", rate, off.p99, res.p99)
+		}
+	}
 	if adaptive.sent != uniBW.sent {
 		t.Errorf("adaptive delivered %d records, uniform %d: both must deliver everything", adaptive.sent, uniBW.sent)
 	}

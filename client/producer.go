@@ -120,6 +120,7 @@ type Producer struct {
 
 	mu         sync.Mutex // sender state below
 	inflight   map[int32]int
+	rtt        nodeRTT
 	pid        int64
 	epoch      int16
 	pidState   pidState
@@ -170,6 +171,7 @@ func NewProducer(props map[string]string, opts ...Option) (*Producer, error) {
 		m:          newProducerMetrics(),
 		topics:     map[string]*topicState{},
 		inflight:   map[int32]int{},
+		rtt:        nodeRTT{},
 		pid:        -1,
 		epoch:      -1,
 		idempotent: cfg.idempotent,
@@ -367,12 +369,12 @@ func (p *Producer) appendSticky(bctx *blockCtx, ts *topicState, view *partitione
 		}
 		q := ts.queue(s.Partition())
 		q.mu.Lock()
-		if ts.sticky.Recheck(s, q.allFull(), view) {
+		if ts.sticky.Recheck(s, q.switchable(), view) {
 			q.mu.Unlock()
 			continue
 		}
 		if grew, ok := q.tryAppend(pr); ok {
-			ts.sticky.Update(s, grew, q.allFull(), view)
+			ts.sticky.Update(s, grew, q.switchable(), view)
 			q.mu.Unlock()
 			p.appended(q, false)
 			return nil
@@ -386,7 +388,7 @@ func (p *Producer) appendSticky(bctx *blockCtx, ts *topicState, view *partitione
 			reserved = need
 		}
 		q.mu.Lock()
-		if ts.sticky.Recheck(s, q.allFull(), view) {
+		if ts.sticky.Recheck(s, q.switchable(), view) {
 			q.mu.Unlock()
 			continue
 		}
@@ -395,7 +397,7 @@ func (p *Producer) appendSticky(bctx *blockCtx, ts *topicState, view *partitione
 			grew = p.newBatch(q, pr, reserved, size)
 			reserved = 0
 		}
-		ts.sticky.Update(s, grew, q.allFull(), view)
+		ts.sticky.Update(s, grew, q.switchable(), view)
 		q.mu.Unlock()
 		p.appended(q, !ok)
 		return nil

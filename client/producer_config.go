@@ -43,6 +43,10 @@ var producerProps = map[string]prop{
 	"weir.partitioner.adaptive.weighting": strProp("batches", "batches", "bytes", "bytes-inverse"),
 	"weir.compression.snappy.framing":     strProp("xerial", "xerial", "raw"),
 	"weir.transaction.classic":            boolProp("false"),
+	// A broker whose produce requests take several times as long as the
+	// others' gets one request at a time instead of
+	// max.in.flight.requests.per.connection (slownode.go).
+	"weir.producer.adaptive.in.flight": boolProp("true"),
 }
 
 type producerConfig struct {
@@ -53,6 +57,7 @@ type producerConfig struct {
 	bufferMemory     int64
 	maxBlock         time.Duration
 	maxInFlight      int
+	adaptiveInFlight bool
 	maxRequestSize   int
 	codec            records.Codec
 	codecOpts        records.Options
@@ -80,6 +85,7 @@ func parseProducerConfig(m map[string]string, o options) (producerConfig, error)
 		bufferMemory:     p.long("buffer.memory"),
 		maxBlock:         p.ms("max.block.ms"),
 		maxInFlight:      p.int("max.in.flight.requests.per.connection"),
+		adaptiveInFlight: p.bool("weir.producer.adaptive.in.flight"),
 		maxRequestSize:   p.int("max.request.size"),
 		deliveryTimeout:  p.ms("delivery.timeout.ms"),
 		retries:          p.int("retries"),

@@ -373,7 +373,10 @@ func TestSplitTooLarge(t *testing.T) {
 // batch then gets OUT_OF_ORDER_SEQUENCE_NUMBER. The producer must recover
 // with a new producer id and deliver every record.
 func TestSequenceRecoveryAfterFirstBatchFails(t *testing.T) {
-	p, sim, step := simProducer(t, map[string]string{"linger.ms": "0", "retry.backoff.ms": "10"})
+	// The case needs the next batch in flight when the first fails: a
+	// pipeline from the first request on, which the adaptive in-flight
+	// rule holds back until a broker has answered once.
+	p, sim, step := simProducer(t, map[string]string{"linger.ms": "0", "retry.backoff.ms": "10", "weir.producer.adaptive.in.flight": "false"})
 	for _, b := range sim.brokers {
 		b.latency = 5 * time.Millisecond
 	}

@@ -59,7 +59,11 @@ func (p *Producer) runOnce(now time.Time) time.Duration {
 	for node := range ready {
 		conn := p.cl.tryConn(node)
 		p.mu.Lock()
-		busy := p.inflight[node] >= p.cfg.maxInFlight
+		limit := p.cfg.maxInFlight
+		if p.cfg.adaptiveInFlight && p.rtt.cautious(node) {
+			limit = 1
+		}
+		busy := p.inflight[node] >= limit
 		p.mu.Unlock()
 		if conn == nil || busy {
 			p.nodes.Observe(node, nowMs, false)
@@ -88,6 +92,12 @@ func (p *Producer) ready(m *metadata, now time.Time) (map[int32]bool, time.Durat
 	unknown := false
 	p.mu.Lock()
 	force := p.flushing > 0 || p.closing
+	slow := map[int32]bool{}
+	if p.cfg.adaptiveInFlight {
+		for n := range p.rtt {
+			slow[n] = p.rtt.slow(n)
+		}
+	}
 	p.mu.Unlock()
 	force = force || p.mem.exhausted()
 	p.topicsMu.RLock()
@@ -108,6 +118,7 @@ func (p *Producer) ready(m *metadata, now time.Time) (map[int32]bool, time.Durat
 				continue
 			}
 			leader, epoch := m.leader(t.name, q.partition)
+			q.slowLeader.Store(slow[leader])
 			q.mu.Lock()
 			if loads != nil {
 				var bytes int64
@@ -355,6 +366,9 @@ func (p *Producer) sendBatches(node int32, conn brokerConn, m *metadata, bs []*b
 	conn.Send(req, p.cfg.requestTimeout+5*time.Second, noResp, func(resp kmsg.Response, err error) {
 		p.mu.Lock()
 		p.inflight[node]--
+		if err == nil {
+			p.rtt.observe(node, p.now().Sub(now))
+		}
 		p.mu.Unlock()
 		p.handleProduce(node, m, bs, resp, err)
 		p.wakeup()

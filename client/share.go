@@ -38,8 +38,14 @@ import (
 //   - batch_optimized: every leader, each for max.poll.records, a soft
 //     cap, as Kafka does; records beyond max.poll.records wait in the
 //     consumer for the next Poll, still locked.
-//   - record_limit, a strict cap: a leader whose last fetch acquired
-//     records is hot. While any leader is hot, a round goes to one hot
+//   - record_limit, a strict cap, with backlog hints (the default, from
+//     weir brokers: wiretag.ShareFetchBacklog says how many records wait
+//     for the member on each leader): a round goes to the leader with the
+//     most waiting, with the whole cap less the probes below, and stays
+//     with it while it has records and no other leader has more than
+//     shareSwitchFactor times as many (heaviest). Without hints (another
+//     broker, or weir.share.fetch.backlog.hints=false) a leader whose
+//     last fetch acquired records is hot. While any leader is hot, a round goes to one hot
 //     leader, the target, with the whole cap: the leader that just
 //     returned records is asked again at once, for up to shareStickRounds
 //     rounds, then the next hot leader takes over (so that a long backlog
@@ -107,6 +113,11 @@ type shareLeader struct {
 	parts   map[shareTP]bool // partitions in the session
 	hadData bool             // the last fetch acquired records
 	asked   time.Time        // when the last fetch was sent
+	// backlog is the records waiting on this leader for the member's
+	// partitions, as its last answer said (wiretag.ShareFetchBacklog);
+	// knows says an answer said.
+	backlog int64
+	knows   bool
 }
 
 // ShareConsumer is a member of a share group. Like Consumer it is meant for
@@ -663,6 +674,14 @@ func (s *ShareConsumer) roundState(nodes []int32, idle bool, rotate int) shareRo
 	if !s.cfg.recordLimit {
 		return r
 	}
+	if j, ok := s.heaviest(nodes, cur); ok {
+		if j != cur {
+			s.target, s.stick = nodes[j], 0
+		}
+		s.stick++
+		r.target = j
+		return r
+	}
 	if cur >= 0 && r.hot[cur] && s.stick < shareStickRounds {
 		r.target = cur
 		s.stick++
@@ -681,6 +700,38 @@ func (s *ShareConsumer) roundState(nodes []int32, idle bool, rotate int) shareRo
 	s.target, s.stick = -1, 0
 	return r
 }
+
+// heaviest picks the round's target from the leaders' backlogs, when
+// their answers say (wiretag.ShareFetchBacklog): the leader with the most
+// records waiting, unless the current target still has records and no
+// other has more than shareSwitchFactor times as many (each switch costs
+// a round trip for the acknowledgements left behind). false when no
+// leader is known to have records: the hot-leader rule decides. Called
+// with sessMu held.
+func (s *ShareConsumer) heaviest(nodes []int32, cur int) (int, bool) {
+	if !s.cfg.backlogHints {
+		return -1, false
+	}
+	best, bestN := -1, int64(0)
+	for i, n := range nodes {
+		if l := s.leaders[n]; l != nil && l.knows && l.backlog > bestN {
+			best, bestN = i, l.backlog
+		}
+	}
+	if best < 0 {
+		return -1, false
+	}
+	if cur >= 0 {
+		if l := s.leaders[nodes[cur]]; l != nil && l.knows && l.backlog > 0 && bestN <= shareSwitchFactor*l.backlog {
+			return cur, true
+		}
+	}
+	return best, true
+}
+
+// shareSwitchFactor is how much larger another leader's backlog must be
+// for record_limit to leave a target that still has records.
+const shareSwitchFactor = 2
 
 func (s *ShareConsumer) leader(node int32) *shareLeader {
 	l := s.leaders[node]
@@ -723,6 +774,9 @@ func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetch
 		// This consumer asks every leader at once when it waits, so weir
 		// brokers keep its MaxWaitMs (wiretag.ShareFetchAllLeaders).
 		wiretag.SetShareFetchAllLeaders(&req.UnknownTags)
+	}
+	if s.cfg.backlogHints {
+		wiretag.SetShareFetchBacklogWanted(&req.UnknownTags)
 	}
 	want := map[shareTP]bool{}
 	for _, tp := range parts {
@@ -793,6 +847,14 @@ func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetch
 		return 0, fmt.Errorf("client: share fetch from node %d: %w", p.node, err)
 	}
 	l.epoch = nextSessionEpoch(l.epoch)
+	if entries, ok, err := wiretag.ShareFetchBacklogOf(&resp.UnknownTags); ok && err == nil {
+		l.backlog, l.knows = 0, true
+		for _, e := range entries {
+			if want[shareTP{e.TopicID, e.Partition}] {
+				l.backlog += e.Records
+			}
+		}
+	}
 	for tp := range send {
 		if want[tp] {
 			l.parts[tp] = true

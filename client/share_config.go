@@ -12,6 +12,11 @@ var shareConsumerProps = map[string]prop{
 	"fetch.max.wait.ms":          intProp("500", 0),
 	"max.partition.fetch.bytes":  intProp("1048576", 0),
 	"allow.auto.create.topics":   boolProp("true"),
+	// weir's own: ask weir brokers where the backlog is
+	// (wiretag.ShareFetchBacklog) and, in record_limit mode, take records
+	// from the leader with the most waiting first. false falls back to
+	// following the leaders that last returned records.
+	"weir.share.fetch.backlog.hints": boolProp("true"),
 }
 
 type shareConfig struct {
@@ -25,6 +30,7 @@ type shareConfig struct {
 	fetchMaxWait   time.Duration
 	partitionMax   int32
 	autoCreate     bool
+	backlogHints   bool
 }
 
 func parseShareConfig(m map[string]string) (shareConfig, error) {
@@ -43,6 +49,7 @@ func parseShareConfig(m map[string]string) (shareConfig, error) {
 		fetchMaxWait:   p.ms("fetch.max.wait.ms"),
 		partitionMax:   int32(p.int("max.partition.fetch.bytes")),
 		autoCreate:     p.bool("allow.auto.create.topics"),
+		backlogHints:   p.bool("weir.share.fetch.backlog.hints"),
 	}
 	if c.groupID == "" {
 		return shareConfig{}, &ConfigError{Key: "group.id", Reason: "a share consumer needs a group"}

@@ -30,6 +30,9 @@ type shareFake struct {
 	// held counts records acquired and not yet acknowledged, on both
 	// nodes together; maxHeld is its peak.
 	held, maxHeld int
+	// hints: answer fetches that ask with the backlog
+	// (wiretag.ShareFetchBacklog), as a weir broker does.
+	hints bool
 }
 
 // acked takes acknowledged records off held.
@@ -42,12 +45,16 @@ func (f *shareFake) acked(first, last int64) {
 // recordLimitConsumer is a subscribed share consumer of f with
 // record_limit, max.poll.records=10 and fetch.max.wait.ms=500; the test's
 // end closes it.
-func (f *shareFake) recordLimitConsumer(t *testing.T) *ShareConsumer {
+func (f *shareFake) recordLimitConsumer(t *testing.T, extra ...string) *ShareConsumer {
 	t.Helper()
-	s, err := NewShareConsumer(map[string]string{
+	props := map[string]string{
 		"bootstrap.servers": "fake:9092", "group.id": "g",
 		"share.acquire.mode": "record_limit", "max.poll.records": "10", "fetch.max.wait.ms": "500",
-	}, f.options()...)
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		props[extra[i]] = extra[i+1]
+	}
+	s, err := NewShareConsumer(props, f.options()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +161,12 @@ func (f *shareFake) shareFetch(ctx context.Context, node int32, r *kmsg.ShareFet
 	f.next[node] += int64(n)
 	f.held += n
 	f.maxHeld = max(f.maxHeld, f.held)
+	left := f.available[node]
 	f.mu.Unlock()
 	resp := kmsg.NewPtrShareFetchResponse()
+	if f.hints && wiretag.HasShareFetchBacklogWanted(&r.UnknownTags) {
+		wiretag.SetShareFetchBacklog(&resp.UnknownTags, []wiretag.PartitionBacklog{{TopicID: f.id, Partition: node, Records: int64(left)}})
+	}
 	if n == 0 {
 		t := time.NewTimer(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 		defer t.Stop()
@@ -312,5 +323,47 @@ func TestShareRecordLimitTwoBusyLeaders(t *testing.T) {
 	}
 	if !seen[0] || !seen[1] {
 		t.Errorf("the first 1000 records came from partitions %v only: one leader waited for the other to drain", seen)
+	}
+}
+
+// TestShareRecordLimitFollowsTheBacklog: 100 records wait on node 0 and
+// 900 on node 1, and the brokers say so (wiretag.ShareFetchBacklog). With
+// backlog hints the consumer serves the heavy leader first and stays on
+// it until its backlog is within a factor shareSwitchFactor of the other:
+// nearly all of the first 500 records come from partition 1. Without
+// hints (weir.share.fetch.backlog.hints=false) it follows whichever
+// leader returned records, and partition 0's 100 come early.
+func TestShareRecordLimitFollowsTheBacklog(t *testing.T) {
+	for _, hints := range []bool{true, false} {
+		f := &shareFake{topic: "uneven", id: [16]byte{7, 8, 9}, hints: true}
+		f.available = [2]int{100, 900}
+		s := f.recordLimitConsumer(t, "weir.share.fetch.backlog.hints", fmt.Sprint(hints))
+		ctx := testCtx(t)
+		var order []int32
+		for polls := 0; len(order) < 1000 && polls < 2000; polls++ {
+			recs, err := s.Poll(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				order = append(order, r.Partition)
+			}
+		}
+		if len(order) != 1000 {
+			t.Fatalf("hints=%v: drained %d of 1000", hints, len(order))
+		}
+		heavy := 0
+		for _, p := range order[:500] {
+			if p == 1 {
+				heavy++
+			}
+		}
+		t.Logf("hints=%v: %d of the first 500 records from the heavy partition", hints, heavy)
+		if hints && heavy < 450 {
+			t.Errorf("with hints %d of the first 500 records came from the heavy leader, want nearly all", heavy)
+		}
+		if !hints && heavy > 450 {
+			t.Errorf("without hints %d of the first 500 came from the heavy leader: the hints were used", heavy)
+		}
 	}
 }

@@ -1,8 +1,45 @@
-// Package scenario runs reproducible experiments against a running weir
-// (or Kafka) cluster and reports them as CSV and self-contained HTML. It
-// owns the experiment's load, its measurement and its report; it starts no
-// broker (scenarios/share-case2 does that) and changes no broker setting
-// beyond the share group's share.auto.offset.reset.
+// Package scenario runs reproducible experiments and reports them: the
+// scenario files of `weir scenario run` (scenarios/*.yaml, format in
+// scenario/spec and scenarios/README.md), and the older share-drain tool.
+//
+// # weir scenario run: a scenario file
+//
+// RunFile runs each variant of a resolved file on a fresh cluster:
+//
+//   - runcluster.go starts it (`weir cluster up` in process,
+//     internal/localcluster) or takes an external one's bootstrap, and
+//     acts on its processes for the faults (pause, resume, kill, stop,
+//     start, restart, failover);
+//   - run.go creates the topics (replicas placed as written), sets broker
+//     and share-group configs, makes the clients, applies the faults at
+//     0 s, then runs the phases: backlog (producers only, until a record
+//     budget is spent), drain (consumers only, until every acknowledged
+//     record is consumed and nothing is in flight), steady, explore
+//     (explore.go: bisection on the total rate against a p99 target,
+//     draining between tries);
+//   - clients.go runs weir's clients in process (producers paced by
+//     their schedule and distributor, workload.go; consumers with
+//     simulated processing), javaworkers.go Kafka's Java client in one
+//     JVM per producer or consumer entry (scenario/java, built per
+//     kafka-clients version);
+//   - meter.go counts what they report per partition, with latency
+//     histograms (histogram.go, the same buckets as the Java drivers'),
+//     and a ledger of distinct records consumed; faults.go applies the
+//     faults (slow broker through weir.fault.*.response.delay.ms, configs,
+//     leadership moves and reassignments through the admin APIs);
+//   - every sampling interval the sampler takes a Tick (per-partition
+//     produced, consumed and backlog, latency percentiles, bytes sent to
+//     each broker, leaders) and prints the seed tool's console line;
+//     leadership changes and faults become events; runreport.go writes
+//     the JSON and a self-contained HTML page of SVG charts whose lines
+//     carry their data (internal/console/svgcheck reads them back).
+//
+// Concurrency: RunFile is synchronous. Per variant it owns one goroutine
+// per in-process client instance, one per JVM driver (control) plus its
+// reader, the sampler and the fault runner, and stops all of them, the
+// JVMs and the cluster before it returns. The meter has one mutex, held
+// for counter updates; the runner's mutex guards its ticks, events and
+// phase start times.
 //
 // # share-drain: the share-group fetch-wait case 2
 //

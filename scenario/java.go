@@ -56,26 +56,37 @@ func findJavaDir(dir string) (string, error) {
 	return "", errors.New("scenario: cannot find scenario/java/pom.xml above the working directory; pass --java-dir")
 }
 
-// buildJava compiles the driver and copies its dependencies into
-// <repo>/.cache/scenario-java unless the classes are newer than the
-// sources. Maven runs offline first (the compat suite fills ~/.m2 with
-// kafka-clients 4.3.0), online if that fails. It returns the classpath.
+// buildJava builds the drivers against kafka-clients 4.3.0 (the share
+// consumer's version); see buildJavaVersion.
 func buildJava(ctx context.Context, javaDir string) (string, error) {
-	buildDir := filepath.Join(javaDir, "..", "..", ".cache", "scenario-java")
-	buildDir, err := filepath.Abs(buildDir)
+	return buildJavaVersion(ctx, javaDir, "4.3.0")
+}
+
+// buildJavaVersion compiles the drivers against kafka-clients version and
+// copies its dependencies into <repo>/.cache/scenario-java/<version>,
+// unless the classes there are newer than every source. Maven runs
+// offline first (the compat suite fills ~/.m2 with kafka-clients 4.3.0),
+// online if that fails (another version is fetched from Maven Central
+// once). Against 3.x the share classes are left out (no.share). It
+// returns the classpath.
+func buildJavaVersion(ctx context.Context, javaDir, version string) (string, error) {
+	buildDir, err := filepath.Abs(filepath.Join(javaDir, "..", "..", ".cache", "scenario-java", version))
 	if err != nil {
 		return "", err
 	}
 	classpath := filepath.Join(buildDir, "classes") + string(os.PathListSeparator) + filepath.Join(buildDir, "lib", "*")
-	class := filepath.Join(buildDir, "classes", "weir", "scenario", "ShareDrain.class")
-	src := filepath.Join(javaDir, "src", "main", "java", "weir", "scenario", "ShareDrain.java")
-	if newer(class, src, filepath.Join(javaDir, "pom.xml")) {
+	stamp := filepath.Join(buildDir, "classes", "weir", "scenario", "Driver.class")
+	sources, _ := filepath.Glob(filepath.Join(javaDir, "src", "main", "java", "weir", "scenario", "*.java"))
+	if newer(stamp, append(sources, filepath.Join(javaDir, "pom.xml"))...) {
 		return classpath, nil
 	}
 	args := []string{"-B", "-q", "-f", filepath.Join(javaDir, "pom.xml"),
-		"-Dscenario.build.dir=" + buildDir,
+		"-Dkafka.version=" + version, "-Dscenario.build.dir=" + buildDir,
 		"compile", "dependency:copy-dependencies", "-DincludeScope=runtime",
 		"-DoutputDirectory=" + filepath.Join(buildDir, "lib")}
+	if strings.HasPrefix(version, "3.") || strings.HasPrefix(version, "2.") {
+		args = append(args, "-Dno.share=true")
+	}
 	var lastOut []byte
 	for _, offline := range []bool{true, false} {
 		a := args
@@ -91,7 +102,7 @@ func buildJava(ctx context.Context, javaDir string) (string, error) {
 		}
 		lastOut = out
 	}
-	return "", fmt.Errorf("scenario: building the Java driver (mvn in %s) failed:\n%s", javaDir, tail(lastOut, 4000))
+	return "", fmt.Errorf("scenario: building the Java drivers against kafka-clients %s (mvn in %s) failed:\n%s", version, javaDir, tail(lastOut, 4000))
 }
 
 // newer reports whether target exists and is newer than every source.

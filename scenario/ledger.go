@@ -5,11 +5,12 @@ package scenario
 // million records.
 type ledger struct {
 	seen                [][]uint64
+	counts              []int64 // distinct offsets per partition
 	distinct, duplicate int64
 }
 
 func newLedger(partitions int) *ledger {
-	return &ledger{seen: make([][]uint64, partitions)}
+	return &ledger{seen: make([][]uint64, partitions), counts: make([]int64, partitions)}
 }
 
 // add notes a delivery and reports whether it was the first of that record.
@@ -19,6 +20,7 @@ func (l *ledger) add(partition int32, offset int64) bool {
 	}
 	for int(partition) >= len(l.seen) {
 		l.seen = append(l.seen, nil)
+		l.counts = append(l.counts, 0)
 	}
 	words := l.seen[partition]
 	w := int(offset / 64)
@@ -33,5 +35,14 @@ func (l *ledger) add(partition int32, offset int64) bool {
 	}
 	words[w] |= bit
 	l.distinct++
+	l.counts[partition]++
 	return true
+}
+
+// distinctOf is the distinct offsets seen on partition.
+func (l *ledger) distinctOf(partition int32) int64 {
+	if partition < 0 || int(partition) >= len(l.counts) {
+		return 0
+	}
+	return l.counts[partition]
 }

@@ -7,14 +7,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"weir/scenario"
+	"weir/scenario/spec"
 )
 
 // scenarios are the subcommands of weir scenario.
 var scenarios = []command{
+	{"run", "run a scenario file (scenarios/*.yaml): its cluster, load, faults and phases, with a report", scenarioRun},
 	{"share-drain", "one share consumer draining a Zipf-skewed backlog (the share-group fetch-wait case 2)", scenarioShareDrain},
 	{"share-report", "a markdown table and charts comparing share-drain runs", scenarioShareReport},
 }
@@ -34,7 +40,7 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		w = stderr
 	}
 	fmt.Fprintln(w, "Usage: weir scenario <scenario> [flags]")
-	fmt.Fprintln(w, "Reproducible experiments against a running cluster (see the scenario package docs):")
+	fmt.Fprintln(w, "Reproducible experiments (scenarios/README.md, the scenario package docs):")
 	for _, c := range scenarios {
 		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
 	}
@@ -42,6 +48,81 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return nil
 	}
 	return errUsage
+}
+
+func scenarioRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("scenario run", "scenario run FILE.yaml [--quick] [--variant NAME ...] [--out DIR] [flags]", stderr)
+	quick := fs.Bool("quick", false, "the file's quick mode: durations and record counts scaled down (quick.scale), only quick.variants")
+	var variants listFlags
+	fs.Var(&variants, "variant", "run only this variant (repeatable; default all, or quick.variants with --quick)")
+	out := fs.String("out", "bench/out/scenarios", "directory for each run's report, NAME[-VARIANT][-quick].html and .json")
+	dir := fs.String("dir", "", "directory for the clusters' data and logs, kept after the run (default: a temporary one, removed)")
+	weirBin := fs.String("weir", "", "weir binary the cluster's nodes run (default: this one)")
+	check := fs.Bool("check", false, "only read and check the file, print it as it would run, and exit")
+	verbose := fs.Bool("verbose", false, "log client activity to stderr")
+	// The file may come before the flags or after them.
+	var file string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		file, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if file == "" && fs.NArg() == 1 {
+		file = fs.Arg(0)
+	} else if file == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "want one scenario file")
+		fs.Usage()
+		return errUsage
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	f, err := spec.Parse(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	if len(variants) > 0 {
+		keep := f.Variants[:0]
+		for _, v := range f.Variants {
+			if slices.Contains(variants, v.Name) {
+				keep = append(keep, v)
+			}
+		}
+		if len(keep) != len(variants) {
+			return fmt.Errorf("%s: --variant %v: not every name is a variant of the file", file, []string(variants))
+		}
+		f.Variants, f.Quick.Variants = keep, nil
+	}
+	if *check {
+		for _, v := range f.VariantNames(*quick) {
+			rf, err := f.Resolve(v, *quick)
+			if err != nil {
+				return err
+			}
+			b, _ := yaml.Marshal(rf)
+			fmt.Fprintf(stdout, "# variant %q\n%s", v, b)
+		}
+		return nil
+	}
+	cfg := scenario.RunConfig{WeirBinary: *weirBin, Dir: *dir, Out: *out, Stdout: stdout}
+	if cfg.WeirBinary == "" {
+		if cfg.WeirBinary, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	if *verbose {
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	results, err := scenario.RunFile(ctx, f, *quick, cfg)
+	for _, r := range results {
+		fmt.Fprintf(stdout, "report: %s\n", filepath.Join(*out, scenario.ReportStem(r)+".html"))
+	}
+	return err
 }
 
 func scenarioShareDrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {

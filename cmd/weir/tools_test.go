@@ -79,6 +79,27 @@ func TestConsoleTools(t *testing.T) {
 	if !strings.Contains(out, "PartitionCount: 2") || !strings.Contains(out, "retention.ms=3600000") || strings.Count(out, "Partition: ") != 2 {
 		t.Fatalf("describe:\n%s", out)
 	}
+	// An explicit assignment, as kafka-topics.sh --replica-assignment:
+	// two partitions on this broker.
+	leader := regexp.MustCompile(`Leader: (\d+)`).FindStringSubmatch(out)
+	if leader == nil {
+		t.Fatalf("describe names no leader:\n%s", out)
+	}
+	mustWeir(t, "", with("topic", "create", "--topic", "placed", "--replica-assignment", leader[1]+","+leader[1])...)
+	out = mustWeir(t, "", with("topic", "describe", "--topic", "placed")...)
+	if !strings.Contains(out, "PartitionCount: 2") || strings.Count(out, "Replicas: "+leader[1]) != 2 {
+		t.Fatalf("describe of the placed topic:\n%s", out)
+	}
+	mustWeir(t, "", with("topic", "delete", "--topic", "placed")...)
+	for _, bad := range [][]string{
+		{"--replica-assignment", leader[1] + ":" + leader[1]},
+		{"--replica-assignment", leader[1], "--partitions", "1"},
+		{"--replica-assignment", "x"},
+	} {
+		if code, out := weir(t, "", with(append([]string{"topic", "create", "--topic", "bad"}, bad...)...)...); code != 2 {
+			t.Fatalf("create %v: exit %d, want 2\n%s", bad, code, out)
+		}
+	}
 	mustWeir(t, "", with("topic", "alter", "--topic", "tools", "--partitions", "3", "--delete-config", "retention.ms")...)
 	out = mustWeir(t, "", with("topic", "describe", "--topic", "tools")...)
 	if !strings.Contains(out, "PartitionCount: 3") || strings.Contains(out, "retention.ms=") {

@@ -56,6 +56,7 @@ func topicCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	name := fs.String("topic", "", "topic to create (required)")
 	parts := fs.Int("partitions", -1, "number of partitions (-1: the broker's num.partitions)")
 	rf := fs.Int("replication-factor", -1, "replicas per partition (-1: the broker's default)")
+	assignment := fs.String("replica-assignment", "", "replicas of each partition, as kafka-topics.sh: partitions separated by commas, broker ids by colons, the preferred leader first (1:2,2:3,3:1); instead of --partitions and --replication-factor")
 	configs := kvFlags{}
 	fs.Var(configs, "config", "topic config key=value, Kafka names (repeatable)")
 	if err := parseFlags(fs, args); err != nil {
@@ -64,12 +65,25 @@ func topicCreate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := requireFlag(fs, "topic", *name); err != nil {
 		return err
 	}
+	spec := client.TopicSpec{Name: *name, Partitions: int32(*parts), ReplicationFactor: int16(*rf), Configs: configs}
+	if *assignment != "" {
+		if *parts != -1 || *rf != -1 {
+			fmt.Fprintln(stderr, "--replica-assignment sets the partitions and replicas: leave out --partitions and --replication-factor")
+			return errUsage
+		}
+		a, err := client.ParseReplicaAssignment(*assignment)
+		if err != nil {
+			fmt.Fprintf(stderr, "--replica-assignment: %v\n", err)
+			return errUsage
+		}
+		spec.Assignment = a
+	}
 	adm, ctx, done, err := openAdmin(ctx, cf)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if err := adm.CreateTopics(ctx, client.TopicSpec{Name: *name, Partitions: int32(*parts), ReplicationFactor: int16(*rf), Configs: configs}); err != nil {
+	if err := adm.CreateTopics(ctx, spec); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "Created topic %s.\n", *name)

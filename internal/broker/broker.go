@@ -433,7 +433,7 @@ func (b *Broker) Serve(ctx context.Context, req *server.Request) *server.Reply {
 			"api", kmsg.NameForKey(req.Key), "version", req.Version, "remote", req.Conn.Remote)
 		return server.CloseConnection()
 	}
-	return b.faults.Apply(req.Key, b.serveAuthorized(ctx, h, req))
+	return b.faults.Apply(ctx, req, b.serveAuthorized(ctx, h, req))
 }
 
 // async runs fn off the request path, for requests that wait (long polls,

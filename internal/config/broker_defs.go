@@ -36,14 +36,18 @@ const (
 	QuotaWindowNum            = "quota.window.num"
 	QuotaWindowSizeSeconds    = "quota.window.size.seconds"
 	// weir's own broker configs.
-	WeirLogSyncBeforeAck      = "weir.log.sync.before.ack"
-	WeirLogBackgroundSync     = "weir.log.background.sync"
-	WeirLogPreallocate        = "weir.log.preallocate"
-	FaultProduceResponseMs    = "weir.fault.produce.response.delay.ms"
-	FaultFetchResponseMs      = "weir.fault.fetch.response.delay.ms"
-	LeaderHints               = "weir.leader.hints.enable"
-	LivenessProbeMs           = "weir.broker.liveness.probe.ms"
-	ShareFetchElsewhereWaitMs = "weir.share.fetch.elsewhere.wait.ms"
+	WeirLogSyncBeforeAck   = "weir.log.sync.before.ack"
+	WeirLogBackgroundSync  = "weir.log.background.sync"
+	WeirLogPreallocate     = "weir.log.preallocate"
+	FaultProduceResponseMs = "weir.fault.produce.response.delay.ms"
+	FaultFetchResponseMs   = "weir.fault.fetch.response.delay.ms"
+	// The concurrent variants delay each response on its own, however
+	// many of the connection's requests are waiting.
+	FaultProduceResponseConcurrentMs = "weir.fault.produce.response.delay.concurrent.ms"
+	FaultFetchResponseConcurrentMs   = "weir.fault.fetch.response.delay.concurrent.ms"
+	LeaderHints                      = "weir.leader.hints.enable"
+	LivenessProbeMs                  = "weir.broker.liveness.probe.ms"
+	ShareFetchElsewhereWaitMs        = "weir.share.fetch.elsewhere.wait.ms"
 )
 
 // brokerDefs are the broker configs weir knows, with Kafka 4.3's types,
@@ -133,10 +137,12 @@ var coreBrokerDefs = []Def{
 	{Name: WeirLogSyncBeforeAck, Type: Boolean, Default: "false", Dynamic: true, Support: Honoured, Doc: "weir: default weir.sync.before.ack."},
 	{Name: WeirLogBackgroundSync, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "weir: default weir.background.sync."},
 	{Name: WeirLogPreallocate, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "weir: default weir.preallocate."},
-	{Name: FaultProduceResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every produce response by this many milliseconds."},
+	{Name: FaultProduceResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: a slow broker, as a Kafka broker that takes this many milliseconds longer over each produce request: a connection's produce responses go out one after another, each this many milliseconds after the later of its own completion and the connection's previous delayed response (Kafka handles one request per connection at a time)."},
+	{Name: FaultProduceResponseConcurrentMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every produce response by this many milliseconds, each on its own (a connection with five requests in flight has five delays running at once)."},
 	{Name: ReplicaLagTimeMax, Type: Long, Default: "30000", valid: atLeast(1), Support: Honoured, Doc: "A follower that has not caught up with its leader's log end for this long leaves the ISR."},
 	{Name: ShareFetchElsewhereWaitMs, Type: Long, Default: "10", valid: atLeast(-1), Dynamic: true, Support: Honoured, Doc: "An empty record_limit ShareFetch whose topics have partitions led by other brokers is answered after at most this many milliseconds instead of its MaxWaitMs, so a record_limit share consumer (which takes records from one broker at a time) moves on to brokers that have records. batch_optimized fetches keep their MaxWaitMs. -1 turns this off."},
 	{Name: LivenessProbeMs, Type: Long, Default: "200", valid: atLeast(0), Support: Honoured, Doc: "How often the active controller's node probes every unfenced broker's listener; a broker whose listener refuses connections twice in a row is fenced at once instead of after broker.session.timeout.ms. 0 turns probing off."},
 	{Name: LeaderHints, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "KIP-951: Produce and Fetch answers that fail with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH name the new leader and its endpoint. false leaves clients to refresh metadata, for comparisons."},
-	{Name: FaultFetchResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every fetch response by this many milliseconds."},
+	{Name: FaultFetchResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: as weir.fault.produce.response.delay.ms, for fetch responses (followers' fetches included): each connection's fetch responses go out one after another, each this many milliseconds late."},
+	{Name: FaultFetchResponseConcurrentMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every fetch response by this many milliseconds, each on its own."},
 }

@@ -51,7 +51,7 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 			dynamic[d.Synonyms[0].Name] = true
 		}
 	}
-	for _, n := range []string{FaultProduceResponseMs, FaultFetchResponseMs, LeaderHints, ShareFetchElsewhereWaitMs,
+	for _, n := range []string{FaultProduceResponseMs, FaultFetchResponseMs, FaultProduceResponseConcurrentMs, FaultFetchResponseConcurrentMs, LeaderHints, ShareFetchElsewhereWaitMs,
 		// Kafka's reconfigurable producer-state configs.
 		ProducerIDExpiration, TransactionPartitionVerify,
 		// Kafka's per-broker reconfigurable keystore and truststore.

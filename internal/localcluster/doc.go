@@ -16,6 +16,9 @@
 // process). A node is ready when its log shows `weir listening on` after
 // the mark of its latest start.
 //
+// Pause and Resume freeze and continue a node (SIGSTOP, SIGCONT), the
+// fault of a broker that stops answering without closing its sockets.
+//
 // Up starts every node and stays in charge of them until its owner calls
 // StopAll, which stops them the highest id first, each with a controlled
 // shutdown (SIGTERM), SIGKILL after a timeout. Kill, Stop and Start act on

@@ -364,17 +364,74 @@ func Stop(dir string, n int, timeout time.Duration) error {
 	return signalNode(dir, n, syscall.SIGTERM, timeout)
 }
 
-func signalNode(dir string, n int, sig syscall.Signal, timeout time.Duration) error {
-	spec, err := Load(dir)
+// Pause stops node n's process (SIGSTOP) and returns once the kernel
+// shows it stopped: the node neither answers nor times anything out, as
+// a long garbage-collection pause or a frozen VM would. Resume continues
+// it (SIGCONT).
+func Pause(dir string, n int) error {
+	pid, err := nodePID(dir, n)
 	if err != nil {
 		return err
 	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("localcluster: pause node %d: %w", n, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for procState(pid) != 'T' {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("localcluster: node %d (pid %d) not stopped 10s after SIGSTOP", n, pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+
+// Resume continues a paused node n.
+func Resume(dir string, n int) error {
+	pid, err := nodePID(dir, n)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		return fmt.Errorf("localcluster: resume node %d: %w", n, err)
+	}
+	return nil
+}
+
+// procState is the state letter of pid in /proc (R, S, T, Z, ...), 0
+// when it cannot be read.
+func procState(pid int) byte {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2]
+	}
+	return 0
+}
+
+// nodePID is the pid of running node n of the cluster in dir.
+func nodePID(dir string, n int) (int, error) {
+	spec, err := Load(dir)
+	if err != nil {
+		return 0, err
+	}
 	if n < 1 || n > spec.Nodes {
-		return fmt.Errorf("localcluster: node %d does not exist (nodes are 1..%d)", n, spec.Nodes)
+		return 0, fmt.Errorf("localcluster: node %d does not exist (nodes are 1..%d)", n, spec.Nodes)
 	}
 	pid, ok := runningPID(dir, n)
 	if !ok {
-		return fmt.Errorf("localcluster: node %d is not running", n)
+		return 0, fmt.Errorf("localcluster: node %d is not running", n)
+	}
+	return pid, nil
+}
+
+func signalNode(dir string, n int, sig syscall.Signal, timeout time.Duration) error {
+	pid, err := nodePID(dir, n)
+	if err != nil {
+		return err
 	}
 	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("localcluster: signal node %d: %w", n, err)

@@ -3,8 +3,12 @@ package localcluster
 import (
 	"io/fs"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStatAlive(t *testing.T) {
@@ -67,5 +71,52 @@ func TestServeArgsConsole(t *testing.T) {
 	}
 	if err := (Spec{Nodes: 3, BasePort: 9092, Binary: "weir", Console: "nope"}).Validate(); err == nil {
 		t.Error("a console address without a port was accepted")
+	}
+}
+
+// Pause stops a node's process until Resume; Kill ends it. A sleep stands
+// in for the node: only the pid file matters.
+func TestPauseResumeKill(t *testing.T) {
+	dir := t.TempDir()
+	if err := save(dir, Spec{Nodes: 1, BasePort: 20000, Binary: "weir"}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	if err := os.MkdirAll(NodeDir(dir, 1), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(NodeDir(dir, 1), "pid"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Pause(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	if s := procState(cmd.Process.Pid); s != 'T' {
+		t.Fatalf("state after Pause %q, want T", s)
+	}
+	if err := Resume(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for procState(cmd.Process.Pid) == 'T' {
+		if time.Now().After(deadline) {
+			t.Fatal("still stopped after Resume")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := Pause(dir, 2); err == nil {
+		t.Fatal("Pause of a node that does not exist succeeded")
+	}
+	if err := Kill(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := Pause(dir, 1); err == nil {
+		t.Fatal("Pause of a killed node succeeded")
 	}
 }

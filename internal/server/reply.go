@@ -178,6 +178,10 @@ func (r *Reply) closes() bool {
 	return r.kind == kindClose
 }
 
+// Done is closed once r is complete; a reply that is ready when created
+// is done at once.
+func (r *Reply) Done() <-chan struct{} { return r.done }
+
 // WaitReply waits up to d for r to complete and reports whether it did;
 // for tests of dispatchers.
 func WaitReply(r *Reply, d time.Duration) bool {

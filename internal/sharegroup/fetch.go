@@ -387,7 +387,39 @@ func (f *Fetch) Response(mark func(*Records) []byte) *kmsg.ShareFetchResponse {
 		p := add(a.tp)
 		p.AcknowledgeErrorCode, p.AcknowledgeErrorMessage = a.code, a.msg
 	}
+	if wiretag.HasShareFetchBacklogWanted(&f.r.UnknownTags) {
+		wiretag.SetShareFetchBacklog(&resp.UnknownTags, f.m.backlog(f.group, f.parts))
+	}
 	return resp
+}
+
+// backlog is, for each of a session's partitions whose share partition
+// is loaded here, the records waiting to be acquired: neither delivery
+// complete nor acquired, from the start offset to the high watermark
+// (wiretag.ShareFetchBacklog). Each share partition's lock is held only
+// to read its counts.
+func (m *Manager) backlog(group string, parts []sessionPart) []wiretag.PartitionBacklog {
+	out := make([]wiretag.PartitionBacklog, 0, len(parts))
+	for _, tp := range parts {
+		m.mu.Lock()
+		sp := m.parts[share.StateKey{Group: group, TopicID: tp.topicID, Partition: tp.partition}]
+		m.mu.Unlock()
+		if sp == nil {
+			continue
+		}
+		lp, err := m.host.Partition(tp.topicID, tp.partition)
+		if err != nil {
+			continue
+		}
+		hw := lp.HighWatermark()
+		sp.mu.Lock()
+		if sp.p != nil && !sp.deleted && !sp.broken {
+			n := sp.p.Lag(hw) - sp.p.Stats().Acquired
+			out = append(out, wiretag.PartitionBacklog{TopicID: tp.topicID, Partition: tp.partition, Records: max(n, 0)})
+		}
+		sp.mu.Unlock()
+	}
+	return out
 }
 
 // maxWait is how long an empty ShareFetch may park: the request's

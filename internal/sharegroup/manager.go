@@ -55,6 +55,14 @@ type Host interface {
 	StoreGroupConfigs(ctx context.Context, group string, current, next map[string]string, applied func() bool) error
 }
 
+// RemoteHighWatermark is what a Host may also offer: the high watermark
+// of a data partition another node leads (ListOffsets to its leader). With
+// it DescribeShareGroupOffsets reports the lag of every partition; without
+// it, only of those led here (-1 elsewhere, which tools show as "-").
+type RemoteHighWatermark interface {
+	HighWatermark(ctx context.Context, topicID [16]byte, partition int32) (int64, error)
+}
+
 // Partition is a data partition this node leads.
 type Partition interface {
 	// Log holds the partition's batches.
@@ -132,6 +140,11 @@ type shareGroup struct {
 	settings groupSettings
 	parts    map[share.StateKey]*sharePartition
 	armed    time.Time // session expiry queued on the timers
+	// topics are the topics the group's members subscribed to since this
+	// node coordinates it: where DescribeShareGroupOffsets looks for the
+	// share partitions with state, which live on every partition's
+	// leader and share coordinator, not here.
+	topics map[[16]byte]bool
 }
 
 // New returns a manager with its timers running; Start loads the groups
@@ -337,6 +350,16 @@ func (m *Manager) Heartbeat(ctx context.Context, req *kmsg.ShareGroupHeartbeatRe
 		g = &shareGroup{id: req.GroupID, g: share.NewGroup(req.GroupID, st.group), settings: st, parts: map[share.StateKey]*sharePartition{}}
 	}
 	resp := g.g.Heartbeat(req, client, lookup, now)
+	if resp.ErrorCode == 0 {
+		for _, name := range req.SubscribedTopicNames {
+			if info, ok := lookup(name); ok {
+				if g.topics == nil {
+					g.topics = map[[16]byte]bool{}
+				}
+				g.topics[info.ID] = true
+			}
+		}
+	}
 	created := !existed && resp.ErrorCode == 0
 	if created {
 		m.groups[g.id] = g

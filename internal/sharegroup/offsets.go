@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -66,40 +67,87 @@ func (m *Manager) describeOffset(k share.StateKey) shareOffset {
 	out.start = p.StartOffset()
 	if lerr == nil {
 		out.lag, out.epoch = p.Lag(lp.HighWatermark()), lp.LeaderEpoch()
+	} else if rh, ok := m.host.(RemoteHighWatermark); ok {
+		if hw, err := rh.HighWatermark(ctx, k.TopicID, k.Partition); err == nil {
+			out.lag = p.Lag(hw)
+		}
 	}
 	return out
 }
 
-// initializedParts lists a group's share partitions that have state, or
-// false when the group does not exist: those loaded here, and those whose
-// state the share coordinator on this node holds (in a cluster, state
-// coordinated elsewhere is not listed).
-func (m *Manager) initializedParts(group string) ([]share.StateKey, bool) {
+// initializedParts finds a group's share partitions that have state,
+// with their start offsets and lags, or false when the group does not
+// exist. The state of a partition lives with its leader (loaded) and its
+// share coordinator (stored), both often other nodes: the candidates are
+// every partition of the topics the group's members subscribed to, the
+// partitions loaded here and the keys this node's share coordinator
+// holds, and each candidate's state is read where it is
+// (describeOffset), at most describeParallel at a time. A partition
+// without state is left out.
+func (m *Manager) initializedParts(group string) (map[share.StateKey]shareOffset, bool) {
 	m.mu.Lock()
 	g, ok := m.groups[group]
 	var parts []*sharePartition
+	var topics [][16]byte
 	if ok {
 		parts = slices.Collect(maps.Values(g.parts))
+		topics = slices.Collect(maps.Keys(g.topics))
 	}
 	m.mu.Unlock()
 	if !ok {
 		return nil, false
 	}
-	seen := map[share.StateKey]bool{}
+	candidates := map[share.StateKey]bool{}
 	for _, sp := range parts {
 		sp.mu.Lock()
 		if sp.p != nil && !sp.deleted {
-			seen[sp.key] = true
+			candidates[sp.key] = true
 		}
 		sp.mu.Unlock()
 	}
 	ctx, cancel := context.WithTimeout(m.ctx, 15*time.Second)
 	defer cancel()
 	for _, k := range m.state.Keys(ctx, group) {
-		seen[k] = true
+		candidates[k] = true
 	}
-	return slices.Collect(maps.Keys(seen)), true
+	lookup := m.host.Topics()
+	for _, id := range topics {
+		name, known := m.host.TopicName(id)
+		if !known {
+			continue
+		}
+		info, ok := lookup(name)
+		if !ok || info.ID != id {
+			continue
+		}
+		for p := range info.Partitions {
+			candidates[share.StateKey{Group: group, TopicID: id, Partition: p}] = true
+		}
+	}
+	keys := slices.Collect(maps.Keys(candidates))
+	offsets := make([]shareOffset, len(keys))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, describeParallel)
+	for i, k := range keys {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			offsets[i] = m.describeOffset(k)
+		})
+	}
+	wg.Wait()
+	out := map[share.StateKey]shareOffset{}
+	for i, k := range keys {
+		if offsets[i].start >= 0 {
+			out[k] = offsets[i]
+		}
+	}
+	return out, true
 }
+
+// describeParallel bounds the state reads one DescribeShareGroupOffsets
+// has in flight.
+const describeParallel = 16
 
 // AlterOffsets answers AlterShareGroupOffsets: it resets share partitions
 // of an empty (or new) group to new start offsets, each with a new state
@@ -278,8 +326,10 @@ func (m *Manager) DescribeOffsets(r *kmsg.DescribeShareGroupOffsetsRequest) *kms
 			ps   []int32
 		}
 		var wants []want
+		var found map[share.StateKey]shareOffset
 		if rg.Topics == nil {
-			keys, ok := m.initializedParts(rg.GroupID)
+			var ok bool
+			found, ok = m.initializedParts(rg.GroupID)
 			if !ok {
 				g.ErrorCode = kerr.GroupIDNotFound.Code
 				g.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("Group %s not found.", rg.GroupID))
@@ -287,7 +337,7 @@ func (m *Manager) DescribeOffsets(r *kmsg.DescribeShareGroupOffsetsRequest) *kms
 				continue
 			}
 			byTopic := map[[16]byte][]int32{}
-			for _, k := range keys {
+			for k := range found {
 				byTopic[k.TopicID] = append(byTopic[k.TopicID], k.Partition)
 			}
 			for id, ps := range byTopic {
@@ -313,7 +363,11 @@ func (m *Manager) DescribeOffsets(r *kmsg.DescribeShareGroupOffsetsRequest) *kms
 				rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
 				rp.Partition, rp.StartOffset, rp.LeaderEpoch = p, -1, -1
 				if w.ok {
-					o := m.describeOffset(share.StateKey{Group: rg.GroupID, TopicID: w.id, Partition: p})
+					k := share.StateKey{Group: rg.GroupID, TopicID: w.id, Partition: p}
+					o, ok := found[k]
+					if !ok {
+						o = m.describeOffset(k)
+					}
 					rp.StartOffset, rp.LeaderEpoch = o.start, o.epoch
 					if r.Version >= 1 {
 						rp.Lag = o.lag

@@ -15,6 +15,12 @@
 //     service (internal/sharegroup). Its value is a version byte; the
 //     checker accepts only the versions it knows, so a newer client's
 //     value reads as absent to an older broker.
+//   - ShareFetchBacklogWanted (request) and ShareFetchBacklog (response,
+//     top level): weir's ShareConsumer asks, the share-group service
+//     answers with the records waiting in each partition of the member's
+//     session on that leader, and the consumer fetches from the leaders
+//     with the most first. Response tags are skipped by other clients as
+//     request tags are by other brokers.
 //   - ShareStateRecord and ShareStateFlags, on the WriteShareGroupState
 //     a weir broker sends another (internal/sharestate).
 //

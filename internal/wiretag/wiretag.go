@@ -1,6 +1,12 @@
 package wiretag
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // ShareFetchAllLeaders is the tag of a record_limit ShareFetch whose
 // consumer asks every leader at once when it waits, as weir's
@@ -41,3 +47,107 @@ const (
 	ShareStateDelete byte = 1 << iota
 	ShareStateReinit
 )
+
+// ShareFetchBacklogWanted is the tag of a ShareFetch whose consumer wants
+// to know where the backlog is (weir's ShareConsumer): a weir broker then
+// answers with ShareFetchBacklog. Its value is one version byte, 1.
+const ShareFetchBacklogWanted uint32 = 0x7766
+
+// SetShareFetchBacklogWanted marks tags with ShareFetchBacklogWanted.
+func SetShareFetchBacklogWanted(tags *kmsg.Tags) { tags.Set(ShareFetchBacklogWanted, []byte{1}) }
+
+// HasShareFetchBacklogWanted reports whether tags carry
+// ShareFetchBacklogWanted with a value this version understands.
+func HasShareFetchBacklogWanted(tags *kmsg.Tags) bool {
+	has := false
+	tags.Each(func(k uint32, v []byte) {
+		has = has || k == ShareFetchBacklogWanted && len(v) == 1 && v[0] == 1
+	})
+	return has
+}
+
+// ShareFetchBacklog is the tag of a ShareFetch response (top level) that
+// says, for each share partition of the member's session on this leader,
+// how many records wait there to be acquired: the records from the share
+// partition's start offset to the high watermark that are neither
+// delivery complete nor acquired. A client fetches from the leaders with
+// the most first (the share-groups seed post's third mitigation: the
+// broker tells the client where the lag is). Other clients skip the tag.
+//
+// The value: a version byte (1), a uvarint count, then per partition the
+// 16-byte topic id, the partition as a zigzag varint and the records as a
+// uvarint.
+const ShareFetchBacklog uint32 = 0x7765
+
+// PartitionBacklog is one partition's entry of ShareFetchBacklog.
+type PartitionBacklog struct {
+	TopicID   [16]byte
+	Partition int32
+	Records   int64
+}
+
+// MaxBacklogEntries bounds a decoded ShareFetchBacklog: more than a share
+// session can hold is a broken value.
+const MaxBacklogEntries = 1 << 20
+
+// SetShareFetchBacklog puts entries in tags as ShareFetchBacklog.
+func SetShareFetchBacklog(tags *kmsg.Tags, entries []PartitionBacklog) {
+	b := []byte{1}
+	b = binary.AppendUvarint(b, uint64(len(entries)))
+	for _, e := range entries {
+		b = append(b, e.TopicID[:]...)
+		b = binary.AppendVarint(b, int64(e.Partition))
+		b = binary.AppendUvarint(b, uint64(max(e.Records, 0)))
+	}
+	tags.Set(ShareFetchBacklog, b)
+}
+
+// ErrBadBacklog is a ShareFetchBacklog value that does not decode.
+var ErrBadBacklog = errors.New("wiretag: malformed share fetch backlog")
+
+// ShareFetchBacklogOf decodes the ShareFetchBacklog of tags: ok false
+// when the tag is absent or of another version, ErrBadBacklog when it is
+// there and broken. It never panics on any bytes.
+func ShareFetchBacklogOf(tags *kmsg.Tags) (entries []PartitionBacklog, ok bool, err error) {
+	var raw []byte
+	found := false
+	tags.Each(func(k uint32, v []byte) {
+		if k == ShareFetchBacklog {
+			raw, found = v, true
+		}
+	})
+	if !found || len(raw) == 0 || raw[0] != 1 {
+		return nil, false, nil
+	}
+	b := raw[1:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > MaxBacklogEntries || n > uint64(len(b)) {
+		return nil, true, ErrBadBacklog
+	}
+	b = b[k:]
+	entries = make([]PartitionBacklog, 0, n)
+	for range n {
+		var e PartitionBacklog
+		if len(b) < 16 {
+			return nil, true, ErrBadBacklog
+		}
+		copy(e.TopicID[:], b[:16])
+		b = b[16:]
+		p, k := binary.Varint(b)
+		if k <= 0 || p < math.MinInt32 || p > math.MaxInt32 {
+			return nil, true, ErrBadBacklog
+		}
+		b = b[k:]
+		r, k := binary.Uvarint(b)
+		if k <= 0 || r > math.MaxInt64 {
+			return nil, true, ErrBadBacklog
+		}
+		b = b[k:]
+		e.Partition, e.Records = int32(p), int64(r)
+		entries = append(entries, e)
+	}
+	if len(b) != 0 {
+		return nil, true, ErrBadBacklog
+	}
+	return entries, true, nil
+}

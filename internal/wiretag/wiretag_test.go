@@ -36,3 +36,94 @@ func TestShareFetchAllLeaders(t *testing.T) {
 		})
 	}
 }
+
+// The backlog survives a response's encoding; a client that does not
+// know the tag decodes the response all the same.
+func TestShareFetchBacklogRoundTrip(t *testing.T) {
+	entries := []PartitionBacklog{{TopicID: [16]byte{1, 2}, Partition: 0, Records: 12_458_820}, {TopicID: [16]byte{9}, Partition: 11, Records: 0}, {Partition: -1, Records: 1}}
+	resp := kmsg.NewPtrShareFetchResponse()
+	resp.Version = 2
+	SetShareFetchBacklog(&resp.UnknownTags, entries)
+	var back kmsg.ShareFetchResponse
+	back.Version = 2
+	if err := back.ReadFrom(resp.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := ShareFetchBacklogOf(&back.UnknownTags)
+	if err != nil || !ok || len(got) != len(entries) {
+		t.Fatalf("decoded %v %v %v", got, ok, err)
+	}
+	for i := range entries {
+		if got[i] != entries[i] {
+			t.Errorf("entry %d: %+v, want %+v", i, got[i], entries[i])
+		}
+	}
+	var none kmsg.Tags
+	if _, ok, err := ShareFetchBacklogOf(&none); ok || err != nil {
+		t.Fatal("an absent tag decoded")
+	}
+	req := kmsg.NewPtrShareFetchRequest()
+	if HasShareFetchBacklogWanted(&req.UnknownTags) {
+		t.Fatal("wanted without the tag")
+	}
+	SetShareFetchBacklogWanted(&req.UnknownTags)
+	if !HasShareFetchBacklogWanted(&req.UnknownTags) || HasShareFetchAllLeaders(&req.UnknownTags) {
+		t.Fatal("the two request tags mixed up")
+	}
+}
+
+func TestShareFetchBacklogBroken(t *testing.T) {
+	good := func() []byte {
+		var tg kmsg.Tags
+		SetShareFetchBacklog(&tg, []PartitionBacklog{{Partition: 3, Records: 7}})
+		var v []byte
+		tg.Each(func(_ uint32, b []byte) { v = b })
+		return v
+	}()
+	for name, v := range map[string][]byte{
+		"cut":        good[:len(good)-1],
+		"trailing":   append(append([]byte{}, good...), 0),
+		"huge count": {1, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"no count":   {1},
+	} {
+		var tg kmsg.Tags
+		tg.Set(ShareFetchBacklog, v)
+		if _, ok, err := ShareFetchBacklogOf(&tg); !ok || err == nil {
+			t.Errorf("%s: ok %v err %v, want a decoding error", name, ok, err)
+		}
+	}
+	var other kmsg.Tags
+	other.Set(ShareFetchBacklog, []byte{2, 0})
+	if _, ok, err := ShareFetchBacklogOf(&other); ok || err != nil {
+		t.Error("another version decoded")
+	}
+}
+
+func FuzzShareFetchBacklogOf(f *testing.F) {
+	var tg kmsg.Tags
+	SetShareFetchBacklog(&tg, []PartitionBacklog{{TopicID: [16]byte{5}, Partition: 2, Records: 99}})
+	tg.Each(func(_ uint32, b []byte) { f.Add(b) })
+	f.Add([]byte{1, 0})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, v []byte) {
+		var in kmsg.Tags
+		in.Set(ShareFetchBacklog, v)
+		entries, ok, err := ShareFetchBacklogOf(&in)
+		if !ok || err != nil {
+			return
+		}
+		// What decodes encodes to a value that decodes the same (varints
+		// may come overlong; the encoding is the shortest).
+		var out kmsg.Tags
+		SetShareFetchBacklog(&out, entries)
+		back, ok, err := ShareFetchBacklogOf(&out)
+		if !ok || err != nil || len(back) != len(entries) {
+			t.Fatalf("%x decoded to %v, which does not decode again: %v %v", v, entries, ok, err)
+		}
+		for i := range back {
+			if back[i] != entries[i] {
+				t.Fatalf("%x: entry %d %+v came back as %+v", v, i, entries[i], back[i])
+			}
+		}
+	})
+}
