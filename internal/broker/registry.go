@@ -235,6 +235,9 @@ func (b *Broker) dropPartition(p *partition, deleteData bool) {
 		return
 	}
 	if p.rep != nil {
+		// Produce requests waiting for this leader's high watermark
+		// answer NOT_LEADER_OR_FOLLOWER now, not at their timeout.
+		p.rep.Stop()
 		b.replicas.RemovePartitions([]*replica.Replica{p.rep})
 	}
 	b.stopCleaning(p, deleteData)

@@ -135,3 +135,32 @@ func TestAppendNotifiesOnce(t *testing.T) {
 		}
 	}
 }
+
+// A replica the broker stops hosting (moved away by a reassignment)
+// fails its acks=all waiters at once and takes no more appends.
+func TestStopEndsWaits(t *testing.T) {
+	r, _, _ := leaderOf(t, []int32{1, 2}, 1)
+	res := mustAppend(t, r, 2, -1)
+	done := make(chan error, 1)
+	go func() { done <- r.WaitAcked(context.Background(), res, -1) }()
+	select {
+	case err := <-done:
+		t.Fatalf("returned %v before the stop", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	r.Stop()
+	select {
+	case err := <-done:
+		if !isKerr(err, kerr.NotLeaderForPartition) {
+			t.Fatalf("got %v, want NOT_LEADER_OR_FOLLOWER", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait outlived the stop")
+	}
+	if _, err := r.Append(batch("x", 1), 1, wlog.AppendOptions{}); !isKerr(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("append after stop: %v", err)
+	}
+	if _, ok := r.Leading(); ok {
+		t.Fatal("a stopped replica leads")
+	}
+}

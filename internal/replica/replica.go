@@ -421,6 +421,21 @@ func (r *Replica) BecomeFollower(st PartitionState) error {
 	return nil
 }
 
+// Stop ends the replica's role when the broker stops hosting it (a
+// reassignment moved it elsewhere, its topic was deleted): acks=all
+// waiters fail at once with NOT_LEADER_OR_FOLLOWER instead of waiting for
+// their timeout, and appends are refused. The broker removes it from its
+// fetcher too (Manager.RemovePartitions).
+func (r *Replica) Stop() {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	r.role, r.leader = RoleNone, -1
+	r.mu.Lock()
+	r.ls = nil
+	r.wakeLocked()
+	r.mu.Unlock()
+}
+
 // checkLeaderEpoch is Kafka's check of a request's current leader epoch
 // against this leader's: -1 skips it, older is FENCED_LEADER_EPOCH, newer
 // UNKNOWN_LEADER_EPOCH (this broker has not seen the change yet).
