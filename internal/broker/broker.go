@@ -303,7 +303,7 @@ func (b *Broker) startCoordinators() error {
 func (b *Broker) newGroupCoordinator() (*group.Coordinator, error) {
 	gcfg := b.cfg.Group
 	gcfg.Logger = b.logger
-	gcfg.Store = &offsetsStore{b: b}
+	gcfg.Store = b.offsetsStore()
 	gcfg.Topics = topicsView{b: b}
 	gcfg.PartitionOf = func(groupID string) int32 {
 		p, ok := b.coordinatorPartition(groupID)

@@ -2,116 +2,51 @@ package broker
 
 import (
 	"context"
-	"fmt"
-	"hash/fnv"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"weir/internal/group"
 	wlog "weir/internal/log"
 )
 
-// offsetsTopic holds the group coordinator's records, as in Kafka.
-const offsetsTopic = "__consumer_offsets"
+// offsetsTopic holds the group coordinator's records.
+const offsetsTopic = group.OffsetsTopic
 
-// offsetsStore backs the group coordinator's Store with the internal
-// __consumer_offsets topic: each Append becomes one batch in the
-// partition the group hashes to, so a group's records stay in order.
-type offsetsStore struct {
-	b *Broker
+// groupPartition is the __consumer_offsets partition of a group.
+var groupPartition = group.PartitionFor
+
+// offsetsStore is the group coordinator's store over this node's
+// __consumer_offsets partitions (group.LogStore).
+func (b *Broker) offsetsStore() group.LogStore {
+	return group.LogStore{Partitions: b.offsetsPartitions, Now: b.now}
 }
 
-func (s *offsetsStore) partitions() []*partition {
-	t := s.b.lookupTopic(offsetsTopic)
+// offsetsPartitions are __consumer_offsets's partitions here, in order.
+func (b *Broker) offsetsPartitions() []group.LogPartition {
+	t := b.lookupTopic(offsetsTopic)
 	if t == nil {
 		return nil
 	}
-	s.b.mu.RLock()
-	defer s.b.mu.RUnlock()
-	return t.partitions
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := make([]group.LogPartition, len(t.partitions))
+	for i, p := range t.partitions {
+		out[i] = offsetsPartition{p}
+	}
+	return out
 }
 
-func (s *offsetsStore) Append(ctx context.Context, groupID string, recs []group.Record) error {
-	parts := s.partitions()
-	if len(parts) == 0 {
-		return fmt.Errorf("broker: %s is missing", offsetsTopic)
+// offsetsPartition is a __consumer_offsets partition for group.LogStore.
+type offsetsPartition struct{ p *partition }
+
+func (o offsetsPartition) Index() int32   { return o.p.index }
+func (o offsetsPartition) Leading() bool  { return o.p.isLeader() }
+func (o offsetsPartition) Log() *wlog.Log { return o.p.log }
+func (o offsetsPartition) AppendCommitted(ctx context.Context, batch []byte, coordinator bool) error {
+	var opts wlog.AppendOptions
+	if coordinator {
+		opts.Guard = o.p.producers.CoordinatorGuard
 	}
-	p := parts[groupPartition(groupID, len(parts))]
-	if !p.isLeader() {
-		return fmt.Errorf("%w: group %s is coordinated by the leader of %s-%d", kerr.NotCoordinator, groupID, offsetsTopic, p.index)
-	}
-	var bb wlog.BatchBuilder
-	now := s.b.now().UnixMilli()
-	bb.Reset(now)
-	for _, r := range recs {
-		bb.Add(now, r.Key, r.Value, nil)
-	}
-	if bb.Len() == 0 {
-		return nil
-	}
-	// Written as a producer with acks=all would: the answer waits until
-	// every in-sync replica has the records.
-	_, err := p.rep.AppendCommitted(ctx, bb.Build(), wlog.AppendOptions{})
+	_, err := o.p.rep.AppendCommitted(ctx, batch, opts)
 	return err
-}
-
-// AppendTxn writes a producer's transactional offset commit as one
-// transactional batch of that producer (implementing group.TxnStore), as
-// Kafka's group coordinator does: base sequence -1, checked by the
-// producer's epoch only (producer.State.CoordinatorGuard), pending until
-// the transaction's marker.
-func (s *offsetsStore) AppendTxn(ctx context.Context, groupID string, producerID int64, producerEpoch int16, recs []group.Record) error {
-	parts := s.partitions()
-	if len(parts) == 0 {
-		return fmt.Errorf("broker: %s is missing", offsetsTopic)
-	}
-	p := parts[groupPartition(groupID, len(parts))]
-	if !p.isLeader() {
-		return fmt.Errorf("%w: group %s is coordinated by the leader of %s-%d", kerr.NotCoordinator, groupID, offsetsTopic, p.index)
-	}
-	var bb wlog.BatchBuilder
-	now := s.b.now().UnixMilli()
-	bb.Reset(now)
-	for _, r := range recs {
-		bb.Add(now, r.Key, r.Value, nil)
-	}
-	if bb.Len() == 0 {
-		return nil
-	}
-	batch := bb.BuildTransactional(producerID, producerEpoch)
-	_, err := p.rep.AppendCommitted(ctx, batch, wlog.AppendOptions{Guard: p.producers.CoordinatorGuard})
-	return err
-}
-
-// groupPartition is the __consumer_offsets partition of a group.
-func groupPartition(groupID string, n int) int {
-	h := fnv.New32a()
-	h.Write([]byte(groupID))
-	return int(h.Sum32() % uint32(n))
-}
-
-// Replay reads the partitions this node leads: the groups it coordinates.
-func (s *offsetsStore) Replay(ctx context.Context, fn func(group.Record) error) error {
-	for _, p := range s.partitions() {
-		if !p.isLeader() {
-			continue
-		}
-		err := p.log.ScanBatchRecords(ctx, func(h *wlog.BatchHeader, r *wlog.Record) error {
-			return fn(group.Record{Key: append([]byte(nil), r.Key...), Value: cloneNullable(r.Value),
-				Transactional: h.IsTransactional(), Control: h.IsControl(), ProducerID: h.ProducerID, Partition: p.index})
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func cloneNullable(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte{}, b...)
 }
 
 // topicsView lets the group coordinator see the broker's topics.

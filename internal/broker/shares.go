@@ -190,27 +190,16 @@ func (h shareGroupHost) OtherGroupExists(ctx context.Context, id string) bool {
 }
 
 func (h shareGroupHost) WriteGroupRecord(ctx context.Context, id string, exists bool) error {
-	s := &offsetsStore{b: h.b}
-	return s.Append(ctx, id, []group.Record{group.ShareGroupRecord(id, exists)})
+	return h.b.offsetsStore().Append(ctx, id, []group.Record{group.ShareGroupRecord(id, exists)})
 }
 
 func (h shareGroupHost) GroupRecords(ctx context.Context, fn func(group string, exists bool)) error {
-	s := &offsetsStore{b: h.b}
-	for _, p := range s.partitions() {
-		if !p.isLeader() {
-			continue
+	return h.b.offsetsStore().Replay(ctx, func(r group.Record) error {
+		if id, exists, ok := group.ShareGroupOf(r.Key, r.Value); ok {
+			fn(id, exists)
 		}
-		err := p.log.ScanRecords(ctx, func(r *wlog.Record) error {
-			if id, exists, ok := group.ShareGroupOf(r.Key, r.Value); ok {
-				fn(id, exists)
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("%s-%d: %w", offsetsTopic, p.index, err)
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (h shareGroupHost) StoreGroupConfigs(_ context.Context, group string, current, next map[string]string, applied func() bool) error {
