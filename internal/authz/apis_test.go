@@ -18,7 +18,7 @@ var (
 	tidU = [16]byte{0x7e, 2}
 )
 
-// fakeTopics holds topics t and u.
+// fakeTopics holds topics t and u, of 3 partitions each.
 type fakeTopics struct{}
 
 func (fakeTopics) TopicName(id [16]byte) (string, bool) {
@@ -39,6 +39,14 @@ func (fakeTopics) TopicID(name string) ([16]byte, bool) {
 		return tidU, true
 	}
 	return [16]byte{}, false
+}
+
+// Partitions: t and u have 3 partitions.
+func (f fakeTopics) Partitions(name string) (int32, bool) {
+	if _, ok := f.TopicID(name); !ok {
+		return 0, false
+	}
+	return 3, true
 }
 
 var testEnv = Env{Topics: fakeTopics{}, AutoCreateTopics: true}
@@ -206,6 +214,22 @@ func samples() map[int16][]sample {
 		r.Groups = append(r.Groups, g)
 		return r
 	}
+	addPartitions := func(version int16) kmsg.Request {
+		r := kmsg.NewPtrAddPartitionsToTxnRequest()
+		r.Version = version
+		if version < 4 {
+			r.TransactionalID = "tx"
+			r.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+			return r
+		}
+		r.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{{TransactionalID: "tx", VerifyOnly: true,
+			Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "t", Partitions: []int32{0}}}}}
+		return r
+	}
+	txnOffsetCommit := func() kmsg.Request {
+		return &kmsg.TxnOffsetCommitRequest{Version: 5, TransactionalID: "tx", Group: "g",
+			Topics: []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Offset: 1}}}}}
+	}
 	return map[int16][]sample{
 		0: {{req: produce(true)}, {req: produce(false), items: produceItems}},
 		1: {{req: fetch(true), items: fetchItems}, {req: fetch(false), items: fetchItems}},
@@ -261,6 +285,23 @@ func samples() map[int16][]sample {
 		22: {{req: &kmsg.InitProducerIDRequest{Version: 5, TransactionalID: &name}}, {req: &kmsg.InitProducerIDRequest{Version: 5}}},
 		23: {{req: &kmsg.OffsetForLeaderEpochRequest{Version: 4, ReplicaID: -1, Topics: []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{}}}}},
 			items: func(r kmsg.Request) int { return one(r.(*kmsg.OffsetForLeaderEpochRequest).Topics) }}},
+		24: {
+			{req: addPartitions(3)},
+			{req: addPartitions(3), items: func(r kmsg.Request) int { return one(r.(*kmsg.AddPartitionsToTxnRequest).Topics) }},
+			{req: addPartitions(5)},
+		},
+		25: {
+			{req: &kmsg.AddOffsetsToTxnRequest{Version: 4, TransactionalID: "tx", Group: "g"}},
+			{req: &kmsg.AddOffsetsToTxnRequest{Version: 4, TransactionalID: "tx", Group: "g"}},
+		},
+		26: {{req: &kmsg.EndTxnRequest{Version: 5, TransactionalID: "tx", Commit: true}}},
+		27: {{req: &kmsg.WriteTxnMarkersRequest{Version: 2, Markers: []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 1,
+			Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "t", Partitions: []int32{0}}}}}}}},
+		28: {
+			{req: txnOffsetCommit()},
+			{req: txnOffsetCommit()},
+			{req: txnOffsetCommit(), items: func(r kmsg.Request) int { return one(r.(*kmsg.TxnOffsetCommitRequest).Topics) }},
+		},
 		29: {{req: &kmsg.DescribeACLsRequest{Version: 3, ResourceType: 1, ResourcePatternType: 1, Operation: 1, PermissionType: 1}}},
 		30: {{req: &kmsg.CreateACLsRequest{Version: 3, Creations: []kmsg.CreateACLsRequestCreation{{ResourceType: 2, ResourceName: "t", ResourcePatternType: 3, Principal: "User:x", Host: "*", Operation: 3, PermissionType: 3}}}}},
 		31: {{req: &kmsg.DeleteACLsRequest{Version: 3, Filters: []kmsg.DeleteACLsRequestFilter{{ResourceType: 1, ResourcePatternType: 1, Operation: 1, PermissionType: 1}}}}},
@@ -284,9 +325,24 @@ func samples() map[int16][]sample {
 		50: {{req: &kmsg.DescribeUserSCRAMCredentialsRequest{}}},
 		51: {{req: &kmsg.AlterUserSCRAMCredentialsRequest{Deletions: []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "u", Mechanism: 1}}}}},
 		56: {{req: &kmsg.AlterPartitionRequest{Version: 3}}},
+		61: {{req: &kmsg.DescribeProducersRequest{Topics: []kmsg.DescribeProducersRequestTopic{{Topic: "t", Partitions: []int32{0}}}},
+			items: func(r kmsg.Request) int { return one(r.(*kmsg.DescribeProducersRequest).Topics) }}},
 		62: {{req: &kmsg.BrokerRegistrationRequest{Version: 4}}},
 		63: {{req: &kmsg.BrokerHeartbeatRequest{Version: 1}}},
 		64: {{req: &kmsg.UnregisterBrokerRequest{}}},
+		65: {
+			{req: &kmsg.DescribeTransactionsRequest{TransactionalIDs: strs("tx")},
+				items: func(r kmsg.Request) int { return one(r.(*kmsg.DescribeTransactionsRequest).TransactionalIDs) }},
+			{req: &kmsg.DescribeTransactionsRequest{TransactionalIDs: strs("tx")}, resp: func() kmsg.Response {
+				return &kmsg.DescribeTransactionsResponse{TransactionStates: []kmsg.DescribeTransactionsResponseTransactionState{{TransactionalID: "tx",
+					State: "Ongoing", Topics: []kmsg.DescribeTransactionsResponseTransactionStateTopic{{Topic: "t", Partitions: []int32{0}}}}}}
+			}, shown: func(r kmsg.Response) int {
+				return one(r.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].Topics)
+			}},
+		},
+		66: {{req: &kmsg.ListTransactionsRequest{Version: 2}, resp: func() kmsg.Response {
+			return &kmsg.ListTransactionsResponse{TransactionStates: []kmsg.ListTransactionsResponseTransactionState{{TransactionalID: "tx", TransactionState: "Ongoing"}}}
+		}, shown: func(r kmsg.Response) int { return one(r.(*kmsg.ListTransactionsResponse).TransactionStates) }}},
 		67: {{req: &kmsg.AllocateProducerIDsRequest{}}},
 		68: {{req: &kmsg.ConsumerGroupHeartbeatRequest{Version: 1, Group: "g"}}, {req: &kmsg.ConsumerGroupHeartbeatRequest{Version: 1, Group: "g", SubscribedTopicNames: strs("t")}}},
 		69: {

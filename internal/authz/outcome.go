@@ -14,6 +14,9 @@ type Topics interface {
 	TopicName(id [16]byte) (string, bool)
 	// TopicID is the id of a topic name; ok reports whether it exists.
 	TopicID(name string) (id [16]byte, ok bool)
+	// Partitions is the partition count of a topic name; ok reports
+	// whether it exists.
+	Partitions(name string) (n int32, ok bool)
 }
 
 type imageTopics struct{ img *metadata.Image }
@@ -35,6 +38,14 @@ func (t imageTopics) TopicID(name string) ([16]byte, bool) {
 		return [16]byte{}, false
 	}
 	return tp.ID(), true
+}
+
+func (t imageTopics) Partitions(name string) (int32, bool) {
+	tp, ok := t.img.TopicByName(name)
+	if !ok {
+		return 0, false
+	}
+	return tp.NumPartitions(), true
 }
 
 // Env is what authorizing a request needs besides the checker.

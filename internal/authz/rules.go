@@ -132,6 +132,15 @@ var APIs = []API{
 		txnCheck(OpWrite, Whole).when("a transactional id is given"),
 		clusterCheck(OpIdempotentWrite).or(onTopic(OpWrite)).when("no transactional id (WRITE on any topic passes)")}},
 	{Key: 23, Checks: []Check{topicsCheck(OpDescribe).or(cluster(OpClusterAction))}},
+	{Key: 24, Checks: []Check{
+		txnCheck(OpWrite, Whole).when("a producer adds partitions (versions 0-3)"),
+		topicsCheck(OpWrite).when("a producer adds partitions (versions 0-3)"),
+		clusterCheck(OpClusterAction).when("a broker's batch of transactions (version 4 on)")},
+		Also: "a denied or internal topic fails the producer's whole request: its partitions answer TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED (UNKNOWN_TOPIC_OR_PARTITION when they do not exist)"},
+	{Key: 25, Checks: []Check{txnCheck(OpWrite, Whole), groupCheck(OpRead)}},
+	{Key: 26, Checks: []Check{txnCheck(OpWrite, Whole)}},
+	{Key: 27, Checks: []Check{clusterCheck(OpClusterAction).or(cluster(OpAlter))}},
+	{Key: 28, Checks: []Check{txnCheck(OpWrite, Whole), groupCheck(OpRead), topicsCheck(OpRead)}},
 	{Key: 29, Checks: []Check{clusterCheck(OpDescribe)}, Also: "SECURITY_DISABLED without an authorizer"},
 	{Key: 30, Checks: []Check{check(OpAlter, ResourceCluster, ClusterName, errCluster, Whole)}, Also: "SECURITY_DISABLED without an authorizer"},
 	{Key: 31, Checks: []Check{check(OpAlter, ResourceCluster, ClusterName, errCluster, Whole)}, Also: "SECURITY_DISABLED without an authorizer"},
@@ -161,9 +170,14 @@ var APIs = []API{
 	{Key: 51, Checks: []Check{clusterCheck(OpAlter)}},
 	{Key: 56, Checks: []Check{clusterCheck(OpClusterAction)}},
 	{Key: 60, Also: "authorized operations of the cluster when asked (0 without DESCRIBE on it)"},
+	{Key: 61, Checks: []Check{topicsCheck(OpRead)}},
 	{Key: 62, Checks: []Check{clusterCheck(OpClusterAction)}},
 	{Key: 63, Checks: []Check{clusterCheck(OpClusterAction)}},
 	{Key: 64, Checks: []Check{clusterCheck(OpAlter)}},
+	{Key: 65, Checks: []Check{
+		check(OpDescribe, ResourceTransactionalID, "each transactional id", errTxn, PerItem),
+		check(OpDescribe, ResourceTopic, "each topic of a described transaction", nil, Hidden)}},
+	{Key: 66, Checks: []Check{check(OpDescribe, ResourceTransactionalID, "each transactional id listed", nil, Hidden)}},
 	{Key: 67, Checks: []Check{clusterCheck(OpClusterAction)}},
 	{Key: 68, Checks: []Check{groupCheck(OpRead), subscribedCheck()},
 		Also: "topics a subscription regex matches are filtered with DescribableTopics by the group coordinator"},
@@ -239,6 +253,16 @@ func Authorize(c *Checker, env Env, req kmsg.Request) Verdict {
 		return verdict(InitProducerID(c, env, r))
 	case *kmsg.OffsetForLeaderEpochRequest:
 		return verdict(OffsetForLeaderEpoch(c, env, r))
+	case *kmsg.AddPartitionsToTxnRequest:
+		return verdict(AddPartitionsToTxn(c, env, r))
+	case *kmsg.AddOffsetsToTxnRequest:
+		return verdict(AddOffsetsToTxn(c, env, r))
+	case *kmsg.EndTxnRequest:
+		return verdict(EndTxn(c, env, r))
+	case *kmsg.WriteTxnMarkersRequest:
+		return verdict(WriteTxnMarkers(c, env, r))
+	case *kmsg.TxnOffsetCommitRequest:
+		return verdict(TxnOffsetCommit(c, env, r))
 	case *kmsg.DescribeACLsRequest:
 		return verdict(DescribeAcls(c, env, r))
 	case *kmsg.CreateACLsRequest:
@@ -277,12 +301,18 @@ func Authorize(c *Checker, env Env, req kmsg.Request) Verdict {
 		return verdict(AlterPartition(c, env, r))
 	case *kmsg.DescribeClusterRequest:
 		return verdict(DescribeCluster(c, env, r))
+	case *kmsg.DescribeProducersRequest:
+		return verdict(DescribeProducers(c, env, r))
 	case *kmsg.BrokerRegistrationRequest:
 		return verdict(BrokerRegistration(c, env, r))
 	case *kmsg.BrokerHeartbeatRequest:
 		return verdict(BrokerHeartbeat(c, env, r))
 	case *kmsg.UnregisterBrokerRequest:
 		return verdict(UnregisterBroker(c, env, r))
+	case *kmsg.DescribeTransactionsRequest:
+		return verdict(DescribeTransactions(c, env, r))
+	case *kmsg.ListTransactionsRequest:
+		return verdict(ListTransactions(c, env, r))
 	case *kmsg.AllocateProducerIDsRequest:
 		return verdict(AllocateProducerIDs(c, env, r))
 	case *kmsg.ConsumerGroupHeartbeatRequest:
