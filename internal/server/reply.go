@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -193,6 +194,31 @@ func WaitReply(r *Reply, d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
+}
+
+// Response waits for r to complete and returns the response it carries,
+// passed through its Map: how a dispatcher serves a request of its own
+// without a connection. ok is false when r carries no response (a
+// pre-encoded body, no response, a close) or ctx ends first; r is then
+// abandoned.
+func (r *Reply) Response(ctx context.Context) (resp kmsg.Response, ok bool) {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		r.abandon()
+		return nil, false
+	}
+	r.mu.Lock()
+	kind, resp, body := r.kind, r.resp, r.body
+	r.mu.Unlock()
+	if kind != kindResponse || resp == nil {
+		body.release()
+		return nil, false
+	}
+	if r.mapResp != nil {
+		resp = r.mapResp(resp)
+	}
+	return resp, true
 }
 
 // Forward completes out as in completes: the same response (passed
