@@ -9,11 +9,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"weir/internal/config"
 	"weir/internal/metadata"
@@ -64,11 +66,13 @@ func startAuthorizedBroker(t *testing.T, props map[string]string) *testBroker {
 }
 
 // brokerState is what a denied request must leave as it was: the
-// metadata image, the topic's offsets, the groups and their offsets.
+// metadata image, the topic's offsets, the groups and their offsets, the
+// transactions.
 type brokerState struct {
 	img     *metadata.Image
 	offsets string
 	groups  string
+	txns    string
 }
 
 func stateOf(t *testing.T, ctx context.Context, tb *testBroker, adm *kadm.Client) brokerState {
@@ -102,7 +106,16 @@ func stateOf(t *testing.T, ctx context.Context, tb *testBroker, adm *kadm.Client
 		}
 		fetched.Each(func(o kadm.OffsetResponse) { desc += fmt.Sprint(" ", g, o.Topic, o.Partition, o.At, o.Err) })
 	}
-	return brokerState{img: tb.b.img.Load(), offsets: strings.Join(offsets, ","), groups: desc}
+	described, err := adm.DescribeTransactions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txns []string
+	for _, d := range described {
+		txns = append(txns, fmt.Sprintf("%s %s %d/%d %v %v", d.TxnID, d.State, d.ProducerID, d.ProducerEpoch, d.Topics.Sorted(), d.Err))
+	}
+	slices.Sort(txns)
+	return brokerState{img: tb.b.img.Load(), offsets: strings.Join(offsets, ","), groups: desc, txns: strings.Join(txns, ",")}
 }
 
 func (s brokerState) diff(o brokerState) string {
@@ -113,6 +126,8 @@ func (s brokerState) diff(o brokerState) string {
 		return fmt.Sprintf("offsets %s -> %s", s.offsets, o.offsets)
 	case s.groups != o.groups:
 		return fmt.Sprintf("groups %s -> %s", s.groups, o.groups)
+	case s.txns != o.txns:
+		return fmt.Sprintf("transactions %s -> %s", s.txns, o.txns)
 	}
 	return ""
 }
@@ -135,7 +150,10 @@ func responseCodes(resp kmsg.Response) []int16 {
 
 // denial is one request of the matrix and what Kafka answers a principal
 // without ACLs: every error code of the answer is code, or (code 0) the
-// answer does not mention what hidden names.
+// answer does not mention what hidden names. The request goes at the
+// highest version both sides know, or at most at its own version when
+// that is set (a client's AddPartitionsToTxn, below the brokers'
+// batches).
 type denial struct {
 	name   string
 	req    kmsg.Request
@@ -184,6 +202,29 @@ func TestDenialMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	tid := md.Topics["t"].ID
+	// An open transaction of t's, which every transaction request below
+	// would change if it were allowed (u's partition added to it, the
+	// group's offsets partition, its end, a marker in t).
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "u"); err != nil {
+		t.Fatal(err)
+	}
+	txp := newClient(t, tb.addr, kgo.ClientID("admin"), kgo.TransactionalID("tx"), kgo.DefaultProduceTopic("t"),
+		kgo.TransactionTimeout(5*time.Minute))
+	if err := txp.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txp.ProduceSync(ctx, kgo.StringRecord("open")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	described, err := adm.DescribeTransactions(ctx, "tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := described["tx"]
+	if open.State != "Ongoing" {
+		t.Fatalf("transaction tx: %+v, want Ongoing", open)
+	}
+	pid, epoch := open.ProducerID, open.ProducerEpoch
 
 	const (
 		topicDenied   = 29 // TOPIC_AUTHORIZATION_FAILED
@@ -223,6 +264,16 @@ func TestDenialMatrix(t *testing.T) {
 		{"init idempotent producer id", &kmsg.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1}, clusterDenied, ""},
 		{"offset for leader epoch", &kmsg.OffsetForLeaderEpochRequest{ReplicaID: -1, Topics: []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: "t",
 			Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{CurrentLeaderEpoch: -1}}}}}, topicDenied, ""},
+		{"add partitions to txn", &kmsg.AddPartitionsToTxnRequest{Version: 3, TransactionalID: "tx", ProducerID: pid, ProducerEpoch: epoch,
+			Topics: []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "u", Partitions: []int32{0}}}}, txnDenied, ""},
+		{"add partitions to txn, a broker's batch", &kmsg.AddPartitionsToTxnRequest{Version: 5, Transactions: []kmsg.AddPartitionsToTxnRequestTransaction{{
+			TransactionalID: "tx", ProducerID: pid, ProducerEpoch: epoch, Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "u", Partitions: []int32{0}}}}}}, clusterDenied, ""},
+		{"add offsets to txn", &kmsg.AddOffsetsToTxnRequest{TransactionalID: "tx", ProducerID: pid, ProducerEpoch: epoch, Group: "g"}, txnDenied, ""},
+		{"end txn", &kmsg.EndTxnRequest{TransactionalID: "tx", ProducerID: pid, ProducerEpoch: epoch, Commit: true}, txnDenied, ""},
+		{"write txn markers", &kmsg.WriteTxnMarkersRequest{Markers: []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: pid, ProducerEpoch: epoch,
+			Committed: true, Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "t", Partitions: []int32{0}}}}}}, clusterDenied, ""},
+		{"txn offset commit", &kmsg.TxnOffsetCommitRequest{TransactionalID: "tx", Group: "g", ProducerID: pid, ProducerEpoch: epoch, Generation: -1,
+			Topics: []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Offset: 3, LeaderEpoch: -1}}}}}, txnDenied, ""},
 		{"describe acls", &kmsg.DescribeACLsRequest{ResourceType: 1, ResourcePatternType: 1, Operation: 1, PermissionType: 1}, clusterDenied, ""},
 		{"create acls", &kmsg.CreateACLsRequest{Creations: []kmsg.CreateACLsRequestCreation{{ResourceType: 2, ResourceName: "t", ResourcePatternType: 3,
 			Principal: "User:mallory", Host: "*", Operation: 2, PermissionType: 3}}}, clusterDenied, ""},
@@ -249,9 +300,12 @@ func TestDenialMatrix(t *testing.T) {
 		{"alter user scram credentials", &kmsg.AlterUserSCRAMCredentialsRequest{Deletions: []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "alice", Mechanism: 1}}}, clusterDenied, ""},
 		{"alter partition", &kmsg.AlterPartitionRequest{BrokerID: 1, BrokerEpoch: -1, Topics: []kmsg.AlterPartitionRequestTopic{{TopicID: tid,
 			Partitions: []kmsg.AlterPartitionRequestTopicPartition{{NewISR: []int32{1}}}}}}, clusterDenied, ""},
+		{"describe producers", &kmsg.DescribeProducersRequest{Topics: []kmsg.DescribeProducersRequestTopic{{Topic: "t", Partitions: []int32{0}}}}, topicDenied, ""},
 		{"broker registration", &kmsg.BrokerRegistrationRequest{BrokerID: 7}, clusterDenied, ""},
 		{"broker heartbeat", &kmsg.BrokerHeartbeatRequest{BrokerID: 1, BrokerEpoch: -1}, clusterDenied, ""},
 		{"unregister broker", &kmsg.UnregisterBrokerRequest{BrokerID: 1}, clusterDenied, ""},
+		{"describe transactions", &kmsg.DescribeTransactionsRequest{TransactionalIDs: []string{"tx"}}, txnDenied, ""},
+		{"list transactions", &kmsg.ListTransactionsRequest{DurationFilterMillis: -1}, 0, `"TransactionalID":"tx"`},
 		{"allocate producer ids", &kmsg.AllocateProducerIDsRequest{BrokerID: 1, BrokerEpoch: -1}, clusterDenied, ""},
 		{"consumer group heartbeat", &kmsg.ConsumerGroupHeartbeatRequest{Group: "g", MemberID: "m", MemberEpoch: 0, RebalanceTimeoutMillis: 1000,
 			SubscribedTopicNames: []string{"t"}}, groupDenied, ""},
@@ -287,9 +341,18 @@ func TestDenialMatrix(t *testing.T) {
 	}
 
 	mallory := newClient(t, tb.addr, kgo.ClientID("mallory"))
+	pinned := func(key, max int16) *kgo.Client {
+		v := kversion.Stable()
+		v.SetMaxKeyVersion(key, max)
+		return newClient(t, tb.addr, kgo.ClientID("mallory"), kgo.MaxVersions(v))
+	}
 	before := stateOf(t, ctx, tb, adm)
 	for _, c := range cases {
-		resp, err := mallory.Broker(1).Request(ctx, c.req)
+		cl := mallory
+		if v := c.req.GetVersion(); v > 0 {
+			cl = pinned(c.req.Key(), v)
+		}
+		resp, err := cl.Broker(1).Request(ctx, c.req)
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
@@ -429,4 +492,130 @@ func TestFetchQuotaCapsAndThrottles(t *testing.T) {
 	if n != 0 || second.ThrottleMillis <= 0 {
 		t.Fatalf("second fetch: %d bytes, throttled %d ms; want none, throttled", n, second.ThrottleMillis)
 	}
+}
+
+// TestTransactionsAuthorized: with the authorizer on, a transactional
+// producer allowed WRITE on its transactional id and topic commits and
+// aborts on a single node, whose transaction coordinator sends its
+// markers and verifications to this node itself; read_committed sees
+// exactly the committed records. Without the ACL on the transactional
+// id the producer gets no producer id.
+func TestTransactionsAuthorized(t *testing.T) {
+	tb := startAuthorizedBroker(t, nil)
+	ctx := testCtx(t)
+	admin := newClient(t, tb.addr, kgo.ClientID("admin"))
+	adm := kadm.NewClient(admin)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "tt"); err != nil {
+		t.Fatal(err)
+	}
+	acls := kadm.NewACLs().Allow("User:alice").Topics("tt").Operations(kadm.OpWrite)
+	if res, err := adm.CreateACLs(ctx, acls); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	acls = kadm.NewACLs().Allow("User:alice").TransactionalIDs("app").Operations(kadm.OpWrite)
+	if res, err := adm.CreateACLs(ctx, acls); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+
+	p := newClient(t, tb.addr, kgo.ClientID("alice"), kgo.TransactionalID("app"), kgo.DefaultProduceTopic("tt"))
+	for _, c := range []struct {
+		value  string
+		commit bool
+	}{{"c0", true}, {"a0", false}, {"c1", true}} {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProduceSync(ctx, kgo.StringRecord(c.value)).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", c.value, err)
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(c.commit)); err != nil {
+			t.Fatalf("end %s: %v", c.value, err)
+		}
+	}
+	eventually(t, 10*time.Second, func() error {
+		got := fmt.Sprint(consumeAll(t, ctx, tb.addr, "tt", kgo.ReadCommitted(), kgo.ClientID("admin")))
+		if want := "[c0 c1]"; got != want {
+			return fmt.Errorf("read_committed read %s, want %s", got, want)
+		}
+		return nil
+	})
+
+	// carol may write the topic but not as transactional id app.
+	acls = kadm.NewACLs().Allow("User:carol").Topics("tt").Operations(kadm.OpWrite)
+	if res, err := adm.CreateACLs(ctx, acls); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	carol := newClient(t, tb.addr, kgo.ClientID("carol"), kgo.TransactionalID("app"), kgo.DefaultProduceTopic("tt"))
+	// kgo asks for its producer id when it starts, and reports the error
+	// without wrapping it, from the transaction or the produce.
+	err := carol.BeginTransaction()
+	if err == nil {
+		err = carol.ProduceSync(ctx, kgo.StringRecord("x")).FirstErr()
+	}
+	if err == nil || !strings.Contains(err.Error(), kerr.TransactionalIDAuthorizationFailed.Message) {
+		t.Fatalf("carol's transaction: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
+	}
+}
+
+// TestTransactionsAuthorizedAcrossBrokers: in a two-node cluster with the
+// authorizer on, a transaction over a partition on each node commits:
+// the coordinator's markers and the leaders' verifications go between
+// the brokers as their inter-broker principal (User:weir-replica-N,
+// their client id), which needs CLUSTER_ACTION, granted here by ACL as
+// it would be to a SASL user; the one to its own node goes without a
+// connection.
+func TestTransactionsAuthorizedAcrossBrokers(t *testing.T) {
+	tc := startSecureCluster(t, 2, clientIDPrincipal{}, func(c *Config) {
+		settings, err := config.NewBroker(map[string]string{
+			config.NodeID:              itoa(c.NodeID),
+			config.AuthorizerClassName: "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+			// The controller clients: brokers register before any ACL
+			// can be written.
+			config.SuperUsers: "User:admin;User:weir-broker-1;User:weir-broker-2",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Settings = settings
+	})
+	ctx := testCtx(t)
+	addrs := []string{tc.brokers[0].addr, tc.brokers[1].addr}
+	admin := newClient(t, addrs[0], kgo.SeedBrokers(addrs...), kgo.ClientID("admin"))
+	adm := kadm.NewClient(admin)
+	for _, acls := range []*kadm.ACLBuilder{
+		kadm.NewACLs().Allow("User:weir-replica-1", "User:weir-replica-2").Clusters().Operations(kadm.OpClusterAction),
+		kadm.NewACLs().Allow("User:alice").Topics("both").Operations(kadm.OpWrite),
+		kadm.NewACLs().Allow("User:alice").TransactionalIDs("app").Operations(kadm.OpWrite),
+	} {
+		if res, err := adm.CreateACLs(ctx, acls); err != nil || res[0].Err != nil {
+			t.Fatalf("CreateACLs: %v %+v", err, res)
+		}
+	}
+	tc.createAssigned(t, ctx, admin, "both", []int32{1}, []int32{2})
+	p := newClient(t, addrs[0], kgo.SeedBrokers(addrs...), kgo.ClientID("alice"), kgo.TransactionalID("app"),
+		kgo.DefaultProduceTopic("both"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for _, c := range []struct {
+		value  string
+		commit bool
+	}{{"c", true}, {"a", false}} {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range int32(2) {
+			if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(c.value, i)), Partition: i}).FirstErr(); err != nil {
+				t.Fatalf("produce %s%d: %v", c.value, i, err)
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(c.commit)); err != nil {
+			t.Fatalf("end %s: %v", c.value, err)
+		}
+	}
+	eventually(t, 15*time.Second, func() error {
+		read := consumeAll(t, ctx, addrs[0], "both", kgo.ReadCommitted(), kgo.SeedBrokers(addrs...), kgo.ClientID("admin"))
+		slices.Sort(read)
+		if got, want := fmt.Sprint(read), "[c0 c1]"; got != want {
+			return fmt.Errorf("read_committed read %s, want %s", got, want)
+		}
+		return nil
+	})
 }

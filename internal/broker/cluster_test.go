@@ -49,6 +49,13 @@ type testCluster struct {
 
 func startCluster(t testing.TB, n int, mutate ...func(*Config)) *testCluster {
 	t.Helper()
+	return startSecureCluster(t, n, nil, mutate...)
+}
+
+// startSecureCluster starts a cluster whose listeners have sec as their
+// security (nil: plain TCP).
+func startSecureCluster(t testing.TB, n int, sec server.Security, mutate ...func(*Config)) *testCluster {
+	t.Helper()
 	ports := freePorts(t, 2*n)
 	var voters []quorum.Peer
 	for i := range n {
@@ -69,7 +76,8 @@ func startCluster(t testing.TB, n int, mutate ...func(*Config)) *testCluster {
 		if err != nil {
 			t.Fatalf("broker %d: %v", i+1, err)
 		}
-		srv, err := server.New(server.Config{Addr: fmt.Sprintf("127.0.0.1:%d", ports[i]), Dispatcher: b})
+		srv, err := server.New(server.Config{Listeners: []server.Listener{{Name: "PLAINTEXT", Addr: fmt.Sprintf("127.0.0.1:%d", ports[i]), Security: sec}},
+			Dispatcher: b})
 		if err != nil {
 			b.Close()
 			t.Fatal(err)

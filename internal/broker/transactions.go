@@ -70,8 +70,26 @@ func (h txnHost) PartitionLeader(topic string, i int32) (int32, bool) {
 	return t.partitions[i].leader.Load(), true
 }
 
+// Send sends a request to another node over the inter-broker listener,
+// whose principal needs CLUSTER_ACTION there; one to this node is served
+// without a connection, by the broker itself, so it is not authorized:
+// a single node needs no inter-broker credentials, and a principal its
+// listener would give the loopback connection (User:ANONYMOUS) needs no
+// ACLs, as the controller's local path needs none.
 func (h txnHost) Send(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
-	return h.b.transport.Send(ctx, node, req)
+	if node != h.b.cfg.NodeID {
+		return h.b.transport.Send(ctx, node, req)
+	}
+	hd, ok := handlers[req.Key()]
+	if !ok {
+		return nil, fmt.Errorf("broker: no handler for %s", kmsg.NameForKey(req.Key()))
+	}
+	r := &server.Request{Key: req.Key(), Version: req.GetVersion(), ClientID: "weir-replica-" + itoa(h.b.cfg.NodeID), Body: req}
+	resp, ok := hd.serve(h.b, ctx, r).Response(ctx)
+	if !ok {
+		return nil, fmt.Errorf("broker: %s to this node: no answer", kmsg.NameForKey(req.Key()))
+	}
+	return resp, nil
 }
 
 func (h txnHost) NextProducerID() (int64, error) { return h.b.producerIDs.NextID() }

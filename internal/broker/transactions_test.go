@@ -26,10 +26,10 @@ func transactionalBatch(b []byte) []byte {
 
 // consumeAll reads a topic from the start at an isolation level until the
 // partitions' ends as ListOffsets reports them at that level, and returns
-// the values read.
-func consumeAll(t *testing.T, ctx context.Context, addr, topic string, iso kgo.IsolationLevel) []string {
+// the values read. opts are the client's further options.
+func consumeAll(t *testing.T, ctx context.Context, addr, topic string, iso kgo.IsolationLevel, opts ...kgo.Opt) []string {
 	t.Helper()
-	c := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso))
+	c := newClient(t, addr, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso)}, opts...)...)
 	req := kmsg.NewPtrListOffsetsRequest()
 	if iso == kgo.ReadCommitted() {
 		req.IsolationLevel = 1
