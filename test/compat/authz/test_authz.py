@@ -8,7 +8,7 @@ import re
 import sys
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
@@ -257,3 +257,97 @@ def test_producer_held_to_quota(tools, admin):
     print(f"\nrate over 30 s spans from {min(rates) / QUOTA:.2f} to {max(rates) / QUOTA:.2f} of the quota, "
           f"mean {mean / QUOTA:.3f} ({len(rates)} spans); whole run: {lines[-1][1] * size / QUOTA:.3f}")
     assert 0.9 * QUOTA <= mean <= 1.1 * QUOTA, out
+
+
+TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
+
+
+def init_transactions(user, password, txn_id):
+    """A transactional producer that got its producer id, or the code InitProducerId was refused with."""
+    p = Producer(rdkafka(user, password, **{"transactional.id": txn_id, "transaction.timeout.ms": 60000}))
+    try:
+        p.init_transactions(30)
+    except KafkaException as e:
+        return e.args[0].code()
+    return p
+
+
+def test_transactional_id_acls(tools, admin, tmp_path):
+    """A transactional producer is refused without WRITE on its transactional id and allowed by
+    kafka-acls --producer --transactional-id; its committed records, and not its aborted ones, reach a
+    read_committed consumer; sending offsets needs READ on the group; kafka-transactions lists and
+    describes only the transactional ids a user may describe."""
+    user, other = unique("txn"), unique("txn-other")
+    topic, txn_id, group = unique("txn-topic"), unique("txn-id"), unique("txn-group")
+    for u in (user, other):
+        add_scram_user(tools, admin, u, "secret")
+    create_topic(tools, admin, topic)
+    principal = f"User:{user}"
+    tools.run(ACLS, "--command-config", admin, "--add", "--allow-principal", principal,
+              "--operation", "Write", "--topic", topic)
+    assert init_transactions(user, "secret", txn_id) == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+    tools.run(ACLS, "--command-config", admin, "--add", "--allow-principal", principal, "--producer",
+              "--topic", topic, "--transactional-id", txn_id)
+    out = tools.run(ACLS, "--command-config", admin, "--list", "--transactional-id", txn_id).stdout
+    assert acl_lines(out) == [(principal, "*", "DESCRIBE", "ALLOW"), (principal, "*", "WRITE", "ALLOW")], out
+    p = init_transactions(user, "secret", txn_id)
+    assert isinstance(p, Producer), KafkaError(p)
+    for value, commit in ((b"committed", True), (b"aborted", False)):
+        p.begin_transaction()
+        p.produce(topic, value)
+        p.flush(20)
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+
+    # Offsets sent to the transaction need READ on the group.
+    reader = unique("txn-read")
+    c = Consumer(rdkafka(user, "secret", **{"group.id": group, "enable.auto.commit": False}))
+    try:
+        offsets = [TopicPartition(topic, 0, 1)]
+        p.begin_transaction()
+        with pytest.raises(KafkaException) as e:
+            p.send_offsets_to_transaction(offsets, c.consumer_group_metadata(), 30)
+        assert e.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED, e.value
+        p.abort_transaction(30)
+        tools.run(ACLS, "--command-config", admin, "--add", "--allow-principal", principal, "--consumer",
+                  "--topic", topic, "--group", group, "--group", reader)
+        p.begin_transaction()
+        p.send_offsets_to_transaction(offsets, c.consumer_group_metadata(), 30)
+        p.commit_transaction(30)
+        assert c.committed([TopicPartition(topic, 0)], 30)[0].offset == 1
+    finally:
+        c.close()
+
+    read = Consumer(rdkafka(user, "secret", **{"group.id": reader, "auto.offset.reset": "earliest",
+                                                "isolation.level": "read_committed"}))
+    try:
+        read.subscribe([topic])
+        values = []
+        for _ in range(30):
+            msg = read.poll(1.0)
+            if msg is not None and msg.error() is None:
+                values.append(msg.value())
+            elif values:
+                break
+        assert values == [b"committed"], values
+    finally:
+        read.close()
+
+    def listed(who):
+        props = user_properties(tmp_path, who, "secret")
+        return tools.run(TRANSACTIONS, "--command-config", props, "list").stdout
+    out = listed(user)
+    assert txn_id in out, out
+    out = listed(other)
+    assert txn_id not in out, out
+    denied = tools.run(TRANSACTIONS, "--command-config", user_properties(tmp_path, other, "secret"), "describe",
+                       "--transactional-id", txn_id, check=False)
+    # Refused when the tool looks for the transaction's coordinator.
+    assert denied.returncode != 0 and "failed due to authorization failure" in denied.stdout + denied.stderr, \
+        denied.stdout + denied.stderr
+    out = tools.run(TRANSACTIONS, "--command-config", user_properties(tmp_path, user, "secret"), "describe",
+                    "--transactional-id", txn_id).stdout
+    assert txn_id in out and "CompleteCommit" in out, out
