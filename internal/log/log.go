@@ -90,8 +90,8 @@ type Log struct {
 	// syncAsked: a pass was asked for (signal), so the active segment is
 	// fsynced even without BackgroundSync.
 	syncAsked   atomic.Bool
-	unflushed   int64 // records appended since the last fsync request
-	toFlush     []*segment
+	unflushed   int64      // records appended since the last fsync request
+	toFlush     []*segment // sealed, never the active one (see Truncate)
 	retired     []retiredSegment
 	truncations uint64 // bumped by every truncation, so a flush in flight does not over-claim
 	truncatedTo int64  // lowest offset a truncation cut to since Open (math.MaxInt64: none), for the cleaner
@@ -118,6 +118,11 @@ type Log struct {
 	durableCh chan struct{} // closed when durable advances or the log closes; nil until a waiter needs it
 
 	fsyncs atomic.Int64 // data-file fsyncs by the syncer, for metrics and tests
+
+	// flushCopied, set by tests only, runs in flush once the work is
+	// copied under the lock and before any of it is done, so that a test
+	// can change the log while a flush is in flight.
+	flushCopied func()
 
 	// swapFault, set by tests only, can cut a cleaner's swap short at
 	// each step (swap.go).
@@ -653,7 +658,15 @@ func (l *Log) Truncate(offset int64) error {
 	_ = os.Remove(seg.prefix + indexSuffix)
 	_ = os.Remove(seg.prefix + timeIndexSuffix)
 	l.segs = append([]*segment(nil), l.segs[:i+1]...)
-	l.toFlush = keepSegments(l.toFlush, l.segs)
+	// The cut segment is the active one now, so it leaves the queue of
+	// sealed segments (it may have been sealed and not yet flushed): a
+	// flush takes what it finds there as sealed and, once done, claims
+	// the segment's end as the recovery point, which for an active
+	// segment would cover appends made meanwhile that the flush neither
+	// fsynced nor indexed (an abort missing from the .txnindex that
+	// recovery then trusts). The active segment is covered by the
+	// checkpointing flush instead.
+	l.toFlush = keepSegments(l.toFlush, l.segs[:i])
 	l.leo = seg.next
 	if err := l.truncateProducersLocked(false); err != nil {
 		return err

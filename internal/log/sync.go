@@ -135,6 +135,9 @@ func (l *Log) flush(checkpointToo, force bool) error {
 	l.unflushed = 0
 	needCkpt := checkpointToo && (allSynced && l.recoveryPoint < leo || l.hwUnwrittenLocked())
 	l.mu.Unlock()
+	if l.flushCopied != nil {
+		l.flushCopied()
+	}
 
 	// Aborted-transaction indexes are committed only if no truncation
 	// came meanwhile: one may have rewritten them (see
