@@ -137,8 +137,10 @@
 // started at Open (or at the first append of a lazy log) and stopped by
 // Close. Log.Close detaches the log from its Syncer, waiting for a pass in
 // progress, before the final flush. Flushes of one log (passes, Flush,
-// Close) are serialised by its flushMu. Lock order: segMu, flushMu, Log.mu,
-// then the Syncer's mu, which is a leaf; the Syncer never takes a log's
-// lock while holding its own. Checkpoint writes, which are rare, happen with the log's
+// Close) are serialised by its flushMu. Lock order: flushMu, segMu (a
+// flush takes it only around its index writes, so that no retention,
+// truncation or swap changes the files it writes; nothing takes flushMu
+// holding segMu), Log.mu, then the Syncer's mu, which is a leaf; the
+// Syncer never takes a log's lock while holding its own. Checkpoint writes, which are rare, happen with the log's
 // mutex held so that they land in the order the state changed.
 package log

@@ -2,6 +2,7 @@ package log
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"testing"
 )
@@ -165,5 +166,48 @@ func TestFlushAfterTruncationIntoUnflushedSegment(t *testing.T) {
 				t.Fatalf("after the crash: aborted %+v, want %+v", got, want)
 			}
 		})
+	}
+}
+
+// A sealed segment that retention deletes while a flush is writing its
+// index keeps no files: the flush skips a segment no longer in the log
+// instead of writing its index again after the deletion (an index, or an
+// aborted-transaction index, outliving its segment).
+func TestFlushSkipsSegmentsDeletedMeanwhile(t *testing.T) {
+	clock := newFakeClock()
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 4 * int64(len(simpleBatch(t, 1, clock.now().UnixMilli(), 10)))
+	cfg.IndexIntervalBytes = 1
+	dir := t.TempDir()
+	syncer := newSyncer(1)
+	defer syncer.Close()
+	l, err := Open(dir, cfg, Options{Now: clock.now, Syncer: syncer, Producers: &txnState{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	appendTxn(t, l, clock, 7)
+	if _, err := l.AppendMarker(TxnMarker{ProducerID: 7, Marker: Marker{Type: ControlAbort}}, AppendOptions{LeaderEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, clock, 4, 1, 10) // segment 0 sealed with an abort indexed, its flush pending
+	if len(l.segs) < 2 {
+		t.Fatalf("%d segments, want segment 0 sealed", len(l.segs))
+	}
+	first := l.segs[0]
+	l.flushCopied = func() {
+		l.flushCopied = nil
+		// Retention takes segment 0 while the flush holds its copy.
+		if _, err := l.AdvanceStartOffset(l.segs[1].base, l.EndOffset()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.flush(true, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
+		if _, err := os.Stat(first.prefix + suffix); err == nil {
+			t.Errorf("%s%s outlived its deleted segment", first.prefix, suffix)
+		}
 	}
 }

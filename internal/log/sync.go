@@ -100,10 +100,6 @@ func (l *Log) tickInterval() time.Duration {
 // flush.messages, a roll); the recovery point and the durable offset then
 // move only as far as what was fsynced.
 func (l *Log) flush(checkpointToo, force bool) error {
-	type pending struct {
-		seg *segment
-		ix  index
-	}
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -114,9 +110,9 @@ func (l *Log) flush(checkpointToo, force bool) error {
 	leo := l.leo
 	// Index slices are copied under the lock; entries below a published
 	// length never change, so they can be encoded without it.
-	var sealed []pending
+	var sealed []sealedCopy
 	for _, s := range l.toFlush {
-		sealed = append(sealed, pending{s, s.ix})
+		sealed = append(sealed, sealedCopy{s, s.ix})
 	}
 	l.toFlush = nil
 	active := l.segs[len(l.segs)-1]
@@ -171,19 +167,14 @@ func (l *Log) flush(checkpointToo, force bool) error {
 		if err := l.syncFile(p.seg.f); err != nil {
 			return err
 		}
-		if err := (&segment{prefix: p.seg.prefix, ix: p.ix}).writeIndexWith(commitFor(p.seg)); err != nil {
-			return err
-		}
 	}
 	if needActive {
 		if err := l.syncFile(active.f); err != nil {
 			return err
 		}
 	}
-	if needIndex {
-		if err := (&segment{prefix: active.prefix, ix: activeIndex}).writeIndexWith(commitFor(active)); err != nil {
-			return err
-		}
+	if err := l.writeIndexes(sealed, needIndex, active, activeIndex, commitFor); err != nil {
+		return err
 	}
 	l.mu.Lock()
 	if l.truncations != truncations {
@@ -267,4 +258,42 @@ func (l *Log) closeRetired(now time.Time) {
 	for _, s := range done {
 		s.f.Close()
 	}
+}
+
+// sealedCopy is a sealed segment a flush took, with its index as it was
+// then.
+type sealedCopy struct {
+	seg *segment
+	ix  index
+}
+
+// writeIndexes writes the copied indexes of the sealed segments a flush
+// took and, with withActive, the active segment's, holding segMu so that
+// no retention, truncation or cleaner swap changes the segments' files
+// meanwhile: a segment deleted or replaced since the copy is skipped (its
+// files are gone, or are now another segment's), which a write without
+// segMu would bring back or overwrite with the old segment's entries.
+func (l *Log) writeIndexes(sealed []sealedCopy, withActive bool, active *segment, activeIx index, commitFor func(*segment) func(func() error) error) error {
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	l.mu.Lock()
+	live := make(map[*segment]bool, len(l.segs))
+	for _, s := range l.segs {
+		live[s] = true
+	}
+	l.mu.Unlock()
+	for _, p := range sealed {
+		if !live[p.seg] {
+			continue
+		}
+		if err := (&segment{prefix: p.seg.prefix, ix: p.ix}).writeIndexWith(commitFor(p.seg)); err != nil {
+			return err
+		}
+	}
+	if withActive && live[active] {
+		if err := (&segment{prefix: active.prefix, ix: activeIx}).writeIndexWith(commitFor(active)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
