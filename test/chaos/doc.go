@@ -38,19 +38,29 @@
 // consumer reads eos-out. Every round SIGKILLs a node: one round in
 // three the transaction coordinator of a copy loop, otherwise the leader
 // of an input or output partition, restarted after 0.5-2 s. Afterwards
-// the loops catch up, every output partition's last stable offset must
-// reach its high watermark (no hanging transaction), and
-// CheckExactlyOnce (eos.go) proves that the output holds every input
-// record exactly once and that every record the live read_committed
-// consumer saw is committed at that offset (no aborted record was ever
-// visible). Short form 5 rounds, long form (WEIR_CHAOS_LONG=1) 30, or
+// the input producer stops and flushes (a batch for a partition whose
+// leader was just killed can wait seconds in the client for its new
+// leader, so the input's end is only known then), the loops catch up
+// (the group's committed offsets reach every input partition's end and
+// pass every acknowledged input record), every output partition's last
+// stable offset must reach its high watermark (no hanging transaction),
+// and CheckExactlyOnce (eos.go) proves, from the offsets the stopped
+// loops committed, that every input record below them is in the output
+// exactly once, that none at or past them is there or left uncopied, and
+// that every record the live read_committed consumer saw is committed
+// at that offset (no aborted record was ever visible). A failed run
+// says where the missing copies are in a read_uncommitted read of the
+// output. Short form 5 rounds, long form (WEIR_CHAOS_LONG=1) 30, or
 // WEIR_CHAOS_EOS_ROUNDS.
 //
 // Short form (the default, in scripts/test): 8 kill rounds and 3 pause
 // rounds, about a minute each. Long form: WEIR_CHAOS_LONG=1 (50 kill
 // rounds, 12 pause rounds), or set WEIR_CHAOS_KILL_ROUNDS and
 // WEIR_CHAOS_PAUSE_ROUNDS. WEIR_CHAOS_SEED repeats a run's choice of
-// victims, WEIR_CHAOS_KEEP=DIR keeps the nodes' logs, WEIR_CHAOS_JAVA=0
+// victims, WEIR_CHAOS_KEEP=DIR keeps the nodes' logs,
+// WEIR_CHAOS_KEEP_DATA=DIR the cluster's directory (every node's
+// partition logs, for inspection with internal/log) when a test failed,
+// WEIR_CHAOS_JAVA=0
 // leaves the Java producer out. scripts/chaos runs either form in one
 // command and saves the output under bench/out/ (git ignores it), or
 // where --out or WEIR_BENCH_OUT says.

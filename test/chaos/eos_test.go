@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,8 +94,11 @@ func TestExactlyOnceLoop(t *testing.T) {
 	inCtx, stopInput := context.WithCancel(ctx)
 	copyCtx, stopCopy := context.WithCancel(ctx)
 	liveCtx, stopLive := context.WithCancel(ctx)
-	var produced atomic.Int64
-	run("input producer", func() error { return eosInput(inCtx, seeds, &produced) })
+	// The input producer is waited for on its own: the copy loops may
+	// only be judged caught up once every input record is written.
+	acked := newEOSAcked()
+	inputDone := make(chan error, 1)
+	go func() { inputDone <- eosInput(inCtx, seeds, acked) }()
 	var commits, aborts, restarts atomic.Int64
 	for i := range eosLoops {
 		id := "eos-copy-" + strconv.Itoa(i)
@@ -140,13 +145,21 @@ func TestExactlyOnceLoop(t *testing.T) {
 		sleep(ctx, time.Second+time.Duration(r.rng.IntN(1000))*time.Millisecond)
 	}
 
+	// Stop the input and wait for its flush: a batch for a partition
+	// whose leader was just killed can sit in the client for seconds
+	// (until its metadata names the new leader) and land after the copy
+	// loops would otherwise have been found caught up and stopped, so
+	// that nothing ever copied it.
 	stopInput()
+	if err := <-inputDone; err != nil {
+		t.Errorf("input producer: %v", err)
+	}
 	if _, err := c.recover(ctx, 60*time.Second); err != nil {
 		t.Errorf("after the faults: %v", err)
 	}
 	// The copy loops catch up: the group's committed offsets reach the
-	// input's end.
-	_, err := poll(ctx, 3*time.Minute, func(ctx context.Context) error { return eosCaughtUp(ctx, c) })
+	// input's end and pass every acknowledged input record.
+	_, err := poll(ctx, 3*time.Minute, func(ctx context.Context) error { return eosCaughtUp(ctx, c, acked.ends()) })
 	if err != nil {
 		t.Errorf("copy loops did not catch up: %v", err)
 	}
@@ -163,6 +176,16 @@ func TestExactlyOnceLoop(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 
+	// The offsets the copy loops committed, once stopped (and stable: a
+	// transaction a stopped loop left open is aborted at its timeout):
+	// the input below them must have been copied once, none past them.
+	var committed map[int32]int64
+	if _, err := poll(ctx, time.Minute, func(ctx context.Context) (err error) {
+		committed, err = eosCommitted(ctx, c)
+		return err
+	}); err != nil {
+		t.Fatalf("fetching the offsets of group %s: %v", eosGroup, err)
+	}
 	input, err := eosRead(ctx, seeds, eosIn, kgo.ReadUncommitted())
 	if err != nil {
 		t.Fatalf("reading %s: %v", eosIn, err)
@@ -171,15 +194,11 @@ func TestExactlyOnceLoop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading %s: %v", eosOut, err)
 	}
-	values := make([]string, len(input))
-	for i, rec := range input {
-		values[i] = rec.Value
-	}
 	liveMu.Lock()
-	v := CheckExactlyOnce(values, output, live)
+	v := CheckExactlyOnce(input, committed, output, live)
 	liveMu.Unlock()
 	t.Logf("chaos eos: %d rounds; %d input records (%d sends acknowledged), %d output records, %d read live; %d transactions committed, %d aborted, %d copy loop restarts",
-		done, v.Inputs, produced.Load(), v.Outputs, v.LiveSeen, commits.Load(), aborts.Load(), restarts.Load())
+		done, v.Inputs, acked.count(), v.Outputs, v.LiveSeen, commits.Load(), aborts.Load(), restarts.Load())
 	for i, s := range v.Violations {
 		if i == 20 {
 			t.Errorf("... and %d more", len(v.Violations)-20)
@@ -187,8 +206,40 @@ func TestExactlyOnceLoop(t *testing.T) {
 		}
 		t.Errorf("%s", s)
 	}
+	if t.Failed() {
+		eosLocate(ctx, t, seeds, v)
+	}
 	if v.Inputs == 0 || commits.Load() == 0 {
 		t.Errorf("nothing was copied: the run checked nothing")
+	}
+}
+
+// eosLocate says, for the first missing copies of a failed run, whether
+// they are in the output topic at all: a read_uncommitted read finds
+// each one's partition and offset (aborted, or left in an open
+// transaction), or none (never written, or truncated).
+func eosLocate(ctx context.Context, t *testing.T, seeds []string, v EOSVerdict) {
+	var missing []string
+	for _, s := range v.Violations {
+		if rest, ok := strings.CutPrefix(s, "missing "); ok && len(missing) < 20 {
+			value, _, _ := strings.Cut(rest, " ")
+			missing = append(missing, value)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	all, err := eosRead(ctx, seeds, eosOut, kgo.ReadUncommitted())
+	if err != nil {
+		t.Logf("reading %s read_uncommitted: %v", eosOut, err)
+		return
+	}
+	at := make(map[string][]string)
+	for _, r := range all {
+		at[r.Value] = append(at[r.Value], fmt.Sprintf("%d@%d", r.Partition, r.Offset))
+	}
+	for _, m := range missing {
+		t.Logf("missing %s: read_uncommitted finds it in %s at %v", m, eosOut, at[m])
 	}
 }
 
@@ -221,9 +272,39 @@ func eosVictim(ctx context.Context, c *chaosCluster, kind int) (int, string, err
 	return 0, "", fmt.Errorf("%s has no led partition", name)
 }
 
+// eosAcked is what the input producer had acknowledged: how many records,
+// and each partition's end (the offset after its last acknowledged record).
+type eosAcked struct {
+	mu  sync.Mutex
+	n   int64
+	end map[int32]int64
+}
+
+func newEOSAcked() *eosAcked { return &eosAcked{end: make(map[int32]int64)} }
+
+func (a *eosAcked) add(r *kgo.Record) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n++
+	a.end[r.Partition] = max(a.end[r.Partition], r.Offset+1)
+}
+
+func (a *eosAcked) count() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n
+}
+
+func (a *eosAcked) ends() map[int32]int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return maps.Clone(a.end)
+}
+
 // eosInput writes unique values to eos-in with an idempotent producer
-// until ctx ends, about 400 records a second.
-func eosInput(ctx context.Context, seeds []string, acked *atomic.Int64) error {
+// until ctx ends, about 400 records a second, then flushes: when it
+// returns, every send was acknowledged or failed.
+func eosInput(ctx context.Context, seeds []string, acked *eosAcked) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(eosIn),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordDeliveryTimeout(time.Minute))
 	if err != nil {
@@ -231,9 +312,9 @@ func eosInput(ctx context.Context, seeds []string, acked *atomic.Int64) error {
 	}
 	defer cl.Close()
 	for seq := 0; ctx.Err() == nil; seq++ {
-		cl.Produce(ctx, kgo.StringRecord("in-"+strconv.Itoa(seq)), func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, kgo.StringRecord("in-"+strconv.Itoa(seq)), func(r *kgo.Record, err error) {
 			if err == nil {
-				acked.Add(1)
+				acked.add(r)
 			}
 		})
 		if seq%40 == 39 {
@@ -328,27 +409,55 @@ func eosLive(ctx context.Context, seeds []string, seen func(Rec)) error {
 }
 
 // eosCaughtUp is nil once the copy group's committed offsets reach the
-// end of every input partition.
-func eosCaughtUp(ctx context.Context, c *chaosCluster) error {
+// end of every input partition and pass every record acknowledged there
+// (acked: each partition's end as the input producer saw it; a leader
+// just elected may report a high watermark below it for a moment).
+func eosCaughtUp(ctx context.Context, c *chaosCluster, acked map[int32]int64) error {
 	ends, err := c.adm.ListEndOffsets(ctx, eosIn)
 	if err != nil {
 		return err
 	}
-	committed, err := c.adm.FetchOffsets(ctx, eosGroup)
+	if err := ends.Error(); err != nil {
+		return err
+	}
+	committed, err := eosCommitted(ctx, c)
 	if err != nil {
 		return err
 	}
 	var behind []string
-	ends.Each(func(lo kadm.ListedOffset) {
-		got, _ := committed.Lookup(eosIn, lo.Partition)
-		if got.At < lo.Offset {
-			behind = append(behind, fmt.Sprintf("%d: %d of %d", lo.Partition, got.At, lo.Offset))
+	for p := range int32(partitions) {
+		lo, ok := ends.Lookup(eosIn, p)
+		if !ok {
+			return fmt.Errorf("no end offset for %s-%d", eosIn, p)
 		}
-	})
+		end := max(lo.Offset, acked[p])
+		if got, ok := committed[p]; !ok || got < end {
+			behind = append(behind, fmt.Sprintf("%d: %d of %d", p, got, end))
+		}
+	}
 	if len(behind) > 0 {
 		return fmt.Errorf("group %s behind on %v", eosGroup, behind)
 	}
 	return nil
+}
+
+// eosCommitted is the copy group's committed offset of each input
+// partition that has one.
+func eosCommitted(ctx context.Context, c *chaosCluster) (map[int32]int64, error) {
+	resp, err := c.adm.FetchOffsets(ctx, eosGroup)
+	if err != nil {
+		return nil, err
+	}
+	if err := resp.Error(); err != nil {
+		return nil, err
+	}
+	out := make(map[int32]int64)
+	for p, o := range resp[eosIn] {
+		if o.At >= 0 {
+			out[p] = o.At
+		}
+	}
+	return out, nil
 }
 
 // eosStable is nil when every output partition's last stable offset is

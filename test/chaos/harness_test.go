@@ -64,7 +64,8 @@ type chaosCluster struct {
 // startCluster starts the cluster with the given broker properties and
 // creates the topic (RF 3, min.insync.replicas 2). The cluster stops
 // when the test ends; its logs are kept (WEIR_CHAOS_KEEP, or a temporary
-// directory when the test failed).
+// directory when the test failed), and its directory when the test failed
+// and WEIR_CHAOS_KEEP_DATA names where.
 func startCluster(t *testing.T, ctx context.Context, props map[string]string) *chaosCluster {
 	t.Helper()
 	dir := t.TempDir()
@@ -103,6 +104,14 @@ func startCluster(t *testing.T, ctx context.Context, props map[string]string) *c
 		c.StopAll(15 * time.Second)
 		if keep := os.Getenv("WEIR_CHAOS_KEEP"); keep != "" || t.Failed() {
 			cc.keepLogs(keep)
+		}
+		if keep := os.Getenv("WEIR_CHAOS_KEEP_DATA"); keep != "" && t.Failed() {
+			dst := filepath.Join(keep, filepath.Base(c.Dir))
+			if err := os.CopyFS(dst, os.DirFS(c.Dir)); err != nil {
+				t.Logf("keeping the cluster directory: %v", err)
+			} else {
+				t.Logf("cluster directory kept in %s", dst)
+			}
 		}
 	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cc.bootstrap()...), kgo.RetryTimeout(5*time.Second))
