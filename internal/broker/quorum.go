@@ -137,8 +137,8 @@ func (b *Broker) openQuorum() error {
 			DefaultPartitions:        b.cfg.NumPartitions,
 			DefaultReplicationFactor: int16(settings.Int(config.DefaultReplicationFactor)),
 			Logger:                   b.logger,
+			Configs:                  configPolicy{b},
 		},
-		MergeConfigs: kraft.MergeConfigOps,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: metadata quorum: %w", err)
@@ -425,6 +425,15 @@ func (b *Broker) admin(ctx context.Context, req kmsg.Request, done func(kmsg.Res
 		}
 	}
 	return resp, nil
+}
+
+// waitApplied waits until this broker's registry has applied the
+// metadata log up to offset.
+func (b *Broker) waitApplied(ctx context.Context, offset int64) error {
+	return b.waitRegistry(ctx, func() bool {
+		img := b.image()
+		return img != nil && img.Offset() >= offset
+	})
 }
 
 // waitRegistry waits until cond holds, checking after each metadata

@@ -56,6 +56,9 @@ type Config struct {
 	// ProducerIDBlockSize is how many producer ids one
 	// AllocateProducerIds hands out. Default 1000, as Kafka.
 	ProducerIDBlockSize int32
+	// Configs merges and checks config changes (IncrementalAlterConfigs,
+	// AlterConfigs) against the controller's view. Default PlainConfigs.
+	Configs ConfigPolicy
 }
 
 func (c *Config) defaults() {
@@ -87,6 +90,9 @@ func (c *Config) defaults() {
 	}
 	if c.ProducerIDBlockSize <= 0 {
 		c.ProducerIDBlockSize = 1000
+	}
+	if c.Configs == nil {
+		c.Configs = PlainConfigs{}
 	}
 }
 

@@ -46,7 +46,7 @@
 // format (internal/metadata), raft itself (internal/quorum), the Kafka
 // listener and framing of requests it serves (internal/server), and
 // validation of topic and broker configs (internal/config: the broker
-// passes a ConfigMerger). Reacting to a broker's own changes (becoming
+// passes a controller.ConfigPolicy in Config.Controller). Reacting to a broker's own changes (becoming
 // leader or follower of partitions) belongs to the broker: it subscribes
 // to the FSM and calls Delta.Local.
 //
@@ -99,10 +99,15 @@
 // the request (internal/authz): with Local set, the
 // KafkaClient takes the local path when this node leads and forwards to
 // the leader's listener otherwise, so a forwarded request reaching the
-// controller's node goes local instead of looping. The broker sets
-// Config.MergeConfigs to internal/config's validation and validates
-// CreateTopics configs before forwarding: the controller records them as
-// given.
+// controller's node goes local instead of looping. cl.AdminAt also
+// returns the metadata offset at which the outcome committed (carried
+// back over the wire in weir's wiretag.ControllerOffset at flexible
+// versions), so the broker can answer its client once it has applied
+// that offset. The broker sets Config.Controller.Configs to
+// internal/config's validation (config changes are decided on the
+// controller's configs, from the request's operations) and validates
+// CreateTopics configs before forwarding: the controller records them
+// as given.
 //
 // # Measured
 //

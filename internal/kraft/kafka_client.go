@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/wiretag"
 )
 
 // KafkaClientConfig configures a KafkaClient.
@@ -96,7 +98,7 @@ const maxIdlePerAddr = 4
 // connection failed with the request possibly delivered.
 func safeToResend(key int16) bool { return key == 46 || key == 62 || key == 63 }
 
-func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Response, bool, error) {
+func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Response, int64, bool, error) {
 	leader := int32(-1)
 	if k.cfg.Leader != nil {
 		leader = k.cfg.Leader()
@@ -110,24 +112,33 @@ func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Respo
 	}
 	if !ok {
 		if addr, ok = k.bootstrap(); !ok {
-			return nil, true, fmt.Errorf("kraft: no known controller (leader %d)", leader)
+			return nil, -1, true, fmt.Errorf("kraft: no known controller (leader %d)", leader)
 		}
 	}
 	c, err := k.get(ctx, leader, addr)
 	if err != nil {
-		return nil, ctx.Err() == nil && !errors.Is(err, ErrClosed), err
+		return nil, -1, ctx.Err() == nil && !errors.Is(err, ErrClosed), err
+	}
+	if tags := requestTags(req); tags != nil && isControllerKey(req.Key()) {
+		wiretag.AskControllerOffset(tags)
 	}
 	resp, written, err := c.roundTrip(ctx, req)
 	if errors.Is(err, ErrUnsupportedRequest) {
 		k.put(c)
-		return nil, false, err
+		return nil, -1, false, err
 	}
 	if err != nil {
 		c.close()
-		return nil, ctx.Err() == nil && (!written || safeToResend(req.Key())), err
+		return nil, -1, ctx.Err() == nil && (!written || safeToResend(req.Key())), err
 	}
 	k.put(c)
-	return resp, false, nil
+	offset := int64(-1)
+	if tags := responseTags(resp); tags != nil {
+		if off, ok := wiretag.TakeControllerOffset(tags); ok {
+			offset = off
+		}
+	}
+	return resp, offset, false, nil
 }
 
 func (k *KafkaClient) bootstrap() (string, bool) {
@@ -202,6 +213,6 @@ func (k *KafkaClient) Close() {
 // bootstrap address), without the controller client's retries: brokers
 // use it to reach each other (replica fetches). The caller retries.
 func (k *KafkaClient) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	resp, _, err := k.attempt(ctx, req)
+	resp, _, _, err := k.attempt(ctx, req)
 	return resp, err
 }

@@ -39,9 +39,6 @@ type Config struct {
 	// Controller is the controller's configuration (clock, randomness,
 	// session timeout, defaults). Its Logger defaults to Logger.
 	Controller controller.Config
-	// MergeConfigs turns IncrementalAlterConfigs operations into the
-	// overrides to store; nil merges without validation (MergeConfigOps).
-	MergeConfigs ConfigMerger
 
 	// Raft timing and snapshots; zero values take quorum's defaults,
 	// except LeaderLeaseTimeout, which defaults to the heartbeat timeout
@@ -81,9 +78,6 @@ func (c *Config) defaults() {
 	if c.Controller.LocalBroker == nil {
 		self := c.ID
 		c.Controller.LocalBroker = func(id int32) bool { return id == self }
-	}
-	if c.MergeConfigs == nil {
-		c.MergeConfigs = MergeConfigOps
 	}
 	if c.ProposeTimeout <= 0 {
 		c.ProposeTimeout = 10 * time.Second

@@ -141,6 +141,14 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 			add(u.Name)
 		}
 		return resp
+	case *kmsg.AlterConfigsRequest:
+		resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
+		for _, rr := range r.Resources {
+			out := kmsg.NewAlterConfigsResponseResource()
+			out.ResourceType, out.ResourceName, out.ErrorCode = rr.ResourceType, rr.ResourceName, code
+			resp.Resources = append(resp.Resources, out)
+		}
+		return resp
 	}
 	return nil
 }
@@ -201,6 +209,8 @@ func IsNotController(resp kmsg.Response) bool {
 		return all(len(r.Entries), func(i int) int16 { return r.Entries[i].ErrorCode })
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
 		return all(len(r.Results), func(i int) int16 { return r.Results[i].ErrorCode })
+	case *kmsg.AlterConfigsResponse:
+		return all(len(r.Resources), func(i int) int16 { return r.Resources[i].ErrorCode })
 	}
 	return false
 }

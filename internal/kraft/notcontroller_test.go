@@ -44,6 +44,10 @@ func sampleRequest(tb testing.TB, key, version int16) kmsg.Request {
 		r.Entries = append(r.Entries, e)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		r.Deletions = append(r.Deletions, kmsg.AlterUserSCRAMCredentialsRequestDeletion{Name: "a", Mechanism: 1})
+	case *kmsg.AlterConfigsRequest:
+		res := kmsg.NewAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "a"
+		r.Resources = append(r.Resources, res)
 	case *kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest, *kmsg.AlterPartitionRequest,
 		*kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.UnregisterBrokerRequest, *kmsg.AllocateProducerIDsRequest:
 	default:
