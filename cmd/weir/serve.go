@@ -46,7 +46,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nonVotersFlag := fs.String("non-voters", "", "the other brokers, id@host:port,... with their raft addresses; they follow the metadata log without voting")
 	ctlBootstrap := fs.String("controller-bootstrap", "", "Kafka listener addresses (host:port,...) of the quorum's voters, tried while this node does not know the metadata leader")
 	clusterID := fs.String("cluster-id", "", "the cluster id (default: derived from -voters, or random for a single node)")
-	raftTimeout := fs.Duration("raft-timeout", 300*time.Millisecond, "raft heartbeat and election timeout of a multi-node metadata quorum: failover takes about this plus an election; raise it on a loaded machine where the controller changes hands too often")
+	raftTimeout := fs.Duration("raft-timeout", quorum.DefaultTimeout, "raft heartbeat, election and lease timeout of a multi-node metadata quorum (controller.quorum.fetch.timeout.ms): how long a leader that stopped answering keeps its term; a leader whose process exited is replaced at once")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long a controlled shutdown (on SIGTERM or Ctrl-C) may take before the broker stops anyway")
 	consoleCfg := consoleFlags{}.register(fs)
 	if err := parseFlags(fs, args); err != nil {

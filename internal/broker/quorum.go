@@ -46,8 +46,8 @@ type QuorumConfig struct {
 	// node learns it only when the leader next reaches it). The brokers of
 	// the applied image are tried too.
 	ControllerBootstrap []string
-	// RaftTimeout is the raft heartbeat and election timeout (and leader
-	// lease) of a multi-node quorum; zero keeps internal/kraft's 300 ms.
+	// RaftTimeout is the raft heartbeat, election and lease timeout of a
+	// multi-node quorum; zero keeps internal/quorum's 2 s.
 	RaftTimeout time.Duration
 	// StartTimeout bounds how long Start waits for the controller to
 	// unfence this broker (default 30 s).

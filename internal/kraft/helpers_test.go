@@ -206,7 +206,8 @@ func (c *testCluster) startBroker(id int32) *BrokerLifecycle {
 	return life
 }
 
-// kill stops a node abruptly: lifecycle, listener, client and node.
+// kill stops a node abruptly, as a killed process: lifecycle, listener,
+// client and node, which hands no leadership over.
 func (c *testCluster) kill(id int32) {
 	tn := c.nodes[id]
 	if tn.life != nil {
@@ -214,6 +215,7 @@ func (c *testCluster) kill(id int32) {
 		tn.life = nil
 	}
 	if tn.node != nil {
+		tn.node.abrupt = true
 		tn.node.Close()
 		tn.node = nil
 	}

@@ -2,13 +2,11 @@ package kraft
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"net"
-	"syscall"
 	"time"
 
 	"weir/internal/metadata"
+	"weir/internal/probe"
 )
 
 // Fast fencing of dead brokers. A broker's session lapses after
@@ -66,7 +64,7 @@ func (n *Node) ProbeLiveness(ctx context.Context, cfg LivenessConfig) {
 			if !ok {
 				continue
 			}
-			if !probeRefused(ctx, addr, every) {
+			if probe.Dial(ctx, addr, every) != probe.Refused {
 				delete(refused, br.ID)
 				continue
 			}
@@ -81,16 +79,4 @@ func (n *Node) ProbeLiveness(ctx context.Context, cfg LivenessConfig) {
 			cfg.Logger.Info("fenced a broker whose listener refuses connections", "broker", br.ID, "epoch", br.Epoch, "fenced", wrote, "err", err)
 		}
 	}
-}
-
-// probeRefused reports whether a connection to addr is refused: nothing
-// listens there.
-func probeRefused(ctx context.Context, addr string, timeout time.Duration) bool {
-	d := net.Dialer{Timeout: timeout}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err == nil {
-		c.Close()
-		return false
-	}
-	return errors.Is(err, syscall.ECONNREFUSED)
 }

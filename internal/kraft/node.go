@@ -40,12 +40,12 @@ type Config struct {
 	// session timeout, defaults). Its Logger defaults to Logger.
 	Controller controller.Config
 
-	// Raft timing and snapshots; zero values take quorum's defaults,
-	// except LeaderLeaseTimeout, which defaults to the heartbeat timeout
-	// (300 ms) rather than quorum's 150 ms: a follower applying a batch of
-	// 100,000 records on a busy machine answers late enough that the
-	// shorter lease made leaders step down mid-commit. The lease does not
-	// delay failover after a crash; the heartbeat timeout does.
+	// Raft timing and snapshots; zero values take quorum's defaults (2 s
+	// timeouts, the lease equal to the heartbeat timeout: a follower
+	// applying a large batch on a busy machine answers late, and a short
+	// lease made leaders step down mid-commit). A leader whose process
+	// died is replaced without waiting them out (internal/quorum's
+	// election watch).
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
@@ -91,12 +91,6 @@ func (c *Config) defaults() {
 	if c.TickInterval <= 0 {
 		c.TickInterval = time.Second
 	}
-	if c.LeaderLeaseTimeout <= 0 && c.RaftAddr != "" {
-		c.LeaderLeaseTimeout = c.HeartbeatTimeout
-		if c.LeaderLeaseTimeout <= 0 {
-			c.LeaderLeaseTimeout = 300 * time.Millisecond
-		}
-	}
 }
 
 // Node is one member of the metadata quorum: a raft node applying the
@@ -121,6 +115,9 @@ type Node struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// abrupt makes Close stop raft as a killed process would, handing
+	// no leadership over (tests of failover set it).
+	abrupt bool
 }
 
 // Open starts a node: the raft node and the goroutine that runs the
@@ -199,14 +196,19 @@ func (n *Node) AddNonvoter(id int32, addr string) error { return n.q.AddNonvoter
 func (n *Node) Snapshot() error { return n.q.Snapshot() }
 
 // Close stops the controller, fails its waiting requests with
-// NOT_CONTROLLER, stops the raft node and waits for every goroutine the
-// node started. It is safe to call more than once.
+// NOT_CONTROLLER, stops the raft node (a leader hands leadership over
+// first) and waits for every goroutine the node started. It is safe to
+// call more than once.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.cancel()
 		// Closing raft fails the proposal or barrier a term may be
 		// waiting on, so the term ends promptly.
-		n.closeErr = n.q.Close()
+		if n.abrupt {
+			n.closeErr = n.q.CloseAbruptly()
+		} else {
+			n.closeErr = n.q.Close()
+		}
 		n.wg.Wait()
 	})
 	return n.closeErr
