@@ -124,6 +124,9 @@ func (b *Broker) openQuorum() error {
 	if err != nil {
 		return err
 	}
+	if err := kraft.EnsureKafkaMetaProperties(dir, id, b.cfg.NodeID); err != nil {
+		return err
+	}
 	b.clusterID = id
 	settings := b.settings()
 	n, err := kraft.Open(kraft.Config{
@@ -408,14 +411,20 @@ func (b *Broker) activeBrokers() int {
 func ptr[T any](v T) *T { return &v }
 
 // admin sends an admin request to the active controller and waits until
-// this broker has applied its outcome (done says when; nil waits for
-// nothing), so that a client's next request here sees it.
+// this broker has applied its outcome: the metadata offset the controller
+// says it committed at (requests at versions with tagged fields), and
+// done's condition if any, so that a client's next request here sees it.
 func (b *Broker) admin(ctx context.Context, req kmsg.Request, done func(kmsg.Response) func() bool) (kmsg.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := b.ctl.Admin(ctx, req)
+	resp, offset, err := b.ctl.AdminAt(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if offset >= 0 {
+		if err := b.waitApplied(ctx, offset); err != nil {
+			b.logger.Warn("controller change not applied here in time", "api", kmsg.NameForKey(req.Key()), "offset", offset, "err", err)
+		}
 	}
 	if done != nil {
 		if cond := done(resp); cond != nil {

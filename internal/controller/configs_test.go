@@ -337,3 +337,62 @@ func FuzzPlainConfigs(f *testing.F) {
 		}
 	})
 }
+
+// TestUpdateFeatures: changes within weir's levels are recorded (one
+// batch, only what changes), a refused change writes nothing for any,
+// v2 answers with a top-level error, ValidateOnly writes nothing.
+func TestUpdateFeatures(t *testing.T) {
+	img := configImage(t)
+	update := func(version int16, validate bool, kv ...any) *kmsg.UpdateFeaturesRequest {
+		req := kmsg.NewPtrUpdateFeaturesRequest()
+		req.Version, req.ValidateOnly = version, validate
+		for i := 0; i+2 < len(kv)+1; i += 3 {
+			u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+			u.Feature, u.MaxVersionLevel, u.UpgradeType = kv[i].(string), int16(kv[i+1].(int)), int8(kv[i+2].(int))
+			req.FeatureUpdates = append(req.FeatureUpdates, u)
+		}
+		return req
+	}
+	c := New(Config{}, img)
+	// group.version at the level it runs at: nothing to write.
+	resp, recs := c.UpdateFeatures(update(1, false, "group.version", 1, 1))
+	if resp.Results[0].ErrorCode != 0 || len(recs) != 0 {
+		t.Fatalf("same level: %+v, %d records", resp.Results, len(recs))
+	}
+	// One good change and one refused: nothing written, both say so.
+	resp, recs = c.UpdateFeatures(update(1, false, "kraft.version", 1, 1, "share.version", 9, 1))
+	if len(recs) != 0 || resp.Results[0].ErrorCode != kerr.InvalidUpdateVersion.Code || resp.Results[1].ErrorCode != kerr.InvalidUpdateVersion.Code {
+		t.Fatalf("refused: %+v, %d records", resp.Results, len(recs))
+	}
+	// v2: the refusal is the top-level error.
+	resp, recs = c.UpdateFeatures(update(2, false, "share.version", 9, 1))
+	if resp.ErrorCode != kerr.InvalidUpdateVersion.Code || resp.ErrorMessage == nil || len(resp.Results) != 0 || len(recs) != 0 {
+		t.Fatalf("v2 refused: %+v, %d records", resp, len(recs))
+	}
+	resp, _ = c.UpdateFeatures(update(2, false, "group.version", 1, 1, "group.version", 1, 1))
+	if resp.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("a feature named twice: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	// A level the log recorded that differs from the one asked for (here
+	// a group.version 0 written before) is changed with one record; with
+	// ValidateOnly, not.
+	off, _, err := img.Apply(2, []metadata.Record{&metadata.FeatureLevelRecord{Name: "group.version", Level: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = New(Config{}, off)
+	if resp, recs = c.UpdateFeatures(update(2, true, "group.version", 1, 1)); resp.ErrorCode != 0 || len(recs) != 0 {
+		t.Fatalf("validate only: %+v, %d records", resp, len(recs))
+	}
+	resp, recs = c.UpdateFeatures(update(2, false, "group.version", 1, 1))
+	if resp.ErrorCode != 0 || len(recs) != 1 {
+		t.Fatalf("upgrade: %+v, %d records", resp, len(recs))
+	}
+	next, _, err := off.Apply(3, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := next.FeatureLevels()["group.version"]; l != 1 {
+		t.Fatalf("recorded levels %v", next.FeatureLevels())
+	}
+}

@@ -118,6 +118,9 @@ type session struct {
 	lastContact time.Time
 	// reported is the metadata offset of the broker's last heartbeat.
 	reported int64
+	// caughtUpAt is the last heartbeat that reported the committed
+	// offset of its time.
+	caughtUpAt time.Time
 	// registeredAt is the offset at which the broker's registration
 	// committed, -1 while it has not. A broker is caught up, and may be
 	// unfenced, once it has applied that far.

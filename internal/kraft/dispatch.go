@@ -24,8 +24,9 @@ type APIKeyRange struct {
 
 // ControllerKeys are the requests HandleControllerRequest answers: the
 // broker lifecycle (62, 63, 64, 67), the admin requests that change
-// metadata (19, 20, 30, 31, 33, 37, 43, 44, 45, 46, 49, 51) and ISR
-// changes (56). Minimums are Kafka 4.x's; maximums what kmsg knows.
+// metadata (19, 20, 30, 31, 33, 37, 43, 44, 45, 46, 49, 51, 57), ISR
+// changes (56) and the quorum's APIs (55, 80, 81; quorum_admin.go).
+// Minimums are Kafka 4.x's; maximums what kmsg knows.
 var ControllerKeys = []APIKeyRange{
 	{Key: 19, Min: 2, Max: 7}, // CreateTopics
 	{Key: 20, Min: 1, Max: 6}, // DeleteTopics
@@ -39,11 +40,15 @@ var ControllerKeys = []APIKeyRange{
 	{Key: 46, Min: 0, Max: 0}, // ListPartitionReassignments
 	{Key: 49, Min: 0, Max: 1}, // AlterClientQuotas
 	{Key: 51, Min: 0, Max: 0}, // AlterUserScramCredentials
+	{Key: 55, Min: 0, Max: 2}, // DescribeQuorum
 	{Key: 56, Min: 0, Max: 3}, // AlterPartition
+	{Key: 57, Min: 0, Max: 2}, // UpdateFeatures
 	{Key: 62, Min: 0, Max: 4}, // BrokerRegistration
 	{Key: 63, Min: 0, Max: 2}, // BrokerHeartbeat
 	{Key: 64, Min: 0, Max: 0}, // UnregisterBroker
 	{Key: 67, Min: 0, Max: 0}, // AllocateProducerIds
+	{Key: 80, Min: 0, Max: 1}, // AddRaftVoter
+	{Key: 81, Min: 0, Max: 0}, // RemoveRaftVoter
 }
 
 // IsControllerKey reports whether HandleControllerRequest answers key.
@@ -87,7 +92,12 @@ func (n *Node) handleControllerRequest(ctx context.Context, key int16, req kmsg.
 			resp   kmsg.Response
 			offset int64
 		)
-		if resp, offset, err = a.DoAt(ctx, req); err == nil {
+		if isQuorumKey(key) {
+			resp, offset, err = n.handleQuorumRequest(ctx, a, req)
+		} else {
+			resp, offset, err = a.DoAt(ctx, req)
+		}
+		if err == nil {
 			return resp, offset, nil
 		}
 	}
@@ -169,6 +179,9 @@ func decide(c *controller.Controller, req kmsg.Request) (kmsg.Response, []metada
 		return resp, recs, nil
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		resp, recs := c.AlterUserScramCredentials(r)
+		return resp, recs, nil
+	case *kmsg.UpdateFeaturesRequest:
+		resp, recs := c.UpdateFeatures(r)
 		return resp, recs, nil
 	}
 	return nil, nil, fmt.Errorf("%w: %s", ErrUnsupportedRequest, kmsg.NameForKey(req.Key()))

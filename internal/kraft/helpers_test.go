@@ -194,6 +194,7 @@ func (c *testCluster) startBroker(id int32) *BrokerLifecycle {
 	p, _ := strconv.Atoi(port)
 	life, err := StartLifecycle(LifecycleConfig{
 		BrokerID:  id,
+		ClusterID: tn.cfg.Controller.ClusterID,
 		Listeners: []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: uint16(p)}},
 		Client:    tn.client,
 		Metadata:  tn.node.FSM(),

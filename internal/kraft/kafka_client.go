@@ -56,7 +56,8 @@ type KafkaClientConfig struct {
 // leader, until their context ends; a request that may have reached a
 // controller before its connection failed is retried only if resending
 // it is harmless (BrokerRegistration, BrokerHeartbeat,
-// ListPartitionReassignments), else the error is returned.
+// ListPartitionReassignments, DescribeQuorum), else the error is
+// returned.
 //
 // Connections are kept per address, one per concurrent request up to
 // MaxConnsPerAddr, so a slow CreateTopics does not hold back a heartbeat
@@ -121,7 +122,7 @@ const defaultMaxConnsPerAddr = 8
 
 // safeToResend lists the requests that may be sent again after a
 // connection failed with the request possibly delivered.
-func safeToResend(key int16) bool { return key == 46 || key == 62 || key == 63 }
+func safeToResend(key int16) bool { return key == 46 || key == 55 || key == 62 || key == 63 }
 
 func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Response, int64, bool, error) {
 	leader := int32(-1)

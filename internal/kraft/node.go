@@ -158,10 +158,19 @@ func Open(cfg Config) (*Node, error) {
 // ID is the node id.
 func (n *Node) ID() int32 { return n.cfg.ID }
 
-// IsVoter reports whether the node is a voter of the initial configuration.
+// IsVoter reports whether the node votes: in raft's latest
+// configuration, or, before it has one, in Config.Voters.
 func (n *Node) IsVoter() bool {
+	for _, m := range n.q.Status().Members {
+		if m.ID == n.cfg.ID {
+			return m.Voter
+		}
+	}
 	return slices.ContainsFunc(n.cfg.Voters, func(p quorum.Peer) bool { return p.ID == n.cfg.ID })
 }
+
+// Quorum is this node's view of the quorum: leader, term, members.
+func (n *Node) Quorum() quorum.Status { return n.q.Status() }
 
 // FSM is the node's state machine: Image, Subscribe, WaitForOffset.
 func (n *Node) FSM() *MetadataFSM { return n.fsm }

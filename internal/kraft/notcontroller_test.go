@@ -48,7 +48,12 @@ func sampleRequest(tb testing.TB, key, version int16) kmsg.Request {
 		res := kmsg.NewAlterConfigsRequestResource()
 		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "a"
 		r.Resources = append(r.Resources, res)
-	case *kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest, *kmsg.AlterPartitionRequest,
+	case *kmsg.UpdateFeaturesRequest:
+		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		u.Feature = "group.version"
+		r.FeatureUpdates = append(r.FeatureUpdates, u)
+	case *kmsg.DescribeQuorumRequest, *kmsg.AddRaftVoterRequest, *kmsg.RemoveRaftVoterRequest,
+		*kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest, *kmsg.AlterPartitionRequest,
 		*kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.UnregisterBrokerRequest, *kmsg.AllocateProducerIDsRequest:
 	default:
 		tb.Fatalf("no sample for key %d", key)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -273,9 +274,52 @@ func (n *Node) Barrier(ctx context.Context) error {
 // AppliedIndex is the index of the last entry applied to the FSM.
 func (n *Node) AppliedIndex() uint64 { return n.r.AppliedIndex() }
 
-// AddVoter and AddNonvoter change membership (leader only).
+// AddVoter and AddNonvoter change membership (leader only). AddVoter
+// promotes a non-voter, or adds a new server as a voter; the leader
+// replicates the log to it from then on.
 func (n *Node) AddVoter(id int32, addr string) error {
 	return n.r.AddVoter(serverID(id), raft.ServerAddress(addr), 0, 10*time.Second).Error()
+}
+
+// DemoteVoter makes a voter a non-voter that keeps following the log
+// (leader only; the leader may demote itself, then steps down).
+func (n *Node) DemoteVoter(id int32) error {
+	return n.r.DemoteVoter(serverID(id), 0, 10*time.Second).Error()
+}
+
+// Member is one server of the raft configuration.
+type Member struct {
+	ID    int32
+	Addr  string
+	Voter bool
+}
+
+// Status is this node's view of the quorum.
+type Status struct {
+	// Leader is the leader's id, -1 when none is known.
+	Leader int32
+	// Term is the current raft term.
+	Term uint64
+	// CommitIndex is the last index known committed; LastIndex the last
+	// in this node's log.
+	CommitIndex, LastIndex uint64
+	// Members is the latest configuration (committed or not), by id.
+	Members []Member
+}
+
+// Status reads the node's view of the quorum.
+func (n *Node) Status() Status {
+	st := Status{Term: n.r.CurrentTerm(), CommitIndex: n.r.CommitIndex(), LastIndex: n.r.LastIndex()}
+	st.Leader, _ = n.Leader()
+	for _, s := range n.r.GetConfiguration().Configuration().Servers {
+		id, ok := parseServerID(s.ID)
+		if !ok {
+			continue
+		}
+		st.Members = append(st.Members, Member{ID: id, Addr: string(s.Address), Voter: s.Suffrage == raft.Voter})
+	}
+	slices.SortFunc(st.Members, func(a, b Member) int { return int(a.ID) - int(b.ID) })
+	return st
 }
 
 func (n *Node) AddNonvoter(id int32, addr string) error {
