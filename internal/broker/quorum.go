@@ -248,7 +248,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	life, err := kraft.StartLifecycle(kraft.LifecycleConfig{
 		BrokerID: b.cfg.NodeID, ClusterID: b.clusterID,
 		Listeners: regs, Rack: rack,
-		Client: b.ctl, Metadata: b.node.FSM(),
+		Client: b.ctl, Metadata: b.node.FSM(), Ready: b.leadershipReady,
 		HeartbeatInterval: b.cfg.Quorum.HeartbeatInterval,
 		// Registering and catching up are small requests: retry them
 		// soon, since each wait is start-up latency.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -133,10 +134,17 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 
 	// raft-wal's Close leaves its meta store open (and its file locked),
 	// so the node owns the meta store and closes it itself.
+	segment, err := walSegmentSize(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	meta := &metadb.BoltMetaDB{}
-	logs, err := wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithMetaStore(meta))
+	logs, err := wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithMetaStore(meta), wal.WithSegmentSize(segment))
 	if err != nil {
 		meta.Close()
+		if errors.Is(err, syscall.ENOSPC) {
+			return nil, fmt.Errorf("quorum: open log: the file system holding %s is full (the metadata log needs %d MiB for its next segment): %w", cfg.Dir, segment>>20, err)
+		}
 		return nil, fmt.Errorf("quorum: open log: %w", err)
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, rc.Logger)
@@ -192,6 +200,29 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 		}()
 	}
 	return n, nil
+}
+
+// The metadata log's segments are preallocated files: 64 MiB, as
+// raft-wal makes them, when the file system has room, else a quarter of
+// what is free, down to 1 MiB, so that a node starts in a small data
+// directory; below 4 MiB free it refuses to start and says why. A
+// segment holds at least one entry, however large.
+const (
+	walSegmentMax = 64 << 20
+	walSegmentMin = 1 << 20
+)
+
+// walSegmentSize is the segment size for a log in dir.
+func walSegmentSize(dir string) (int, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return walSegmentMax, nil // the open reports what is wrong
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free < 4*walSegmentMin {
+		return 0, fmt.Errorf("quorum: %s has %d KiB free; the metadata log needs at least %d MiB", dir, free>>10, 4*walSegmentMin>>20)
+	}
+	return int(min(max(free/4, walSegmentMin), walSegmentMax)), nil
 }
 
 // DefaultTimeout is the heartbeat, election and lease timeout of a
