@@ -179,3 +179,51 @@ func logListeners(logger *slog.Logger, srv *server.Server, secs []*auth.Listener
 		logger.Info("listener", "name", s.Name(), "security_protocol", s.Protocol(), "addr", srv.ListenerAddr(s.Name()).String())
 	}
 }
+
+// boundPorts are the ports weir serve binds before the broker starts.
+type boundPorts struct {
+	kafka          []net.Listener // one per server listener, in order
+	metrics, pprof net.Listener   // nil when not asked for
+}
+
+// bindPorts binds the Kafka listeners and the metrics and pprof ports;
+// on a failure it closes what it bound and names the port that failed.
+func bindPorts(listeners []server.Listener, metricsAddr, pprofAddr string) (*boundPorts, error) {
+	b := &boundPorts{}
+	bind := func(what, addr string) (net.Listener, error) {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			b.close()
+			return nil, fmt.Errorf("%s: cannot listen on %s: %w", what, addr, err)
+		}
+		return ln, nil
+	}
+	for _, l := range listeners {
+		ln, err := bind("listener "+l.Name, l.Addr)
+		if err != nil {
+			return nil, err
+		}
+		b.kafka = append(b.kafka, ln)
+	}
+	var err error
+	if metricsAddr != "" {
+		if b.metrics, err = bind("metrics listener", metricsAddr); err != nil {
+			return nil, err
+		}
+	}
+	if pprofAddr != "" {
+		if b.pprof, err = bind("pprof listener", pprofAddr); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// close closes every port still bound here.
+func (b *boundPorts) close() {
+	for _, ln := range append(b.kafka, b.metrics, b.pprof) {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}

@@ -146,16 +146,28 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *nullStorage {
 		logger.Warn("null storage: produced records are acknowledged and thrown away")
 	}
+	// Every port is bound before the broker opens its data and joins the
+	// metadata quorum: a port in use stops this process before it votes.
+	bound, err := bindPorts(listeners, *metricsAddr, *pprofAddr)
+	if err != nil {
+		return err
+	}
+	for i := range listeners {
+		listeners[i].Bound = bound.kafka[i]
+	}
 	b, err = broker.New(cfg)
 	if err != nil {
+		bound.close()
 		return err
 	}
 	srv, err := server.New(server.Config{Listeners: listeners, Dispatcher: b, Logger: logger,
 		MaxRequestSize: settings.Int(config.SocketRequestMaxBytes)})
 	if err != nil {
+		bound.close()
 		b.Close()
 		return err
 	}
+	bound.kafka = nil // the server owns them now
 	logListeners(logger, srv, secs)
 	// The broker registers every listener (advertised.listeners, bound
 	// ports filled in); a client is told the endpoints of the listener it
@@ -181,12 +193,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(b.Collector(), b.CleanerCollector(), srv.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var metrics *http.Server
-	if *metricsAddr != "" {
-		ln, err := net.Listen("tcp", *metricsAddr)
-		if err != nil {
-			b.Close()
-			return fmt.Errorf("metrics listener: %w", err)
-		}
+	if ln := bound.metrics; ln != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -196,13 +203,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "weir metrics on http://%s/metrics\n", ln.Addr())
 	}
 
-	if *pprofAddr != "" {
-		stop, err := servePprof(*pprofAddr, stdout)
-		if err != nil {
-			b.Close()
-			return err
-		}
-		defer stop()
+	if bound.pprof != nil {
+		defer servePprof(bound.pprof, stdout)()
 	}
 
 	serveErr := make(chan error, 1)
@@ -262,11 +264,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // servePprof serves the runtime profiles on addr and turns on block and
 // mutex sampling, which cost a little on every contended lock; stop
 // closes the listener and waits for it.
-func servePprof(addr string, stdout io.Writer) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("pprof listener: %w", err)
-	}
+func servePprof(ln net.Listener, stdout io.Writer) (stop func()) {
 	runtime.SetBlockProfileRate(int((10 * time.Microsecond).Nanoseconds()))
 	runtime.SetMutexProfileFraction(10)
 	mux := http.NewServeMux()
@@ -279,7 +277,7 @@ func servePprof(addr string, stdout io.Writer) (stop func(), err error) {
 	done := make(chan struct{})
 	go func() { defer close(done); hs.Serve(ln) }()
 	fmt.Fprintf(stdout, "weir pprof on http://%s/debug/pprof/\n", ln.Addr())
-	return func() { hs.Close(); <-done }, nil
+	return func() { hs.Close(); <-done }
 }
 
 // loadSettings reads the properties file, if any, lets flags given on the
