@@ -38,12 +38,18 @@ func buildListeners(settings *config.Broker, deps auth.Deps) ([]server.Listener,
 // broker registrations carry them.
 var securityProtocolIDs = map[string]int16{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
-// brokerListeners are the endpoints the broker registers: every
-// advertised listener at its advertised host and port (a host name is
-// kept as it is written), the bound ones where it names none; the
-// inter-broker listener at override when --advertise gave one.
-func brokerListeners(settings *config.Broker, srv *server.Server, ib string, override net.Addr) []broker.Listener {
+// brokerListeners are the endpoints the broker registers, and the name of
+// the one other brokers reach it on: every advertised listener at its
+// advertised host and port (a host name is kept as it is written), the
+// bound ones where it names none. --advertise (override) is what clients
+// are told: the inter-broker listener is registered at it, and, when
+// the listener is bound to a definite address, that address is
+// registered too, under the name ib+"_BOUND", for the other brokers, so
+// that they reach this one directly rather than through whatever the
+// advertised address fronts (a proxy, a load balancer).
+func brokerListeners(settings *config.Broker, srv *server.Server, ib string, override net.Addr) ([]broker.Listener, string) {
 	var out []broker.Listener
+	interBroker := ib
 	for _, a := range settings.AdvertisedListeners() {
 		bound, _ := srv.ListenerAddr(a.Name).(*net.TCPAddr)
 		if bound == nil {
@@ -56,13 +62,22 @@ func brokerListeners(settings *config.Broker, srv *server.Server, ib string, ove
 		if a.Port != 0 {
 			port = a.Port
 		}
+		proto := securityProtocolIDs[a.SecurityProtocol]
 		if o, ok := override.(*net.TCPAddr); ok && a.Name == ib {
+			if !bound.IP.IsUnspecified() && (o.IP.String() != bound.IP.String() || o.Port != bound.Port) {
+				interBroker = ib + boundSuffix
+				out = append(out, broker.Listener{Name: interBroker, Host: bound.IP.String(), Port: int32(bound.Port), SecurityProtocol: proto})
+			}
 			host, port = o.IP.String(), o.Port
 		}
-		out = append(out, broker.Listener{Name: a.Name, Host: host, Port: int32(port), SecurityProtocol: securityProtocolIDs[a.SecurityProtocol]})
+		out = append(out, broker.Listener{Name: a.Name, Host: host, Port: int32(port), SecurityProtocol: proto})
 	}
-	return out
+	return out, interBroker
 }
+
+// boundSuffix names the endpoint of the inter-broker listener's bound
+// address, registered beside the one --advertise gives clients.
+const boundSuffix = "_BOUND"
 
 // interBrokerDial is how this broker dials the others' inter-broker
 // listener: with that listener's TLS and sasl.mechanism.inter.broker.

@@ -186,7 +186,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		advertised = &net.TCPAddr{IP: net.ParseIP(host), Port: p}
 		override = advertised
 	}
-	b.SetListeners(brokerListeners(settings, srv, ib, override), ib)
+	b.SetListeners(brokerListeners(settings, srv, ib, override))
 
 	// One registry: scraped at --metrics-listen and read in process by the
 	// console for this node's rates. Collectors run only when read.

@@ -5,9 +5,11 @@
 //
 // # What it owns
 //
-// The one rule that turns a dial into that answer. The active
-// controller's liveness loop (internal/broker) and the quorum's election
-// watch (internal/quorum) decide on it.
+// The one rule that turns a dial into that answer, and held connections
+// (Hold) that say when the process at the other end goes without a dial
+// every few hundred milliseconds. The active controller's liveness loop
+// (internal/broker) and the quorum's election watch (internal/quorum)
+// decide on them.
 //
 // # What it does not own
 //
@@ -16,5 +18,6 @@
 //
 // # Concurrency
 //
-// Stateless; safe from any goroutine.
+// Dial is stateless and safe from any goroutine. A held Conn has one
+// reader goroutine, which Close stops and waits for; its owner closes it.
 package probe

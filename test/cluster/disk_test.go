@@ -50,7 +50,7 @@ func (c *testCluster) isrOf(ctx context.Context, n int, topic string) (map[int32
 // Every acknowledged record reads back at its offset.
 func TestFullDiskOnOneBroker(t *testing.T) {
 	ctx := testContext(t, 4*time.Minute)
-	c := startCluster(t, ctx, 3, func(dir string) { testfs.MountAt(t, localcluster.NodeDir(dir, 3), 64<<20) })
+	c := startCluster(t, ctx, 3, func(dir string, _ *localcluster.Spec) { testfs.MountAt(t, localcluster.NodeDir(dir, 3), 64<<20) })
 	node3 := localcluster.NodeDir(c.Dir, 3)
 	const topic = "disk"
 	eventually(t, ctx, 30*time.Second, "topic created with node 3 leading partition 0", func(ctx context.Context) error {

@@ -48,7 +48,7 @@ type testCluster struct {
 // when the test ends, keeping their logs (and printing their tails) if
 // it failed. prepare, if given, runs on the cluster's directory before
 // the nodes start (to mount a file system on a node's directory, say).
-func startCluster(t *testing.T, ctx context.Context, nodes int, prepare ...func(dir string)) *testCluster {
+func startCluster(t *testing.T, ctx context.Context, nodes int, prepare ...func(dir string, spec *localcluster.Spec)) *testCluster {
 	t.Helper()
 	var lastErr error
 	for range 4 { // a free port can be taken between the check and the bind
@@ -56,7 +56,7 @@ func startCluster(t *testing.T, ctx context.Context, nodes int, prepare ...func(
 			Args: []string{"--shutdown-timeout", "5s"}}
 		dir := t.TempDir()
 		for _, p := range prepare {
-			p(dir)
+			p(dir, &spec)
 		}
 		c, err := localcluster.Up(ctx, dir, spec, 30*time.Second)
 		if err != nil {
