@@ -32,7 +32,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("serve", "serve [flags]", stderr)
 	dataDir := fs.String("data-dir", "./weir-data", "directory holding partition logs and broker state")
 	listen := fs.String("listen", "127.0.0.1:9092", "address of a single PLAINTEXT listener (host:port; port 0 picks a free one); replaces the config file's listeners when given, and is used when the file has none")
-	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the inter-broker listener's advertised.listeners entry, else its bound address)")
+	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the inter-broker listener's advertised.listeners entry, else its bound address); other brokers still reach this one at its bound address")
 	scramCreds := &scramFlags{}
 	fs.Var(scramCreds, "add-scram", "a SCRAM user served to SASL/SCRAM clients when the metadata log has no credential for the user and mechanism (AlterUserScramCredentials, kafka-configs.sh), in kafka-storage's syntax: 'SCRAM-SHA-512=[name=alice,password=alice-secret]' (repeatable)")
 	nodeID := fs.Int("node-id", 1, "this broker's node id (node.id)")
