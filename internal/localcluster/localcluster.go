@@ -363,8 +363,17 @@ func alive(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return false
 	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	return statAlive(stat, err, procMounted())
+	proc := "/proc/" + strconv.Itoa(pid)
+	stat, err := os.ReadFile(proc + "/stat")
+	if statAlive(stat, err, procMounted()) {
+		return true
+	}
+	// A zombie's first thread exited, but its others may still be exiting
+	// and hold the files they share: its listening sockets stay bound, and
+	// a node restarted at once would find its ports in use. It is gone
+	// once it is the only thread left.
+	tasks, err := os.ReadDir(proc + "/task")
+	return err == nil && len(tasks) > 1
 }
 
 // procMounted reports whether this system lists processes in /proc.
