@@ -38,12 +38,18 @@ func buildListeners(settings *config.Broker, deps auth.Deps) ([]server.Listener,
 // broker registrations carry them.
 var securityProtocolIDs = map[string]int16{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
-// brokerListeners are the endpoints the broker registers: every
-// advertised listener at its advertised host and port (a host name is
-// kept as it is written), the bound ones where it names none; the
-// inter-broker listener at override when --advertise gave one.
-func brokerListeners(settings *config.Broker, srv *server.Server, ib string, override net.Addr) []broker.Listener {
+// brokerListeners are the endpoints the broker registers, and the name of
+// the one other brokers reach it on: every advertised listener at its
+// advertised host and port (a host name is kept as it is written), the
+// bound ones where it names none. --advertise (override) is what clients
+// are told: the inter-broker listener is registered at it, and, when
+// the listener is bound to a definite address, that address is
+// registered too, under the name ib+"_BOUND", for the other brokers, so
+// that they reach this one directly rather than through whatever the
+// advertised address fronts (a proxy, a load balancer).
+func brokerListeners(settings *config.Broker, srv *server.Server, ib string, override net.Addr) ([]broker.Listener, string) {
 	var out []broker.Listener
+	interBroker := ib
 	for _, a := range settings.AdvertisedListeners() {
 		bound, _ := srv.ListenerAddr(a.Name).(*net.TCPAddr)
 		if bound == nil {
@@ -56,13 +62,22 @@ func brokerListeners(settings *config.Broker, srv *server.Server, ib string, ove
 		if a.Port != 0 {
 			port = a.Port
 		}
+		proto := securityProtocolIDs[a.SecurityProtocol]
 		if o, ok := override.(*net.TCPAddr); ok && a.Name == ib {
+			if !bound.IP.IsUnspecified() && (o.IP.String() != bound.IP.String() || o.Port != bound.Port) {
+				interBroker = ib + boundSuffix
+				out = append(out, broker.Listener{Name: interBroker, Host: bound.IP.String(), Port: int32(bound.Port), SecurityProtocol: proto})
+			}
 			host, port = o.IP.String(), o.Port
 		}
-		out = append(out, broker.Listener{Name: a.Name, Host: host, Port: int32(port), SecurityProtocol: securityProtocolIDs[a.SecurityProtocol]})
+		out = append(out, broker.Listener{Name: a.Name, Host: host, Port: int32(port), SecurityProtocol: proto})
 	}
-	return out
+	return out, interBroker
 }
+
+// boundSuffix names the endpoint of the inter-broker listener's bound
+// address, registered beside the one --advertise gives clients.
+const boundSuffix = "_BOUND"
 
 // interBrokerDial is how this broker dials the others' inter-broker
 // listener: with that listener's TLS and sasl.mechanism.inter.broker.
@@ -177,5 +192,53 @@ func (f *scramFlags) lookup(mechanism, user string) (scram.Credential, bool) {
 func logListeners(logger *slog.Logger, srv *server.Server, secs []*auth.Listener) {
 	for _, s := range secs {
 		logger.Info("listener", "name", s.Name(), "security_protocol", s.Protocol(), "addr", srv.ListenerAddr(s.Name()).String())
+	}
+}
+
+// boundPorts are the ports weir serve binds before the broker starts.
+type boundPorts struct {
+	kafka          []net.Listener // one per server listener, in order
+	metrics, pprof net.Listener   // nil when not asked for
+}
+
+// bindPorts binds the Kafka listeners and the metrics and pprof ports;
+// on a failure it closes what it bound and names the port that failed.
+func bindPorts(listeners []server.Listener, metricsAddr, pprofAddr string) (*boundPorts, error) {
+	b := &boundPorts{}
+	bind := func(what, addr string) (net.Listener, error) {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			b.close()
+			return nil, fmt.Errorf("%s: cannot listen on %s: %w", what, addr, err)
+		}
+		return ln, nil
+	}
+	for _, l := range listeners {
+		ln, err := bind("listener "+l.Name, l.Addr)
+		if err != nil {
+			return nil, err
+		}
+		b.kafka = append(b.kafka, ln)
+	}
+	var err error
+	if metricsAddr != "" {
+		if b.metrics, err = bind("metrics listener", metricsAddr); err != nil {
+			return nil, err
+		}
+	}
+	if pprofAddr != "" {
+		if b.pprof, err = bind("pprof listener", pprofAddr); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// close closes every port still bound here.
+func (b *boundPorts) close() {
+	for _, ln := range append(b.kafka, b.metrics, b.pprof) {
+		if ln != nil {
+			ln.Close()
+		}
 	}
 }

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"weir/internal/testport"
 )
 
 func TestCommandLine(t *testing.T) {
@@ -60,5 +64,44 @@ func TestServeStopsOnCancel(t *testing.T) {
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("serve exited with %d after cancel:\n%s", code, out.String())
+	}
+}
+
+// TestServeBindsBeforeJoiningTheQuorum: with its Kafka port (or its
+// metrics port) taken, weir serve exits at once naming the port, before
+// it opens the metadata quorum (no metadata directory, the raft port
+// never bound), so it never becomes a voter that comes and goes.
+func TestServeBindsBeforeJoiningTheQuorum(t *testing.T) {
+	taken, err := net.Listen("tcp", testport.Addr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	busy := taken.Addr().String()
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"kafka port", []string{"--listen", busy}},
+		{"metrics port", []string{"--listen", "127.0.0.1:0", "--metrics-listen", busy}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			raft := testport.Addr(t)
+			args := append([]string{"serve", "--data-dir", dir, "--node-id", "1", "--raft-listen", raft,
+				"--voters", "1@" + raft + ",2@" + testport.Addr(t) + ",3@" + testport.Addr(t), "--log-level", "error"}, tc.flags...)
+			var out syncBuffer
+			start := time.Now()
+			code := run(context.Background(), args, &out, &out)
+			if code == 0 || !strings.Contains(out.String(), busy) {
+				t.Fatalf("exit %d, output:\n%s\nwant a failure naming %s", code, out.String(), busy)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Fatalf("took %v to fail", took)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "__cluster_metadata")); !os.IsNotExist(err) {
+				t.Fatalf("the metadata quorum was opened before the port failed: %v", err)
+			}
+		})
 	}
 }

@@ -32,7 +32,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("serve", "serve [flags]", stderr)
 	dataDir := fs.String("data-dir", "./weir-data", "directory holding partition logs and broker state")
 	listen := fs.String("listen", "127.0.0.1:9092", "address of a single PLAINTEXT listener (host:port; port 0 picks a free one); replaces the config file's listeners when given, and is used when the file has none")
-	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the inter-broker listener's advertised.listeners entry, else its bound address)")
+	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the inter-broker listener's advertised.listeners entry, else its bound address); other brokers still reach this one at its bound address")
 	scramCreds := &scramFlags{}
 	fs.Var(scramCreds, "add-scram", "a SCRAM user served to SASL/SCRAM clients when the metadata log has no credential for the user and mechanism (AlterUserScramCredentials, kafka-configs.sh), in kafka-storage's syntax: 'SCRAM-SHA-512=[name=alice,password=alice-secret]' (repeatable)")
 	nodeID := fs.Int("node-id", 1, "this broker's node id (node.id)")
@@ -46,7 +46,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	nonVotersFlag := fs.String("non-voters", "", "the other brokers, id@host:port,... with their raft addresses; they follow the metadata log without voting")
 	ctlBootstrap := fs.String("controller-bootstrap", "", "Kafka listener addresses (host:port,...) of the quorum's voters, tried while this node does not know the metadata leader")
 	clusterID := fs.String("cluster-id", "", "the cluster id (default: derived from -voters, or random for a single node)")
-	raftTimeout := fs.Duration("raft-timeout", 300*time.Millisecond, "raft heartbeat and election timeout of a multi-node metadata quorum: failover takes about this plus an election; raise it on a loaded machine where the controller changes hands too often")
+	raftTimeout := fs.Duration("raft-timeout", quorum.DefaultTimeout, "raft heartbeat, election and lease timeout of a multi-node metadata quorum (controller.quorum.fetch.timeout.ms): how long a leader that stopped answering keeps its term; a leader whose process exited is replaced at once")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "how long a controlled shutdown (on SIGTERM or Ctrl-C) may take before the broker stops anyway")
 	consoleCfg := consoleFlags{}.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -146,16 +146,28 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *nullStorage {
 		logger.Warn("null storage: produced records are acknowledged and thrown away")
 	}
+	// Every port is bound before the broker opens its data and joins the
+	// metadata quorum: a port in use stops this process before it votes.
+	bound, err := bindPorts(listeners, *metricsAddr, *pprofAddr)
+	if err != nil {
+		return err
+	}
+	for i := range listeners {
+		listeners[i].Bound = bound.kafka[i]
+	}
 	b, err = broker.New(cfg)
 	if err != nil {
+		bound.close()
 		return err
 	}
 	srv, err := server.New(server.Config{Listeners: listeners, Dispatcher: b, Logger: logger,
 		MaxRequestSize: settings.Int(config.SocketRequestMaxBytes)})
 	if err != nil {
+		bound.close()
 		b.Close()
 		return err
 	}
+	bound.kafka = nil // the server owns them now
 	logListeners(logger, srv, secs)
 	// The broker registers every listener (advertised.listeners, bound
 	// ports filled in); a client is told the endpoints of the listener it
@@ -174,19 +186,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		advertised = &net.TCPAddr{IP: net.ParseIP(host), Port: p}
 		override = advertised
 	}
-	b.SetListeners(brokerListeners(settings, srv, ib, override), ib)
+	b.SetListeners(brokerListeners(settings, srv, ib, override))
 
 	// One registry: scraped at --metrics-listen and read in process by the
 	// console for this node's rates. Collectors run only when read.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(b.Collector(), b.CleanerCollector(), srv.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var metrics *http.Server
-	if *metricsAddr != "" {
-		ln, err := net.Listen("tcp", *metricsAddr)
-		if err != nil {
-			b.Close()
-			return fmt.Errorf("metrics listener: %w", err)
-		}
+	if ln := bound.metrics; ln != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -196,13 +203,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "weir metrics on http://%s/metrics\n", ln.Addr())
 	}
 
-	if *pprofAddr != "" {
-		stop, err := servePprof(*pprofAddr, stdout)
-		if err != nil {
-			b.Close()
-			return err
-		}
-		defer stop()
+	if bound.pprof != nil {
+		defer servePprof(bound.pprof, stdout)()
 	}
 
 	serveErr := make(chan error, 1)
@@ -262,11 +264,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // servePprof serves the runtime profiles on addr and turns on block and
 // mutex sampling, which cost a little on every contended lock; stop
 // closes the listener and waits for it.
-func servePprof(addr string, stdout io.Writer) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("pprof listener: %w", err)
-	}
+func servePprof(ln net.Listener, stdout io.Writer) (stop func()) {
 	runtime.SetBlockProfileRate(int((10 * time.Microsecond).Nanoseconds()))
 	runtime.SetMutexProfileFraction(10)
 	mux := http.NewServeMux()
@@ -279,7 +277,7 @@ func servePprof(addr string, stdout io.Writer) (stop func(), err error) {
 	done := make(chan struct{})
 	go func() { defer close(done); hs.Serve(ln) }()
 	fmt.Fprintf(stdout, "weir pprof on http://%s/debug/pprof/\n", ln.Addr())
-	return func() { hs.Close(); <-done }, nil
+	return func() { hs.Close(); <-done }
 }
 
 // loadSettings reads the properties file, if any, lets flags given on the

@@ -315,6 +315,34 @@ func clusterOnly[Req kmsg.Request, Resp kmsg.Response](c *Checker, req Req, op O
 	return reject(req, resp)
 }
 
+// DescribeQuorum (API 55): DESCRIBE on the cluster.
+func DescribeQuorum(c *Checker, _ Env, req *kmsg.DescribeQuorumRequest) *Outcome[*kmsg.DescribeQuorumRequest, *kmsg.DescribeQuorumResponse] {
+	return clusterOnly(c, req, OpDescribe, func(r *kmsg.DescribeQuorumResponse) {
+		r.ErrorCode, r.ErrorMessage = errCluster.Code, message(errCluster)
+	})
+}
+
+// UpdateFeatures (API 57): ALTER on the cluster.
+func UpdateFeatures(c *Checker, _ Env, req *kmsg.UpdateFeaturesRequest) *Outcome[*kmsg.UpdateFeaturesRequest, *kmsg.UpdateFeaturesResponse] {
+	return clusterOnly(c, req, OpAlter, func(r *kmsg.UpdateFeaturesResponse) {
+		r.ErrorCode, r.ErrorMessage = errCluster.Code, message(errCluster)
+	})
+}
+
+// AddRaftVoter (API 80): ALTER on the cluster.
+func AddRaftVoter(c *Checker, _ Env, req *kmsg.AddRaftVoterRequest) *Outcome[*kmsg.AddRaftVoterRequest, *kmsg.AddRaftVoterResponse] {
+	return clusterOnly(c, req, OpAlter, func(r *kmsg.AddRaftVoterResponse) {
+		r.ErrorCode, r.ErrorMessage = errCluster.Code, message(errCluster)
+	})
+}
+
+// RemoveRaftVoter (API 81): ALTER on the cluster.
+func RemoveRaftVoter(c *Checker, _ Env, req *kmsg.RemoveRaftVoterRequest) *Outcome[*kmsg.RemoveRaftVoterRequest, *kmsg.RemoveRaftVoterResponse] {
+	return clusterOnly(c, req, OpAlter, func(r *kmsg.RemoveRaftVoterResponse) {
+		r.ErrorCode, r.ErrorMessage = errCluster.Code, message(errCluster)
+	})
+}
+
 // AlterPartition (API 56), from partition leaders: CLUSTER_ACTION.
 func AlterPartition(c *Checker, _ Env, req *kmsg.AlterPartitionRequest) *Outcome[*kmsg.AlterPartitionRequest, *kmsg.AlterPartitionResponse] {
 	return clusterOnly(c, req, OpClusterAction, func(r *kmsg.AlterPartitionResponse) { r.ErrorCode = errCluster.Code })

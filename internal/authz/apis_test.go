@@ -324,7 +324,9 @@ func samples() map[int16][]sample {
 		49: {{req: &kmsg.AlterClientQuotasRequest{Version: 1, Entries: []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: &name}}}}}}},
 		50: {{req: &kmsg.DescribeUserSCRAMCredentialsRequest{}}},
 		51: {{req: &kmsg.AlterUserSCRAMCredentialsRequest{Deletions: []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "u", Mechanism: 1}}}}},
+		55: {{req: &kmsg.DescribeQuorumRequest{Version: 2}}},
 		56: {{req: &kmsg.AlterPartitionRequest{Version: 3}}},
+		57: {{req: &kmsg.UpdateFeaturesRequest{Version: 1}}},
 		61: {{req: &kmsg.DescribeProducersRequest{Topics: []kmsg.DescribeProducersRequestTopic{{Topic: "t", Partitions: []int32{0}}}},
 			items: func(r kmsg.Request) int { return one(r.(*kmsg.DescribeProducersRequest).Topics) }}},
 		62: {{req: &kmsg.BrokerRegistrationRequest{Version: 4}}},
@@ -384,6 +386,8 @@ func samples() map[int16][]sample {
 			{req: &kmsg.ShareAcknowledgeRequest{Version: 2, GroupID: kmsg.StringPtr("g"), Topics: []kmsg.ShareAcknowledgeRequestTopic{{TopicID: tidT, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{{}}}}},
 				items: func(r kmsg.Request) int { return one(r.(*kmsg.ShareAcknowledgeRequest).Topics) }},
 		},
+		80: {{req: &kmsg.AddRaftVoterRequest{VoterID: 4}}},
+		81: {{req: &kmsg.RemoveRaftVoterRequest{VoterID: 3}}},
 		84: {{req: &kmsg.ReadShareGroupStateRequest{GroupID: "g", Topics: []kmsg.ReadShareGroupStateRequestTopic{{TopicID: tidT, Partitions: []kmsg.ReadShareGroupStateRequestTopicPartition{{}}}}}}},
 		85: {{req: &kmsg.WriteShareGroupStateRequest{Version: 1, GroupID: "g", Topics: []kmsg.WriteShareGroupStateRequestTopic{{TopicID: tidT, Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{{}}}}}}},
 		90: {

@@ -168,7 +168,9 @@ var APIs = []API{
 	{Key: 49, Checks: []Check{clusterCheck(OpAlterConfigs)}},
 	{Key: 50, Checks: []Check{clusterCheck(OpDescribe)}},
 	{Key: 51, Checks: []Check{clusterCheck(OpAlter)}},
+	{Key: 55, Checks: []Check{clusterCheck(OpDescribe)}},
 	{Key: 56, Checks: []Check{clusterCheck(OpClusterAction)}},
+	{Key: 57, Checks: []Check{clusterCheck(OpAlter)}},
 	{Key: 60, Also: "authorized operations of the cluster when asked (0 without DESCRIBE on it)"},
 	{Key: 61, Checks: []Check{topicsCheck(OpRead)}},
 	{Key: 62, Checks: []Check{clusterCheck(OpClusterAction)}},
@@ -192,6 +194,8 @@ var APIs = []API{
 		Also: "a group assigned an undescribed topic answers TOPIC_AUTHORIZATION_FAILED without members; authorized operations when asked"},
 	{Key: 78, Checks: []Check{groupCheck(OpRead), topicsCheck(OpRead)}},
 	{Key: 79, Checks: []Check{groupCheck(OpRead), topicsCheck(OpRead)}},
+	{Key: 80, Checks: []Check{clusterCheck(OpAlter)}},
+	{Key: 81, Checks: []Check{clusterCheck(OpAlter)}},
 	{Key: 84, Checks: []Check{clusterCheck(OpClusterAction)}},
 	{Key: 85, Checks: []Check{clusterCheck(OpClusterAction)}},
 	{Key: 90, Checks: []Check{
@@ -297,8 +301,12 @@ func Authorize(c *Checker, env Env, req kmsg.Request) Verdict {
 		return verdict(DescribeUserScramCredentials(c, env, r))
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return verdict(AlterUserScramCredentials(c, env, r))
+	case *kmsg.DescribeQuorumRequest:
+		return verdict(DescribeQuorum(c, env, r))
 	case *kmsg.AlterPartitionRequest:
 		return verdict(AlterPartition(c, env, r))
+	case *kmsg.UpdateFeaturesRequest:
+		return verdict(UpdateFeatures(c, env, r))
 	case *kmsg.DescribeClusterRequest:
 		return verdict(DescribeCluster(c, env, r))
 	case *kmsg.DescribeProducersRequest:
@@ -329,6 +337,10 @@ func Authorize(c *Checker, env Env, req kmsg.Request) Verdict {
 		return verdict(ShareFetch(c, env, r))
 	case *kmsg.ShareAcknowledgeRequest:
 		return verdict(ShareAcknowledge(c, env, r))
+	case *kmsg.AddRaftVoterRequest:
+		return verdict(AddRaftVoter(c, env, r))
+	case *kmsg.RemoveRaftVoterRequest:
+		return verdict(RemoveRaftVoter(c, env, r))
 	case *kmsg.ReadShareGroupStateRequest:
 		return verdict(ReadShareGroupState(c, env, r))
 	case *kmsg.WriteShareGroupStateRequest:

@@ -159,6 +159,11 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16, txn pr
 	if txn.err != nil && h.IsTransactional() {
 		return none, txn.err
 	}
+	if err := b.logDir.Err(); err != nil {
+		// The data directory is offline (full or failing): answer now
+		// rather than try a write that fails or hangs (logdir.go).
+		return none, err
+	}
 	if b.cfg.NullStorage {
 		n := int64(h.LastOffsetDelta) + 1
 		last := p.nullEnd.Add(n) - 1

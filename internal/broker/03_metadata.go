@@ -50,7 +50,7 @@ func (b *Broker) metadataResponse(r *kmsg.MetadataRequest, listener string, crea
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	img := b.image()
 	resp.ClusterID = &b.clusterID
-	resp.ControllerID = b.node.Leader()
+	resp.ControllerID = controllerForClients(img, b.node.Leader(), b.cfg.NodeID)
 	for _, br := range img.Brokers() {
 		if br.Fenced {
 			continue

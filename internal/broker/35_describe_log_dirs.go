@@ -11,8 +11,9 @@ import (
 
 // DescribeLogDirs v1-5: the one data directory, the size of each
 // requested partition (all when Topics is null), and the file system's
-// total and usable bytes (v4+). OffsetLag is 0: there are no future
-// replicas being moved between directories.
+// total and usable bytes (v4+); KAFKA_STORAGE_ERROR while the directory
+// is offline (logdir.go). OffsetLag is 0: there are no future replicas
+// being moved between directories.
 var _ = register(handler{key: 35, min: 1, max: 5, serve: (*Broker).handleDescribeLogDirs})
 
 func (b *Broker) handleDescribeLogDirs(_ context.Context, req *server.Request) *server.Reply {
@@ -20,6 +21,9 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, req *server.Request) *
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = b.cfg.DataDir
+	if err := b.logDir.Err(); err != nil {
+		dir.ErrorCode = errCode(err)
+	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(b.cfg.DataDir, &st); err == nil {
 		dir.TotalBytes = int64(st.Blocks) * int64(st.Bsize)

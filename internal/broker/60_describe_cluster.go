@@ -23,7 +23,7 @@ func (b *Broker) handleDescribeCluster(_ context.Context, req *server.Request) *
 		return server.Ready(resp)
 	}
 	resp.ClusterID = b.clusterID
-	resp.ControllerID = b.node.Leader()
+	resp.ControllerID = controllerForClients(b.image(), b.node.Leader(), b.cfg.NodeID)
 	for _, br := range b.image().Brokers() {
 		mb, ok := b.endpointFor(br, req.Conn.Listener)
 		if !ok || br.Fenced {

@@ -298,6 +298,13 @@ func TestDenialMatrix(t *testing.T) {
 			Ops:    []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1e9}}}}}, clusterDenied, ""},
 		{"describe user scram credentials", &kmsg.DescribeUserSCRAMCredentialsRequest{}, clusterDenied, ""},
 		{"alter user scram credentials", &kmsg.AlterUserSCRAMCredentialsRequest{Deletions: []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "alice", Mechanism: 1}}}, clusterDenied, ""},
+		{"describe quorum", &kmsg.DescribeQuorumRequest{Topics: []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata",
+			Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{}}}}}, clusterDenied, ""},
+		{"update features", &kmsg.UpdateFeaturesRequest{TimeoutMillis: 1000, FeatureUpdates: []kmsg.UpdateFeaturesRequestFeatureUpdate{{
+			Feature: "group.version", MaxVersionLevel: 0, UpgradeType: 2}}}, clusterDenied, ""},
+		{"add raft voter", &kmsg.AddRaftVoterRequest{VoterID: 4, TimeoutMillis: 1000, Listeners: []kmsg.AddRaftVoterRequestListener{{
+			Name: "CONTROLLER", Host: "127.0.0.1", Port: 1}}}, clusterDenied, ""},
+		{"remove raft voter", &kmsg.RemoveRaftVoterRequest{VoterID: 1}, clusterDenied, ""},
 		{"alter partition", &kmsg.AlterPartitionRequest{BrokerID: 1, BrokerEpoch: -1, Topics: []kmsg.AlterPartitionRequestTopic{{TopicID: tid,
 			Partitions: []kmsg.AlterPartitionRequestTopicPartition{{NewISR: []int32{1}}}}}}, clusterDenied, ""},
 		{"describe producers", &kmsg.DescribeProducersRequest{Topics: []kmsg.DescribeProducersRequestTopic{{Topic: "t", Partitions: []int32{0}}}}, topicDenied, ""},

@@ -23,6 +23,7 @@ import (
 	"weir/internal/group"
 	"weir/internal/kraft"
 	wlog "weir/internal/log"
+	"weir/internal/logdir"
 	"weir/internal/metadata"
 	"weir/internal/producer"
 	"weir/internal/quota"
@@ -116,6 +117,7 @@ type Broker struct {
 	clusterID string
 
 	syncer   *wlog.Syncer      // does every partition log's fsyncs
+	logDir   *logdir.Dir       // the data directory's health (logdir.go)
 	cleaner  *cleaner.Cleaner  // compacts the logs of compacted topics (cleaner.go)
 	authz    *authz.Authorizer // ACL decisions over the metadata image (security.go)
 	quotas   *quota.Manager    // client quotas (security.go)
@@ -212,6 +214,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.syncer = wlog.NewSyncer(0)
+	b.logDir = logdir.New(logdir.Config{Path: cfg.DataDir, Logger: b.logger, OnChange: b.logDirChanged})
 	if err := b.newCleaner(); err != nil {
 		b.syncer.Close()
 		b.ctl.Close()
@@ -348,6 +351,7 @@ func (b *Broker) Close() error {
 		g.Close()
 	}
 	err := b.closeLogs()
+	b.logDir.Close()
 	b.syncer.Close()
 	b.ctl.Close()
 	if cerr := b.node.Close(); err == nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/kraft"
+	"weir/internal/metadata"
 	"weir/internal/server"
 )
 
@@ -69,4 +70,19 @@ func (b *Broker) forwardThenWait(ctx context.Context, req *server.Request, appli
 		}
 		return resp
 	})
+}
+
+// controllerForClients is the controller Metadata and DescribeCluster
+// name: the raft leader, which runs the active controller, while it is a
+// registered, unfenced broker; else (no leader during an election, a
+// leader fenced as dead) this broker, which forwards admin requests to
+// whichever controller becomes active. A client is never told to wait
+// for a controller it cannot reach, or for none.
+func controllerForClients(img *metadata.Image, leader, self int32) int32 {
+	if leader >= 0 {
+		if br, ok := img.Broker(leader); ok && !br.Fenced {
+			return leader
+		}
+	}
+	return self
 }

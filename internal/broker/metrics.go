@@ -21,6 +21,7 @@ var (
 
 	descHosted    = prometheus.NewDesc("weir_broker_partitions_hosted", "Partitions this broker holds a replica of.", nil, nil)
 	descLed       = prometheus.NewDesc("weir_broker_partitions_led", "Partitions this broker leads.", nil, nil)
+	descDirOff    = prometheus.NewDesc("weir_broker_log_dir_offline", "1 while the data directory is offline (a write or sync failed: a full or failing disk).", nil, nil)
 	descLEO       = prometheus.NewDesc("weir_partition_log_end_offset", "Offset the next record of the partition will get.", partLabels, nil)
 	descHW        = prometheus.NewDesc("weir_partition_high_watermark", "Offset below which records are visible to consumers.", partLabels, nil)
 	descLogStart  = prometheus.NewDesc("weir_partition_log_start_offset", "First offset still in the partition's log.", partLabels, nil)
@@ -43,7 +44,7 @@ var (
 )
 
 func (c brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHosted, descLed, descLEO, descHW, descLogStart, descLogSize, descFsyncs, descInFlight, descAcquired, descAvailable,
+	for _, d := range []*prometheus.Desc{descHosted, descLed, descDirOff, descLEO, descHW, descLogStart, descLogSize, descFsyncs, descInFlight, descAcquired, descAvailable,
 		descArchived, descExpiries, descRedeliv, descAcked, descParked, descParkedE, descParkedS, descRebal, descEpochs, descExpired, descCommitted} {
 		ch <- d
 	}
@@ -71,6 +72,11 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descHosted, float64(len(parts)))
 	gauge(descLed, float64(led))
+	offline := 0.0
+	if !b.logDir.Online() {
+		offline = 1
+	}
+	gauge(descDirOff, offline)
 	for _, p := range parts {
 		if p.log.EndOffset() == 0 {
 			// Never written: nothing to watch, and at a million hosted

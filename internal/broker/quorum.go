@@ -46,8 +46,8 @@ type QuorumConfig struct {
 	// node learns it only when the leader next reaches it). The brokers of
 	// the applied image are tried too.
 	ControllerBootstrap []string
-	// RaftTimeout is the raft heartbeat and election timeout (and leader
-	// lease) of a multi-node quorum; zero keeps internal/kraft's 300 ms.
+	// RaftTimeout is the raft heartbeat, election and lease timeout of a
+	// multi-node quorum; zero keeps internal/quorum's 2 s.
 	RaftTimeout time.Duration
 	// StartTimeout bounds how long Start waits for the controller to
 	// unfence this broker (default 30 s).
@@ -124,6 +124,9 @@ func (b *Broker) openQuorum() error {
 	if err != nil {
 		return err
 	}
+	if err := kraft.EnsureKafkaMetaProperties(dir, id, b.cfg.NodeID); err != nil {
+		return err
+	}
 	b.clusterID = id
 	settings := b.settings()
 	n, err := kraft.Open(kraft.Config{
@@ -137,8 +140,8 @@ func (b *Broker) openQuorum() error {
 			DefaultPartitions:        b.cfg.NumPartitions,
 			DefaultReplicationFactor: int16(settings.Int(config.DefaultReplicationFactor)),
 			Logger:                   b.logger,
+			Configs:                  configPolicy{b},
 		},
-		MergeConfigs: kraft.MergeConfigOps,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: metadata quorum: %w", err)
@@ -245,7 +248,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	life, err := kraft.StartLifecycle(kraft.LifecycleConfig{
 		BrokerID: b.cfg.NodeID, ClusterID: b.clusterID,
 		Listeners: regs, Rack: rack,
-		Client: b.ctl, Metadata: b.node.FSM(),
+		Client: b.ctl, Metadata: b.node.FSM(), Ready: b.leadershipReady,
 		HeartbeatInterval: b.cfg.Quorum.HeartbeatInterval,
 		// Registering and catching up are small requests: retry them
 		// soon, since each wait is start-up latency.
@@ -408,14 +411,20 @@ func (b *Broker) activeBrokers() int {
 func ptr[T any](v T) *T { return &v }
 
 // admin sends an admin request to the active controller and waits until
-// this broker has applied its outcome (done says when; nil waits for
-// nothing), so that a client's next request here sees it.
+// this broker has applied its outcome: the metadata offset the controller
+// says it committed at (requests at versions with tagged fields), and
+// done's condition if any, so that a client's next request here sees it.
 func (b *Broker) admin(ctx context.Context, req kmsg.Request, done func(kmsg.Response) func() bool) (kmsg.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := b.ctl.Admin(ctx, req)
+	resp, offset, err := b.ctl.AdminAt(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if offset >= 0 {
+		if err := b.waitApplied(ctx, offset); err != nil {
+			b.logger.Warn("controller change not applied here in time", "api", kmsg.NameForKey(req.Key()), "offset", offset, "err", err)
+		}
 	}
 	if done != nil {
 		if cond := done(resp); cond != nil {
@@ -425,6 +434,15 @@ func (b *Broker) admin(ctx context.Context, req kmsg.Request, done func(kmsg.Res
 		}
 	}
 	return resp, nil
+}
+
+// waitApplied waits until this broker's registry has applied the
+// metadata log up to offset.
+func (b *Broker) waitApplied(ctx context.Context, offset int64) error {
+	return b.waitRegistry(ctx, func() bool {
+		img := b.image()
+		return img != nil && img.Offset() >= offset
+	})
 }
 
 // waitRegistry waits until cond holds, checking after each metadata

@@ -202,10 +202,6 @@ func (h shareGroupHost) GroupRecords(ctx context.Context, fn func(group string, 
 	})
 }
 
-func (h shareGroupHost) StoreGroupConfigs(_ context.Context, group string, current, next map[string]string, applied func() bool) error {
-	return h.b.storeConfigs(kmsg.ConfigResourceTypeGroupConfig, group, current, next, applied)
-}
-
 // sharedPartition is a data partition led here, for sharegroup.
 type sharedPartition struct {
 	p     *partition

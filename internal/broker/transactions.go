@@ -26,13 +26,6 @@ import (
 // appended. The handlers 22, 24-28, 61, 65 and 66 only call it, the
 // group coordinator and the partition logs.
 
-// TransactionVersion is the transaction.version feature level weir
-// finalizes (KIP-890's transaction protocol); ApiVersions advertises it.
-const TransactionVersion = int16(txn.V2)
-
-// transactionVersionFeature is the feature's name.
-const transactionVersionFeature = "transaction.version"
-
 // txnTopic is the transaction coordinator's internal topic.
 const txnTopic = coordinator.Topic
 

@@ -120,9 +120,64 @@ func (b *Broker) IncrementalAlterBroker(resourceName string, ops []IncrementalOp
 		return nil, e
 	}
 	perNode := resourceName != ""
-	next := b.DynamicConfigs(perNode)
-	// The broker starts a list from the stored value or, when none, the
-	// broker config's non-null default, split as Java splits.
+	next, e := applyBrokerOps(b.DynamicConfigs(perNode), ops)
+	if e != nil {
+		return nil, e
+	}
+	if e := b.checkBrokerChange(next, perNode); e != nil {
+		return nil, e
+	}
+	return next, nil
+}
+
+// MergeBrokerOps is IncrementalAlterBroker as the active controller
+// decides it: the operations go over current, the level's overrides as
+// the controller holds them, rather than this node's copy, and the
+// resource may name any node (the broker that took the request checked
+// that it names that broker). The result is checked as a whole against
+// this node's static configs for the cluster-wide level and this node's
+// own level, value by value for another node's.
+func (b *Broker) MergeBrokerOps(resourceName string, current map[string]string, ops []IncrementalOp) (map[string]string, *Error) {
+	if e := checkOps(ops); e != nil {
+		return nil, e
+	}
+	next, e := applyBrokerOps(maps.Clone(current), ops)
+	if e != nil {
+		return nil, e
+	}
+	return next, b.checkBrokerLevel(resourceName, next)
+}
+
+// ReplaceBroker is AlterBroker as the active controller decides it, for a
+// resource naming any node: the entries become the level's overrides.
+func (b *Broker) ReplaceBroker(resourceName string, entries []AlterEntry) (map[string]string, *Error) {
+	next, e := alterEntries(entries)
+	if e != nil {
+		return nil, e
+	}
+	return next, b.checkBrokerLevel(resourceName, next)
+}
+
+// checkBrokerLevel checks the new overrides of the level resourceName
+// names: in full for the cluster-wide level and this node's, value by
+// value for another node's, whose static configs this node does not know.
+func (b *Broker) checkBrokerLevel(resourceName string, next map[string]string) *Error {
+	if resourceName != "" && resourceName != itoa(int64(b.NodeID())) {
+		if _, err := strconv.ParseInt(resourceName, 10, 32); err != nil {
+			return invalidRequest("Node id must be an integer, but it is: " + resourceName)
+		}
+		return checkDynamicBroker(next, true)
+	}
+	return b.checkBrokerChange(next, resourceName != "")
+}
+
+// applyBrokerOps applies ops to a level's overrides (next, modified and
+// returned). A list starts from the stored value or, when none, the
+// broker config's non-null default, split as Java splits.
+func applyBrokerOps(next map[string]string, ops []IncrementalOp) (map[string]string, *Error) {
+	if next == nil {
+		next = map[string]string{}
+	}
 	e := applyOps(next, ops, func(op IncrementalOp, old string, set bool) ([]string, *Error) {
 		d, ok := brokerDefs.get(op.Name)
 		if !ok {
@@ -140,9 +195,6 @@ func (b *Broker) IncrementalAlterBroker(resourceName string, ops []IncrementalOp
 		return javaSplit(old), nil
 	})
 	if e != nil {
-		return nil, e
-	}
-	if e := b.checkBrokerChange(next, perNode); e != nil {
 		return nil, e
 	}
 	return next, nil

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"math"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -113,6 +114,9 @@ func (c *Controller) Heartbeat(req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHe
 	s := c.session(b.ID)
 	s.lastContact = c.now()
 	s.reported = req.CurrentMetadataOffset
+	if s.reported >= c.committed.Offset() {
+		s.caughtUpAt = s.lastContact
+	}
 	caughtUp := s.registeredAt >= 0 && req.CurrentMetadataOffset >= s.registeredAt
 	resp.IsCaughtUp = caughtUp
 	resp.IsFenced = b.Fenced
@@ -293,4 +297,28 @@ func (c *Controller) AllocateProducerIDs(req *kmsg.AllocateProducerIDsRequest) (
 	}
 	resp.ProducerIDStart, resp.ProducerIDLen = start, n
 	return resp, recs
+}
+
+// Progress is how far a broker follows the metadata log, as its
+// heartbeats say: the offset it reported last, when, and when it last
+// reported the committed offset of the time (zero times: never, since
+// this controller started).
+type Progress struct {
+	Broker      int32
+	Offset      int64
+	LastContact time.Time
+	CaughtUp    time.Time
+}
+
+// Progress lists every registered broker's progress, by id.
+func (c *Controller) Progress() []Progress {
+	var out []Progress
+	for _, b := range c.committed.Brokers() {
+		p := Progress{Broker: b.ID, Offset: -1}
+		if s, ok := c.sessions[b.ID]; ok && s.reported >= 0 {
+			p.Offset, p.LastContact, p.CaughtUp = s.reported, s.lastContact, s.caughtUpAt
+		}
+		out = append(out, p)
+	}
+	return out
 }

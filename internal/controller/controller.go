@@ -56,6 +56,9 @@ type Config struct {
 	// ProducerIDBlockSize is how many producer ids one
 	// AllocateProducerIds hands out. Default 1000, as Kafka.
 	ProducerIDBlockSize int32
+	// Configs merges and checks config changes (IncrementalAlterConfigs,
+	// AlterConfigs) against the controller's view. Default PlainConfigs.
+	Configs ConfigPolicy
 }
 
 func (c *Config) defaults() {
@@ -88,6 +91,9 @@ func (c *Config) defaults() {
 	if c.ProducerIDBlockSize <= 0 {
 		c.ProducerIDBlockSize = 1000
 	}
+	if c.Configs == nil {
+		c.Configs = PlainConfigs{}
+	}
 }
 
 // Controller decides the cluster's metadata changes. See the package
@@ -112,6 +118,9 @@ type session struct {
 	lastContact time.Time
 	// reported is the metadata offset of the broker's last heartbeat.
 	reported int64
+	// caughtUpAt is the last heartbeat that reported the committed
+	// offset of its time.
+	caughtUpAt time.Time
 	// registeredAt is the offset at which the broker's registration
 	// committed, -1 while it has not. A broker is caught up, and may be
 	// unfenced, once it has applied that far.

@@ -15,7 +15,12 @@
 //     blocks (AllocateProducerIds).
 //   - Topics (topics.go): CreateTopics with Kafka's rack-aware round-robin
 //     placement over the active brokers (placement.go), CreatePartitions,
-//     DeleteTopics, config records (AlterConfigs).
+//     DeleteTopics.
+//   - Config changes (configs.go): IncrementalAlterConfigs and the legacy
+//     AlterConfigs, decided against the configs in the controller's view
+//     (committed plus in flight) by a ConfigPolicy the owner supplies, so
+//     that requests taken by different brokers apply one after the
+//     other; only the differences are written.
 //   - Leadership (elect.go, leaders.go): elections from the ISR among
 //     active brokers with leader epoch bumps, preferred elections
 //     (ElectLeaders), auto leader rebalance and unclean elections where a
@@ -45,8 +50,9 @@
 // Raft, the log and transport: the owner proposes each batch and applies
 // committed ones. Request routing, authorization and the wire: the owner
 // hands in kmsg requests and sends the kmsg responses. Config validation:
-// topic and broker config values are recorded as given; internal/config
-// validates them first. The image: internal/metadata.
+// the ConfigPolicy (internal/config's rules, plugged in by the broker);
+// CreateTopics configs are recorded as given, validated first by the
+// broker. The image: internal/metadata.
 //
 // # The contract with the owner
 //

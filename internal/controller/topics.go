@@ -3,9 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -393,66 +391,4 @@ func (t *txn) createPartitions(rt *kmsg.CreatePartitionsRequestTopic) error {
 		t.add(p)
 	}
 	return nil
-}
-
-// ConfigChange sets and deletes config keys of one resource.
-type ConfigChange struct {
-	Resource metadata.ConfigResource
-	Set      map[string]string
-	Delete   []string
-}
-
-// AlterConfigs records config changes, one batch for all of them, and
-// returns an error per change (nil when accepted): UNKNOWN_TOPIC_OR_PARTITION
-// for a topic that does not exist, INVALID_REQUEST for a broker resource
-// whose name is not a broker id. Like CreateTopics, it records values as
-// given: validating and merging them (incremental operations) is the
-// caller's job.
-func (c *Controller) AlterConfigs(changes []ConfigChange) ([]error, []metadata.Record) {
-	errs := make([]error, len(changes))
-	t := c.begin()
-	for i, ch := range changes {
-		switch ch.Resource.Type {
-		case metadata.ResourceTopic:
-			if _, ok := t.b.TopicByName(ch.Resource.Name); !ok {
-				errs[i] = apiErr(kerr.UnknownTopicOrPartition, "Topic %s does not exist.", ch.Resource.Name)
-				continue
-			}
-		case metadata.ResourceBroker:
-			if n := ch.Resource.Name; n != "" {
-				if id, err := strconv.ParseInt(n, 10, 32); err != nil || id < 0 || strconv.Itoa(int(id)) != n {
-					errs[i] = apiErr(kerr.InvalidRequest, "Unexpected broker id %q.", n)
-					continue
-				}
-			}
-		case metadata.ResourceGroup:
-			if ch.Resource.Name == "" {
-				errs[i] = apiErr(kerr.InvalidRequest, "Group name must not be empty.")
-				continue
-			}
-		default:
-			errs[i] = apiErr(kerr.InvalidRequest, "Unsupported resource type %d.", ch.Resource.Type)
-			continue
-		}
-		if _, empty := ch.Set[""]; empty || slices.Contains(ch.Delete, "") {
-			errs[i] = apiErr(kerr.InvalidRequest, "A config key is empty.")
-			continue
-		}
-		for _, k := range slices.Sorted(maps.Keys(ch.Set)) {
-			t.add(&metadata.ConfigRecord{Resource: ch.Resource.Type, Name: ch.Resource.Name, Key: k, Value: ch.Set[k]})
-		}
-		for _, k := range ch.Delete {
-			t.add(&metadata.ConfigRecord{Resource: ch.Resource.Type, Name: ch.Resource.Name, Key: k, Delete: true})
-		}
-	}
-	recs, err := t.commit()
-	if err != nil {
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = err
-			}
-		}
-		return errs, nil
-	}
-	return errs, recs
 }

@@ -34,10 +34,15 @@ type call struct {
 
 type callResult struct {
 	resp kmsg.Response
-	err  error
+	// offset is the metadata offset committed when the reply went: the
+	// request's own batch, or the last batch decided before it.
+	offset int64
+	err    error
 }
 
-func (cl *call) reply(resp kmsg.Response, err error) { cl.out <- callResult{resp, err} }
+func (cl *call) reply(resp kmsg.Response, offset int64, err error) {
+	cl.out <- callResult{resp, offset, err}
+}
 
 // Do submits one controller request (see ControllerKeys) and returns its
 // response once the batch it decided, if any, is committed and applied
@@ -47,12 +52,20 @@ func (cl *call) reply(resp kmsg.Response, err error) { cl.out <- callResult{resp
 // controller returns a *NotControllerError; its batch may or may not have
 // been committed.
 func (a *Active) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp, _, err := a.DoAt(ctx, req)
+	return resp, err
+}
+
+// DoAt is Do that also returns the metadata offset at which the outcome
+// was committed: the request's own batch, or, for a decision that wrote
+// nothing, the last batch decided before it. Once a node has applied
+// that offset, its image reflects the answer.
+func (a *Active) DoAt(ctx context.Context, req kmsg.Request) (kmsg.Response, int64, error) {
 	if !isControllerKey(req.Key()) {
-		return nil, fmt.Errorf("%w: %s", ErrUnsupportedRequest, kmsg.NameForKey(req.Key()))
+		return nil, -1, fmt.Errorf("%w: %s", ErrUnsupportedRequest, kmsg.NameForKey(req.Key()))
 	}
-	merge := a.n.cfg.MergeConfigs
 	return a.submit(ctx, func(c *controller.Controller) (kmsg.Response, []metadata.Record, error) {
-		return decide(c, req, merge)
+		return decide(c, req)
 	})
 }
 
@@ -61,7 +74,7 @@ func (a *Active) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, error
 // epoch -1 fences any incarnation. It reports whether a batch was written.
 func (a *Active) FenceBroker(ctx context.Context, id int32, epoch int64) (bool, error) {
 	wrote := false
-	_, err := a.submit(ctx, func(c *controller.Controller) (kmsg.Response, []metadata.Record, error) {
+	_, _, err := a.submit(ctx, func(c *controller.Controller) (kmsg.Response, []metadata.Record, error) {
 		recs := c.FenceBroker(id, epoch)
 		wrote = len(recs) > 0
 		return nil, recs, nil
@@ -74,28 +87,28 @@ func (a *Active) Done() <-chan struct{} { return a.done }
 
 func (a *Active) notController() error { return &NotControllerError{LeaderID: a.n.Leader()} }
 
-func (a *Active) submit(ctx context.Context, d decision) (kmsg.Response, error) {
+func (a *Active) submit(ctx context.Context, d decision) (kmsg.Response, int64, error) {
 	cl := &call{ctx: ctx, decide: d, out: make(chan callResult, 1)}
 	select {
 	case a.calls <- cl:
 	case <-a.done:
-		return nil, a.notController()
+		return nil, -1, a.notController()
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, -1, ctx.Err()
 	}
 	select {
 	case r := <-cl.out:
-		return r.resp, r.err
+		return r.resp, r.offset, r.err
 	case <-a.done:
 		// The loop answers what it can before it closes done.
 		select {
 		case r := <-cl.out:
-			return r.resp, r.err
+			return r.resp, r.offset, r.err
 		default:
-			return nil, a.notController()
+			return nil, -1, a.notController()
 		}
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, -1, ctx.Err()
 	}
 }
 
@@ -151,14 +164,14 @@ func (n *Node) runController(ctx context.Context) error {
 		notc := a.notController()
 		for _, f := range inflight {
 			for _, r := range f.replies {
-				r.cl.reply(nil, notc)
+				r.cl.reply(nil, -1, notc)
 			}
 		}
 		close(a.done)
 		for drained := false; !drained; {
 			select {
 			case cl := <-a.calls:
-				cl.reply(nil, notc)
+				cl.reply(nil, -1, notc)
 			default:
 				drained = true
 			}
@@ -199,7 +212,7 @@ func (n *Node) runController(ctx context.Context) error {
 
 		case cl := <-calls:
 			if cl.ctx.Err() != nil {
-				cl.reply(nil, cl.ctx.Err())
+				cl.reply(nil, -1, cl.ctx.Err())
 				continue
 			}
 			resp, recs, err := cl.decide(c)
@@ -208,7 +221,7 @@ func (n *Node) runController(ctx context.Context) error {
 			case len(recs) > 0:
 				enqueue(recs, r)
 			case len(inflight) == 0:
-				cl.reply(resp, err)
+				cl.reply(resp, committed, err)
 			default:
 				last := inflight[len(inflight)-1]
 				last.replies = append(last.replies, r)
@@ -236,7 +249,7 @@ func (n *Node) runController(ctx context.Context) error {
 			inflight = inflight[1:]
 			handed--
 			for _, r := range f.replies {
-				r.cl.reply(r.resp, r.err)
+				r.cl.reply(r.resp, committed, r.err)
 			}
 
 		case <-timer.C:

@@ -37,11 +37,18 @@ type ControllerClient interface {
 	// AllocateProducerIds, CreateAcls, DeleteAcls, AlterClientQuotas,
 	// AlterUserScramCredentials).
 	Admin(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	// AdminAt is Admin that also returns the metadata offset at which the
+	// controller had committed the outcome (Active.DoAt), -1 when the
+	// answer did not say (a request at a version without tagged fields,
+	// or a NOT_CONTROLLER answer). A broker that has applied the offset
+	// sees the change in its image.
+	AdminAt(ctx context.Context, req kmsg.Request) (kmsg.Response, int64, error)
 }
 
-// attempt is one try of a request: the response, or an error with
-// whether trying again (elsewhere, later) may help.
-type attempt func(ctx context.Context, req kmsg.Request) (resp kmsg.Response, retry bool, err error)
+// attempt is one try of a request: the response and the offset its
+// outcome committed at (-1 unknown), or an error with whether trying
+// again (elsewhere, later) may help.
+type attempt func(ctx context.Context, req kmsg.Request) (resp kmsg.Response, offset int64, retry bool, err error)
 
 // retrier implements ControllerClient over attempts, retrying those that
 // say NOT_CONTROLLER or failed in a way worth retrying.
@@ -51,22 +58,22 @@ type retrier struct {
 	maxBackoff time.Duration
 }
 
-func (r retrier) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (r retrier) do(ctx context.Context, req kmsg.Request) (kmsg.Response, int64, error) {
 	if !isControllerKey(req.Key()) {
-		return nil, fmt.Errorf("%w: %s", ErrUnsupportedRequest, kmsg.NameForKey(req.Key()))
+		return nil, -1, fmt.Errorf("%w: %s", ErrUnsupportedRequest, kmsg.NameForKey(req.Key()))
 	}
 	backoff := r.minBackoff
 	var lastNotController kmsg.Response
 	var lastErr error
 	for {
-		resp, retry, err := r.try(ctx, req)
+		resp, offset, retry, err := r.try(ctx, req)
 		switch {
 		case err == nil && !IsNotController(resp):
-			return resp, nil
+			return resp, offset, nil
 		case err == nil:
 			lastNotController = resp
 		case !retry:
-			return nil, err
+			return nil, -1, err
 		default:
 			lastErr = err
 		}
@@ -75,9 +82,9 @@ func (r retrier) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error
 		case <-ctx.Done():
 			t.Stop()
 			if lastNotController != nil {
-				return lastNotController, nil
+				return lastNotController, -1, nil
 			}
-			return nil, fmt.Errorf("kraft: no controller answered %s: %w (last error: %v)", kmsg.NameForKey(req.Key()), ctx.Err(), lastErr)
+			return nil, -1, fmt.Errorf("kraft: no controller answered %s: %w (last error: %v)", kmsg.NameForKey(req.Key()), ctx.Err(), lastErr)
 		case <-t.C:
 		}
 		backoff = min(2*backoff, r.maxBackoff)
@@ -85,7 +92,7 @@ func (r retrier) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error
 }
 
 func (r retrier) RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistrationRequest) (*kmsg.BrokerRegistrationResponse, error) {
-	resp, err := r.do(ctx, req)
+	resp, _, err := r.do(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +100,7 @@ func (r retrier) RegisterBroker(ctx context.Context, req *kmsg.BrokerRegistratio
 }
 
 func (r retrier) Heartbeat(ctx context.Context, req *kmsg.BrokerHeartbeatRequest) (*kmsg.BrokerHeartbeatResponse, error) {
-	resp, err := r.do(ctx, req)
+	resp, _, err := r.do(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +113,11 @@ func (r retrier) ControlledShutdown(ctx context.Context, req *kmsg.BrokerHeartbe
 }
 
 func (r retrier) Admin(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp, _, err := r.do(ctx, req)
+	return resp, err
+}
+
+func (r retrier) AdminAt(ctx context.Context, req kmsg.Request) (kmsg.Response, int64, error) {
 	return r.do(ctx, req)
 }
 
@@ -129,9 +141,9 @@ func NewLocalClient(n *Node) *LocalClient {
 }
 
 func localAttempt(n *Node) attempt {
-	return func(ctx context.Context, req kmsg.Request) (kmsg.Response, bool, error) {
-		resp, err := n.HandleControllerRequest(ctx, req.Key(), req)
-		return resp, false, err
+	return func(ctx context.Context, req kmsg.Request) (kmsg.Response, int64, bool, error) {
+		resp, offset, err := n.handleControllerRequest(ctx, req.Key(), req)
+		return resp, offset, false, err
 	}
 }
 

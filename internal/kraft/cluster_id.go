@@ -86,10 +86,36 @@ func writeMeta(dir string, m metaJSON) error {
 	if err != nil {
 		return err
 	}
+	return writeFileAtomic(dir, metaFile, data)
+}
+
+// kafkaMetaProperties is the metadata directory's identity in Kafka's
+// format, which Kafka's tools read: kafka-metadata-quorum add-controller
+// takes the directory id of the node it adds from there (with
+// metadata.log.dir naming this directory in its --command-config).
+const kafkaMetaProperties = "meta.properties"
+
+// EnsureKafkaMetaProperties writes meta.properties in a node's metadata
+// directory once, with a random directory id; weir itself reads
+// meta.json.
+func EnsureKafkaMetaProperties(dir, clusterID string, nodeID int32) error {
+	if _, err := os.Stat(filepath.Join(dir, kafkaMetaProperties)); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	body := fmt.Sprintf("#\n# The identity of this metadata directory, in Apache Kafka's format, for Kafka's tools.\n"+
+		"version=1\ncluster.id=%s\nnode.id=%d\ndirectory.id=%s\n", clusterID, nodeID, base64.RawURLEncoding.EncodeToString(id[:]))
+	return writeFileAtomic(dir, kafkaMetaProperties, []byte(body))
+}
+
+// writeFileAtomic writes dir/name through a synced temporary file and a
+// rename, then syncs the directory.
+func writeFileAtomic(dir, name string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, metaFile+".tmp")
+	tmp := filepath.Join(dir, name+".tmp")
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
@@ -105,7 +131,7 @@ func writeMeta(dir string, m metaJSON) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, metaFile)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return err
 	}
 	d, err := os.Open(dir)

@@ -194,6 +194,7 @@ func (c *testCluster) startBroker(id int32) *BrokerLifecycle {
 	p, _ := strconv.Atoi(port)
 	life, err := StartLifecycle(LifecycleConfig{
 		BrokerID:  id,
+		ClusterID: tn.cfg.Controller.ClusterID,
 		Listeners: []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: uint16(p)}},
 		Client:    tn.client,
 		Metadata:  tn.node.FSM(),
@@ -206,7 +207,8 @@ func (c *testCluster) startBroker(id int32) *BrokerLifecycle {
 	return life
 }
 
-// kill stops a node abruptly: lifecycle, listener, client and node.
+// kill stops a node abruptly, as a killed process: lifecycle, listener,
+// client and node, which hands no leadership over.
 func (c *testCluster) kill(id int32) {
 	tn := c.nodes[id]
 	if tn.life != nil {
@@ -214,6 +216,7 @@ func (c *testCluster) kill(id int32) {
 		tn.life = nil
 	}
 	if tn.node != nil {
+		tn.node.abrupt = true
 		tn.node.Close()
 		tn.node = nil
 	}

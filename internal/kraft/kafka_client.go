@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/wiretag"
 )
 
 // KafkaClientConfig configures a KafkaClient.
@@ -39,7 +41,11 @@ type KafkaClientConfig struct {
 	DialTimeout time.Duration
 	// MinBackoff and MaxBackoff pace retries (defaults 10 ms and 100 ms).
 	MinBackoff, MaxBackoff time.Duration
-	Logger                 *slog.Logger
+	// MaxConnsPerAddr caps the connections open to one address, in use
+	// or idle (default 8); a request finding them all in use waits for
+	// one. Idle connections are kept, never more than the cap.
+	MaxConnsPerAddr int
+	Logger          *slog.Logger
 }
 
 // KafkaClient is the ControllerClient of a broker whose controller runs
@@ -50,20 +56,38 @@ type KafkaClientConfig struct {
 // leader, until their context ends; a request that may have reached a
 // controller before its connection failed is retried only if resending
 // it is harmless (BrokerRegistration, BrokerHeartbeat,
-// ListPartitionReassignments), else the error is returned.
+// ListPartitionReassignments, DescribeQuorum), else the error is
+// returned.
 //
-// Connections are kept per address, one per concurrent request, so a
-// slow CreateTopics does not hold back a heartbeat. Safe for concurrent
-// use; Close closes the idle connections and fails later requests.
+// Connections are kept per address, one per concurrent request up to
+// MaxConnsPerAddr, so a slow CreateTopics does not hold back a heartbeat
+// and a burst of requests does not open a connection each. Safe for
+// concurrent use; Close closes the idle connections and fails later
+// requests.
 type KafkaClient struct {
 	retrier
 	cfg KafkaClientConfig
 	log *slog.Logger
 
 	mu     sync.Mutex // leaf
-	idle   map[string][]*kconn
+	pools  map[string]*connPool
 	next   int // the next Bootstrap address to try
 	closed bool
+	dials  int64 // connections opened, for tests
+}
+
+// connPool is the connections to one address.
+type connPool struct {
+	open int // connections open, idle or in use
+	idle []*kconn
+	// freed is closed, and replaced, when a connection goes back idle or
+	// is closed: a request waiting for one looks again.
+	freed chan struct{}
+}
+
+func (p *connPool) signal() {
+	close(p.freed)
+	p.freed = make(chan struct{})
 }
 
 // NewKafkaClient returns a client; it connects on first use.
@@ -81,22 +105,26 @@ func NewKafkaClient(cfg KafkaClientConfig) *KafkaClient {
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = defaultMaxBackoff
 	}
+	if cfg.MaxConnsPerAddr <= 0 {
+		cfg.MaxConnsPerAddr = defaultMaxConnsPerAddr
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	k := &KafkaClient{cfg: cfg, log: cfg.Logger, idle: map[string][]*kconn{}}
+	k := &KafkaClient{cfg: cfg, log: cfg.Logger, pools: map[string]*connPool{}}
 	k.retrier = retrier{try: k.attempt, minBackoff: cfg.MinBackoff, maxBackoff: cfg.MaxBackoff}
 	return k
 }
 
-// maxIdlePerAddr bounds the idle connections kept per address.
-const maxIdlePerAddr = 4
+// defaultMaxConnsPerAddr is MaxConnsPerAddr's default: a broker's
+// lifecycle, its admin forwards and its ISR changes rarely overlap more.
+const defaultMaxConnsPerAddr = 8
 
 // safeToResend lists the requests that may be sent again after a
 // connection failed with the request possibly delivered.
-func safeToResend(key int16) bool { return key == 46 || key == 62 || key == 63 }
+func safeToResend(key int16) bool { return key == 46 || key == 55 || key == 62 || key == 63 }
 
-func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Response, bool, error) {
+func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Response, int64, bool, error) {
 	leader := int32(-1)
 	if k.cfg.Leader != nil {
 		leader = k.cfg.Leader()
@@ -110,24 +138,33 @@ func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Respo
 	}
 	if !ok {
 		if addr, ok = k.bootstrap(); !ok {
-			return nil, true, fmt.Errorf("kraft: no known controller (leader %d)", leader)
+			return nil, -1, true, fmt.Errorf("kraft: no known controller (leader %d)", leader)
 		}
 	}
 	c, err := k.get(ctx, leader, addr)
 	if err != nil {
-		return nil, ctx.Err() == nil && !errors.Is(err, ErrClosed), err
+		return nil, -1, ctx.Err() == nil && !errors.Is(err, ErrClosed), err
+	}
+	if tags := requestTags(req); tags != nil && isControllerKey(req.Key()) {
+		wiretag.AskControllerOffset(tags)
 	}
 	resp, written, err := c.roundTrip(ctx, req)
 	if errors.Is(err, ErrUnsupportedRequest) {
 		k.put(c)
-		return nil, false, err
+		return nil, -1, false, err
 	}
 	if err != nil {
-		c.close()
-		return nil, ctx.Err() == nil && (!written || safeToResend(req.Key())), err
+		k.discard(c)
+		return nil, -1, ctx.Err() == nil && (!written || safeToResend(req.Key())), err
 	}
 	k.put(c)
-	return resp, false, nil
+	offset := int64(-1)
+	if tags := responseTags(resp); tags != nil {
+		if off, ok := wiretag.TakeControllerOffset(tags); ok {
+			offset = off
+		}
+	}
+	return resp, offset, false, nil
 }
 
 func (k *KafkaClient) bootstrap() (string, bool) {
@@ -145,26 +182,54 @@ func (k *KafkaClient) bootstrap() (string, bool) {
 	return addr, true
 }
 
+// get returns an idle connection to addr, or a new one while fewer than
+// MaxConnsPerAddr are open, or waits for one to be freed.
 func (k *KafkaClient) get(ctx context.Context, node int32, addr string) (*kconn, error) {
-	k.mu.Lock()
-	if k.closed {
-		k.mu.Unlock()
-		return nil, ErrClosed
-	}
-	for cs := k.idle[addr]; len(cs) > 0; cs = k.idle[addr] {
-		c := cs[len(cs)-1]
-		k.idle[addr] = cs[:len(cs)-1]
-		if idleConnAlive(c.nc) {
+	for {
+		k.mu.Lock()
+		if k.closed {
 			k.mu.Unlock()
-			return c, nil
+			return nil, ErrClosed
 		}
-		c.close()
+		p := k.pools[addr]
+		if p == nil {
+			p = &connPool{freed: make(chan struct{})}
+			k.pools[addr] = p
+		}
+		for len(p.idle) > 0 {
+			c := p.idle[len(p.idle)-1]
+			p.idle = p.idle[:len(p.idle)-1]
+			if idleConnAlive(c.nc) {
+				k.mu.Unlock()
+				return c, nil
+			}
+			c.close()
+			p.open--
+		}
+		if p.open < k.cfg.MaxConnsPerAddr {
+			p.open++
+			k.dials++
+			k.mu.Unlock()
+			return k.dial(ctx, node, addr)
+		}
+		freed := p.freed
+		k.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	k.mu.Unlock()
+}
+
+// dial opens a connection that holds one of addr's slots, giving the
+// slot back when it fails.
+func (k *KafkaClient) dial(ctx context.Context, node int32, addr string) (*kconn, error) {
 	dctx, cancel := context.WithTimeout(ctx, k.cfg.DialTimeout)
 	defer cancel()
 	c, err := dialKafka(dctx, k.cfg.Dial, addr, k.cfg.ClientID)
 	if err != nil {
+		k.release(addr)
 		// The client reaches the active controller for the lifecycle
 		// and admin requests, and a partition's leader for a follower's
 		// fetches: name the node it dialled (-1: a bootstrap address).
@@ -174,14 +239,32 @@ func (k *KafkaClient) get(ctx context.Context, node int32, addr string) (*kconn,
 	return c, nil
 }
 
+// put keeps a connection that answered for the next request.
 func (k *KafkaClient) put(c *kconn) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.closed || len(k.idle[c.addr]) >= maxIdlePerAddr {
+	p := k.pools[c.addr]
+	if k.closed || p == nil {
 		c.close()
 		return
 	}
-	k.idle[c.addr] = append(k.idle[c.addr], c)
+	p.idle = append(p.idle, c)
+	p.signal()
+}
+
+// discard closes a connection that failed and frees its slot.
+func (k *KafkaClient) discard(c *kconn) {
+	c.close()
+	k.release(c.addr)
+}
+
+func (k *KafkaClient) release(addr string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.pools[addr]; p != nil {
+		p.open--
+		p.signal()
+	}
 }
 
 // Close closes idle connections; connections in use close when their
@@ -190,18 +273,26 @@ func (k *KafkaClient) Close() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.closed = true
-	for addr, cs := range k.idle {
-		for _, c := range cs {
+	for addr, p := range k.pools {
+		for _, c := range p.idle {
 			c.close()
 		}
-		delete(k.idle, addr)
+		p.signal()
+		delete(k.pools, addr)
 	}
+}
+
+// Dials is how many connections the client has opened.
+func (k *KafkaClient) Dials() int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.dials
 }
 
 // Request sends any request once to the node Leader names (or a
 // bootstrap address), without the controller client's retries: brokers
 // use it to reach each other (replica fetches). The caller retries.
 func (k *KafkaClient) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	resp, _, err := k.attempt(ctx, req)
+	resp, _, _, err := k.attempt(ctx, req)
 	return resp, err
 }

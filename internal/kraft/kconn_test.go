@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,4 +209,62 @@ func TestIdleConnAlive(t *testing.T) {
 	}
 	peer.Close()
 	eventually(t, 5*time.Second, "closed peer seen", func() bool { return !idleConnAlive(c) })
+}
+
+// TestKafkaClientCapsConnections: twenty requests at once to one address
+// open no more than MaxConnsPerAddr connections, the others wait for
+// one and are all answered; afterwards the connections stay open for
+// the next requests, and a waiting request gives up with its context.
+func TestKafkaClientCapsConnections(t *testing.T) {
+	release := make(chan struct{})
+	var inFlight, most atomic.Int32
+	ctrl := &scripted{keys: ControllerKeys, answer: func(req kmsg.Request) kmsg.Response {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-release
+		inFlight.Add(-1)
+		return req.ResponseKind()
+	}}
+	a := serve(t, ctrl, "127.0.0.1:0")
+	defer a.stop()
+	cl := NewKafkaClient(KafkaClientConfig{Bootstrap: []string{a.srv.Addr().String()}, MaxConnsPerAddr: 3})
+	defer cl.Close()
+
+	const n = 20
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := cl.Admin(ctxTimeout(t, 20*time.Second), kmsg.NewPtrListPartitionReassignmentsRequest())
+			errs <- err
+		}()
+	}
+	eventually(t, 10*time.Second, "three requests in flight", func() bool { return inFlight.Load() == 3 })
+	// The others wait for a connection rather than open one.
+	waiter, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	_, err := cl.Admin(waiter, kmsg.NewPtrListPartitionReassignmentsRequest())
+	cancel()
+	if err == nil {
+		t.Fatal("a request beyond the cap was answered while every connection was busy")
+	}
+	close(release)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := most.Load(); got != 3 {
+		t.Fatalf("%d requests in flight at most, want 3", got)
+	}
+	if d := cl.Dials(); d != 3 {
+		t.Fatalf("%d connections opened, want 3", d)
+	}
+	for range 10 {
+		if _, err := cl.Admin(ctxTimeout(t, 5*time.Second), kmsg.NewPtrListPartitionReassignmentsRequest()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := cl.Dials(); d != 3 {
+		t.Fatalf("%d connections opened after ten more requests, want the same 3", d)
+	}
 }

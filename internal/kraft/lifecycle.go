@@ -83,7 +83,9 @@ type LifecycleConfig struct {
 	Client   ControllerClient
 	Metadata MetadataView
 	// Ready reports whether the broker may take leaderships (its logs
-	// are recovered); until then it asks to stay fenced. Nil: always.
+	// are recovered, its data directory takes writes); while it does
+	// not, the broker asks to be fenced. Call HeartbeatNow when it
+	// changes. Nil: always.
 	Ready func() bool
 
 	// HeartbeatInterval is broker.heartbeat.interval.ms (default 2 s).
@@ -121,7 +123,9 @@ type BrokerLifecycle struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	shutdownReq  chan struct{}
+	shutdownReq chan struct{}
+	// poke asks the loop to talk to the controller now (HeartbeatNow).
+	poke         chan struct{}
 	shutdownOnce sync.Once
 	unfenced     chan struct{}
 	unfenceOnce  sync.Once
@@ -166,6 +170,7 @@ func StartLifecycle(cfg LifecycleConfig) (*BrokerLifecycle, error) {
 		log:         cfg.Logger.With("node", cfg.BrokerID),
 		done:        make(chan struct{}),
 		shutdownReq: make(chan struct{}),
+		poke:        make(chan struct{}, 1),
 		unfenced:    make(chan struct{}),
 		stopped:     make(chan struct{}),
 	}
@@ -231,6 +236,15 @@ func (l *BrokerLifecycle) setState(s LifecycleState) {
 	}
 }
 
+// HeartbeatNow has the lifecycle talk to the controller at once rather
+// than at its next heartbeat: what Ready says changed. It never blocks.
+func (l *BrokerLifecycle) HeartbeatNow() {
+	select {
+	case l.poke <- struct{}{}:
+	default:
+	}
+}
+
 func (l *BrokerLifecycle) run() {
 	defer close(l.done)
 	shutdownReq := l.shutdownReq
@@ -253,6 +267,7 @@ func (l *BrokerLifecycle) run() {
 		case <-shutdownReq:
 			shutdownReq = nil
 			l.wantShutdown = true
+		case <-l.poke:
 		case <-changed:
 			// Load the next channel before reading the image, so a change
 			// applied while this one is judged wakes the loop again.
@@ -280,6 +295,11 @@ func (l *BrokerLifecycle) run() {
 // nextDue is the time between two communications in the current state.
 func (l *BrokerLifecycle) nextDue() time.Duration {
 	if l.State() == StateActive && !l.wantShutdown {
+		return l.cfg.HeartbeatInterval
+	}
+	if l.State() == StateFenced && !l.wantShutdown && l.cfg.Ready != nil && !l.cfg.Ready() {
+		// Fenced by its own choice (a failed disk): nothing to catch
+		// up with until Ready changes, which HeartbeatNow reports.
 		return l.cfg.HeartbeatInterval
 	}
 	if l.State() == StateRegistering && l.refused > 0 {

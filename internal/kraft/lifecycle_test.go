@@ -127,6 +127,11 @@ func (f *fakeController) Admin(ctx context.Context, req kmsg.Request) (kmsg.Resp
 	return f.do(ctx, req)
 }
 
+func (f *fakeController) AdminAt(ctx context.Context, req kmsg.Request) (kmsg.Response, int64, error) {
+	resp, err := f.do(ctx, req)
+	return resp, -1, err
+}
+
 // next waits for the lifecycle's next request.
 func (f *fakeController) next(tb testing.TB) fakeCall {
 	tb.Helper()

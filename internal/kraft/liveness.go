@@ -2,13 +2,11 @@ package kraft
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"net"
-	"syscall"
 	"time"
 
 	"weir/internal/metadata"
+	"weir/internal/probe"
 )
 
 // Fast fencing of dead brokers. A broker's session lapses after
@@ -36,9 +34,32 @@ type LivenessConfig struct {
 
 // ProbeLiveness probes other brokers' listeners while this node runs the
 // active controller, and fences a broker whose listener refused two
-// probes in a row. It returns when ctx ends; its caller owns it.
+// probes in a row. It holds one idle connection to each unfenced
+// broker's inter-broker listener (probe.Hold) rather than dialling it
+// every round, which made every broker accept several connections a
+// second from the controller's node for nothing; only when a held
+// connection ends is the listener dialled again, and a refusal counted.
+// It returns when ctx ends; its caller owns it.
 func (n *Node) ProbeLiveness(ctx context.Context, cfg LivenessConfig) {
+	type held struct {
+		epoch int64
+		addr  string
+		conn  *probe.Conn
+	}
+	watches := map[int32]*held{}
 	refused := map[int32]int{}
+	drop := func(id int32) {
+		if w := watches[id]; w != nil {
+			w.conn.Close()
+			delete(watches, id)
+		}
+	}
+	dropAll := func() {
+		for id := range watches {
+			drop(id)
+		}
+	}
+	defer dropAll()
 	for {
 		every := cfg.Every()
 		if every <= 0 {
@@ -49,24 +70,34 @@ func (n *Node) ProbeLiveness(ctx context.Context, cfg LivenessConfig) {
 			return
 		case <-time.After(every):
 		}
-		if cfg.Every() <= 0 {
-			continue
-		}
 		active, err := n.Controller()
-		if err != nil {
+		if cfg.Every() <= 0 || err != nil {
+			dropAll()
 			clear(refused)
 			continue
 		}
+		seen := map[int32]bool{}
 		for _, br := range n.Image().Brokers() {
 			if br.Fenced || br.ID == n.ID() {
-				delete(refused, br.ID)
 				continue
 			}
 			addr, ok := cfg.Addr(br)
 			if !ok {
 				continue
 			}
-			if !probeRefused(ctx, addr, every) {
+			seen[br.ID] = true
+			if w := watches[br.ID]; w != nil && (w.epoch != br.Epoch || w.addr != addr || w.conn.Ended()) {
+				drop(br.ID)
+			}
+			if watches[br.ID] != nil {
+				delete(refused, br.ID)
+				continue
+			}
+			conn, got := probe.Hold(ctx, addr, every)
+			if conn != nil {
+				watches[br.ID] = &held{epoch: br.Epoch, addr: addr, conn: conn}
+			}
+			if got != probe.Refused {
 				delete(refused, br.ID)
 				continue
 			}
@@ -80,17 +111,15 @@ func (n *Node) ProbeLiveness(ctx context.Context, cfg LivenessConfig) {
 			cancel()
 			cfg.Logger.Info("fenced a broker whose listener refuses connections", "broker", br.ID, "epoch", br.Epoch, "fenced", wrote, "err", err)
 		}
+		for id := range watches {
+			if !seen[id] {
+				drop(id)
+			}
+		}
+		for id := range refused {
+			if !seen[id] {
+				delete(refused, id)
+			}
+		}
 	}
-}
-
-// probeRefused reports whether a connection to addr is refused: nothing
-// listens there.
-func probeRefused(ctx context.Context, addr string, timeout time.Duration) bool {
-	d := net.Dialer{Timeout: timeout}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err == nil {
-		c.Close()
-		return false
-	}
-	return errors.Is(err, syscall.ECONNREFUSED)
 }

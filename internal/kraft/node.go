@@ -39,16 +39,13 @@ type Config struct {
 	// Controller is the controller's configuration (clock, randomness,
 	// session timeout, defaults). Its Logger defaults to Logger.
 	Controller controller.Config
-	// MergeConfigs turns IncrementalAlterConfigs operations into the
-	// overrides to store; nil merges without validation (MergeConfigOps).
-	MergeConfigs ConfigMerger
 
-	// Raft timing and snapshots; zero values take quorum's defaults,
-	// except LeaderLeaseTimeout, which defaults to the heartbeat timeout
-	// (300 ms) rather than quorum's 150 ms: a follower applying a batch of
-	// 100,000 records on a busy machine answers late enough that the
-	// shorter lease made leaders step down mid-commit. The lease does not
-	// delay failover after a crash; the heartbeat timeout does.
+	// Raft timing and snapshots; zero values take quorum's defaults (2 s
+	// timeouts, the lease equal to the heartbeat timeout: a follower
+	// applying a large batch on a busy machine answers late, and a short
+	// lease made leaders step down mid-commit). A leader whose process
+	// died is replaced without waiting them out (internal/quorum's
+	// election watch).
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
@@ -82,9 +79,6 @@ func (c *Config) defaults() {
 		self := c.ID
 		c.Controller.LocalBroker = func(id int32) bool { return id == self }
 	}
-	if c.MergeConfigs == nil {
-		c.MergeConfigs = MergeConfigOps
-	}
 	if c.ProposeTimeout <= 0 {
 		c.ProposeTimeout = 10 * time.Second
 	}
@@ -96,12 +90,6 @@ func (c *Config) defaults() {
 	}
 	if c.TickInterval <= 0 {
 		c.TickInterval = time.Second
-	}
-	if c.LeaderLeaseTimeout <= 0 && c.RaftAddr != "" {
-		c.LeaderLeaseTimeout = c.HeartbeatTimeout
-		if c.LeaderLeaseTimeout <= 0 {
-			c.LeaderLeaseTimeout = 300 * time.Millisecond
-		}
 	}
 }
 
@@ -127,6 +115,9 @@ type Node struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// abrupt makes Close stop raft as a killed process would, handing
+	// no leadership over (tests of failover set it).
+	abrupt bool
 }
 
 // Open starts a node: the raft node and the goroutine that runs the
@@ -167,10 +158,19 @@ func Open(cfg Config) (*Node, error) {
 // ID is the node id.
 func (n *Node) ID() int32 { return n.cfg.ID }
 
-// IsVoter reports whether the node is a voter of the initial configuration.
+// IsVoter reports whether the node votes: in raft's latest
+// configuration, or, before it has one, in Config.Voters.
 func (n *Node) IsVoter() bool {
+	for _, m := range n.q.Status().Members {
+		if m.ID == n.cfg.ID {
+			return m.Voter
+		}
+	}
 	return slices.ContainsFunc(n.cfg.Voters, func(p quorum.Peer) bool { return p.ID == n.cfg.ID })
 }
+
+// Quorum is this node's view of the quorum: leader, term, members.
+func (n *Node) Quorum() quorum.Status { return n.q.Status() }
 
 // FSM is the node's state machine: Image, Subscribe, WaitForOffset.
 func (n *Node) FSM() *MetadataFSM { return n.fsm }
@@ -205,14 +205,19 @@ func (n *Node) AddNonvoter(id int32, addr string) error { return n.q.AddNonvoter
 func (n *Node) Snapshot() error { return n.q.Snapshot() }
 
 // Close stops the controller, fails its waiting requests with
-// NOT_CONTROLLER, stops the raft node and waits for every goroutine the
-// node started. It is safe to call more than once.
+// NOT_CONTROLLER, stops the raft node (a leader hands leadership over
+// first) and waits for every goroutine the node started. It is safe to
+// call more than once.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.cancel()
 		// Closing raft fails the proposal or barrier a term may be
 		// waiting on, so the term ends promptly.
-		n.closeErr = n.q.Close()
+		if n.abrupt {
+			n.closeErr = n.q.CloseAbruptly()
+		} else {
+			n.closeErr = n.q.Close()
+		}
 		n.wg.Wait()
 	})
 	return n.closeErr

@@ -166,3 +166,83 @@ func TestNotControllerAnswers(t *testing.T) {
 		t.Fatalf("produce: %v", err)
 	}
 }
+
+// TestAdminAtSaysWhereTheOutcomeCommitted: a request sent over the Kafka
+// protocol at a flexible version comes back with the metadata offset of
+// its batch (and without weir's tag, which is for the forwarding broker
+// only), a decision that writes nothing with the offset it was answered
+// at, the local path with the same offsets, and a version without tagged
+// fields with none.
+func TestAdminAtSaysWhereTheOutcomeCommitted(t *testing.T) {
+	raftAddr := freeAddr(t)
+	n, err := Open(Config{ID: 1, Dir: t.TempDir(), RaftAddr: raftAddr, Voters: []quorum.Peer{{ID: 1, Addr: raftAddr}}, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	lis := startListener(t, n, "127.0.0.1:0")
+	defer lis.stop()
+	remote := NewKafkaClient(KafkaClientConfig{Leader: func() int32 { return 1 },
+		Resolve: func(int32) (string, bool) { return lis.srv.Addr().String(), true }})
+	defer remote.Close()
+	local := NewLocalClient(n)
+
+	// A cluster-wide broker config: written without any broker.
+	create := func(value string, version int16) kmsg.Request {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Version = version
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType = kmsg.ConfigResourceTypeBroker
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "log.retention.ms", kmsg.StringPtr(value)
+		r.Configs = append(r.Configs, c)
+		req.Resources = append(req.Resources, r)
+		return req
+	}
+	// The same as a legacy AlterConfigs, whose v1 has no tagged fields.
+	replace := func(value string, version int16) kmsg.Request {
+		req := kmsg.NewPtrAlterConfigsRequest()
+		req.Version = version
+		r := kmsg.NewAlterConfigsRequestResource()
+		r.ResourceType = kmsg.ConfigResourceTypeBroker
+		c := kmsg.NewAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "log.retention.ms", kmsg.StringPtr(value)
+		r.Configs = append(r.Configs, c)
+		req.Resources = append(req.Resources, r)
+		return req
+	}
+	for _, tc := range []struct {
+		name    string
+		cl      ControllerClient
+		req     kmsg.Request
+		written bool // the request writes a batch
+		offset  bool // the answer says where
+	}{
+		{"remote, flexible", remote, create("1", 0), true, true},
+		{"remote, nothing written", remote, create("1", 0), false, true},
+		{"remote, without tagged fields", remote, replace("2", 1), true, false},
+		{"local", local, create("3", 0), true, true},
+		{"local, nothing written", local, create("3", 0), false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := n.Image().Offset()
+			resp, offset, err := tc.cl.AdminAt(ctxTimeout(t, 10*time.Second), tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := n.Image().Offset()
+			if tc.written != (after > before) {
+				t.Fatalf("offset %d -> %d, written %v", before, after, tc.written)
+			}
+			switch {
+			case !tc.offset && offset != -1:
+				t.Fatalf("offset %d, want none", offset)
+			case tc.offset && offset != after:
+				t.Fatalf("offset %d, want %d (the image's)", offset, after)
+			}
+			if tags := responseTags(resp); tags.Len() != 0 {
+				t.Fatalf("the answer keeps %d tags", tags.Len())
+			}
+		})
+	}
+}

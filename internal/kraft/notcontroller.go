@@ -141,6 +141,37 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 			add(u.Name)
 		}
 		return resp
+	case *kmsg.UpdateFeaturesRequest:
+		resp := r.ResponseKind().(*kmsg.UpdateFeaturesResponse)
+		resp.ErrorCode = code
+		if r.Version < 2 {
+			for _, u := range r.FeatureUpdates {
+				res := kmsg.NewUpdateFeaturesResponseResult()
+				res.Feature, res.ErrorCode = u.Feature, code
+				resp.Results = append(resp.Results, res)
+			}
+		}
+		return resp
+	case *kmsg.DescribeQuorumRequest:
+		resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.AddRaftVoterRequest:
+		resp := r.ResponseKind().(*kmsg.AddRaftVoterResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.RemoveRaftVoterRequest:
+		resp := r.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
+		resp.ErrorCode = code
+		return resp
+	case *kmsg.AlterConfigsRequest:
+		resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
+		for _, rr := range r.Resources {
+			out := kmsg.NewAlterConfigsResponseResource()
+			out.ResourceType, out.ResourceName, out.ErrorCode = rr.ResourceType, rr.ResourceName, code
+			resp.Resources = append(resp.Resources, out)
+		}
+		return resp
 	}
 	return nil
 }
@@ -201,6 +232,16 @@ func IsNotController(resp kmsg.Response) bool {
 		return all(len(r.Entries), func(i int) int16 { return r.Entries[i].ErrorCode })
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
 		return all(len(r.Results), func(i int) int16 { return r.Results[i].ErrorCode })
+	case *kmsg.AlterConfigsResponse:
+		return all(len(r.Resources), func(i int) int16 { return r.Resources[i].ErrorCode })
+	case *kmsg.UpdateFeaturesResponse:
+		return r.ErrorCode == code
+	case *kmsg.DescribeQuorumResponse:
+		return r.ErrorCode == code
+	case *kmsg.AddRaftVoterResponse:
+		return r.ErrorCode == code
+	case *kmsg.RemoveRaftVoterResponse:
+		return r.ErrorCode == code
 	}
 	return false
 }

@@ -44,7 +44,16 @@ func sampleRequest(tb testing.TB, key, version int16) kmsg.Request {
 		r.Entries = append(r.Entries, e)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		r.Deletions = append(r.Deletions, kmsg.AlterUserSCRAMCredentialsRequestDeletion{Name: "a", Mechanism: 1})
-	case *kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest, *kmsg.AlterPartitionRequest,
+	case *kmsg.AlterConfigsRequest:
+		res := kmsg.NewAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "a"
+		r.Resources = append(r.Resources, res)
+	case *kmsg.UpdateFeaturesRequest:
+		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		u.Feature = "group.version"
+		r.FeatureUpdates = append(r.FeatureUpdates, u)
+	case *kmsg.DescribeQuorumRequest, *kmsg.AddRaftVoterRequest, *kmsg.RemoveRaftVoterRequest,
+		*kmsg.AlterPartitionAssignmentsRequest, *kmsg.ListPartitionReassignmentsRequest, *kmsg.AlterPartitionRequest,
 		*kmsg.BrokerRegistrationRequest, *kmsg.BrokerHeartbeatRequest, *kmsg.UnregisterBrokerRequest, *kmsg.AllocateProducerIDsRequest:
 	default:
 		tb.Fatalf("no sample for key %d", key)

@@ -32,6 +32,17 @@ type Spec struct {
 	// Console, if set, is where node 1 serves the web console, reading
 	// every node's metrics (MetricsBasePort) for its rates.
 	Console string `json:"console,omitempty"`
+	// Hosts, if set, gives each node its own address (node N:
+	// Hosts[N-1]); every node then uses the same ports, BasePort for
+	// Kafka and BasePort+1 for raft.
+	Hosts []string `json:"hosts,omitempty"`
+	// Netns, if set, runs each node in a network namespace (node N in
+	// Netns[N-1], through `ip netns exec`), which holds its address:
+	// tests cut nodes off from each other there.
+	Netns []string `json:"netns,omitempty"`
+	// NodeArgs, if set, are extra flags for one node each (node N:
+	// NodeArgs[N-1]), after Args.
+	NodeArgs [][]string `json:"node_args,omitempty"`
 }
 
 // MaxNodes bounds a local cluster.
@@ -50,6 +61,14 @@ func (s Spec) Validate() error {
 		return errors.New("localcluster: no weir binary")
 	case s.MetricsBasePort < 0 || s.MetricsBasePort > 0 && s.MetricsBasePort+s.Nodes-1 > 65535:
 		return fmt.Errorf("localcluster: metrics ports %d..%d are not all valid", s.MetricsBasePort, s.MetricsBasePort+s.Nodes-1)
+	case len(s.Hosts) != 0 && len(s.Hosts) != s.Nodes:
+		return fmt.Errorf("localcluster: %d hosts for %d nodes", len(s.Hosts), s.Nodes)
+	case len(s.Netns) != 0 && len(s.Netns) != s.Nodes:
+		return fmt.Errorf("localcluster: %d network namespaces for %d nodes", len(s.Netns), s.Nodes)
+	case len(s.NodeArgs) != 0 && len(s.NodeArgs) != s.Nodes:
+		return fmt.Errorf("localcluster: flags for %d nodes, %d nodes", len(s.NodeArgs), s.Nodes)
+	case len(s.Netns) != 0 && len(s.Hosts) == 0:
+		return errors.New("localcluster: nodes in network namespaces need their own hosts")
 	}
 	if s.Console != "" {
 		if _, _, err := net.SplitHostPort(s.Console); err != nil {
@@ -69,10 +88,16 @@ func (s Spec) MetricsAddr(n int) string {
 
 // KafkaAddr is node n's Kafka listener; RaftAddr its raft transport.
 func (s Spec) KafkaAddr(n int) string {
+	if len(s.Hosts) > 0 {
+		return net.JoinHostPort(s.Hosts[n-1], strconv.Itoa(s.BasePort))
+	}
 	return net.JoinHostPort(s.host(), strconv.Itoa(s.BasePort+n-1))
 }
 
 func (s Spec) RaftAddr(n int) string {
+	if len(s.Hosts) > 0 {
+		return net.JoinHostPort(s.Hosts[n-1], strconv.Itoa(s.BasePort+1))
+	}
 	return net.JoinHostPort(s.host(), strconv.Itoa(s.BasePort+s.Nodes+n-1))
 }
 
@@ -134,7 +159,11 @@ func (s Spec) ServeArgs(dir string, n int) []string {
 	} else if s.Nodes == 1 {
 		args = append(args, "--console-listen", "off") // only where asked
 	}
-	return append(args, s.Args...)
+	args = append(args, s.Args...)
+	if len(s.NodeArgs) > 0 {
+		args = append(args, s.NodeArgs[n-1]...)
+	}
+	return args
 }
 
 // NodeDir is node n's directory.
@@ -258,6 +287,10 @@ func startNode(dir string, spec Spec, n int) (*exec.Cmd, int64, error) {
 	}
 	fmt.Fprintf(logf, "--- node %d starting at %s\n", n, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(spec.Binary, spec.ServeArgs(dir, n)...)
+	if len(spec.Netns) > 0 {
+		// ip netns exec execs weir in the namespace: the pid is weir's.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", spec.Netns[n-1], spec.Binary}, spec.ServeArgs(dir, n)...)...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -330,8 +363,17 @@ func alive(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return false
 	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	return statAlive(stat, err, procMounted())
+	proc := "/proc/" + strconv.Itoa(pid)
+	stat, err := os.ReadFile(proc + "/stat")
+	if statAlive(stat, err, procMounted()) {
+		return true
+	}
+	// A zombie's first thread exited, but its others may still be exiting
+	// and hold the files they share: its listening sockets stay bound, and
+	// a node restarted at once would find its ports in use. It is gone
+	// once it is the only thread left.
+	tasks, err := os.ReadDir(proc + "/task")
+	return err == nil && len(tasks) > 1
 }
 
 // procMounted reports whether this system lists processes in /proc.

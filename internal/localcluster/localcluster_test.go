@@ -1,12 +1,16 @@
 package localcluster
 
 import (
+	"bufio"
+	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -45,6 +49,93 @@ func TestAliveOfThisProcessAndOfNone(t *testing.T) {
 	// Pids above the kernel's limit never exist.
 	if alive(1 << 30) {
 		t.Error("alive(1<<30) = true")
+	}
+}
+
+// TestKilledProcessFreesItsPort: once alive says a SIGKILLed process
+// with many threads is gone, its listening port can be bound again at
+// once (a zombie whose other threads are still exiting holds it).
+func TestKilledProcessFreesItsPort(t *testing.T) {
+	if addr := os.Getenv("LOCALCLUSTER_HELPER_LISTEN"); addr != "" {
+		listenAndSpin(addr)
+		return
+	}
+	if !procMounted() {
+		t.Skip("no /proc")
+	}
+	for round := range 10 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKilledProcessFreesItsPort$")
+		cmd.Env = append(os.Environ(), "LOCALCLUSTER_HELPER_LISTEN="+addr)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		if strings.TrimSpace(line) != "ready" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("helper said %q", line)
+		}
+		pid := cmd.Process.Pid
+		syscall.Kill(pid, syscall.SIGKILL)
+		for alive(pid) {
+			time.Sleep(time.Millisecond)
+		}
+		again, err := net.Listen("tcp", addr)
+		cmd.Wait()
+		if err != nil {
+			t.Fatalf("round %d: the killed process's port after alive said it was gone: %v", round, err)
+		}
+		again.Close()
+	}
+}
+
+// listenAndSpin is the helper process of TestKilledProcessFreesItsPort:
+// a listener, connections to it, a heap and goroutines that keep many
+// threads busy, until it is killed.
+func listenAndSpin(addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		os.Exit(2)
+	}
+	go func() {
+		for {
+			if _, err := ln.Accept(); err != nil {
+				return
+			}
+		}
+	}()
+	for range 4 {
+		if _, err := net.Dial("tcp", addr); err != nil {
+			os.Exit(2)
+		}
+	}
+	// Memory to free at exit, as a broker has: the thread that frees it
+	// exits last, holding the files.
+	heap := make([]byte, 256<<20)
+	for i := 0; i < len(heap); i += 4096 {
+		heap[i] = 1
+	}
+	for range 16 {
+		go func() {
+			for {
+				syscall.Getpid()
+			}
+		}()
+	}
+	fmt.Println("ready")
+	for {
+		time.Sleep(time.Hour)
+		heap[0]++
 	}
 }
 

@@ -52,6 +52,12 @@ type Options struct {
 	// tracks transactions for the last stable offset and the
 	// aborted-transaction index, and is snapshotted and restored.
 	Producers ProducerState
+	// OnIOError, when set, is told of every write or sync of the log's
+	// files that failed (a full or failing disk), with the error as the
+	// file system returned it; the append or flush fails as well. The
+	// broker marks the log directory offline on it. Called with no lock
+	// of the log held; it must not call the log.
+	OnIOError func(error)
 }
 
 // Log is one partition's log: an ordered list of segments, the last of
@@ -65,10 +71,13 @@ type Options struct {
 // their grace period ends, in passes that never overlap for one log. Close
 // detaches the log from it, waiting for a pass in progress.
 type Log struct {
-	dir    string
-	logger *slog.Logger
-	now    func() time.Time
-	cfg    atomic.Pointer[Config]
+	dir       string
+	logger    *slog.Logger
+	onIOError func(error) // may be nil
+	// fsync replaces (*os.File).Sync in tests that make it fail.
+	fsync func(*os.File) error
+	now   func() time.Time
+	cfg   atomic.Pointer[Config]
 
 	// segMu serialises the changes that remove or rewrite closed
 	// segments (truncation, retention, DeleteRecords, the cleaner's swap,
@@ -113,9 +122,14 @@ type Log struct {
 	// fsyncing.
 	flushMu sync.Mutex
 
-	durable   atomic.Int64 // everything below this offset is fsynced
-	durableMu sync.Mutex
-	durableCh chan struct{} // closed when durable advances or the log closes; nil until a waiter needs it
+	durable atomic.Int64 // everything below this offset is fsynced
+	// syncFailures counts failed flushes; lastSyncErr is the last one's
+	// error. WaitDurable fails a waiter when a flush fails after it began
+	// waiting.
+	syncFailures atomic.Int64
+	lastSyncErr  atomic.Pointer[error]
+	durableMu    sync.Mutex
+	durableCh    chan struct{} // closed when durable advances or the log closes; nil until a waiter needs it
 
 	fsyncs atomic.Int64 // data-file fsyncs by the syncer, for metrics and tests
 
@@ -191,12 +205,13 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		}
 	}
 	l := &Log{
-		dir:    dir,
-		logger: opts.Logger,
-		now:    opts.Now,
-		ckpt:   opts.CheckpointInterval,
-		syncer: opts.Syncer,
-		sync:   syncState{heapIdx: -1},
+		dir:       dir,
+		logger:    opts.Logger,
+		onIOError: opts.OnIOError,
+		now:       opts.Now,
+		ckpt:      opts.CheckpointInterval,
+		syncer:    opts.Syncer,
+		sync:      syncState{heapIdx: -1},
 
 		producers:   opts.Producers,
 		openHW:      -1,
@@ -374,11 +389,13 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config,
 	if len(l.segs) == 0 {
 		if err := l.createLocked(now); err != nil {
 			l.mu.Unlock()
+			l.ioFailed(err)
 			return AppendResult{}, fmt.Errorf("%w: create log: %v", kerr.KafkaStorageError, err)
 		}
 	}
 	if err := l.maybeRoll(len(b), base+int64(info.LastOffsetDelta), cfg, now); err != nil {
 		l.mu.Unlock()
+		l.ioFailed(err)
 		return AppendResult{}, err
 	}
 	if assign {
@@ -391,6 +408,7 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config,
 		_ = active.f.Truncate(active.size)
 		active.alloc = min(active.alloc, active.size)
 		l.mu.Unlock()
+		l.ioFailed(err)
 		return AppendResult{}, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 	}
 	l.leo = info.NextOffset()
@@ -872,12 +890,27 @@ func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 		if l.durable.Load() >= offset {
 			return nil
 		}
+		failures := l.syncFailures.Load()
 		l.signal()
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		// A flush that failed after this waiter asked fails it: the
+		// data may never become durable (a full or failing disk).
+		if l.durable.Load() < offset && l.syncFailures.Load() != failures {
+			if err := l.lastSyncErr.Load(); err != nil {
+				return fmt.Errorf("%w: %v", kerr.KafkaStorageError, *err)
+			}
+		}
+	}
+}
+
+// ioFailed tells the owner of an I/O failure (never with mu held).
+func (l *Log) ioFailed(err error) {
+	if l.onIOError != nil && err != nil {
+		l.onIOError(err)
 	}
 }
 

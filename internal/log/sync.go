@@ -18,6 +18,10 @@ func (l *Log) syncPass() {
 	writeCkpt := now.Sub(l.lastCkpt) >= l.ckpt
 	if err := l.flush(writeCkpt || periodic, periodic); err != nil {
 		l.logger.Error("log: flush failed", "dir", l.dir, "err", err)
+		l.lastSyncErr.Store(&err)
+		l.syncFailures.Add(1)
+		l.wakeWaiters(false)
+		l.ioFailed(err)
 	}
 	if periodic {
 		l.lastFlush = now
@@ -163,18 +167,43 @@ func (l *Log) flush(checkpointToo, force bool) error {
 		}
 		return nil
 	}
-	for _, p := range sealed {
+	// A failure (a full or failing disk) puts the work that was not done
+	// back, so that a later flush does it once the disk can take it.
+	failed := func(done int, err error) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		var back []*segment
+		for _, p := range sealed[done:] {
+			// Only a segment still sealed: a truncation may have deleted
+			// it or made it the active one.
+			if i := slices.Index(l.segs, p.seg); i >= 0 && i < len(l.segs)-1 {
+				back = append(back, p.seg)
+			}
+		}
+		l.toFlush = append(back, l.toFlush...)
+		if needIndex {
+			active.dirty = true
+		}
+		if needActive {
+			l.syncAsked.Store(true)
+		}
+		l.armLocked()
+		return err
+	}
+	for i, p := range sealed {
 		if err := l.syncFile(p.seg.f); err != nil {
-			return err
+			return failed(i, err)
 		}
 	}
 	if needActive {
 		if err := l.syncFile(active.f); err != nil {
-			return err
+			return failed(len(sealed), err)
 		}
 	}
 	if err := l.writeIndexes(sealed, needIndex, active, activeIndex, commitFor); err != nil {
-		return err
+		// Which indexes were written is not known: the whole flush is
+		// redone (fsyncing again costs nothing more than the sync).
+		return failed(0, err)
 	}
 	l.mu.Lock()
 	if l.truncations != truncations {
@@ -207,20 +236,22 @@ func (l *Log) flush(checkpointToo, force bool) error {
 		err = l.writeCheckpointLocked()
 	}
 	l.mu.Unlock()
-	if err != nil {
-		return err
-	}
+	// The data is fsynced whether or not its checkpoint could be written.
 	if durable >= 0 {
 		l.advanceDurable(durable, truncations)
 	}
-	return nil
+	return err
 }
 
 // syncFile fsyncs f; a file already closed belongs to a segment deleted
 // meanwhile and needs nothing.
 func (l *Log) syncFile(f *os.File) error {
 	l.fsyncs.Add(1)
-	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+	sync := (*os.File).Sync
+	if l.fsync != nil {
+		sync = l.fsync
+	}
+	if err := sync(f); err != nil && !errors.Is(err, os.ErrClosed) {
 		return err
 	}
 	return nil

@@ -147,6 +147,19 @@ func (b *Builder) Apply(r Record) error {
 		return b.removeScram(r)
 	case *ClientQuotaRecord:
 		return b.clientQuota(r)
+	case *FeatureLevelRecord:
+		if r.Name == "" {
+			return invalidf("feature level without a name")
+		}
+		b.img.features = maps.Clone(b.img.features)
+		if b.img.features == nil {
+			b.img.features = map[string]int16{}
+		}
+		b.img.features[r.Name] = r.Level
+		if b.t != nil {
+			b.t.features = true
+		}
+		return nil
 	case nil:
 		return invalidf("nil record")
 	}

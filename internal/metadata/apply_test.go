@@ -44,7 +44,15 @@ func TestApplyBuildsImage(t *testing.T) {
 		&PartitionChangeRecord{TopicID: topicID(1), Partition: 1, Leader: 2, ISR: []int32{2, 0}, LeaderRecovery: NoRecoveryChange, LeaderEpoch: 1, PartitionEpoch: 1},
 		&FenceBrokerRecord{ID: 1, Epoch: 2},
 		&ProducerIDsRecord{BrokerID: 0, BrokerEpoch: 1, Next: 1000},
+		&FeatureLevelRecord{Name: "group.version", Level: 1},
+		&FeatureLevelRecord{Name: "group.version", Level: 0},
 	)
+	if got := next.FeatureLevels(); len(got) != 1 || got["group.version"] != 0 {
+		t.Fatalf("feature levels %v: the last record of a name wins", got)
+	}
+	if img.FeatureLevels() != nil {
+		t.Fatal("the old image got feature levels")
+	}
 	p1n, _ := next.Partition(topicID(1), 1)
 	if got := p1n.String(); got != "replicas=[1,2,0] isr=[2,0] leader=2 leader_epoch=1 partition_epoch=1" {
 		t.Fatalf("a-1 after change: %s", got)
@@ -117,6 +125,7 @@ func TestApplyRejects(t *testing.T) {
 		{"config with empty key", &ConfigRecord{Resource: ResourceBroker, Name: "1", Value: "v"}},
 		{"config of a group", &ConfigRecord{Resource: 3, Name: "g", Key: "k", Value: "v"}},
 		{"producer ids going back", &ProducerIDsRecord{BrokerID: 0, Next: 0}},
+		{"feature level without a name", &FeatureLevelRecord{Level: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

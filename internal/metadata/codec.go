@@ -51,6 +51,7 @@ var recordVersions = [...]uint8{
 	KindControlledShutdown: 0, KindTopic: 0, KindPartition: 0, KindPartitionChange: 0,
 	KindRemoveTopic: 0, KindConfig: 0, KindProducerIDs: 0,
 	KindACL: 0, KindRemoveACL: 0, KindScramCredential: 0, KindRemoveScram: 0, KindClientQuota: 0,
+	KindFeatureLevel: 0,
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -614,4 +615,18 @@ func (x *ClientQuotaRecord) decode(r *reader, _ uint8) {
 	default:
 		r.failf("client quota flags")
 	}
+}
+
+func (x *FeatureLevelRecord) encode(w *writer) {
+	w.str(x.Name)
+	w.varint(int64(x.Level))
+}
+
+func (x *FeatureLevelRecord) decode(r *reader, _ uint8) {
+	x.Name = r.str()
+	level := r.varint()
+	if level < 0 || level > math.MaxInt16 {
+		r.failf("feature level %d", level)
+	}
+	x.Level = int16(level)
 }

@@ -43,6 +43,7 @@ func sampleRecords() []Record {
 		&RemoveUserScramCredentialRecord{Name: "bob", Mechanism: ScramSHA256},
 		&ClientQuotaRecord{Entity: QuotaEntity{User: Named("alice"), ClientID: DefaultName}, Key: "producer_byte_rate", Value: 1048576},
 		&ClientQuotaRecord{Entity: QuotaEntity{IP: Named("10.0.0.1")}, Key: "connection_creation_rate", Remove: true},
+		&FeatureLevelRecord{Name: "transaction.version", Level: 2},
 	}
 }
 

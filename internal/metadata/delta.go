@@ -27,6 +27,8 @@ type Delta struct {
 	Scram bool
 	// ClientQuotas are the entities whose client quotas changed.
 	ClientQuotas []QuotaEntity
+	// Features reports that a finalized feature level changed.
+	Features bool
 }
 
 // BrokerDelta is a broker before and after: Old is nil for a new broker,
@@ -54,7 +56,8 @@ func (d *PartitionDelta) LeaderChanged() bool {
 // Empty reports whether the batch changed nothing but the offset.
 func (d *Delta) Empty() bool {
 	return len(d.Brokers) == 0 && len(d.TopicsCreated) == 0 && len(d.TopicsDeleted) == 0 &&
-		len(d.Partitions) == 0 && len(d.Configs) == 0 && !d.ProducerIDs && !d.ACLs && !d.Scram && len(d.ClientQuotas) == 0
+		len(d.Partitions) == 0 && len(d.Configs) == 0 && !d.ProducerIDs && !d.ACLs && !d.Scram && len(d.ClientQuotas) == 0 &&
+		!d.Features
 }
 
 // LocalChanges is what a delta asks of one broker's replicas.
@@ -127,6 +130,7 @@ type tracker struct {
 	acls, scram  bool
 	quotas       map[QuotaEntity]bool
 	quotaOrder   []QuotaEntity
+	features     bool
 }
 
 type partEntry struct {
@@ -182,7 +186,7 @@ func (t *tracker) quota(e QuotaEntity) {
 
 func (t *tracker) finish(next *Image) *Delta {
 	d := &Delta{Offset: next.offset, TopicsDeleted: t.deleted, Configs: t.configOrder, ProducerIDs: t.pids,
-		ACLs: t.acls, Scram: t.scram, ClientQuotas: t.quotaOrder}
+		ACLs: t.acls, Scram: t.scram, ClientQuotas: t.quotaOrder, Features: t.features}
 	for _, id := range t.brokerOrder {
 		o, n := t.brokers[id], next.brokers[id]
 		if o != nil && n != nil && brokerEqual(o, n) {

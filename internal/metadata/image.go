@@ -22,6 +22,9 @@ type Image struct {
 	topics  pmap[TopicID, *Topic, idHash]
 	names   pmap[string, TopicID, seeded[string]]
 	configs pmap[ConfigResource, map[string]string, seeded[ConfigResource]] // maps replaced, never modified
+	// features are the finalized feature levels recorded (replaced,
+	// never modified).
+	features map[string]int16
 
 	acls   *ACLs                         // nil: none; replaced, never modified
 	scram  map[scramKey]*ScramCredential // replaced, never modified
@@ -35,6 +38,10 @@ type Image struct {
 
 // Empty is the image of a new cluster.
 func Empty() *Image { return &Image{offset: -1} }
+
+// FeatureLevels returns the finalized feature levels the log recorded,
+// by name (a copy). Features it does not name run at their defaults.
+func (img *Image) FeatureLevels() map[string]int16 { return maps.Clone(img.features) }
 
 // Broker is a broker registration as the image holds it: the fields of
 // the record that registered it, as later records changed them. Never
@@ -317,6 +324,7 @@ func (img *Image) ConfigResources() []ConfigResource {
 // path.
 func (img *Image) Equal(o *Image) bool {
 	if img.offset != o.offset || img.brokerEpoch != o.brokerEpoch || img.nextPID != o.nextPID ||
+		!maps.Equal(img.features, o.features) ||
 		img.partitions != o.partitions || img.offline != o.offline || img.notPreferred != o.notPreferred ||
 		img.reassigning != o.reassigning || len(img.brokers) != len(o.brokers) ||
 		img.topics.len() != o.topics.len() || img.names.len() != o.names.len() ||

@@ -29,6 +29,7 @@ const (
 	KindScramCredential    Kind = 14
 	KindRemoveScram        Kind = 15
 	KindClientQuota        Kind = 16
+	KindFeatureLevel       Kind = 17
 )
 
 var kindNames = [...]string{
@@ -48,6 +49,7 @@ var kindNames = [...]string{
 	KindScramCredential:    "scram-credential",
 	KindRemoveScram:        "remove-scram-credential",
 	KindClientQuota:        "client-quota",
+	KindFeatureLevel:       "feature-level",
 }
 
 func (k Kind) String() string {
@@ -225,7 +227,16 @@ type ProducerIDsRecord struct {
 	Next        int64
 }
 
+// FeatureLevelRecord finalizes a feature at a level (Kafka's
+// FeatureLevelRecord): the level every broker runs the feature at.
+// A feature no record names runs at its default (internal/feature).
+type FeatureLevelRecord struct {
+	Name  string
+	Level int16
+}
+
 func (*RegisterBrokerRecord) Kind() Kind     { return KindRegisterBroker }
+func (*FeatureLevelRecord) Kind() Kind       { return KindFeatureLevel }
 func (*UnregisterBrokerRecord) Kind() Kind   { return KindUnregisterBroker }
 func (*FenceBrokerRecord) Kind() Kind        { return KindFenceBroker }
 func (*UnfenceBrokerRecord) Kind() Kind      { return KindUnfenceBroker }
@@ -281,6 +292,8 @@ func newRecord(k Kind) Record {
 		return new(RemoveUserScramCredentialRecord)
 	case KindClientQuota:
 		return new(ClientQuotaRecord)
+	case KindFeatureLevel:
+		return new(FeatureLevelRecord)
 	}
 	return nil
 }
@@ -378,6 +391,10 @@ func (r *ConfigRecord) String() string {
 		return fmt.Sprintf("config %s=%q delete %s", r.Resource, r.Name, r.Key)
 	}
 	return fmt.Sprintf("config %s=%q set %s=%s", r.Resource, r.Name, r.Key, r.Value)
+}
+
+func (r *FeatureLevelRecord) String() string {
+	return fmt.Sprintf("feature-level %s=%d", r.Name, r.Level)
 }
 
 func (r *ProducerIDsRecord) String() string {

@@ -24,6 +24,8 @@ import (
 // ProducerIDsRecord, AccessControlEntryRecord per ACL (by id),
 // UserScramCredentialRecord per credential (by user and mechanism), and
 // ClientQuotaRecord per quota (by entity and key). Loading applies them with the same checks as Apply,
+// name), ConfigRecord per config (by resource and key), FeatureLevelRecord
+// per finalized feature (by name), then one ProducerIDsRecord. Loading applies them with the same checks as Apply,
 // so a snapshot cannot build an image that records could not.
 const (
 	snapshotMagic   = "WEIRSNAP"
@@ -65,6 +67,11 @@ func (img *Image) EachRecord(fn func(Record) error) error {
 			}
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(img.features)) {
+		if err := fn(&FeatureLevelRecord{Name: name, Level: img.features[name]}); err != nil {
+			return err
+		}
+	}
 	if img.nextPID > 0 {
 		if err := fn(&ProducerIDsRecord{BrokerID: 0, BrokerEpoch: 0, Next: img.nextPID}); err != nil {
 			return err
@@ -77,6 +84,7 @@ func (img *Image) EachRecord(fn func(Record) error) error {
 func (img *Image) numRecords() int {
 	n := len(img.brokers) + img.topics.len() + img.partitions
 	img.configs.each(func(_ ConfigResource, m map[string]string) bool { n += len(m); return true })
+	n += len(img.features)
 	if img.nextPID > 0 {
 		n++
 	}
@@ -211,7 +219,7 @@ func ReadSnapshot(r io.Reader) (*Image, error) {
 func loadRecord(b *Builder, r Record) error {
 	switch r := r.(type) {
 	case *RegisterBrokerRecord, *TopicRecord, *PartitionRecord, *ProducerIDsRecord,
-		*AccessControlEntryRecord, *UserScramCredentialRecord:
+		*AccessControlEntryRecord, *UserScramCredentialRecord, *FeatureLevelRecord:
 	case *ConfigRecord:
 		if r.Delete {
 			return fmt.Errorf("%w: config deletion in a snapshot", ErrInvalidRecord)

@@ -28,6 +28,8 @@ func richImage(t testing.TB) *Image {
 		&ConfigRecord{Resource: ResourceBroker, Name: "", Key: "auto.leader.rebalance.enable", Value: "false"},
 		&ConfigRecord{Resource: ResourceBroker, Name: "2", Key: "weir.fault.produce.response.delay.ms", Value: "20"},
 		&ProducerIDsRecord{BrokerID: 1, BrokerEpoch: 2, Next: 5000},
+		&FeatureLevelRecord{Name: "group.version", Level: 1},
+		&FeatureLevelRecord{Name: "transaction.version", Level: 0},
 		&UnregisterBrokerRecord{ID: 0, Epoch: 1}, // the highest epoch outlives its broker
 	)
 	img, _ := mustApply(t, Empty(), recs...)

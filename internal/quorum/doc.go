@@ -12,6 +12,17 @@
 // that gives them meaning (the metadata image) is supplied by the caller
 // as an FSM.
 //
+// Its timing: raft's timeouts are 2 s (Kafka's fetch timeout) so that a
+// loaded machine keeps its leader. hashicorp/raft's pre-vote (a follower
+// that stops hearing the leader asks the others before it bumps the term,
+// and they refuse while they hear it) and its leader lease (check-quorum:
+// a leader that hears no follower for the lease steps down) are on. A
+// voter also watches for the cases where waiting out the timeouts is
+// pointless (elect.go): a leader whose raft port refuses connections (its
+// process is gone) and a quorum with no leader since the node opened;
+// then the reachable voters take turns, in id order, starting an election
+// at once. A closing leader hands leadership over first.
+//
 // # What it does not own
 //
 // What an entry means, how state is encoded in a snapshot, or who may
@@ -22,6 +33,8 @@
 //
 // hashicorp/raft calls FSM.Apply, Snapshot and Restore from its own
 // goroutines, one at a time. Propose is safe from any goroutine and
-// returns once the entry is committed and applied on this node. Close
+// returns once the entry is committed and applied on this node. A
+// multi-node voter runs one more goroutine, the election watch; its
+// state (electionWatch) is a pure state machine it owns alone. Close
 // stops every goroutine the node started and waits for them.
 package quorum

@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -50,8 +52,12 @@ type Config struct {
 	Bootstrap []Peer
 	Logger    *slog.Logger
 
-	// Timing. Zero values pick defaults tuned for fast failover on a LAN
-	// or loopback: heartbeat 300 ms, election 300 ms, lease 150 ms.
+	// Timing. Zero values pick defaults that keep a leader on a loaded
+	// machine: heartbeat (a follower's wait before it asks for a
+	// pre-vote), election and lease (a leader's wait for a follower's
+	// answer before it steps down) 2 s, Kafka's
+	// controller.quorum.fetch.timeout.ms. A leader whose process is
+	// gone is replaced without waiting them out (elect.go).
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
@@ -78,9 +84,13 @@ type Node struct {
 	cfg       Config
 	r         *raft.Raft
 	transport interface{ Close() error }
+	tcp       *raft.NetworkTransport // nil for a lone voter
 	logs      *wal.WAL
 	meta      *metadb.BoltMetaDB
 	fsm       *fsmAdapter
+
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
 }
 
 // Open starts a node.
@@ -97,15 +107,15 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.ID)
-	def := 300 * time.Millisecond
+	def := DefaultTimeout
 	if lone {
 		// Nobody to hear from: the wait before a lone voter elects itself
 		// is pure start-up latency.
 		def = 20 * time.Millisecond
 	}
 	rc.HeartbeatTimeout = orDefault(cfg.HeartbeatTimeout, def)
-	rc.ElectionTimeout = orDefault(cfg.ElectionTimeout, def)
-	rc.LeaderLeaseTimeout = orDefault(cfg.LeaderLeaseTimeout, min(150*time.Millisecond, rc.HeartbeatTimeout))
+	rc.ElectionTimeout = orDefault(cfg.ElectionTimeout, max(def, rc.HeartbeatTimeout))
+	rc.LeaderLeaseTimeout = orDefault(cfg.LeaderLeaseTimeout, rc.HeartbeatTimeout)
 	rc.CommitTimeout = 5 * time.Millisecond
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	if rc.SnapshotThreshold == 0 {
@@ -124,10 +134,17 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 
 	// raft-wal's Close leaves its meta store open (and its file locked),
 	// so the node owns the meta store and closes it itself.
+	segment, err := walSegmentSize(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	meta := &metadb.BoltMetaDB{}
-	logs, err := wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithMetaStore(meta))
+	logs, err := wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithMetaStore(meta), wal.WithSegmentSize(segment))
 	if err != nil {
 		meta.Close()
+		if errors.Is(err, syscall.ENOSPC) {
+			return nil, fmt.Errorf("quorum: open log: the file system holding %s is full (the metadata log needs %d MiB for its next segment): %w", cfg.Dir, segment>>20, err)
+		}
 		return nil, fmt.Errorf("quorum: open log: %w", err)
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, rc.Logger)
@@ -137,6 +154,7 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 		return nil, fmt.Errorf("quorum: snapshot store: %w", err)
 	}
 	var transport raft.Transport
+	var tcp *raft.NetworkTransport
 	if lone {
 		_, transport = raft.NewInmemTransport(raft.ServerAddress(cfg.Bootstrap[0].Addr))
 	} else {
@@ -149,7 +167,7 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 		// No pipelining (MaxRPCsInFlight 1): it brings little with
 		// batching, and its send loop can park for good when a follower
 		// refuses an entry, which hung Shutdown of a leader under load.
-		tcp, err := raft.NewTCPTransportWithConfig(cfg.Addr, addr, &raft.NetworkTransportConfig{
+		tcp, err = raft.NewTCPTransportWithConfig(cfg.Addr, addr, &raft.NetworkTransportConfig{
 			MaxPool: 8, Timeout: 5 * time.Second, Logger: rc.Logger, MaxRPCsInFlight: 1,
 		})
 		if err != nil {
@@ -168,13 +186,48 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 		meta.Close()
 		return nil, fmt.Errorf("quorum: %w", err)
 	}
-	n := &Node{cfg: cfg, r: r, transport: closer, logs: logs, meta: meta, fsm: ad}
+	n := &Node{cfg: cfg, r: r, transport: closer, tcp: tcp, logs: logs, meta: meta, fsm: ad}
 	if err := n.maybeBootstrap(logs, snaps); err != nil {
 		n.Close()
 		return nil, err
 	}
+	if tcp != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		n.stopWatch, n.watchDone = cancel, make(chan struct{})
+		go func() {
+			defer close(n.watchDone)
+			n.watchLeader(ctx, timingFor(rc.HeartbeatTimeout))
+		}()
+	}
 	return n, nil
 }
+
+// The metadata log's segments are preallocated files: 64 MiB, as
+// raft-wal makes them, when the file system has room, else a quarter of
+// what is free, down to 1 MiB, so that a node starts in a small data
+// directory; below 4 MiB free it refuses to start and says why. A
+// segment holds at least one entry, however large.
+const (
+	walSegmentMax = 64 << 20
+	walSegmentMin = 1 << 20
+)
+
+// walSegmentSize is the segment size for a log in dir.
+func walSegmentSize(dir string) (int, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return walSegmentMax, nil // the open reports what is wrong
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	if free < 4*walSegmentMin {
+		return 0, fmt.Errorf("quorum: %s has %d KiB free; the metadata log needs at least %d MiB", dir, free>>10, 4*walSegmentMin>>20)
+	}
+	return int(min(max(free/4, walSegmentMin), walSegmentMax)), nil
+}
+
+// DefaultTimeout is the heartbeat, election and lease timeout of a
+// multi-node quorum when Config leaves them zero.
+const DefaultTimeout = 2 * time.Second
 
 func (n *Node) maybeBootstrap(logs *wal.WAL, snaps raft.SnapshotStore) error {
 	member := false
@@ -252,9 +305,52 @@ func (n *Node) Barrier(ctx context.Context) error {
 // AppliedIndex is the index of the last entry applied to the FSM.
 func (n *Node) AppliedIndex() uint64 { return n.r.AppliedIndex() }
 
-// AddVoter and AddNonvoter change membership (leader only).
+// AddVoter and AddNonvoter change membership (leader only). AddVoter
+// promotes a non-voter, or adds a new server as a voter; the leader
+// replicates the log to it from then on.
 func (n *Node) AddVoter(id int32, addr string) error {
 	return n.r.AddVoter(serverID(id), raft.ServerAddress(addr), 0, 10*time.Second).Error()
+}
+
+// DemoteVoter makes a voter a non-voter that keeps following the log
+// (leader only; the leader may demote itself, then steps down).
+func (n *Node) DemoteVoter(id int32) error {
+	return n.r.DemoteVoter(serverID(id), 0, 10*time.Second).Error()
+}
+
+// Member is one server of the raft configuration.
+type Member struct {
+	ID    int32
+	Addr  string
+	Voter bool
+}
+
+// Status is this node's view of the quorum.
+type Status struct {
+	// Leader is the leader's id, -1 when none is known.
+	Leader int32
+	// Term is the current raft term.
+	Term uint64
+	// CommitIndex is the last index known committed; LastIndex the last
+	// in this node's log.
+	CommitIndex, LastIndex uint64
+	// Members is the latest configuration (committed or not), by id.
+	Members []Member
+}
+
+// Status reads the node's view of the quorum.
+func (n *Node) Status() Status {
+	st := Status{Term: n.r.CurrentTerm(), CommitIndex: n.r.CommitIndex(), LastIndex: n.r.LastIndex()}
+	st.Leader, _ = n.Leader()
+	for _, s := range n.r.GetConfiguration().Configuration().Servers {
+		id, ok := parseServerID(s.ID)
+		if !ok {
+			continue
+		}
+		st.Members = append(st.Members, Member{ID: id, Addr: string(s.Address), Voter: s.Suffrage == raft.Voter})
+	}
+	slices.SortFunc(st.Members, func(a, b Member) int { return int(a.ID) - int(b.ID) })
+	return st
 }
 
 func (n *Node) AddNonvoter(id int32, addr string) error {
@@ -273,12 +369,36 @@ func (n *Node) Snapshot() error { return n.r.Snapshot().Error() }
 // closes the transport under it.
 const shutdownGrace = 2 * time.Second
 
-// Close stops the node and waits for its goroutines. raft's Shutdown
+// Close stops the node and waits for its goroutines. A leader first hands
+// leadership to a follower (raft's leadership transfer), which takes
+// over at once. raft's Shutdown
 // waits for its replication goroutines, which can be stuck writing to a
 // peer that stopped reading (paused, or shutting down too); closing the
 // transport fails those writes, so after a grace period it is closed
 // under a shutdown that has not finished.
-func (n *Node) Close() error {
+func (n *Node) Close() error { return n.close(true) }
+
+// CloseAbruptly closes the node as a killed process stops: a leader hands
+// nothing over, so the others find it gone. Tests and benchmarks of
+// failover use it.
+func (n *Node) CloseAbruptly() error { return n.close(false) }
+
+func (n *Node) close(handOver bool) error {
+	if n.stopWatch != nil {
+		n.stopWatch()
+		<-n.watchDone
+	}
+	if !handOver {
+		// The port refuses connections at once, as a dead process's.
+		n.transport.Close()
+	}
+	if handOver && n.tcp != nil && n.IsLeader() {
+		// Hand leadership to a follower first: it takes over at once
+		// instead of waiting to find this node gone.
+		if err := n.r.LeadershipTransfer().Error(); err != nil {
+			n.cfg.Logger.Info("no leadership transfer before closing", "err", err)
+		}
+	}
 	f := n.r.Shutdown()
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
@@ -300,6 +420,11 @@ func (n *Node) Close() error {
 }
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
+
+func parseServerID(id raft.ServerID) (int32, bool) {
+	v, err := strconv.ParseInt(string(id), 10, 32)
+	return int32(v), err == nil
+}
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"weir/internal/testfs"
 	"weir/internal/testport"
 )
 
@@ -230,5 +231,25 @@ func TestNonvoterFollowsFromSnapshot(t *testing.T) {
 	eventually(t, 10*time.Second, "non-voter catches up", func() bool { return len(fsm.list()) == 61 })
 	if n.IsLeader() {
 		t.Fatal("a non-voter became leader")
+	}
+}
+
+// A node opens in a data directory with far less free space than raft-wal's
+// 64 MiB segments (its segments shrink to fit) and says clearly when
+// there is too little to start at all.
+func TestOpenInASmallDirectory(t *testing.T) {
+	dir := testfs.Small(t, 12<<20)
+	n, err := Open(Config{ID: 1, Dir: dir + "/a", Bootstrap: []Peer{{1, "n1"}}}, &listFSM{})
+	if err != nil {
+		t.Fatalf("open with 12 MiB free: %v", err)
+	}
+	eventually(t, 5*time.Second, "leads", n.IsLeader)
+	propose(t, n, "x")
+	n.Close()
+
+	tiny := testfs.Small(t, 2<<20)
+	_, err = Open(Config{ID: 1, Dir: tiny + "/a", Bootstrap: []Peer{{1, "n1"}}}, &listFSM{})
+	if err == nil || !strings.Contains(err.Error(), "free; the metadata log needs at least") {
+		t.Fatalf("open with 2 MiB free: %v", err)
 	}
 }

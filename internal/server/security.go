@@ -18,6 +18,11 @@ type Listener struct {
 	Name string
 	// Addr is the TCP address to listen on, e.g. "127.0.0.1:9093".
 	Addr string
+	// Bound, if set, is the listener already bound to Addr, which the
+	// server takes over (and closes): weir serve binds its ports before
+	// the broker joins the metadata quorum, so a port in use stops it
+	// before it becomes a voter.
+	Bound net.Listener
 	// Security secures and authenticates the listener's connections; nil
 	// is plain TCP with no authentication (ConnInfo.Principal "").
 	Security Security

@@ -74,6 +74,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	for _, l := range s.listeners {
+		if l.Bound != nil {
+			l.ln = l.Bound
+			continue
+		}
 		if l.ln, err = net.Listen("tcp", l.Addr); err != nil {
 			s.closeListeners()
 			return nil, fmt.Errorf("server: listener %s: listen: %w", l.Name, err)

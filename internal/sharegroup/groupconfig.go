@@ -1,7 +1,6 @@
 package sharegroup
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -306,21 +305,28 @@ func (m *Manager) DescribeGroupConfig(group string, opts config.DescribeOptions)
 	return m.cfg.describeGroupConfigs(m.groupConfigs(group), opts), nil
 }
 
-// AlterGroupConfig applies IncrementalAlterConfigs to one GROUP resource:
-// recorded in the metadata log, so every broker applies the same group
-// configs (ApplyGroupConfigs) to the share partitions it leads.
-func (m *Manager) AlterGroupConfig(ctx context.Context, group string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, validateOnly bool) error {
+// ValidateGroupConfig checks IncrementalAlterConfigs operations on one
+// GROUP resource against this node's copy of the group's configs. The
+// change itself is decided by the active controller against the
+// committed configs (MergeGroupConfigs on its node) and recorded in the
+// metadata log, so every broker applies the same group configs
+// (ApplyGroupConfigs) to the share partitions it leads.
+func (m *Manager) ValidateGroupConfig(group string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) error {
 	if group == "" {
 		return fmt.Errorf("%w: Group name must not be empty", kerr.InvalidRequest)
 	}
-	current := m.groupConfigs(group)
-	next, err := m.cfg.alterGroupConfigs(current, ops)
-	if err != nil || validateOnly {
-		return err
+	_, err := m.cfg.alterGroupConfigs(m.groupConfigs(group), ops)
+	return err
+}
+
+// MergeGroupConfigs applies IncrementalAlterConfigs operations to a
+// group's current overrides (never modified) and returns the new ones,
+// or the Kafka error: the active controller's merge for GROUP resources.
+func (m *Manager) MergeGroupConfigs(group string, current map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (map[string]string, error) {
+	if group == "" {
+		return nil, fmt.Errorf("%w: Group name must not be empty", kerr.InvalidRequest)
 	}
-	return m.host.StoreGroupConfigs(ctx, group, current, next, func() bool {
-		return maps.Equal(m.groupConfigs(group), next)
-	})
+	return m.cfg.alterGroupConfigs(current, ops)
 }
 
 // ApplyGroupConfigs takes a group's configs from the metadata image, which

@@ -50,9 +50,6 @@ type Host interface {
 	// GroupRecords calls fn, in log order, for every share group record
 	// of the __consumer_offsets partitions this node leads.
 	GroupRecords(ctx context.Context, fn func(group string, exists bool)) error
-	// StoreGroupConfigs records a group's configs in the metadata log and
-	// returns once this node applied them (applied reports it).
-	StoreGroupConfigs(ctx context.Context, group string, current, next map[string]string, applied func() bool) error
 }
 
 // RemoteHighWatermark is what a Host may also offer: the high watermark

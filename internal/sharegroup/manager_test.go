@@ -97,9 +97,6 @@ func (h *fakeHost) WriteGroupRecord(context.Context, string, bool) error {
 	return nil
 }
 func (h *fakeHost) GroupRecords(context.Context, func(string, bool)) error { return nil }
-func (h *fakeHost) StoreGroupConfigs(_ context.Context, _ string, _, _ map[string]string, _ func() bool) error {
-	return nil
-}
 
 type fakePartition struct{ l *wlog.Log }
 

@@ -23,6 +23,9 @@
 //     request tags are by other brokers.
 //   - ShareStateRecord and ShareStateFlags, on the WriteShareGroupState
 //     a weir broker sends another (internal/sharestate).
+//   - ControllerOffset, on the controller requests a weir broker forwards
+//     to the active controller and on their responses (internal/kraft):
+//     the metadata offset at which the outcome committed.
 //
 // The numbers start at 0x7765 ("we"), far above the tags Kafka's schemas
 // use (small integers counting up from 0 per request), so a tagged field

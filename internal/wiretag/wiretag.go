@@ -151,3 +151,48 @@ func ShareFetchBacklogOf(tags *kmsg.Tags) (entries []PartitionBacklog, ok bool, 
 	}
 	return entries, true, nil
 }
+
+// ControllerOffset asks, on a request a weir broker forwards to the
+// active controller (one of the controller's API keys, at a flexible
+// version), for the metadata offset at which the request's outcome was
+// committed, and carries that offset on the response. The forwarding
+// broker waits until it has applied the offset before it answers its
+// client, so the client's next request to it sees the change. On the
+// request its value is one version byte, 1; on the response the offset,
+// 8 bytes big endian.
+const ControllerOffset uint32 = 0x7765
+
+// AskControllerOffset marks a request's tags with ControllerOffset.
+func AskControllerOffset(tags *kmsg.Tags) { tags.Set(ControllerOffset, []byte{1}) }
+
+// AsksControllerOffset reports whether a request's tags ask for the
+// committed offset.
+func AsksControllerOffset(tags *kmsg.Tags) bool {
+	asks := false
+	tags.Each(func(k uint32, v []byte) {
+		asks = asks || k == ControllerOffset && len(v) == 1 && v[0] == 1
+	})
+	return asks
+}
+
+// SetControllerOffset puts the committed offset on a response's tags.
+func SetControllerOffset(tags *kmsg.Tags, offset int64) {
+	tags.Set(ControllerOffset, binary.BigEndian.AppendUint64(nil, uint64(offset)))
+}
+
+// TakeControllerOffset removes ControllerOffset from a response's tags
+// and returns its offset; ok is false when it is absent or malformed.
+func TakeControllerOffset(tags *kmsg.Tags) (offset int64, ok bool) {
+	var rest kmsg.Tags
+	tags.Each(func(k uint32, v []byte) {
+		if k != ControllerOffset {
+			rest.Set(k, v)
+			return
+		}
+		if len(v) == 8 {
+			offset, ok = int64(binary.BigEndian.Uint64(v)), true
+		}
+	})
+	*tags = rest
+	return offset, ok
+}

@@ -127,3 +127,53 @@ func FuzzShareFetchBacklogOf(f *testing.F) {
 		}
 	})
 }
+
+// The controller offset survives a response's round trip, is removed by
+// Take with other tags kept, and reads as absent when malformed; the
+// request's ask is recognised only with its version byte.
+func TestControllerOffset(t *testing.T) {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.Version = 1
+	if AsksControllerOffset(&req.UnknownTags) {
+		t.Fatal("a fresh request asks")
+	}
+	AskControllerOffset(&req.UnknownTags)
+	var backReq kmsg.IncrementalAlterConfigsRequest
+	backReq.Version = 1
+	if err := backReq.ReadFrom(req.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if !AsksControllerOffset(&backReq.UnknownTags) {
+		t.Fatal("the ask did not survive a round trip")
+	}
+	var other kmsg.Tags
+	other.Set(ControllerOffset, []byte{2})
+	if AsksControllerOffset(&other) {
+		t.Fatal("another version byte asks")
+	}
+
+	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	resp.Version = 1
+	SetControllerOffset(&resp.UnknownTags, 1<<40+7)
+	resp.UnknownTags.Set(ControllerOffset+1, []byte("x"))
+	var back kmsg.IncrementalAlterConfigsResponse
+	back.Version = 1
+	if err := back.ReadFrom(resp.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	off, ok := TakeControllerOffset(&back.UnknownTags)
+	if !ok || off != 1<<40+7 {
+		t.Fatalf("took %d %v", off, ok)
+	}
+	if back.UnknownTags.Len() != 1 {
+		t.Fatalf("%d tags left, want the other one", back.UnknownTags.Len())
+	}
+	if _, ok := TakeControllerOffset(&back.UnknownTags); ok {
+		t.Fatal("taken twice")
+	}
+	var bad kmsg.Tags
+	bad.Set(ControllerOffset, []byte{1, 2, 3})
+	if _, ok := TakeControllerOffset(&bad); ok {
+		t.Fatal("a short value read as an offset")
+	}
+}

@@ -22,20 +22,20 @@ import (
 // settings is what a run does; the short form unless WEIR_CHAOS_LONG=1,
 // each figure overridable (see doc.go).
 type settings struct {
-	killRounds, pauseRounds int
-	seed                    uint64
+	killRounds, pauseRounds, netRounds int
+	seed                               uint64
 }
 
 func loadSettings(t *testing.T) settings {
 	t.Helper()
-	s := settings{killRounds: 8, pauseRounds: 3, seed: uint64(time.Now().UnixNano())}
+	s := settings{killRounds: 8, pauseRounds: 3, netRounds: 4, seed: uint64(time.Now().UnixNano())}
 	if os.Getenv("WEIR_CHAOS_LONG") == "1" {
-		s.killRounds, s.pauseRounds = 50, 12
+		s.killRounds, s.pauseRounds, s.netRounds = 50, 12, 24
 	}
 	for _, v := range []struct {
 		env string
 		to  *int
-	}{{"WEIR_CHAOS_KILL_ROUNDS", &s.killRounds}, {"WEIR_CHAOS_PAUSE_ROUNDS", &s.pauseRounds}} {
+	}{{"WEIR_CHAOS_KILL_ROUNDS", &s.killRounds}, {"WEIR_CHAOS_PAUSE_ROUNDS", &s.pauseRounds}, {"WEIR_CHAOS_NET_ROUNDS", &s.netRounds}} {
 		if e := os.Getenv(v.env); e != "" {
 			n, err := strconv.Atoi(e)
 			if err != nil || n < 1 {
@@ -76,9 +76,9 @@ type chaosRun struct {
 	javaDir string
 }
 
-func newRun(t *testing.T, ctx context.Context, props map[string]string, seed uint64) *chaosRun {
+func newRun(t *testing.T, ctx context.Context, props map[string]string, seed uint64, lab *netLab) *chaosRun {
 	t.Logf("seed %d (WEIR_CHAOS_SEED=%d repeats the choice of victims)", seed, seed)
-	r := &chaosRun{t: t, c: startCluster(t, ctx, props), ledger: NewLedger(), rng: rand.New(rand.NewPCG(seed, seed>>1|1))}
+	r := &chaosRun{t: t, c: startCluster(t, ctx, props, lab), ledger: NewLedger(), rng: rand.New(rand.NewPCG(seed, seed>>1|1))}
 	cp, why := javaClasspath()
 	if cp == "" {
 		t.Logf("the Java producer does not run: %s; franz-go producers only", why)
@@ -255,7 +255,7 @@ func TestKillLoop(t *testing.T) {
 	}
 	s := loadSettings(t)
 	ctx := testContext(t, time.Duration(s.killRounds)*30*time.Second+5*time.Minute)
-	r := newRun(t, ctx, nil, s.seed)
+	r := newRun(t, ctx, nil, s.seed, nil)
 	stop := r.clients(ctx)
 	r.loop(ctx, s.killRounds, func(ctx context.Context, f *fault) error {
 		f.at = time.Now()
@@ -286,7 +286,7 @@ func TestPauseLoop(t *testing.T) {
 	const lag = 3 * time.Second
 	const pause = 7 * time.Second
 	ctx := testContext(t, time.Duration(s.pauseRounds)*(pause+40*time.Second)+5*time.Minute)
-	r := newRun(t, ctx, map[string]string{"replica.lag.time.max.ms": strconv.Itoa(int(lag / time.Millisecond))}, s.seed)
+	r := newRun(t, ctx, map[string]string{"replica.lag.time.max.ms": strconv.Itoa(int(lag / time.Millisecond))}, s.seed, nil)
 	stop := r.clients(ctx)
 	shrunk := 0
 	r.loop(ctx, s.pauseRounds, func(ctx context.Context, f *fault) error {

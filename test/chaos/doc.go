@@ -53,6 +53,21 @@
 // output. Short form 5 rounds, long form (WEIR_CHAOS_LONG=1) 30, or
 // WEIR_CHAOS_EOS_ROUNDS.
 //
+// TestNetworkFaultLoop (network_test.go) puts every node in its own
+// network namespace (netlab_test.go: veth pairs on a bridge, nftables
+// rules in the node's namespace) and, each round, cuts the victim off
+// from the other nodes (both ways, or only what it receives), drops a
+// share of its packets with them, or delays every byte of its
+// connections with them (nftables DNAT through delaying proxies in the
+// root namespace: this kernel has no netem), for 4 to 7 s, then heals:
+// every partition must have a leader and its full ISR, and every node
+// name the same controller, within a minute. The clients reach every
+// node throughout, so a cut-off leader keeps being sent acks=all writes;
+// the check proves none of them was acknowledged and lost. Short form 4
+// rounds (one of each fault), long form 24. It needs root and nftables
+// (scripts/chaos and scripts/test install it) and skips, saying so,
+// without them.
+//
 // Short form (the default, in scripts/test): 8 kill rounds and 3 pause
 // rounds, about a minute each. Long form: WEIR_CHAOS_LONG=1 (50 kill
 // rounds, 12 pause rounds), or set WEIR_CHAOS_KILL_ROUNDS and

@@ -66,7 +66,7 @@ type chaosCluster struct {
 // when the test ends; its logs are kept (WEIR_CHAOS_KEEP, or a temporary
 // directory when the test failed), and its directory when the test failed
 // and WEIR_CHAOS_KEEP_DATA names where.
-func startCluster(t *testing.T, ctx context.Context, props map[string]string) *chaosCluster {
+func startCluster(t *testing.T, ctx context.Context, props map[string]string, lab *netLab) *chaosCluster {
 	t.Helper()
 	dir := t.TempDir()
 	args := []string{"--shutdown-timeout", "5s"}
@@ -84,7 +84,14 @@ func startCluster(t *testing.T, ctx context.Context, props map[string]string) *c
 	var c *localcluster.Cluster
 	var lastErr error
 	for range 4 { // a free port can be taken between the check and the bind
-		spec := localcluster.Spec{Nodes: nodes, BasePort: freeBasePort(t, 2*nodes), Binary: weirBin, Args: args}
+		spec := localcluster.Spec{Nodes: nodes, Binary: weirBin, Args: args}
+		if lab != nil {
+			// Every node at its own address in its namespace, the same
+			// ports everywhere.
+			spec.BasePort, spec.Hosts, spec.Netns = 9092, lab.hosts(), lab.namespaces()
+		} else {
+			spec.BasePort = freeBasePort(t, 2*nodes)
+		}
 		cdir := filepath.Join(dir, "cluster-"+strconv.Itoa(spec.BasePort))
 		var err error
 		if c, err = localcluster.Up(ctx, cdir, spec, 30*time.Second); err == nil {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -176,6 +177,25 @@ func TestControllerKillFailover(t *testing.T) {
 	c.kill(ctrl)
 	live := without(all, ctrl)
 
+	// weir topic create at once, its bootstrap naming the dead node
+	// first: the admin client does not wait for the dead controller
+	// (its 30 s timeout), a live broker forwards to the new one.
+	var boot []string
+	for _, n := range append([]int{ctrl}, live...) {
+		boot = append(boot, c.addr(n))
+	}
+	cli := exec.CommandContext(ctx, weirBin, "topic", "create", "--topic", "created-by-cli", "--partitions", "1",
+		"--replication-factor", "2", "--bootstrap-server", strings.Join(boot, ","), "--timeout", "30s")
+	out, err := cli.CombinedOutput()
+	toCLI := time.Since(killed)
+	if err != nil {
+		t.Fatalf("weir topic create after the kill (%v): %v\n%s", toCLI, err, out)
+	}
+	t.Logf("weir topic create succeeded %v after the kill", toCLI)
+	if toCLI > 10*time.Second {
+		t.Fatalf("weir topic create took %v after the controller was killed", toCLI)
+	}
+
 	var newCtrl int32
 	toController := eventually(t, ctx, 15*time.Second, "the live brokers name the same new controller", func(ctx context.Context) error {
 		var seen []int32
@@ -225,7 +245,7 @@ func TestControllerKillFailover(t *testing.T) {
 
 	flowingAgain(t, ctx, ld, "the failover")
 
-	restart(t, ctx, c, ctrl, time.Now(), map[string]int{topic: partitions, second: 3})
+	restart(t, ctx, c, ctrl, time.Now(), map[string]int{topic: partitions, second: 3, "created-by-cli": 1})
 	finish(t, ctx, ld, "across the controller's failover")
 }
 

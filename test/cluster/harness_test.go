@@ -46,14 +46,18 @@ type testCluster struct {
 
 // startCluster starts nodes weir processes on free ports and kills them
 // when the test ends, keeping their logs (and printing their tails) if
-// it failed.
-func startCluster(t *testing.T, ctx context.Context, nodes int) *testCluster {
+// it failed. prepare, if given, runs on the cluster's directory before
+// the nodes start (to mount a file system on a node's directory, say).
+func startCluster(t *testing.T, ctx context.Context, nodes int, prepare ...func(dir string, spec *localcluster.Spec)) *testCluster {
 	t.Helper()
 	var lastErr error
 	for range 4 { // a free port can be taken between the check and the bind
 		spec := localcluster.Spec{Nodes: nodes, BasePort: freeBasePort(t, 2*nodes), Binary: weirBin,
 			Args: []string{"--shutdown-timeout", "5s"}}
 		dir := t.TempDir()
+		for _, p := range prepare {
+			p(dir, &spec)
+		}
 		c, err := localcluster.Up(ctx, dir, spec, 30*time.Second)
 		if err != nil {
 			lastErr = err

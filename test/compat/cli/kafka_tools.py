@@ -15,6 +15,8 @@ CONFIGS = "kafka.admin.ConfigCommand"
 PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
 CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
+QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
+FEATURES = "org.apache.kafka.tools.FeatureCommand"
 
 
 class Tools:

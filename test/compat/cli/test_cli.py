@@ -2,7 +2,7 @@
 import re
 
 from compat_helpers import eventually, unique
-from kafka_tools import CONFIGS, CONSUMER, GROUPS, OFFSETS, PRODUCER, TOPICS
+from kafka_tools import CONFIGS, CONSUMER, FEATURES, GROUPS, OFFSETS, PRODUCER, QUORUM, TOPICS
 
 
 def describe_partitions(tools, topic):
@@ -125,3 +125,38 @@ def test_console_round_trip_and_group_command(tools):
         assert "Processed a total of 0 messages" in again.stderr, again.stderr
     finally:
         tools.run(TOPICS, "--delete", "--topic", topic)
+
+
+def test_metadata_quorum_describe(tools):
+    """kafka-metadata-quorum describe: --status names a leader that is a voter and a high
+    watermark; --replication lists the leader with its log end offset."""
+    out = tools.run(QUORUM, "describe", "--status").stdout
+    fields = dict(re.findall(r"^(\w+):\s+(.*)$", out, re.M))
+    for key in ("ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag",
+                "CurrentVoters", "CurrentObservers"):
+        assert key in fields, f"no {key} in:\n{out}"
+    leader = int(fields["LeaderId"])
+    assert int(fields["LeaderEpoch"]) >= 1 and int(fields["HighWatermark"]) >= 0, out
+    voters = [int(v) for v in re.findall(r'"id": (\d+)', fields["CurrentVoters"])]
+    assert leader in voters, out
+
+    out = tools.run(QUORUM, "describe", "--replication").stdout
+    rows = [line.split() for line in out.splitlines()[1:] if line.strip()]
+    leaders = [r for r in rows if r[-1] == "Leader"]
+    assert len(leaders) == 1 and int(leaders[0][0]) == leader, out
+    assert int(leaders[0][2]) >= int(fields["HighWatermark"]), out
+
+
+def test_features_describe(tools):
+    """kafka-features describe lists the features clients gate on, each with its
+    supported range and the finalized level inside it."""
+    out = tools.run(FEATURES, "describe").stdout
+    features = {}
+    for m in re.finditer(r"Feature: (\S+)\s+SupportedMinVersion: (\S+)\s+SupportedMaxVersion: (\S+)"
+                         r"\s+FinalizedVersionLevel: (\S+)\s+Epoch: (\S+)", out):
+        features[m.group(1)] = m.groups()[1:]
+    for name in ("metadata.version", "group.version", "share.version", "kraft.version", "transaction.version"):
+        assert name in features, f"no {name} in:\n{out}"
+    assert features["group.version"][2] == "1", out
+    assert features["share.version"][2] == "1", out
+    assert features["metadata.version"][2].startswith("4."), out
