@@ -20,6 +20,7 @@ import (
 	"weir/internal/config"
 	"weir/internal/errcode"
 	"weir/internal/fault"
+	"weir/internal/fetchsession"
 	"weir/internal/group"
 	"weir/internal/kraft"
 	wlog "weir/internal/log"
@@ -140,9 +141,10 @@ type Broker struct {
 	topics     map[string]*topic
 	topicsByID map[[16]byte]*topic
 
-	replicas  *replica.Manager // follower fetchers
-	transport *brokerTransport // their connections to leaders
-	isr       isrQueue         // ISR changes for the controller (replication.go)
+	replicas  *replica.Manager    // follower fetchers
+	fetches   *fetchsession.Cache // fetch sessions (KIP-227, 01_fetch.go)
+	transport *brokerTransport    // their connections to leaders
+	isr       isrQueue            // ISR changes for the controller (replication.go)
 
 	faults *fault.Injector // fault-injection points (internal/fault)
 
@@ -208,6 +210,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.authz, b.quotas = az, newQuotas(settings)
 	b.producerIDs = producer.NewAllocator(controllerReserver{b}, producer.DefaultBlockSize)
+	b.fetches = fetchsession.NewCache(fetchsession.Config{Slots: int(settings.Int(config.FetchSessionCacheSlots))})
 	if err := b.openQuorum(); err != nil {
 		return nil, err
 	}

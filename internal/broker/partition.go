@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
+	"weir/internal/fetchsession"
 	wlog "weir/internal/log"
 	"weir/internal/metadata"
 	"weir/internal/producer"
@@ -33,27 +35,69 @@ type partition struct {
 	// log's append hooks (see internal/producer).
 	producers *producer.State
 
-	// waiters are fetches parked until this partition grows.
-	wmu     sync.Mutex
-	waiters []*replica.Waiter
+	// watchers are the fetch sessions reading this partition and the
+	// share fetches parked on it; nil while there are none.
+	wmu      sync.Mutex
+	watchers *watchers
 }
 
-func (p *partition) addWaiter(w *replica.Waiter) {
+type watchers struct {
+	marks   []fetchsession.Mark // fetch sessions (internal/fetchsession)
+	waiters []*replica.Waiter   // parked ShareFetches
+}
+
+func (p *partition) watchersLocked() *watchers {
+	if p.watchers == nil {
+		p.watchers = &watchers{}
+	}
+	return p.watchers
+}
+
+// dropIfEmptyLocked frees the watchers once nothing watches.
+func (p *partition) dropIfEmptyLocked() {
+	if w := p.watchers; w != nil && len(w.marks) == 0 && len(w.waiters) == 0 {
+		p.watchers = nil
+	}
+}
+
+// Watch and Unwatch make the partition a fetchsession.Source.
+func (p *partition) Watch(m fetchsession.Mark) {
 	p.wmu.Lock()
-	p.waiters = append(p.waiters, w)
+	w := p.watchersLocked()
+	w.marks = append(w.marks, m)
 	p.wmu.Unlock()
 }
 
-func (p *partition) removeWaiter(w *replica.Waiter) {
+func (p *partition) Unwatch(m fetchsession.Mark) {
 	p.wmu.Lock()
-	for i, x := range p.waiters {
-		if x == w {
-			last := len(p.waiters) - 1
-			p.waiters[i] = p.waiters[last]
-			p.waiters[last] = nil
-			p.waiters = p.waiters[:last]
-			break
+	if w := p.watchers; w != nil {
+		if i := slices.Index(w.marks, m); i >= 0 {
+			last := len(w.marks) - 1
+			w.marks[i] = w.marks[last]
+			w.marks = w.marks[:last]
 		}
+		p.dropIfEmptyLocked()
+	}
+	p.wmu.Unlock()
+}
+
+func (p *partition) addWaiter(wt *replica.Waiter) {
+	p.wmu.Lock()
+	w := p.watchersLocked()
+	w.waiters = append(w.waiters, wt)
+	p.wmu.Unlock()
+}
+
+func (p *partition) removeWaiter(wt *replica.Waiter) {
+	p.wmu.Lock()
+	if w := p.watchers; w != nil {
+		if i := slices.Index(w.waiters, wt); i >= 0 {
+			last := len(w.waiters) - 1
+			w.waiters[i] = w.waiters[last]
+			w.waiters[last] = nil
+			w.waiters = w.waiters[:last]
+		}
+		p.dropIfEmptyLocked()
 	}
 	p.wmu.Unlock()
 }
@@ -84,10 +128,19 @@ func (p *partition) setHW(hw int64) {
 	p.wakeAll()
 }
 
+// wakeAll tells everything watching the partition that it changed: the
+// fetch sessions reading it (each queues it for its next read and wakes
+// its parked fetch) and the parked ShareFetches. Called after an append,
+// a high watermark or log start move, and leadership changes.
 func (p *partition) wakeAll() {
 	p.wmu.Lock()
-	for _, w := range p.waiters {
-		w.Wake()
+	if w := p.watchers; w != nil {
+		for _, m := range w.marks {
+			m.Mark()
+		}
+		for _, wt := range w.waiters {
+			wt.Wake()
+		}
 	}
 	p.wmu.Unlock()
 }

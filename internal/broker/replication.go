@@ -50,10 +50,12 @@ func (b *Broker) openReplica(p *partition, minISR int) error {
 			p.log.NoteHighWatermark(hw)
 			p.setHW(hw)
 		},
-		// Followers parked on the log end fetch what was appended.
-		OnAppend: func(*replica.Replica) { p.wakeAll() },
-		Now:      b.now,
-		Logger:   b.logger,
+		// Followers parked on the log end fetch what was appended; fetch
+		// sessions learn of a new log start offset.
+		OnAppend:   func(*replica.Replica) { p.wakeAll() },
+		OnLogStart: func(*replica.Replica, int64) { p.wakeAll() },
+		Now:        b.now,
+		Logger:     b.logger,
 	})
 	if err != nil {
 		return err

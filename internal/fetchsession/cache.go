@@ -49,7 +49,7 @@ type Cache struct {
 }
 
 type kindCounts struct {
-	requests, requested, answered atomic.Uint64
+	requests, requested, read, answered atomic.Uint64
 }
 
 // NewCache returns an empty cache.
@@ -343,9 +343,12 @@ type Stats struct {
 	Partitions int // partitions held by the cached sessions
 	Evictions  uint64
 	// Per Kind (index by Kind): requests admitted, the partitions they
-	// named, and the partitions their responses carried.
+	// named, the partition reads they were handed (a partition read again
+	// after a wake counts again), and the partitions their responses
+	// carried.
 	Requests  [kinds]uint64
 	Requested [kinds]uint64
+	Read      [kinds]uint64
 	Answered  [kinds]uint64
 }
 
@@ -358,6 +361,7 @@ func (c *Cache) Stats() Stats {
 	for k := range kinds {
 		st.Requests[k] = c.counts[k].requests.Load()
 		st.Requested[k] = c.counts[k].requested.Load()
+		st.Read[k] = c.counts[k].read.Load()
 		st.Answered[k] = c.counts[k].answered.Load()
 	}
 	return st

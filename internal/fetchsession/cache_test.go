@@ -207,7 +207,7 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "sessions=%d partitions=%d evictions=%d\n", st.Sessions, st.Partitions, st.Evictions)
 		for k := range kinds {
-			fmt.Fprintf(&b, "%s: requests=%d named=%d answered=%d\n", k, st.Requests[k], st.Requested[k], st.Answered[k])
+			fmt.Fprintf(&b, "%s: requests=%d named=%d read=%d answered=%d\n", k, st.Requests[k], st.Requested[k], st.Read[k], st.Answered[k])
 		}
 		return b.String()
 	}

@@ -66,6 +66,8 @@ func (f *Fetch) Pending(dst []Read) []Read {
 	s := f.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := len(dst)
+	defer func() { f.c.counts[f.kind].read.Add(uint64(len(dst) - n)) }()
 	for _, i := range s.drain() {
 		e := &s.entries[i]
 		if !e.used {
@@ -236,4 +238,42 @@ func (f *Fetch) finishIncremental(outcome func(int32) Outcome) Result {
 // would, for an error that persists), or it has more than it got.
 func again(o Outcome) bool {
 	return o.Bytes > 0 || o.ErrorCode != 0 || o.Diverging || o.More
+}
+
+// Abandon ends a request that will not be answered (its connection
+// went): what it read is left for the session's next request, and a
+// session of its own stops watching its partitions.
+func (f *Fetch) Abandon() {
+	s := f.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.kind != Incremental {
+		s.unwatch()
+		return
+	}
+	for _, i := range f.read {
+		if s.entries[i].used {
+			s.mark(i)
+		}
+	}
+}
+
+// Throttled ends a request answered without partitions (over a quota)
+// and returns the session id the answer carries: the session is left as
+// it was (what was read is read again next time); an incremental one
+// keeps its id, a full one opens no session, as Kafka does.
+func (f *Fetch) Throttled() int32 {
+	s := f.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.kind != Incremental {
+		s.unwatch()
+		return InvalidID
+	}
+	for _, i := range f.read {
+		if s.entries[i].used {
+			s.mark(i)
+		}
+	}
+	return s.id
 }

@@ -120,21 +120,32 @@ func (r *Replica) followLogStart(leaderLogStart int64) {
 // below it. The broker calls this instead of, or right after, the log's
 // own AdvanceStartOffset / EnforceRetention.
 func (r *Replica) AdvanceStartOffset(offset int64) (int64, error) {
+	before := r.log.StartOffset()
 	start, err := r.log.AdvanceStartOffset(offset, r.hw.Load())
 	if cerr := r.cache.TruncateFromStart(r.log.StartOffset()); err == nil {
 		err = cerr
 	}
+	r.notifyLogStart(before)
 	return start, err
+}
+
+// notifyLogStart calls OnLogStart if the log start rose past before.
+func (r *Replica) notifyLogStart(before int64) {
+	if start := r.log.StartOffset(); start > before && r.cfg.OnLogStart != nil {
+		r.cfg.OnLogStart(r, start)
+	}
 }
 
 // EnforceRetention runs the log's retention (retention.ms,
 // retention.bytes) below the high watermark and cuts the epoch cache to
 // the new log start. It returns how many segments went.
 func (r *Replica) EnforceRetention() (int, error) {
+	before := r.log.StartOffset()
 	n, err := r.log.EnforceRetention(r.hw.Load())
 	if cerr := r.cache.TruncateFromStart(r.log.StartOffset()); err == nil {
 		err = cerr
 	}
+	r.notifyLogStart(before)
 	return n, err
 }
 

@@ -96,6 +96,11 @@ type Config struct {
 	// be quick and must not call the Replica.
 	OnFollowerAppend func(r *Replica, h *wlog.BatchHeader)
 	OnTruncate       func(r *Replica, end int64)
+	// OnLogStart is called, without any replica lock held, after the log
+	// start offset rose (retention, DeleteRecords, or a follower
+	// following its leader's), so the broker can tell the fetch sessions
+	// reading the partition. It must not block.
+	OnLogStart func(r *Replica, start int64)
 	// Now is the clock for lag decisions; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
