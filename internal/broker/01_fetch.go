@@ -40,7 +40,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.R
 		r.MaxBytes = limit
 	}
 	follower := fetchReplicaID(r)
-	f, code := b.fetches.Begin(r, follower >= 0, b.now())
+	f, code := b.fetches.Begin(r, follower, b.now())
 	if code != 0 {
 		resp := r.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = code

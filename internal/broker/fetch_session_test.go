@@ -211,3 +211,59 @@ func TestParkedFetchRereadsOnlyWhatChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowersFetchInSessions: on a three-node cluster the followers'
+// fetches are incremental once their sessions are open, and while
+// nothing is produced they name no partition and their leader reads
+// none; a produce is replicated (acks=all) through the same sessions.
+func TestFollowersFetchInSessions(t *testing.T) {
+	tc := startCluster(t, 3)
+	ctx := testCtx(t)
+	c := newClient(t, tc.brokers[0].addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	replicas := make([][]int32, 30)
+	for i := range replicas {
+		replicas[i] = []int32{1, 2, 3}
+	}
+	tc.createAssigned(t, ctx, c, "rep", replicas...)
+	if err := c.ProduceSync(ctx, &kgo.Record{Topic: "rep", Partition: 7, Value: []byte("first")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	leader := tc.brokers[0].b
+	st := func() fetchsession.Stats { return leader.fetches.Stats() }
+	// Both followers' sessions are open and their fetches incremental.
+	eventually(t, 20*time.Second, func() error {
+		if s := st(); s.Sessions < 2 || s.Requests[fetchsession.Incremental] < 10 {
+			return fmt.Errorf("sessions %d, incremental fetches %d", s.Sessions, s.Requests[fetchsession.Incremental])
+		}
+		return nil
+	})
+	// The first answers after the produce carry high watermark moves;
+	// then nothing changes.
+	settle := st().Requests[fetchsession.Incremental]
+	eventually(t, 20*time.Second, func() error {
+		if n := st().Requests[fetchsession.Incremental]; n < settle+2 {
+			return fmt.Errorf("%d incremental fetches since", n-settle)
+		}
+		return nil
+	})
+	before := st()
+	eventually(t, 20*time.Second, func() error {
+		if n := st().Requests[fetchsession.Incremental] - before.Requests[fetchsession.Incremental]; n < 4 {
+			return fmt.Errorf("%d idle fetches so far", n)
+		}
+		return nil
+	})
+	after := st()
+	if named := after.Requested[fetchsession.Incremental] - before.Requested[fetchsession.Incremental]; named != 0 {
+		t.Fatalf("idle followers' incremental fetches named %d partitions", named)
+	}
+	if read := after.Read[fetchsession.Incremental] - before.Read[fetchsession.Incremental]; read != 0 {
+		t.Fatalf("the leader read %d partitions for idle followers", read)
+	}
+	if full := after.Requests[fetchsession.Full] - before.Requests[fetchsession.Full]; full != 0 {
+		t.Fatalf("%d full fetches while idle", full)
+	}
+	if err := c.ProduceSync(ctx, &kgo.Record{Topic: "rep", Partition: 12, Value: []byte("second")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all through sessions: %v", err)
+	}
+}

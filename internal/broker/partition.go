@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"weir/internal/fetchsession"
 	wlog "weir/internal/log"
@@ -79,6 +80,24 @@ func (p *partition) Unwatch(m fetchsession.Mark) {
 		p.dropIfEmptyLocked()
 	}
 	p.wmu.Unlock()
+}
+
+// lastFetchBy is when follower id last fetched in a session holding
+// this partition (zero if none does): replica.Config.LastFetch.
+func (p *partition) lastFetchBy(id int32) time.Time {
+	var last time.Time
+	p.wmu.Lock()
+	if w := p.watchers; w != nil {
+		for _, m := range w.marks {
+			if s := m.Session(); s.Replica() == id {
+				if t := s.LastUsed(); t.After(last) {
+					last = t
+				}
+			}
+		}
+	}
+	p.wmu.Unlock()
+	return last
 }
 
 func (p *partition) addWaiter(wt *replica.Waiter) {

@@ -54,6 +54,7 @@ func (b *Broker) openReplica(p *partition, minISR int) error {
 		// sessions learn of a new log start offset.
 		OnAppend:   func(*replica.Replica) { p.wakeAll() },
 		OnLogStart: func(*replica.Replica, int64) { p.wakeAll() },
+		LastFetch:  func(_ *replica.Replica, id int32) time.Time { return p.lastFetchBy(id) },
 		Now:        b.now,
 		Logger:     b.logger,
 	})

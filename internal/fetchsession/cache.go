@@ -90,13 +90,14 @@ func (k Kind) String() string {
 	return "sessionless"
 }
 
-// Begin admits one Fetch request. privileged is true for a follower's
-// fetch (its session may evict consumers' sessions). It returns the
+// Begin admits one Fetch request. replica is the follower's broker id
+// for a follower's fetch (its session is privileged: it may evict
+// consumers' sessions), -1 for a consumer's. It returns the
 // request's Fetch, or a Kafka error code for the whole request
 // (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
 // FETCH_SESSION_TOPIC_ID_ERROR), which Kafka answers with session id 0
 // and no partitions.
-func (c *Cache) Begin(r *kmsg.FetchRequest, privileged bool, now time.Time) (*Fetch, int16) {
+func (c *Cache) Begin(r *kmsg.FetchRequest, replica int32, now time.Time) (*Fetch, int16) {
 	usesIDs := r.Version >= 13
 	id, epoch := r.SessionID, r.SessionEpoch
 	if r.Version < 7 {
@@ -108,9 +109,9 @@ func (c *Cache) Begin(r *kmsg.FetchRequest, privileged bool, now time.Time) (*Fe
 			c.close(id)
 		}
 		if epoch == FinalEpoch {
-			return c.fresh(Sessionless, r, privileged, now), 0
+			return c.fresh(Sessionless, r, replica, now), 0
 		}
-		return c.fresh(Full, r, privileged, now), 0
+		return c.fresh(Full, r, replica, now), 0
 	}
 	c.mu.Lock()
 	s := c.sessions[id]
@@ -144,7 +145,7 @@ func (c *Cache) Begin(r *kmsg.FetchRequest, privileged bool, now time.Time) (*Fe
 		s.unwatch()
 		s.mu.Unlock()
 		c.mu.Unlock()
-		return c.fresh(Sessionless, r, privileged, now), 0
+		return c.fresh(Sessionless, r, replica, now), 0
 	}
 	c.touchLocked(s, now)
 	s.epoch = NextEpoch(s.epoch)
@@ -158,8 +159,8 @@ func (c *Cache) Begin(r *kmsg.FetchRequest, privileged bool, now time.Time) (*Fe
 
 // fresh admits r with a new session holding what it names: a
 // sessionless request's, or a full one's that Finish may cache.
-func (c *Cache) fresh(kind Kind, r *kmsg.FetchRequest, privileged bool, now time.Time) *Fetch {
-	s := newSession(privileged, r.Version >= 13, now)
+func (c *Cache) fresh(kind Kind, r *kmsg.FetchRequest, replica int32, now time.Time) *Fetch {
+	s := newSession(replica, r.Version >= 13, now)
 	s.mu.Lock()
 	putAll(s, r)
 	s.gen++
@@ -245,6 +246,7 @@ func (c *Cache) removeLocked(s *Session) {
 // not at eviction time). c.mu and s.mu held.
 func (c *Cache) touchLocked(s *Session, now time.Time) {
 	s.lastUsed = now
+	s.used.Store(now.UnixNano())
 	if s.cachedSize >= 0 {
 		c.partitions -= s.cachedSize
 	}

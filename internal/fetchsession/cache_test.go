@@ -278,7 +278,11 @@ func (tr *transcript) fetch(t *testing.T, d *datadriven.TestData) string {
 			r.ForgottenTopics = append(r.ForgottenTopics, ft)
 		}
 	}
-	f, code := tr.cache.Begin(r, d.HasArg("follower"), tr.now)
+	replica := int32(-1)
+	if d.HasArg("follower") {
+		replica = 2
+	}
+	f, code := tr.cache.Begin(r, replica, tr.now)
 	if code != 0 {
 		return "error=" + kerr.ErrorForCode(code).(*kerr.Error).Message
 	}

@@ -24,6 +24,7 @@ type Client[K comparable, V any] struct {
 
 	parts  map[K]*Partition[V]
 	live   int // entries of parts not gone
+	wanted int // entries wanted
 	queue  []K // wanted partitions whose data the session may not hold
 	forget []K // partitions the session holds that are no longer wanted
 
@@ -75,6 +76,9 @@ func (c *Client[K, V]) Get(k K) *Partition[V] {
 // Len is the number of partitions known (wanted or paused).
 func (c *Client[K, V]) Len() int { return c.live }
 
+// Wanted is the number of partitions fetched (known and not paused).
+func (c *Client[K, V]) Wanted() int { return c.wanted }
+
 // Range calls fn for every known partition until it returns false.
 func (c *Client[K, V]) Range(fn func(K, *Partition[V]) bool) {
 	for k, p := range c.parts {
@@ -111,6 +115,9 @@ func (c *Client[K, V]) Want(k K, d PartitionData) {
 		var zero V
 		p = c.Add(k, zero)
 	}
+	if !p.wanted {
+		c.wanted++
+	}
 	p.want, p.wanted = d, true
 	if (!p.inSession || p.sent != d) && !p.inQueue {
 		p.inQueue = true
@@ -126,6 +133,7 @@ func (c *Client[K, V]) Pause(k K) {
 		return
 	}
 	p.wanted = false
+	c.wanted--
 	if p.inSession && !p.inForget {
 		p.inForget = true
 		c.forget = append(c.forget, k)

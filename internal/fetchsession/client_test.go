@@ -146,7 +146,7 @@ func checkClientAgainstCache(t *testing.T, ops []byte) {
 		case 6, 7:
 			pl := c.Next()
 			req := planRequest(c, pl)
-			f, code := cache.Begin(req, false, testNow)
+			f, code := cache.Begin(req, -1, testNow)
 			var keys []string
 			var sid int32
 			if code == 0 {
@@ -178,7 +178,7 @@ func checkClientAgainstCache(t *testing.T, ops []byte) {
 			// no session.
 			other := NewClient[string, int]()
 			other.Want("t0:0", PartitionData{MaxBytes: 1})
-			f, _ := cache.Begin(planRequest(other, other.Next()), true, testNow)
+			f, _ := cache.Begin(planRequest(other, other.Next()), 2, testNow)
 			f.Pending(nil)
 			f.Finish(testNow, func(int32) Outcome { return Outcome{} })
 		}

@@ -48,7 +48,7 @@
 //
 // # The API the broker calls
 //
-//	f, code := cache.Begin(req, isFollower, now)   // code != 0: answer it, session id 0, no partitions
+//	f, code := cache.Begin(req, followerID, now)   // -1 for a consumer; code != 0: answer it, session id 0, no partitions
 //	reads := f.Pending(nil)                        // read each; set Src to the partition read
 //	f.Bind(reads)
 //	parked: <-f.Wait() (with the timeout and the connection's context); reads = f.Pending(reads[:0]) ...

@@ -10,7 +10,7 @@ import (
 // what Pending hands it, Binds what it read, parks on Wait while the
 // answer is too small, reads Pending again when woken, and Finishes:
 //
-//	f, code := cache.Begin(req, follower, now)
+//	f, code := cache.Begin(req, followerID, now)
 //	reads := f.Pending(nil)   // read each, note each outcome
 //	f.Bind(reads)
 //	for not enough { <-f.Wait(); reads = f.Pending(reads[:0]); ...; f.Bind(reads) }

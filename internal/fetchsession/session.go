@@ -3,6 +3,7 @@ package fetchsession
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -74,6 +75,9 @@ type Mark struct {
 // parked on the session. It never blocks.
 func (m Mark) Mark() { m.s.mark(m.i) }
 
+// Session is the session the mark belongs to.
+func (m Mark) Session() *Session { return m.s }
+
 // Session is the partitions one fetcher reads from this broker, with
 // what the last response told it of each (Kafka's FetchSession with its
 // CachedPartitions). A cached session lives in the Cache between
@@ -86,6 +90,7 @@ func (m Mark) Mark() { m.s.mark(m.i) }
 // the last response costs an incremental request nothing.
 type Session struct {
 	id         int32
+	replica    int32 // the follower's broker id; -1 for a consumer
 	privileged bool
 	usesIDs    bool
 	created    time.Time
@@ -96,6 +101,7 @@ type Session struct {
 	evictableAll bool // as of the last touch: older than the eviction age
 	evictablePri bool // as of the last touch: evictable by a privileged session
 	inCache      bool
+	used         atomic.Int64 // lastUsed in Unix nanoseconds, for LastUsed
 
 	// mu guards everything below but the queue. A request holds it only
 	// while it changes or copies entries, never while it reads a
@@ -136,12 +142,25 @@ type entry struct {
 	src       Source
 }
 
-func newSession(privileged, usesIDs bool, now time.Time) *Session {
-	return &Session{
-		privileged: privileged, usesIDs: usesIDs, created: now, lastUsed: now,
+func newSession(replica int32, usesIDs bool, now time.Time) *Session {
+	s := &Session{
+		replica: replica, privileged: replica >= 0, usesIDs: usesIDs, created: now, lastUsed: now,
 		topicAt: map[TopicRef]int32{}, c: make(chan struct{}, 1), cachedSize: -1,
 	}
+	s.used.Store(now.UnixNano())
+	return s
 }
+
+// Replica is the follower's broker id for a follower's session, -1 for a
+// consumer's.
+func (s *Session) Replica() int32 { return s.replica }
+
+// LastUsed is when the session's last request was admitted. While a
+// partition is in a follower's session and not named, each request of
+// the session says the follower is still at the offset it last named:
+// the leader uses this to know a follower was caught up on an idle
+// partition without reading it.
+func (s *Session) LastUsed() time.Time { return time.Unix(0, s.used.Load()) }
 
 // ID is the session's id; InvalidID for a session not in the cache.
 func (s *Session) ID() int32 { return s.id }

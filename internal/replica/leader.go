@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -95,9 +96,18 @@ func (r *Replica) leaderLEOChanged() bool {
 		return false
 	}
 	r.ls.minISR = int(r.minISR.Load())
+	r.ls.noteLEO(leo, r.lastFetch)
 	moved := r.ls.advanceHW(leo, r.now())
 	r.afterHWLocked(moved)
 	return moved
+}
+
+// lastFetch is Config.LastFetch for leaderState.noteLEO; nil without one.
+func (r *Replica) lastFetch(id int32) time.Time {
+	if r.cfg.LastFetch == nil {
+		return time.Time{}
+	}
+	return r.cfg.LastFetch(r, id)
 }
 
 // WaitForHW blocks until the high watermark reaches offset (the append's

@@ -58,6 +58,7 @@ type leaderState struct {
 	leaderEpoch    int32
 	partitionEpoch int32
 	epochStart     int64 // offset the current leader epoch started at
+	leo            int64 // the leader's log end offset, as last noted (noteLEO)
 	replicas       []int32
 	isr            []int32 // committed ISR, as the metadata says
 	pending        *ISRChange
@@ -84,6 +85,7 @@ func newLeaderState(self int32, st PartitionState, epochStart, hw int64, now tim
 		leaderEpoch:    st.LeaderEpoch,
 		partitionEpoch: st.PartitionEpoch,
 		epochStart:     epochStart,
+		leo:            epochStart,
 		followers:      map[int32]*followerState{},
 		hw:             hw,
 		maxLag:         maxLag,
@@ -115,6 +117,28 @@ func (s *leaderState) setAssignment(st PartitionState, now time.Time) {
 		}
 		s.followers[id] = f
 	}
+}
+
+// noteLEO records that the leader's log grew to leo. A follower whose
+// last fetch of the partition asked for the previous log end had
+// everything until this append, and still did at its last fetch from
+// this broker (lastFetch; zero when unknown): a fetch in a session that
+// holds the partition and does not name it says the follower is where
+// it last was, without the partition being read. Without this, a
+// follower of a partition idle for longer than replica.lag.time.max.ms
+// would look out of sync between the next append and its next fetch.
+func (s *leaderState) noteLEO(leo int64, lastFetch func(id int32) time.Time) {
+	if leo <= s.leo {
+		return
+	}
+	if lastFetch != nil {
+		for id, f := range s.followers {
+			if f.leo == s.leo {
+				f.lastCaughtUp = latest(f.lastCaughtUp, lastFetch(id))
+			}
+		}
+	}
+	s.leo = leo
 }
 
 // maximalISR is the ISR the high watermark must respect: the committed

@@ -96,6 +96,11 @@ type Config struct {
 	// be quick and must not call the Replica.
 	OnFollowerAppend func(r *Replica, h *wlog.BatchHeader)
 	OnTruncate       func(r *Replica, end int64)
+	// LastFetch is when follower last fetched from this broker in a
+	// fetch session holding the partition (zero: never, or unknown); see
+	// leaderState.noteLEO. Called with the replica's locks held: it must
+	// be quick and must not call the Replica. nil: unknown.
+	LastFetch func(r *Replica, follower int32) time.Time
 	// OnLogStart is called, without any replica lock held, after the log
 	// start offset rose (retention, DeleteRecords, or a follower
 	// following its leader's), so the broker can tell the fetch sessions
