@@ -83,21 +83,9 @@ func benchFetch(b *testing.B, br *Broker, replica int32, epoch int64, targets []
 		r.Version = 17
 		r.ReplicaID, r.ReplicaState.ID, r.ReplicaState.Epoch = replica, replica, epoch
 		r.MaxBytes, r.MinBytes, r.MaxWaitMillis = 50<<20, 1, 0
-		r.SessionID, r.SessionEpoch = pl.SessionID, pl.Epoch
-		at := map[[16]byte]int{}
+		rb := fetchsession.NewRequestBuilder(r, pl)
 		for _, k := range pl.Send {
-			i, ok := at[k.topic]
-			if !ok {
-				i = len(r.Topics)
-				at[k.topic] = i
-				rt := kmsg.NewFetchRequestTopic()
-				rt.TopicID = k.topic
-				r.Topics = append(r.Topics, rt)
-			}
-			d := cl.Get(k).Data()
-			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = k.partition, d.FetchOffset, d.MaxBytes
-			r.Topics[i].Partitions = append(r.Topics[i].Partitions, rp)
+			rb.Add(fetchsession.TopicRef{ID: k.topic}, k.partition, cl.Get(k).Data())
 		}
 		reply := br.Serve(ctx, &server.Request{Key: 1, Version: 17, Body: r})
 		if !server.WaitReply(reply, 5*time.Second) {

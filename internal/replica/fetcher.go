@@ -499,40 +499,13 @@ func (f *fetcher) buildRequest() (*kmsg.FetchRequest, fetchsession.Plan[partitio
 	req.MaxWaitMillis = int32(cfg.MaxWait / time.Millisecond)
 	req.MinBytes = cfg.MinBytes
 	req.MaxBytes = cfg.MaxBytes
-	req.SessionID, req.SessionEpoch = pl.SessionID, pl.Epoch
-	topics := map[[16]byte]int{}
+	b := fetchsession.NewRequestBuilder(req, pl)
 	for _, k := range pl.Send {
 		sp := f.session.Get(k)
-		d := sp.Data()
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = k.partition
-		rp.CurrentLeaderEpoch = d.LeaderEpoch
-		rp.FetchOffset = d.FetchOffset
-		rp.LastFetchedEpoch = d.LastFetchedEpoch
-		rp.LogStartOffset = d.LogStartOffset
-		rp.PartitionMaxBytes = d.MaxBytes
-		i, ok := topics[k.topicID]
-		if !ok {
-			i = len(req.Topics)
-			topics[k.topicID] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.TopicID = k.topicID
-			t.Topic = sp.Value.r.cfg.Topic
-			req.Topics = append(req.Topics, t)
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		b.Add(fetchsession.TopicRef{ID: k.topicID, Name: sp.Value.r.cfg.Topic}, k.partition, sp.Data())
 	}
-	forgotten := map[[16]byte]int{}
 	for _, k := range pl.Forget {
-		i, ok := forgotten[k.topicID]
-		if !ok {
-			i = len(req.ForgottenTopics)
-			forgotten[k.topicID] = i
-			ft := kmsg.NewFetchRequestForgottenTopic()
-			ft.TopicID = k.topicID
-			req.ForgottenTopics = append(req.ForgottenTopics, ft)
-		}
-		req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.partition)
+		b.Forget(fetchsession.TopicRef{ID: k.topicID}, k.partition)
 	}
 	return req, pl, 0
 }
