@@ -67,16 +67,16 @@ type Consumer struct {
 	plainCoord *coordinator
 	listener   *RebalanceListener
 
-	mu         sync.Mutex // guards parts and fetch bookkeeping (touched by fetch callbacks)
-	parts      map[TopicPartition]*partState
-	fetching   map[int32]bool // node -> a fetch is outstanding
-	sessions   map[int32]*fetchSession
+	mu       sync.Mutex // guards parts and fetch bookkeeping (touched by fetch callbacks)
+	parts    map[TopicPartition]*partState
+	fetching map[int32]bool // node -> a fetch is outstanding
+	sessions map[int32]*fetchSession
 	// Fetch requests sent full and incremental, and the partitions the
 	// incremental ones named (for tests).
 	fullFetches, incrementalFetches, incrementalNamed atomic.Uint64
-	fetchErr   error          // a fatal error seen by a fetch, returned by the next Poll
-	drainStart int            // rotates the partition Poll serves first
-	data       chan struct{}  // signalled when a fetch completes
+	fetchErr                                          error         // a fatal error seen by a fetch, returned by the next Poll
+	drainStart                                        int           // rotates the partition Poll serves first
+	data                                              chan struct{} // signalled when a fetch completes
 
 	lastAutoCommit time.Time
 	lastPoll       atomic.Int64 // unix nanos of the last Poll, for max.poll.interval.ms
