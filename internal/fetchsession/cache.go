@@ -162,6 +162,13 @@ func (c *Cache) Begin(r *kmsg.FetchRequest, replica int32, now time.Time) (*Fetc
 func (c *Cache) fresh(kind Kind, r *kmsg.FetchRequest, replica int32, now time.Time) *Fetch {
 	s := newSession(replica, r.Version >= 13, now)
 	s.mu.Lock()
+	n := 0
+	for i := range r.Topics {
+		n += len(r.Topics[i].Partitions)
+	}
+	s.entries = make([]entry, 0, n)
+	s.queued = make([]uint64, 0, n/64+1)
+	s.read = make([]uint64, 0, n/64+1)
 	putAll(s, r)
 	s.gen++
 	f := &Fetch{c: c, s: s, kind: kind, gen: s.gen}
@@ -268,7 +275,20 @@ func (c *Cache) insert(s *Session, now time.Time) (evicted *Session, ok bool) {
 	if c.cfg.Slots <= 0 {
 		return nil, false
 	}
-	if len(c.sessions) >= c.cfg.Slots {
+	if s.privileged {
+		// A follower broker fetches from this leader with one fetcher,
+		// so a new session of it replaces the one it had: an answer lost
+		// on the way (a request the follower interrupted) leaves no
+		// orphan holding its partitions until it is evicted.
+		for _, old := range c.sessions {
+			if old.replica == s.replica {
+				c.removeLocked(old)
+				evicted = old
+				break
+			}
+		}
+	}
+	if evicted == nil && len(c.sessions) >= c.cfg.Slots {
 		evicted = c.evictLocked(s.privileged, s.size, now)
 		if evicted == nil {
 			return nil, false

@@ -74,7 +74,7 @@ type openFetch struct {
 //
 //	cache slots=N [age=120s]
 //	partition t:p [hw=N] [ls=N] [err=CODE]     set a partition (marks its watchers when it changes)
-//	fetch c=NAME [id=N epoch=N | session] [follower] [v=17] [parts=(t:p@off[/max],...)] [forget=(t:p,...)]
+//	fetch c=NAME [id=N epoch=N | session] [follower[=ID]] [v=17] [parts=(t:p@off[/max],...)] [forget=(t:p,...)]
 //	                   admit a request; session: the id and next epoch the client got last
 //	read c=NAME        read what is pending now (a park woken, or the first read)
 //	finish c=NAME      answer
@@ -281,6 +281,10 @@ func (tr *transcript) fetch(t *testing.T, d *datadriven.TestData) string {
 	replica := int32(-1)
 	if d.HasArg("follower") {
 		replica = 2
+		if arg, _ := d.Arg("follower"); len(arg.Vals) > 0 {
+			n, _ := strconv.Atoi(arg.Vals[0])
+			replica = int32(n)
+		}
 	}
 	f, code := tr.cache.Begin(r, replica, tr.now)
 	if code != 0 {

@@ -33,9 +33,11 @@ type Client[K comparable, V any] struct {
 
 // Partition is one partition a Client knows of.
 type Partition[V any] struct {
-	Value     V
-	want      PartitionData // what the fetcher asks
-	sent      PartitionData // what the session holds (inSession)
+	Value V
+	// want is what the fetcher asks; once a request names it, the
+	// session holds it (while inSession), until Want changes it and
+	// queues it again.
+	want      PartitionData
 	wanted    bool
 	inSession bool
 	inQueue   bool
@@ -118,8 +120,9 @@ func (c *Client[K, V]) Want(k K, d PartitionData) {
 	if !p.wanted {
 		c.wanted++
 	}
+	changed := !p.inSession || p.want != d
 	p.want, p.wanted = d, true
-	if (!p.inSession || p.sent != d) && !p.inQueue {
+	if changed && !p.inQueue {
 		p.inQueue = true
 		c.queue = append(c.queue, k)
 	}
@@ -183,7 +186,6 @@ func (c *Client[K, V]) Next() Plan[K] {
 			}
 			p.inSession = p.wanted && !c.sessionless
 			if p.wanted {
-				p.sent = p.want
 				pl.Send = append(pl.Send, k)
 			}
 		}
@@ -197,10 +199,10 @@ func (c *Client[K, V]) Next() Plan[K] {
 			continue
 		}
 		p.inQueue = false
-		if !p.wanted || (p.inSession && p.sent == p.want) {
+		if !p.wanted {
 			continue
 		}
-		p.sent, p.inSession = p.want, true
+		p.inSession = true
 		pl.Send = append(pl.Send, k)
 	}
 	for _, k := range c.forget {

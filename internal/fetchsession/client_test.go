@@ -58,7 +58,7 @@ func TestClientTranscripts(t *testing.T) {
 				}
 				var send []string
 				for _, k := range last.Send {
-					send = append(send, fmt.Sprintf("%s@%d", k, c.parts[k].sent.FetchOffset))
+					send = append(send, fmt.Sprintf("%s@%d", k, c.parts[k].want.FetchOffset))
 				}
 				slices.Sort(send)
 				slices.Sort(last.Forget)
@@ -233,7 +233,7 @@ func compareSession(t *testing.T, cache *Cache, c *Client[string, int], id int32
 	server := map[string]PartitionData{}
 	s.mu.Lock()
 	for _, e := range s.entries {
-		if e.used {
+		if e.used() {
 			server[key2(s.topics[e.topic].ref, e.partition)] = e.data
 		}
 	}
@@ -241,7 +241,7 @@ func compareSession(t *testing.T, cache *Cache, c *Client[string, int], id int32
 	client := map[string]PartitionData{}
 	for k, p := range c.parts {
 		if p.inSession {
-			client[k] = p.sent
+			client[k] = p.want
 		}
 	}
 	if fmt.Sprint(server) != fmt.Sprint(client) {

@@ -70,11 +70,10 @@ func (f *Fetch) Pending(dst []Read) []Read {
 	defer func() { f.c.counts[f.kind].read.Add(uint64(len(dst) - n)) }()
 	for _, i := range s.drain() {
 		e := &s.entries[i]
-		if !e.used {
+		if !e.used() {
 			continue
 		}
-		if e.readGen != f.gen {
-			e.readGen = f.gen
+		if s.markRead(f.gen, i) {
 			f.read = append(f.read, i)
 		}
 		dst = append(dst, Read{Index: i, Topic: s.topics[e.topic].ref, Partition: e.partition, PartitionData: e.data, Src: e.src})
@@ -171,11 +170,11 @@ func (f *Fetch) all(outcome func(int32) Outcome, remember bool) Result {
 	res := Result{Include: make([]Included, 0, s.size)}
 	for i := range s.entries {
 		e := &s.entries[i]
-		if !e.used {
+		if !e.used() {
 			continue
 		}
 		res.Include = append(res.Include, Included{Index: int32(i), Topic: s.topics[e.topic].ref, Partition: e.partition})
-		if remember && e.readGen == f.gen {
+		if remember && s.wasRead(f.gen, int32(i)) {
 			e.mustRespond(outcome(int32(i)), true)
 		}
 	}
@@ -194,7 +193,7 @@ func (f *Fetch) requeue(outcome func(int32) Outcome) {
 	s := f.s
 	for pass := range 2 {
 		for _, i := range f.read {
-			if !s.entries[i].used {
+			if !s.entries[i].used() {
 				continue
 			}
 			if o := outcome(i); again(o) && (o.Bytes > 0) == (pass == 1) {
@@ -212,7 +211,7 @@ func (f *Fetch) finishIncremental(outcome func(int32) Outcome) Result {
 		// A newer request of this session was admitted: this one is a
 		// duplicate; what it read is left for the newer one.
 		for _, i := range f.read {
-			if s.entries[i].used {
+			if s.entries[i].used() {
 				s.mark(i)
 			}
 		}
@@ -221,7 +220,7 @@ func (f *Fetch) finishIncremental(outcome func(int32) Outcome) Result {
 	res := Result{SessionID: s.id}
 	for _, i := range f.read {
 		e := &s.entries[i]
-		if !e.used {
+		if !e.used() {
 			continue
 		}
 		if e.mustRespond(outcome(i), true) {
@@ -252,7 +251,7 @@ func (f *Fetch) Abandon() {
 		return
 	}
 	for _, i := range f.read {
-		if s.entries[i].used {
+		if s.entries[i].used() {
 			s.mark(i)
 		}
 	}

@@ -113,8 +113,10 @@ type Session struct {
 	entries  []entry
 	free     []int32 // indexes of removed entries, for reuse
 	size     int
-	gen      uint32 // bumped by every request admitted
-	watching bool   // every bound entry is in its partition's marks
+	gen      uint32   // bumped by every request admitted
+	read     []uint64 // bit per entry: read by the request of gen
+	readGen  uint32   // the request read marks
+	watching bool     // every bound entry is in its partition's marks
 
 	// qmu guards the queue of marked entries; a leaf.
 	qmu    sync.Mutex
@@ -130,17 +132,18 @@ type sessionTopic struct {
 }
 
 // entry is one partition of a session: what the fetcher asked last and
-// what the session last answered for it.
+// what the session last answered for it (72 bytes: sessions of followers
+// hold one per partition they follow).
 type entry struct {
-	topic     int32
-	partition int32
 	data      PartitionData
+	topic     int32 // index in topics; -1 for a free slot
+	partition int32
 	hw        int64 // high watermark last answered; -1 after an error
 	logStart  int64 // this broker's log start offset last answered
-	readGen   uint32
-	used      bool
 	src       Source
 }
+
+func (e *entry) used() bool { return e.topic >= 0 }
 
 func newSession(replica int32, usesIDs bool, now time.Time) *Session {
 	s := &Session{
@@ -208,14 +211,25 @@ func (s *Session) put(ref TopicRef, partition int32, d PartitionData) (int32, bo
 		s.topicAt[ref] = ti
 	}
 	var i int32
-	e := entry{topic: ti, partition: partition, data: d, hw: -1, logStart: -1, used: true}
+	e := entry{topic: ti, partition: partition, data: d, hw: -1, logStart: -1}
 	if n := len(s.free); n > 0 {
 		i = s.free[n-1]
 		s.free = s.free[:n-1]
 		s.entries[i] = e
 	} else {
 		i = int32(len(s.entries))
+		if len(s.entries) == cap(s.entries) {
+			// Grow by an eighth, not double: a follower's session holds
+			// tens of thousands of partitions and gains them a few at a
+			// time.
+			grown := make([]entry, len(s.entries), len(s.entries)+max(16, len(s.entries)/8))
+			copy(grown, s.entries)
+			s.entries = grown
+		}
 		s.entries = append(s.entries, e)
+		if need := len(s.entries)/64 + 1; len(s.read) < need {
+			s.read = append(s.read, make([]uint64, need-len(s.read))...)
+		}
 		s.qmu.Lock()
 		if need := len(s.entries)/64 + 1; len(s.queued) < need {
 			s.queued = append(s.queued, make([]uint64, need-len(s.queued))...)
@@ -257,7 +271,7 @@ func (s *Session) remove(ref TopicRef, partition int32) bool {
 	} else {
 		delete(t.other, partition)
 	}
-	*e = entry{}
+	*e = entry{topic: -1}
 	s.free = append(s.free, i)
 	s.size--
 	return true
@@ -298,7 +312,7 @@ func (s *Session) watch() {
 	}
 	s.watching = true
 	for i := range s.entries {
-		if e := &s.entries[i]; e.used && e.src != nil {
+		if e := &s.entries[i]; e.used() && e.src != nil {
 			e.src.Watch(Mark{s, int32(i)})
 		}
 	}
@@ -311,7 +325,7 @@ func (s *Session) unwatch() {
 	}
 	s.watching = false
 	for i := range s.entries {
-		if e := &s.entries[i]; e.used && e.src != nil {
+		if e := &s.entries[i]; e.used() && e.src != nil {
 			e.src.Unwatch(Mark{s, int32(i)})
 		}
 	}
@@ -321,7 +335,7 @@ func (s *Session) unwatch() {
 // partition changed (the registry replaced it). mu held.
 func (s *Session) bind(i int32, src Source) {
 	e := &s.entries[i]
-	if !e.used || e.src == src {
+	if !e.used() || e.src == src {
 		return
 	}
 	if s.watching {
@@ -333,6 +347,26 @@ func (s *Session) bind(i int32, src Source) {
 		}
 	}
 	e.src = src
+}
+
+// markRead records that the request of gen read entry i, and reports
+// whether it is the first time. mu held.
+func (s *Session) markRead(gen uint32, i int32) bool {
+	if s.readGen != gen {
+		clear(s.read)
+		s.readGen = gen
+	}
+	w, bit := i/64, uint64(1)<<(i%64)
+	if s.read[w]&bit != 0 {
+		return false
+	}
+	s.read[w] |= bit
+	return true
+}
+
+// wasRead reports whether the request of gen read entry i. mu held.
+func (s *Session) wasRead(gen uint32, i int32) bool {
+	return s.readGen == gen && s.read[i/64]&(uint64(1)<<(i%64)) != 0
 }
 
 // mustRespond is Kafka's rule for whether an incremental response
