@@ -141,10 +141,12 @@ type Broker struct {
 	topics     map[string]*topic
 	topicsByID map[[16]byte]*topic
 
-	replicas  *replica.Manager    // follower fetchers
-	fetches   *fetchsession.Cache // fetch sessions (KIP-227, 01_fetch.go)
-	transport *brokerTransport    // their connections to leaders
-	isr       isrQueue            // ISR changes for the controller (replication.go)
+	replicas   *replica.Manager // follower fetchers
+	repEnv     *replica.Env     // what every replica shares (replicaEnv)
+	repEnvOnce sync.Once
+	fetches    *fetchsession.Cache // fetch sessions (KIP-227, 01_fetch.go)
+	transport  *brokerTransport    // their connections to leaders
+	isr        isrQueue            // ISR changes for the controller (replication.go)
 
 	faults *fault.Injector // fault-injection points (internal/fault)
 

@@ -26,11 +26,13 @@ type partition struct {
 
 	leader      atomic.Int32 // the leader's node id, -1 when offline
 	leads       atomic.Bool
-	state       atomic.Pointer[metadata.Partition]
 	leaderEpoch atomic.Int32
-	hw          atomic.Int64
-	nullEnd     atomic.Int64              // offsets handed out in NullStorage mode
-	nullBatch   atomic.Pointer[nullBatch] // NullStorage: what fetches repeat
+	// leadership is the leader and leader epoch as one snapshot (leader
+	// in the high 32 bits), for answers that name both (KIP-951 hints).
+	leadership atomic.Int64
+	hw         atomic.Int64
+	nullEnd    atomic.Int64              // offsets handed out in NullStorage mode
+	nullBatch  atomic.Pointer[nullBatch] // NullStorage: what fetches repeat
 
 	// producers is the idempotent-producer state, touched only inside the
 	// log's append hooks (see internal/producer).
@@ -121,6 +123,13 @@ func (p *partition) removeWaiter(wt *replica.Waiter) {
 	p.wmu.Unlock()
 }
 
+// leaderAndEpoch is the leader and its epoch as the image last gave
+// them together.
+func (p *partition) leaderAndEpoch() (leader, epoch int32) {
+	v := p.leadership.Load()
+	return int32(v >> 32), int32(uint32(v))
+}
+
 // highWatermark is the offset below which records are visible to
 // consumers.
 func (p *partition) highWatermark() int64 { return p.hw.Load() }
@@ -133,8 +142,7 @@ func (p *partition) highWatermark() int64 { return p.hw.Load() }
 // NOT_LEADER_OR_FOLLOWER, or, for a follower's fetch held for this
 // leadership, are served.
 func (p *partition) setState(s metadata.Partition, self int32) (changed bool) {
-	st := s
-	p.state.Store(&st)
+	p.leadership.Store(int64(s.Leader())<<32 | int64(uint32(s.LeaderEpoch())))
 	epochChanged := p.leaderEpoch.Swap(s.LeaderEpoch()) != s.LeaderEpoch()
 	p.leader.Store(s.Leader())
 	leads := s.Leader() == self && p.log != nil

@@ -37,11 +37,14 @@
 // # The API the broker calls
 //
 // Opening: Open(log, hw, Config) for every local replica. Config carries
-// the identity (LocalID, Topic, TopicID, Partition), MaxLag
-// (replica.lag.time.max.ms), MinISR (min.insync.replicas; SetMinISR on a
-// config change), HoldHWUnderMinISR (KIP-966's rule, off by default),
+// the identity (Topic, TopicID, Partition), MinISR (min.insync.replicas;
+// SetMinISR on a config change), an Owner (the broker's partition, which
+// the shared callbacks find with r.Owner()) and the Env every replica of
+// the broker shares (NewEnv): LocalID, MaxLag (replica.lag.time.max.ms),
+// HoldHWUnderMinISR (KIP-966's rule, off by default),
 // Eligible(brokerID, brokerEpoch) (KIP-841/903: may a broker, at the
-// broker epoch its fetch carried, join an ISR), and callbacks:
+// broker epoch its fetch carried, join an ISR), Now, Logger, and the
+// callbacks:
 //
 //   - OnISRChange(r, ISRChange): send an AlterPartition. No lock held;
 //     must not block.

@@ -74,7 +74,7 @@ type partitionKey struct {
 	partition int32
 }
 
-func keyOf(r *Replica) partitionKey { return partitionKey{r.cfg.TopicID, r.cfg.Partition} }
+func keyOf(r *Replica) partitionKey { return partitionKey{r.TopicID(), r.partition} }
 
 // Manager owns one fetcher goroutine per source leader broker; each
 // fetches, in one Fetch request, every partition this broker follows from
@@ -85,8 +85,7 @@ type Manager struct {
 	logger *slog.Logger
 
 	mu       sync.Mutex
-	fetchers map[int32]*fetcher
-	where    map[partitionKey]int32 // partition -> leader whose fetcher has it
+	fetchers map[int32]*fetcher // each replica's fetcher is Replica.fetchLeader's
 	closed   bool
 }
 
@@ -101,7 +100,7 @@ func NewManager(cfg ManagerConfig) *Manager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{cfg: cfg, logger: logger, fetchers: map[int32]*fetcher{}, where: map[partitionKey]int32{}}
+	return &Manager{cfg: cfg, logger: logger, fetchers: map[int32]*fetcher{}}
 }
 
 // AddPartitions starts replicating each partition from its leader, moving
@@ -119,15 +118,14 @@ func (m *Manager) AddPartitions(fs []Follow) {
 	}
 	byLeader := map[int32][]Follow{}
 	for _, f := range fs {
-		k := keyOf(f.Replica)
-		if old, ok := m.where[k]; ok && old != f.Leader {
-			m.removeLocked(k)
+		if old := f.Replica.fetchLeader; old >= 0 && old != f.Leader {
+			m.removeLocked(f.Replica)
 		}
 		if f.Leader < 0 || f.Leader == m.cfg.LocalID {
 			continue
 		}
 		byLeader[f.Leader] = append(byLeader[f.Leader], f)
-		m.where[k] = f.Leader
+		f.Replica.fetchLeader = f.Leader
 	}
 	for leader, follows := range byLeader {
 		ft := m.fetchers[leader]
@@ -145,17 +143,17 @@ func (m *Manager) RemovePartitions(rs []*Replica) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range rs {
-		m.removeLocked(keyOf(r))
+		m.removeLocked(r)
 	}
 }
 
-func (m *Manager) removeLocked(k partitionKey) {
-	leader, ok := m.where[k]
-	if !ok {
+func (m *Manager) removeLocked(r *Replica) {
+	leader := r.fetchLeader
+	if leader < 0 {
 		return
 	}
-	delete(m.where, k)
-	if ft := m.fetchers[leader]; ft != nil && ft.remove(k) == 0 {
+	r.fetchLeader = -1
+	if ft := m.fetchers[leader]; ft != nil && ft.remove(keyOf(r)) == 0 {
 		delete(m.fetchers, leader)
 		ft.stop()
 	}
@@ -167,8 +165,10 @@ func (m *Manager) Leaders() map[int32]int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[int32]int{}
-	for k := range m.where {
-		out[m.where[k]]++
+	for id, ft := range m.fetchers {
+		ft.mu.Lock()
+		out[id] = ft.session.Len()
+		ft.mu.Unlock()
 	}
 	return out
 }
@@ -179,7 +179,14 @@ func (m *Manager) Close() {
 	m.closed = true
 	fs := m.fetchers
 	m.fetchers = map[int32]*fetcher{}
-	m.where = map[partitionKey]int32{}
+	for _, f := range fs {
+		f.mu.Lock()
+		f.session.Range(func(_ partitionKey, p *fetchsession.Partition[fetchPartition]) bool {
+			p.Value.r.fetchLeader = -1
+			return true
+		})
+		f.mu.Unlock()
+	}
 	m.mu.Unlock()
 	for _, f := range fs {
 		f.stop()
@@ -229,7 +236,9 @@ type fetcher struct {
 	// yet; delayed, partitions backing off (paused in the session).
 	added   []partitionKey
 	delayed []partitionKey
-	gen     uint64 // bumped by every add: a partition's fetchPartition.gen
+	gen     uint32 // bumped by every add: a partition's fetchPartition.gen
+	// delays are the back-offs of the partitions in delayed.
+	delays map[partitionKey]time.Time
 	// applying holds the partition the goroutine is applying a response
 	// to; remove waits on idle for it to finish so that no append follows
 	// RemovePartitions.
@@ -256,9 +265,8 @@ type fetcher struct {
 type fetchPartition struct {
 	r           *Replica
 	leaderEpoch int32
-	gen         uint64    // the fetcher's gen when added
-	delayUntil  time.Time // backing off after an error
-	fenced      bool      // FENCED_LEADER_EPOCH: wait for newer metadata
+	gen         uint32 // the fetcher's gen when added
+	fenced      bool   // FENCED_LEADER_EPOCH: wait for newer metadata
 	// added is set until the goroutine has checked the partition's start:
 	// a log with batches but no epochs cannot find a divergence point from
 	// the leader, so it first truncates to its high watermark (Kafka's
@@ -415,7 +423,7 @@ func (f *fetcher) send(ctx context.Context, req *kmsg.FetchRequest) (kmsg.Respon
 func (f *fetcher) truncateEpochless() {
 	type todo struct {
 		k   partitionKey
-		gen uint64
+		gen uint32
 		p   fetchPartition
 	}
 	f.mu.Lock()
@@ -434,7 +442,7 @@ func (f *fetcher) truncateEpochless() {
 			continue
 		}
 		if err := r.truncateTo(c.p.leaderEpoch, r.HighWatermark()); err != nil {
-			f.logger.Warn("replica: truncation to the high watermark failed", "topic", r.cfg.Topic, "partition", r.cfg.Partition, "err", err)
+			f.logger.Warn("replica: truncation to the high watermark failed", "topic", r.Topic(), "partition", r.partition, "err", err)
 		}
 		f.mu.Lock()
 		if sp := f.session.Get(c.k); sp != nil && sp.Value.gen == c.gen && sp.Wanted() {
@@ -477,13 +485,14 @@ func (f *fetcher) buildRequest() (*kmsg.FetchRequest, fetchsession.Plan[partitio
 		if sp == nil || sp.Wanted() || sp.Value.fenced {
 			continue
 		}
-		if d := sp.Value.delayUntil.Sub(now); d > 0 {
+		if d := f.delays[k].Sub(now); d > 0 {
 			if wait == 0 || d < wait {
 				wait = d
 			}
 			still = append(still, k)
 			continue
 		}
+		delete(f.delays, k)
 		f.want(k, &sp.Value)
 	}
 	f.delayed = still
@@ -502,7 +511,7 @@ func (f *fetcher) buildRequest() (*kmsg.FetchRequest, fetchsession.Plan[partitio
 	b := fetchsession.NewRequestBuilder(req, pl)
 	for _, k := range pl.Send {
 		sp := f.session.Get(k)
-		b.Add(fetchsession.TopicRef{ID: k.topicID, Name: sp.Value.r.cfg.Topic}, k.partition, sp.Data())
+		b.Add(fetchsession.TopicRef{ID: k.topicID, Name: sp.Value.r.Topic()}, k.partition, sp.Data())
 	}
 	for _, k := range pl.Forget {
 		b.Forget(fetchsession.TopicRef{ID: k.topicID}, k.partition)
@@ -521,7 +530,10 @@ func (f *fetcher) delay(keys []partitionKey) {
 		if sp == nil || !sp.Wanted() {
 			continue
 		}
-		sp.Value.delayUntil = until
+		if f.delays == nil {
+			f.delays = map[partitionKey]time.Time{}
+		}
+		f.delays[k] = until
 		f.session.Pause(k)
 		f.delayed = append(f.delayed, k)
 	}
@@ -529,7 +541,7 @@ func (f *fetcher) delay(keys []partitionKey) {
 
 // begin marks k as being applied unless it was removed or replaced since
 // (its gen changed).
-func (f *fetcher) begin(k partitionKey, gen uint64) bool {
+func (f *fetcher) begin(k partitionKey, gen uint32) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if sp := f.session.Get(k); sp == nil || sp.Value.gen != gen {
@@ -597,7 +609,7 @@ func (f *fetcher) handleResponse(ctx context.Context, pl fetchsession.Plan[parti
 		f.mu.Lock()
 		if sp := f.session.Get(it.k); sp != nil && sp.Value.gen == it.p.gen && sp.Wanted() {
 			if err != nil {
-				f.logger.Debug("replica: partition fetch failed; backing off", "topic", it.p.r.cfg.Topic, "partition", it.k.partition, "err", err)
+				f.logger.Debug("replica: partition fetch failed; backing off", "topic", it.p.r.Topic(), "partition", it.k.partition, "err", err)
 				backoff = append(backoff, it.k)
 			} else if !sp.Value.fenced {
 				f.want(it.k, &sp.Value)
@@ -635,7 +647,7 @@ func (f *fetcher) apply(ctx context.Context, p fetchPartition, rp *kmsg.FetchRes
 			f.session.Pause(keyOf(r))
 		}
 		f.mu.Unlock()
-		f.logger.Debug("replica: fenced by the leader; waiting for metadata", "topic", r.cfg.Topic, "partition", r.cfg.Partition, "epoch", epoch)
+		f.logger.Debug("replica: fenced by the leader; waiting for metadata", "topic", r.Topic(), "partition", r.partition, "epoch", epoch)
 		return nil
 	default:
 		return err
@@ -658,7 +670,7 @@ func (f *fetcher) resetOutOfRange(ctx context.Context, p fetchPartition) error {
 	}
 	leo := r.log.EndOffset()
 	if leaderEnd < leo {
-		f.logger.Warn("replica: leader's log ends below ours; truncating", "topic", r.cfg.Topic, "partition", r.cfg.Partition, "leader_end", leaderEnd, "leo", leo)
+		f.logger.Warn("replica: leader's log ends below ours; truncating", "topic", r.Topic(), "partition", r.partition, "leader_end", leaderEnd, "leo", leo)
 		return r.truncateTo(epoch, leaderEnd)
 	}
 	leaderStart, err := f.listOffset(ctx, r, epoch, -2)
@@ -678,9 +690,9 @@ func (f *fetcher) listOffset(ctx context.Context, r *Replica, epoch int32, ts in
 	req.Version = ListOffsetsVersion
 	req.ReplicaID = f.m.cfg.LocalID
 	t := kmsg.NewListOffsetsRequestTopic()
-	t.Topic = r.cfg.Topic
+	t.Topic = r.Topic()
 	p := kmsg.NewListOffsetsRequestTopicPartition()
-	p.Partition = r.cfg.Partition
+	p.Partition = r.partition
 	p.CurrentLeaderEpoch = epoch
 	p.Timestamp = ts
 	t.Partitions = append(t.Partitions, p)

@@ -74,7 +74,7 @@ func followerOf(t *testing.T, epoch int32, batches ...[]byte) *Replica {
 	t.Helper()
 	l := openLog(t, t.TempDir())
 	t.Cleanup(func() { _ = l.Close() })
-	r, err := Open(l, 0, Config{LocalID: 2, Topic: "t", TopicID: [16]byte{9}, Partition: 3})
+	r, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 2}), Topic: "t", TopicID: [16]byte{9}, Partition: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestFetcherInterruptsHeldFetchForNewPartition(t *testing.T) {
 	first := followerOf(t, 1)
 	l := openLog(t, t.TempDir())
 	t.Cleanup(func() { _ = l.Close() })
-	second, err := Open(l, 0, Config{LocalID: 2, Topic: "t", TopicID: [16]byte{9}, Partition: 4})
+	second, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 2}), Topic: "t", TopicID: [16]byte{9}, Partition: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -250,9 +250,9 @@ func (c *memCluster) open(n *memNode, hw int64) {
 	} else {
 		n.log = openLog(c.t, n.dir)
 	}
-	r, err := Open(n.log, hw, Config{
-		LocalID: n.id, Topic: "t", TopicID: c.topicID, Partition: 0, MinISR: 2,
-		Now: c.clock.Now,
+	env := NewEnv(Env{
+		LocalID: n.id,
+		Now:     c.clock.Now,
 		OnISRChange: func(r *Replica, ch ISRChange) {
 			if c.manual {
 				c.mu.Lock()
@@ -278,6 +278,7 @@ func (c *memCluster) open(n *memNode, hw int64) {
 			n.mu.Unlock()
 		},
 	})
+	r, err := Open(n.log, hw, Config{Env: env, Topic: "t", TopicID: c.topicID, Partition: 0, MinISR: 2})
 	if err != nil {
 		c.t.Fatal(err)
 	}

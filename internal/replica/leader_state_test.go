@@ -99,7 +99,7 @@ func TestLeaderStateTranscript(t *testing.T) {
 				if d.HasArg("bepoch") {
 					d.ScanArgs(t, "bepoch", &bepoch)
 				}
-				s.followers[int32(id)].update(off, leo, bepoch, now)
+				s.follower(int32(id)).update(off, leo, bepoch, now)
 				proposed = s.maybeExpand(int32(id))
 				s.advanceHW(leo, now)
 			case "advance":

@@ -12,7 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"weir/internal/fetchsession"
 	wlog "weir/internal/log"
 )
 
@@ -237,10 +236,7 @@ func (s *simulation) liveFollowers() []int32 {
 func (s *simulation) fetchRound(n int32) {
 	f := s.fetchers[n]
 	f.mu.Lock()
-	f.session.Range(func(_ partitionKey, p *fetchsession.Partition[fetchPartition]) bool {
-		p.Value.delayUntil = time.Time{}
-		return true
-	})
+	clear(f.delays)
 	f.mu.Unlock()
 	f.truncateEpochless()
 	req, sent, _ := f.buildRequest()
