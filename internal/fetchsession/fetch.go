@@ -270,7 +270,7 @@ func (f *Fetch) Throttled() int32 {
 		return InvalidID
 	}
 	for _, i := range f.read {
-		if s.entries[i].used {
+		if s.entries[i].used() {
 			s.mark(i)
 		}
 	}
