@@ -117,6 +117,7 @@ type Broker struct {
 	clusterID string
 
 	syncer   *wlog.Syncer      // does every partition log's fsyncs
+	logEnv   *wlog.Env         // what every partition log shares (logger, clock, syncer)
 	cleaner  *cleaner.Cleaner  // compacts the logs of compacted topics (cleaner.go)
 	authz    *authz.Authorizer // ACL decisions over the metadata image (security.go)
 	quotas   *quota.Manager    // client quotas (security.go)
@@ -217,6 +218,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.syncer = wlog.NewSyncer(0)
+	b.logEnv = wlog.NewEnv(wlog.Options{Logger: b.logger, Now: b.now, Syncer: b.syncer})
 	if err := b.newCleaner(); err != nil {
 		b.syncer.Close()
 		b.ctl.Close()
