@@ -75,7 +75,10 @@
 // One cache, not eight shards: max.incremental.fetch.session.cache.slots
 // bounds the whole cache. The eviction age is Kafka's fixed 120 s. The
 // order of partitions in an incremental answer is the order they were
-// read (marked), not the session's.
+// read (marked), not the session's. A follower broker's new session
+// replaces the one it had (a weir follower fetches from a leader with
+// one fetcher, and a session whose opening answer it lost would
+// otherwise hold every partition it follows until evicted).
 //
 // # Tests
 //
