@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -140,6 +141,7 @@ type row struct {
 	failoverCreate     time.Duration
 	failoverKilledRest time.Duration
 	fds, threads       int
+	goroutines         int // the most of any node after creation (weir)
 	failed             string
 	controllers        int
 	failoverByCreate   bool
@@ -242,6 +244,7 @@ func (b *bench) perPartition(before, after [4]procMem) {
 		heaps, hosted, rsss = append(heaps, h), append(hosted, h*3/float64(b.sc.rf)), append(rsss, s)
 		b.r.fds = max(b.r.fds, after[n].fds)
 		b.r.threads = max(b.r.threads, after[n].threads)
+		b.r.goroutines = max(b.r.goroutines, after[n].goroutines)
 	}
 	b.r.heapPerPart, b.r.heapPerHosted, b.r.rssPerPart = median(heaps), median(hosted), median(rsss)
 }
@@ -403,6 +406,7 @@ func brokerMetadata(ctx context.Context, cl *kgo.Client, node int32, topics ...s
 type procMem struct {
 	heap, rss     int64
 	fds, threads  int
+	goroutines    int // -1 when unknown (Kafka)
 	metricsHeapOK bool
 }
 
@@ -428,6 +432,10 @@ func (b *bench) memory(when string) [4]procMem {
 			if body, err := httpGet(pprofURL+"heap?debug=1"+gc, 2*time.Minute); err == nil {
 				pm.heap, pm.metricsHeapOK = memStat(body, "HeapAlloc")
 			}
+			pm.goroutines = -1
+			if body, err := httpGet(pprofURL+"goroutine?debug=1", 30*time.Second); err == nil {
+				pm.goroutines = goroutineTotal(body)
+			}
 		}
 		if b.k != nil {
 			pm.heap, pm.metricsHeapOK = jvmHeap(pid)
@@ -439,8 +447,22 @@ func (b *bench) memory(when string) [4]procMem {
 		b.m(fmt.Sprintf("node%d.%s.rss", n, when), pm.rss, "B")
 		b.m(fmt.Sprintf("node%d.%s.fds", n, when), pm.fds, "")
 		b.m(fmt.Sprintf("node%d.%s.threads", n, when), pm.threads, "")
+		if pm.goroutines > 0 {
+			b.m(fmt.Sprintf("node%d.%s.goroutines", n, when), pm.goroutines, "")
+		}
 	}
 	return out
+}
+
+// goroutineTotal reads "goroutine profile: total N" from a goroutine
+// profile in debug=1 text; -1 when absent.
+func goroutineTotal(body []byte) int {
+	line, _, _ := bytes.Cut(body, []byte("\n"))
+	n, err := strconv.Atoi(string(bytes.TrimPrefix(line, []byte("goroutine profile: total "))))
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // idleCPU is the CPU the three nodes use, together, while nothing is
@@ -1319,8 +1341,8 @@ func secs(d time.Duration) string {
 
 func printTable(w io.Writer, rows []*row) {
 	fmt.Fprintln(w, "\n# Results (times in seconds unless marked; - = not measured)")
-	fmt.Fprintln(w, "| partitions | RF | cluster up | create (answered) | visible on all | heap B/partition/node | heap B/hosted replica | RSS B/partition/node | idle CPU (3 nodes, % of a core) | Metadata all ms | Metadata one ms | victim leads | shutdown SIGTERM→exit | broker's controlled shutdown | controller batch at | partitions changed | victim restart | failover: election accepted | new controller active at | killed node restart | controllers activated |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| partitions | RF | cluster up | create (answered) | visible on all | heap B/partition/node | heap B/hosted replica | RSS B/partition/node | idle CPU (3 nodes, % of a core) | Metadata all ms | Metadata one ms | victim leads | shutdown SIGTERM→exit | broker's controlled shutdown | controller batch at | partitions changed | victim restart | failover: election accepted | new controller active at | killed node restart | controllers activated | goroutines (most of a node) |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		exit, fail := secs(r.shutdownExit), secs(r.failoverElect)
 		if r.shutdownStuck {
@@ -1329,10 +1351,14 @@ func printTable(w io.Writer, rows []*row) {
 		if r.failoverByCreate && r.failoverElect > 0 {
 			fail += " (CreateTopics)"
 		}
-		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %.0f | %.0f | %.0f | %.1f | %.1f | %.2f | %d | %s | %s | %s | %d | %s | %s | %s | %s | %d |\n",
+		gs := "-"
+		if r.goroutines > 0 {
+			gs = strconv.Itoa(r.goroutines)
+		}
+		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %.0f | %.0f | %.0f | %.1f | %.1f | %.2f | %d | %s | %s | %s | %d | %s | %s | %s | %s | %d | %s |\n",
 			r.sc.partitions, r.sc.rf, secs(r.startup), secs(r.create), secs(r.visible), r.heapPerPart, r.heapPerHosted, r.rssPerPart, r.idleCPU,
 			ms(r.metaAll), ms(r.metaOne), r.victimLeads, exit, secs(r.shutdownTook), secs(r.shutdownCommitted),
-			r.shutdownChanged, secs(r.restart), fail, secs(r.failoverActive), secs(r.failoverKilledRest), r.controllers)
+			r.shutdownChanged, secs(r.restart), fail, secs(r.failoverActive), secs(r.failoverKilledRest), r.controllers, gs)
 	}
 	for _, r := range rows {
 		if r.failed != "" {

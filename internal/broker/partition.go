@@ -21,8 +21,11 @@ import (
 type partition struct {
 	topic *topic
 	index int32
-	log   *wlog.Log
-	rep   *replica.Replica // the replica over log; nil when log is
+	// cleaning is where the log stands with the cleaner (cleaner.go):
+	// notCleaned, cleaned or cleanerDone; changed under wmu.
+	cleaning atomic.Uint32
+	log      *wlog.Log
+	rep      *replica.Replica // the replica over log; nil when log is
 
 	leader      atomic.Int32 // the leader's node id, -1 when offline
 	leads       atomic.Bool

@@ -178,7 +178,7 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 				if err = b.openReplica(np, minISR); err != nil {
 					np.log.Close()
 				} else {
-					b.cleanPartition(np)
+					b.cleanWhenWritten(np, np.hw.Load())
 				}
 			}
 			if err != nil {

@@ -64,6 +64,7 @@ func (b *Broker) replicaEnv() *replica.Env {
 				p := owner(r)
 				p.log.NoteHighWatermark(hw)
 				p.setHW(hw)
+				b.cleanWhenWritten(p, hw)
 			},
 			// Followers parked on the log end fetch what was appended; fetch
 			// sessions learn of a new log start offset.

@@ -1,0 +1,50 @@
+package broker
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// BenchmarkReplicatedProduce is acks=all produce to one partition of an
+// in-process three-node cluster, RF 1 against RF 3 (min.insync.replicas
+// 2), with franz-go's defaults: the replication round trip (leader
+// append, follower fetch woken, follower append, its next fetch moving
+// the high watermark) in one process, for profiles of that path
+// (-cpuprofile). bench/replication measures it across processes.
+func BenchmarkReplicatedProduce(b *testing.B) {
+	for _, rf := range []int{1, 3} {
+		b.Run(fmt.Sprintf("rf=%d", rf), func(b *testing.B) {
+			tc := startCluster(b, 3)
+			ctx := testCtx(b)
+			c := newClient(b, tc.brokers[0].addr, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("p"),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			replicas := []int32{1}
+			if rf == 3 {
+				replicas = []int32{1, 2, 3}
+			}
+			tc.createAssigned(b, ctx, c, "p", replicas)
+			value := make([]byte, 512)
+			warm := func(n int) {
+				for range n {
+					c.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+						if err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				if err := c.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			warm(1000)
+			b.SetBytes(512)
+			b.ResetTimer()
+			start := time.Now()
+			warm(b.N)
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+		})
+	}
+}
