@@ -48,3 +48,37 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReplicationRoundTrip is one acks=all record at a time to one
+// partition of an in-process three-node cluster, RF 1 against RF 3: an
+// operation is one produce's latency, so RF 3 minus RF 1 is what the
+// replication round trip adds (the leader's append waking the parked
+// follower fetches, their answers, the followers' appends and next
+// fetches, the high watermark move waking the produce).
+func BenchmarkReplicationRoundTrip(b *testing.B) {
+	for _, rf := range []int{1, 3} {
+		b.Run(fmt.Sprintf("rf=%d", rf), func(b *testing.B) {
+			tc := startCluster(b, 3)
+			ctx := testCtx(b)
+			c := newClient(b, tc.brokers[0].addr, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("p"),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+			replicas := []int32{1}
+			if rf == 3 {
+				replicas = []int32{1, 2, 3}
+			}
+			tc.createAssigned(b, ctx, c, "p", replicas)
+			value := make([]byte, 512)
+			for range 100 {
+				if err := c.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := c.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
