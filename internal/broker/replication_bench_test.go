@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -8,26 +9,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// replicatedPartition starts an in-process three-node cluster with one
+// partition "p" of rf replicas led by node 1 (acks=all waits for every
+// replica in the ISR) and a producer to it with acks=all and opts.
+func replicatedPartition(b *testing.B, rf int, opts ...kgo.Opt) (*kgo.Client, context.Context) {
+	tc := startCluster(b, 3)
+	ctx := testCtx(b)
+	opts = append([]kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("p"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)
+	c := newClient(b, tc.brokers[0].addr, opts...)
+	replicas := []int32{1}
+	if rf == 3 {
+		replicas = []int32{1, 2, 3}
+	}
+	tc.createAssigned(b, ctx, c, "p", replicas)
+	return c, ctx
+}
+
 // BenchmarkReplicatedProduce is acks=all produce to one partition of an
-// in-process three-node cluster, RF 1 against RF 3 (min.insync.replicas
-// 2), with franz-go's defaults: the replication round trip (leader
-// append, follower fetch woken, follower append, its next fetch moving
-// the high watermark) in one process, for profiles of that path
-// (-cpuprofile). bench/replication measures it across processes.
+// in-process three-node cluster, RF 1 against RF 3, with franz-go's
+// defaults: the replication round trip (leader append, follower fetch
+// woken, follower append, its next fetch moving the high watermark) in
+// one process, for profiles of that path (-cpuprofile).
+// bench/replication measures it across processes.
 func BenchmarkReplicatedProduce(b *testing.B) {
 	for _, rf := range []int{1, 3} {
 		b.Run(fmt.Sprintf("rf=%d", rf), func(b *testing.B) {
-			tc := startCluster(b, 3)
-			ctx := testCtx(b)
-			c := newClient(b, tc.brokers[0].addr, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("p"),
-				kgo.RecordPartitioner(kgo.ManualPartitioner()))
-			replicas := []int32{1}
-			if rf == 3 {
-				replicas = []int32{1, 2, 3}
-			}
-			tc.createAssigned(b, ctx, c, "p", replicas)
+			c, ctx := replicatedPartition(b, rf)
 			value := make([]byte, 512)
-			warm := func(n int) {
+			produce := func(n int) {
 				for range n {
 					c.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
 						if err != nil {
@@ -39,11 +49,11 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			warm(1000)
+			produce(1000)
 			b.SetBytes(512)
 			b.ResetTimer()
 			start := time.Now()
-			warm(b.N)
+			produce(b.N)
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
 		})
 	}
@@ -58,23 +68,12 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 func BenchmarkReplicationRoundTrip(b *testing.B) {
 	for _, rf := range []int{1, 3} {
 		b.Run(fmt.Sprintf("rf=%d", rf), func(b *testing.B) {
-			tc := startCluster(b, 3)
-			ctx := testCtx(b)
-			c := newClient(b, tc.brokers[0].addr, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("p"),
-				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
-			replicas := []int32{1}
-			if rf == 3 {
-				replicas = []int32{1, 2, 3}
-			}
-			tc.createAssigned(b, ctx, c, "p", replicas)
+			c, ctx := replicatedPartition(b, rf, kgo.ProducerLinger(0))
 			value := make([]byte, 512)
-			for range 100 {
-				if err := c.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
-					b.Fatal(err)
+			for i := -100; i < b.N; i++ {
+				if i == 0 {
+					b.ResetTimer()
 				}
-			}
-			b.ResetTimer()
-			for range b.N {
 				if err := c.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
 					b.Fatal(err)
 				}
