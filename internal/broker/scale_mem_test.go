@@ -57,10 +57,13 @@ func BenchmarkHostedReplicaHeap(b *testing.B) {
 		create("warm", 3)
 		settle(b, tc)
 		before := liveHeap()
+		start := time.Now()
 		for i := 0; i < n/50; i++ {
 			create(fmt.Sprintf("t%d", i), 50)
 		}
+		created := time.Since(start)
 		settle(b, tc)
+		b.Logf("%d partitions created in %v, followers settled %v later", n/50*50, created.Round(time.Millisecond), (time.Since(start) - created).Round(time.Millisecond))
 		after := liveHeap()
 		b.ReportMetric(float64(after-before)/float64(3*(n/50)*50), "heap-B/hosted-replica")
 		if path := os.Getenv("WEIR_HEAP_PROFILE"); path != "" {
@@ -75,22 +78,31 @@ func BenchmarkHostedReplicaHeap(b *testing.B) {
 }
 
 // settle waits until every follower's session on every leader holds what
-// it follows and the fetches are incremental and name nothing.
+// it follows and the fetches are incremental and name nothing: since the
+// last activity seen, no full request and no partition named, and at
+// least two incremental requests on every leader.
 func settle(b *testing.B, tc *testCluster) {
-	prev := make([]fetchsession.Stats, len(tc.brokers))
-	eventually(b, 5*time.Minute, func() error {
-		quiet := true
+	stats := func() []fetchsession.Stats {
+		out := make([]fetchsession.Stats, len(tc.brokers))
 		for i, tb := range tc.brokers {
-			st := tb.b.fetches.Stats()
-			if st.Requested[fetchsession.Incremental] != prev[i].Requested[fetchsession.Incremental] ||
-				st.Requests[fetchsession.Full] != prev[i].Requests[fetchsession.Full] ||
-				st.Requests[fetchsession.Incremental] < prev[i].Requests[fetchsession.Incremental]+2 {
-				quiet = false
-			}
-			prev[i] = st
+			out[i] = tb.b.fetches.Stats()
 		}
-		if !quiet {
-			return fmt.Errorf("followers still catching up")
+		return out
+	}
+	base := stats()
+	eventually(b, 5*time.Minute, func() error {
+		now := stats()
+		for i, st := range now {
+			if st.Requested[fetchsession.Incremental] != base[i].Requested[fetchsession.Incremental] ||
+				st.Requests[fetchsession.Full] != base[i].Requests[fetchsession.Full] {
+				base = now
+				return fmt.Errorf("followers still catching up")
+			}
+		}
+		for i, st := range now {
+			if st.Requests[fetchsession.Incremental] < base[i].Requests[fetchsession.Incremental]+2 {
+				return fmt.Errorf("node %d: waiting for idle fetches", i+1)
+			}
 		}
 		return nil
 	})
