@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/client/internal/records"
+	"weir/internal/fetchsession"
 )
 
 // ConsumerRecord is one consumed record.
@@ -66,12 +67,16 @@ type Consumer struct {
 	plainCoord *coordinator
 	listener   *RebalanceListener
 
-	mu         sync.Mutex // guards parts and fetch bookkeeping (touched by fetch callbacks)
-	parts      map[TopicPartition]*partState
-	fetching   map[int32]bool // node -> a fetch is outstanding
-	fetchErr   error          // a fatal error seen by a fetch, returned by the next Poll
-	drainStart int            // rotates the partition Poll serves first
-	data       chan struct{}  // signalled when a fetch completes
+	mu       sync.Mutex // guards parts and fetch bookkeeping (touched by fetch callbacks)
+	parts    map[TopicPartition]*partState
+	fetching map[int32]bool // node -> a fetch is outstanding
+	sessions map[int32]*fetchSession
+	// Fetch requests sent full and incremental, and the partitions the
+	// incremental ones named (for tests).
+	fullFetches, incrementalFetches, incrementalNamed atomic.Uint64
+	fetchErr                                          error         // a fatal error seen by a fetch, returned by the next Poll
+	drainStart                                        int           // rotates the partition Poll serves first
+	data                                              chan struct{} // signalled when a fetch completes
 
 	lastAutoCommit time.Time
 	lastPoll       atomic.Int64 // unix nanos of the last Poll, for max.poll.interval.ms
@@ -104,6 +109,7 @@ func NewConsumer(props map[string]string, opts ...Option) (*Consumer, error) {
 		log:      o.logger,
 		parts:    map[TopicPartition]*partState{},
 		fetching: map[int32]bool{},
+		sessions: map[int32]*fetchSession{},
 		data:     make(chan struct{}, 1),
 	}
 	c.cl = newCore(cfg.commonConfig, o, cfg.autoCreateTopics)
@@ -463,6 +469,22 @@ func (c *Consumer) fetchDone(node int32, pss []*partState) {
 	c.mu.Unlock()
 }
 
+// fetchSession is the consumer's fetch session (KIP-227) with one
+// broker: a partition is keyed by its name and, from Fetch v13, its
+// topic id (a topic deleted and made again is another partition to the
+// session).
+type fetchSession = fetchsession.Client[sessionKey, struct{}]
+
+type sessionKey struct {
+	TopicPartition
+	id [16]byte
+}
+
+// fetch sends one Fetch to node in its fetch session: pss are every
+// partition fetchable from node now; the session is told to hold exactly
+// those, so the request names only the ones whose position or leader
+// epoch changed and forgets the ones no longer fetched here (buffered,
+// paused, moved, unassigned).
 func (c *Consumer) fetch(node int32, conn brokerConn, m *metadata, pss []*partState) {
 	v, _ := conn.Version(1)
 	for _, ps := range pss {
@@ -478,34 +500,56 @@ func (c *Consumer) fetch(node int32, conn brokerConn, m *metadata, pss []*partSt
 	req.MinBytes = c.cfg.fetchMinBytes
 	req.MaxBytes = c.cfg.fetchMaxBytes
 	req.IsolationLevel = c.cfg.isolation
-	req.SessionID, req.SessionEpoch = 0, -1 // no fetch session: every fetch is full
 	req.Rack = c.cfg.rack
-	offsets := map[TopicPartition]int64{}
-	idx := map[string]int{}
-	c.mu.Lock()
-	for _, ps := range pss {
-		i, ok := idx[ps.tp.Topic]
-		if !ok {
-			i = len(req.Topics)
-			idx[ps.tp.Topic] = i
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = ps.tp.Topic
-			if t := m.topics[ps.tp.Topic]; t != nil {
-				rt.TopicID = t.id
-			}
-			req.Topics = append(req.Topics, rt)
+	key := func(tp TopicPartition) sessionKey {
+		k := sessionKey{TopicPartition: tp}
+		if t := m.topics[tp.Topic]; t != nil && v >= 13 {
+			k.id = t.id
 		}
-		rp := kmsg.NewFetchRequestTopicPartition()
+		return k
+	}
+	c.mu.Lock()
+	cl := c.sessions[node]
+	if cl == nil {
+		cl = fetchsession.NewClient[sessionKey, struct{}]()
+		c.sessions[node] = cl
+	}
+	cl.SetSessionless(v < 7)
+	wanted := make(map[sessionKey]bool, len(pss))
+	for _, ps := range pss {
 		_, epoch := m.leader(ps.tp.Topic, ps.tp.Partition)
-		rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch = ps.tp.Partition, ps.fetchAt, epoch
-		rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = -1, -1, c.cfg.partitionMax
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		offsets[ps.tp] = ps.fetchAt
+		k := key(ps.tp)
+		wanted[k] = true
+		cl.Want(k, fetchsession.PartitionData{FetchOffset: ps.fetchAt, LogStartOffset: -1, MaxBytes: c.cfg.partitionMax, LeaderEpoch: epoch, LastFetchedEpoch: -1})
+	}
+	var drop []sessionKey
+	cl.Range(func(k sessionKey, _ *fetchsession.Partition[struct{}]) bool {
+		if !wanted[k] {
+			drop = append(drop, k)
+		}
+		return true
+	})
+	for _, k := range drop {
+		cl.Delete(k)
+	}
+	pl := cl.Next()
+	if pl.Full {
+		c.fullFetches.Add(1)
+	} else {
+		c.incrementalFetches.Add(1)
+		c.incrementalNamed.Add(uint64(len(pl.Send)))
+	}
+	rb := fetchsession.NewRequestBuilder(req, pl)
+	for _, k := range pl.Send {
+		rb.Add(fetchsession.TopicRef{ID: k.id, Name: k.Topic}, k.Partition, cl.Get(k).Data())
+	}
+	for _, k := range pl.Forget {
+		rb.Forget(fetchsession.TopicRef{ID: k.id, Name: k.Topic}, k.Partition)
 	}
 	c.mu.Unlock()
 	timeout := c.cfg.requestTimeout + c.cfg.fetchMaxWait
 	conn.Send(req, timeout, false, func(raw kmsg.Response, err error) {
-		c.handleFetch(node, m, pss, offsets, raw, err)
+		c.handleFetch(node, m, cl, pl, v, raw, err)
 		c.fetchDone(node, pss)
 		c.signal()
 	})
@@ -513,35 +557,64 @@ func (c *Consumer) fetch(node int32, conn brokerConn, m *metadata, pss []*partSt
 
 // handleFetch buffers the records of a fetch response. It runs on the
 // connection's reader goroutine.
-func (c *Consumer) handleFetch(node int32, m *metadata, pss []*partState, offsets map[TopicPartition]int64, raw kmsg.Response, err error) {
+func (c *Consumer) handleFetch(node int32, m *metadata, cl *fetchSession, pl fetchsession.Plan[sessionKey], version int16, raw kmsg.Response, err error) {
 	if err != nil {
 		c.log.Debug("fetch failed", logNode, node, logErr, err)
+		c.mu.Lock()
+		cl.Failed()
+		c.mu.Unlock()
 		c.cl.requestRefresh()
 		return
 	}
 	resp := raw.(*kmsg.FetchResponse)
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		c.log.Debug("fetch error", logNode, node, logErr, err)
+	// Each answered partition's key and the offset the session fetched
+	// it from.
+	var keys []sessionKey
+	for _, rt := range resp.Topics {
+		name := rt.Topic
+		id := [16]byte{}
+		if version >= 13 {
+			name, id = m.byID[rt.TopicID], rt.TopicID
+		}
+		for _, rp := range rt.Partitions {
+			keys = append(keys, sessionKey{TopicPartition{name, rp.Partition}, id})
+		}
+	}
+	c.mu.Lock()
+	usable := cl.Answered(pl, resp.ErrorCode, resp.SessionID, keys)
+	offsets := make([]int64, len(keys))
+	for i, k := range keys {
+		offsets[i] = -1
+		if p := cl.Get(k); p != nil {
+			offsets[i] = p.Data().FetchOffset
+		}
+	}
+	c.mu.Unlock()
+	if !usable {
+		c.log.Debug("fetch session answer not used", logNode, node, logErr, kerr.ErrorForCode(resp.ErrorCode))
 		return
 	}
 	var hints []leaderHint
 	var reset []TopicPartition
+	resetFrom := map[TopicPartition]int64{}
+	i := -1
 	for _, rt := range resp.Topics {
-		name := rt.Topic
-		if rt.TopicID != ([16]byte{}) {
-			name = m.byID[rt.TopicID]
-		}
 		for _, rp := range rt.Partitions {
-			tp := TopicPartition{name, rp.Partition}
+			i++
+			tp, from := keys[i].TopicPartition, offsets[i]
+			if tp.Topic == "" || from < 0 {
+				continue // a partition dropped from the session meanwhile
+			}
 			perr := kerr.ErrorForCode(rp.ErrorCode)
 			switch {
 			case perr == nil:
 			case errors.Is(perr, kerr.OffsetOutOfRange):
 				reset = append(reset, tp)
+				resetFrom[tp] = from
 				continue
 			case errors.Is(perr, kerr.NotLeaderForPartition) || errors.Is(perr, kerr.FencedLeaderEpoch):
 				if rp.CurrentLeader.LeaderID >= 0 && rp.CurrentLeader.LeaderEpoch >= 0 {
-					hints = append(hints, leaderHint{topic: name, partition: rp.Partition, leader: rp.CurrentLeader.LeaderID, epoch: rp.CurrentLeader.LeaderEpoch})
+					hints = append(hints, leaderHint{topic: tp.Topic, partition: rp.Partition, leader: rp.CurrentLeader.LeaderID, epoch: rp.CurrentLeader.LeaderEpoch})
 				}
 				c.cl.requestRefresh()
 				continue
@@ -550,11 +623,11 @@ func (c *Consumer) handleFetch(node int32, m *metadata, pss []*partState, offset
 				continue
 			default:
 				c.mu.Lock()
-				c.fetchErr = fmt.Errorf("client: fetch %s/%d: %w", name, rp.Partition, perr)
+				c.fetchErr = fmt.Errorf("client: fetch %s/%d: %w", tp.Topic, rp.Partition, perr)
 				c.mu.Unlock()
 				continue
 			}
-			c.buffer(tp, offsets[tp], &rp)
+			c.buffer(tp, from, &rp)
 		}
 	}
 	if len(hints) > 0 {
@@ -568,11 +641,11 @@ func (c *Consumer) handleFetch(node int32, m *metadata, pss []*partState, offset
 		c.mu.Lock()
 		for _, tp := range reset {
 			ps := c.parts[tp]
-			if ps == nil || ps.fetchAt != offsets[tp] {
+			if ps == nil || ps.fetchAt != resetFrom[tp] {
 				continue
 			}
 			if c.cfg.reset == "none" {
-				c.fetchErr = fmt.Errorf("%w: offset %d out of range for %s/%d", ErrNoOffset, offsets[tp], tp.Topic, tp.Partition)
+				c.fetchErr = fmt.Errorf("%w: offset %d out of range for %s/%d", ErrNoOffset, resetFrom[tp], tp.Topic, tp.Partition)
 				continue
 			}
 			// Out of range: apply auto.offset.reset directly; the committed

@@ -386,3 +386,83 @@ func TestIntegrationSeekRightAfterAssign(t *testing.T) {
 		t.Fatalf("one Poll after Assign and Seek: %d records (first %v), %v; want offsets 5-%d", len(recs), recs, err, per[0]-1)
 	}
 }
+
+// TestIntegrationConsumerFetchSessions: the consumer fetches in fetch
+// sessions: after the first (full) request, requests are incremental; a
+// caught-up consumer's requests name no partition; every record comes
+// back once, in order.
+func TestIntegrationConsumerFetchSessions(t *testing.T) {
+	a := newTestAdmin(t)
+	topic := uniqueTopic(t)
+	createTopic(t, a, topic, 30)
+	per := produceN(t, topic, 600)
+	c, err := NewConsumer(map[string]string{"bootstrap.servers": bootstrap(t), "auto.offset.reset": "earliest", "fetch.max.wait.ms": "50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	defer c.Close(ctx)
+	var tps []TopicPartition
+	for p := range int32(30) {
+		tps = append(tps, TopicPartition{topic, p})
+	}
+	if err := c.Assign(tps); err != nil {
+		t.Fatal(err)
+	}
+	next := map[int32]int64{}
+	seen := 0
+	poll := func() {
+		pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		recs, err := c.Poll(pctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Offset != next[r.Partition] {
+				t.Fatalf("partition %d: offset %d, want %d", r.Partition, r.Offset, next[r.Partition])
+			}
+			next[r.Partition]++
+			seen++
+		}
+	}
+	eventually(t, 30*time.Second, func() error {
+		poll()
+		if seen < 600 {
+			return fmt.Errorf("seen %d of 600", seen)
+		}
+		return nil
+	})
+	for p, n := range per {
+		if next[p] != int64(n) {
+			t.Fatalf("partition %d: consumed up to %d, produced %d", p, next[p], n)
+		}
+	}
+	// Caught up: once the partitions whose records were buffered are back
+	// in the session, incremental requests that name nothing.
+	settle := c.incrementalFetches.Load()
+	eventually(t, 30*time.Second, func() error {
+		poll()
+		if n := c.incrementalFetches.Load() - settle; n < 3 {
+			return fmt.Errorf("%d fetches since the last record", n)
+		}
+		return nil
+	})
+	named, inc := c.incrementalNamed.Load(), c.incrementalFetches.Load()
+	eventually(t, 30*time.Second, func() error {
+		poll()
+		if n := c.incrementalFetches.Load() - inc; n < 10 {
+			return fmt.Errorf("%d idle fetches so far", n)
+		}
+		return nil
+	})
+	if n := c.incrementalNamed.Load() - named; n != 0 {
+		t.Fatalf("a caught-up consumer's incremental fetches named %d partitions", n)
+	}
+	if full := c.fullFetches.Load(); full > 2 {
+		t.Fatalf("%d full fetches, %d incremental", full, c.incrementalFetches.Load())
+	}
+	if seen != 600 {
+		t.Fatalf("consumed %d records, produced 600", seen)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -29,12 +30,16 @@ import (
 )
 
 type options struct {
+	target         string // weir or kafka
+	kafkaScript    string
+	kafkaHeap      string
 	weir           string
 	dir            string
 	basePort       int
 	perTopic       int
 	topicsPerReq   int
 	idle           time.Duration
+	idleAfter      time.Duration // -1: the target's default
 	profiles       string
 	keep           bool
 	metaAll        int
@@ -45,13 +50,17 @@ type options struct {
 
 func main() {
 	var o options
-	scenarios := flag.String("scenarios", "100000x1,100000x3,1000000x1", "comma-separated PARTITIONSxRF scenarios, run in order, each on a fresh cluster")
-	flag.StringVar(&o.weir, "weir", "", "the weir binary (required)")
+	scenarios := flag.String("scenarios", "200000x3,1000000x1", "comma-separated PARTITIONSxRF scenarios, run in order, each on a fresh cluster")
+	flag.StringVar(&o.target, "target", "weir", "weir, or kafka: Apache Kafka 4.3 through -kafka-script (three KRaft brokers, node 1 also the controller)")
+	flag.StringVar(&o.kafkaScript, "kafka-script", "scripts/apache-kafka", "scripts/apache-kafka, for -target kafka")
+	flag.StringVar(&o.kafkaHeap, "kafka-heap", "4g", "each Kafka broker's heap, for -target kafka")
+	flag.StringVar(&o.weir, "weir", "", "the weir binary (required with -target weir)")
 	flag.StringVar(&o.dir, "dir", "", "directory for the clusters' data (required)")
 	flag.IntVar(&o.basePort, "base-port", 27640, "first Kafka port; the cluster uses six consecutive ports")
 	flag.IntVar(&o.perTopic, "partitions-per-topic", 50, "partitions per topic")
 	flag.IntVar(&o.topicsPerReq, "topics-per-request", 100, "topics per CreateTopics request")
 	flag.DurationVar(&o.idle, "idle", 10*time.Second, "how long idle CPU is measured")
+	flag.DurationVar(&o.idleAfter, "idle-after", -1, "wait after the creation's memory figures before idle CPU is measured (default 0 for weir, 30s for kafka: its JVMs are still compiling and settling then)")
 	flag.StringVar(&o.profiles, "profiles", "", "directory for CPU profiles (default: none taken)")
 	flag.BoolVar(&o.keep, "keep", false, "keep each cluster's directory")
 	flag.IntVar(&o.metaAll, "metadata-all", 5, "all-topics Metadata requests timed")
@@ -59,8 +68,8 @@ func main() {
 	flag.DurationVar(&o.shutdownWindow, "shutdown-profile", 0, "CPU profile length around the controlled shutdown (default: from the partition count)")
 	flag.DurationVar(&o.exitWait, "exit-wait", 3*time.Minute, "how long a SIGTERMed broker may take to exit before it is killed and the scenario fails")
 	flag.Parse()
-	if o.weir == "" || o.dir == "" {
-		fmt.Fprintln(os.Stderr, "usage: cluster-scale -weir BIN -dir DIR [flags]")
+	if (o.weir == "" && o.target == "weir") || o.dir == "" || (o.target != "weir" && o.target != "kafka") {
+		fmt.Fprintln(os.Stderr, "usage: cluster-scale [-target weir|kafka] -weir BIN -dir DIR [flags]")
 		os.Exit(2)
 	}
 	var list []scenario
@@ -118,6 +127,7 @@ type row struct {
 	create             time.Duration
 	visible            time.Duration
 	heapPerPart        float64
+	heapPerHosted      float64 // per replica the node hosts (RF/3 of the partitions)
 	rssPerPart         float64
 	idleCPU            float64 // percent of one core, sum of the three nodes
 	metaAll, metaOne   time.Duration
@@ -133,18 +143,20 @@ type row struct {
 	failoverCreate     time.Duration
 	failoverKilledRest time.Duration
 	fds, threads       int
+	goroutines         int // the most of any node after creation (weir)
 	failed             string
 	controllers        int
 	failoverByCreate   bool
 	shutdownStuck      bool
 }
 
-// bench is one scenario's cluster.
+// bench is one scenario's cluster: weir's (c) or Apache Kafka's (k).
 type bench struct {
 	o    options
 	sc   scenario
 	name string
 	c    *localcluster.Cluster
+	k    *kafkaNodes
 	dir  string
 	r    *row
 }
@@ -162,8 +174,11 @@ func run(ctx context.Context, o options, sc scenario) (r *row, err error) {
 	r = &row{sc: sc}
 	b := &bench{o: o, sc: sc, name: sc.String(), dir: filepath.Join(o.dir, sc.String()), r: r}
 	os.RemoveAll(b.dir)
-	fmt.Printf("# scenario %s: %d partitions (%d topics of %d), RF %d, %s\n", b.name, sc.partitions,
-		(sc.partitions+o.perTopic-1)/o.perTopic, o.perTopic, sc.rf, time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("# scenario %s: %d partitions (%d topics of %d), RF %d, %s, %s\n", b.name, sc.partitions,
+		(sc.partitions+o.perTopic-1)/o.perTopic, o.perTopic, sc.rf, o.target, time.Now().UTC().Format(time.RFC3339))
+	if o.target == "kafka" {
+		return r, b.runKafka(ctx)
+	}
 	spec := localcluster.Spec{Nodes: 3, BasePort: o.basePort, Binary: o.weir,
 		Args: []string{"--metrics-listen", "127.0.0.1:0", "--pprof-listen", "127.0.0.1:0", "--shutdown-timeout", "300s"}}
 	start := time.Now()
@@ -201,18 +216,9 @@ func run(ctx context.Context, o options, sc scenario) (r *row, err error) {
 	}
 	time.Sleep(3 * time.Second)
 	after := b.memory("after")
-	var heaps, rsss []float64
-	for n := 1; n <= 3; n++ {
-		h := float64(after[n].heap-before[n].heap) / float64(sc.partitions)
-		s := float64(after[n].rss-before[n].rss) / float64(sc.partitions)
-		b.m(fmt.Sprintf("node%d.heap_per_partition", n), round1(h), "B")
-		b.m(fmt.Sprintf("node%d.rss_per_partition", n), round1(s), "B")
-		heaps, rsss = append(heaps, h), append(rsss, s)
-		r.fds = max(r.fds, after[n].fds)
-		r.threads = max(r.threads, after[n].threads)
-	}
-	r.heapPerPart, r.rssPerPart = median(heaps), median(rsss)
+	b.perPartition(before, after)
 
+	b.settleIdle(0)
 	r.idleCPU = b.idleCPU(ctx)
 	b.scrape()
 	if err := b.metadata(ctx, cl); err != nil {
@@ -225,6 +231,72 @@ func run(ctx context.Context, o options, sc scenario) (r *row, err error) {
 		return r, err
 	}
 	return r, nil
+}
+
+// perPartition reports each node's heap and RSS growth per partition of
+// the cluster and per replica it hosts (a node of three hosts RF/3 of
+// the partitions), with the medians of the three in the row.
+func (b *bench) perPartition(before, after [4]procMem) {
+	var heaps, hosted, rsss []float64
+	for n := 1; n <= 3; n++ {
+		h := float64(after[n].heap-before[n].heap) / float64(b.sc.partitions)
+		s := float64(after[n].rss-before[n].rss) / float64(b.sc.partitions)
+		b.m(fmt.Sprintf("node%d.heap_per_partition", n), round1(h), "B")
+		b.m(fmt.Sprintf("node%d.heap_per_hosted_replica", n), round1(h*3/float64(b.sc.rf)), "B")
+		b.m(fmt.Sprintf("node%d.rss_per_partition", n), round1(s), "B")
+		heaps, hosted, rsss = append(heaps, h), append(hosted, h*3/float64(b.sc.rf)), append(rsss, s)
+		b.r.fds = max(b.r.fds, after[n].fds)
+		b.r.threads = max(b.r.threads, after[n].threads)
+		b.r.goroutines = max(b.r.goroutines, after[n].goroutines)
+	}
+	b.r.heapPerPart, b.r.heapPerHosted, b.r.rssPerPart = median(heaps), median(hosted), median(rsss)
+}
+
+// runKafka measures Apache Kafka the same way, as far as it can be:
+// creation, memory (the JVM's used heap after a full collection, RSS),
+// idle CPU, Metadata latency, and a controlled shutdown of broker 3
+// (times from outside: leaderships gone from Metadata, process exit).
+// With one controller there is no failover to time.
+func (b *bench) runKafka(ctx context.Context) error {
+	b.k = newKafkaNodes(b.o.kafkaScript, b.dir, b.o.basePort, b.o.kafkaHeap)
+	start := time.Now()
+	defer func() {
+		b.k.stopAll()
+		if !b.o.keep {
+			os.RemoveAll(b.dir)
+		}
+	}()
+	if err := b.k.up(ctx); err != nil {
+		return err
+	}
+	b.r.startup = time.Since(start)
+	b.m("startup", ms(b.r.startup), "ms")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(b.k.bootstrap(), ",")...), kgo.RequestRetries(20))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := warm(ctx, cl); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	before := b.memory("before")
+	if err := b.create(ctx, cl); err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second)
+	after := b.memory("after")
+	b.perPartition(before, after)
+	b.settleIdle(30 * time.Second)
+	b.r.idleCPU = b.idleCPU(ctx)
+	if err := b.metadata(ctx, cl); err != nil {
+		return err
+	}
+	if err := b.shutdownKafka(ctx, cl); err != nil {
+		return err
+	}
+	b.m("failover.skipped", strconv.Quote("one controller (node 1)"), "")
+	return nil
 }
 
 // create makes the scenario's topics in requests of topicsPerReq and
@@ -338,6 +410,7 @@ func brokerMetadata(ctx context.Context, cl *kgo.Client, node int32, topics ...s
 type procMem struct {
 	heap, rss     int64
 	fds, threads  int
+	goroutines    int // -1 when unknown (Kafka)
 	metricsHeapOK bool
 }
 
@@ -363,6 +436,13 @@ func (b *bench) memory(when string) [4]procMem {
 			if body, err := httpGet(pprofURL+"heap?debug=1"+gc, 2*time.Minute); err == nil {
 				pm.heap, pm.metricsHeapOK = memStat(body, "HeapAlloc")
 			}
+			pm.goroutines = -1
+			if body, err := httpGet(pprofURL+"goroutine?debug=1", 30*time.Second); err == nil {
+				pm.goroutines = goroutineTotal(body)
+			}
+		}
+		if b.k != nil {
+			pm.heap, pm.metricsHeapOK = jvmHeap(pid)
 		}
 		pm.rss, pm.threads = procStatus(pid)
 		pm.fds = countFDs(pid)
@@ -371,8 +451,35 @@ func (b *bench) memory(when string) [4]procMem {
 		b.m(fmt.Sprintf("node%d.%s.rss", n, when), pm.rss, "B")
 		b.m(fmt.Sprintf("node%d.%s.fds", n, when), pm.fds, "")
 		b.m(fmt.Sprintf("node%d.%s.threads", n, when), pm.threads, "")
+		if pm.goroutines > 0 {
+			b.m(fmt.Sprintf("node%d.%s.goroutines", n, when), pm.goroutines, "")
+		}
 	}
 	return out
+}
+
+// goroutineTotal reads "goroutine profile: total N" from a goroutine
+// profile in debug=1 text; -1 when absent.
+func goroutineTotal(body []byte) int {
+	line, _, _ := bytes.Cut(body, []byte("\n"))
+	n, err := strconv.Atoi(string(bytes.TrimPrefix(line, []byte("goroutine profile: total "))))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// settleIdle waits -idle-after (def when not given) before idle CPU is
+// measured.
+func (b *bench) settleIdle(def time.Duration) {
+	d := b.o.idleAfter
+	if d < 0 {
+		d = def
+	}
+	if d > 0 {
+		b.m("idle.measured_after", ms(d), "ms")
+		time.Sleep(d)
+	}
 }
 
 // idleCPU is the CPU the three nodes use, together, while nothing is
@@ -382,7 +489,16 @@ func (b *bench) idleCPU(ctx context.Context) float64 {
 	for n := 1; n <= 3; n++ {
 		before[n] = cpuTicks(b.pid(n))
 	}
-	wait := b.profile(ctx, 1, "idle", b.o.idle)
+	// Every node: the one running the controller idles differently.
+	var waits []func()
+	for n := 1; n <= 3; n++ {
+		waits = append(waits, b.profile(ctx, n, "idle", b.o.idle))
+	}
+	wait := func() {
+		for _, w := range waits {
+			w()
+		}
+	}
 	ss := b.sched()
 	start := time.Now()
 	select {
@@ -953,6 +1069,9 @@ func (b *bench) save(what string, body []byte) {
 }
 
 func (b *bench) pid(n int) int {
+	if b.k != nil {
+		return b.k.pid(n)
+	}
 	raw, err := os.ReadFile(filepath.Join(localcluster.NodeDir(b.dir, n), "pid"))
 	if err != nil {
 		return -1
@@ -1196,15 +1315,20 @@ func (s *sched) report(phase string) {
 	s.b.m(phase+".runqueue_wait_3_nodes", wait/1e6, "ms")
 }
 
-// alive: the process exists and is not a zombie.
+// alive: the process exists and is not a zombie (or is one with threads
+// still exiting).
 func alive(pid int) bool {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false
 	}
 	s := string(raw)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z' && s[i+2] != 'X'
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X') {
+		// A zombie thread-group leader whose other threads are still
+		// exiting (a JVM's main thread ends before the rest) is not
+		// gone yet: scripts/apache-kafka counts it as running too.
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		return len(tasks) > 1
 	}
 	return true
 }
@@ -1248,8 +1372,8 @@ func secs(d time.Duration) string {
 
 func printTable(w io.Writer, rows []*row) {
 	fmt.Fprintln(w, "\n# Results (times in seconds unless marked; - = not measured)")
-	fmt.Fprintln(w, "| partitions | RF | cluster up | create (answered) | visible on all | heap B/partition/node | RSS B/partition/node | idle CPU (3 nodes, % of a core) | Metadata all ms | Metadata one ms | victim leads | shutdown SIGTERM→exit | broker's controlled shutdown | controller batch at | partitions changed | victim restart | failover: election accepted | new controller active at | killed node restart | controllers activated |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| partitions | RF | cluster up | create (answered) | visible on all | heap B/partition/node | heap B/hosted replica | RSS B/partition/node | idle CPU (3 nodes, % of a core) | Metadata all ms | Metadata one ms | victim leads | shutdown SIGTERM→exit | broker's controlled shutdown | controller batch at | partitions changed | victim restart | failover: election accepted | new controller active at | killed node restart | controllers activated | goroutines (most of a node) |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
 		exit, fail := secs(r.shutdownExit), secs(r.failoverElect)
 		if r.shutdownStuck {
@@ -1258,14 +1382,54 @@ func printTable(w io.Writer, rows []*row) {
 		if r.failoverByCreate && r.failoverElect > 0 {
 			fail += " (CreateTopics)"
 		}
-		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %.0f | %.0f | %.1f | %.1f | %.2f | %d | %s | %s | %s | %d | %s | %s | %s | %s | %d |\n",
-			r.sc.partitions, r.sc.rf, secs(r.startup), secs(r.create), secs(r.visible), r.heapPerPart, r.rssPerPart, r.idleCPU,
+		gs := "-"
+		if r.goroutines > 0 {
+			gs = strconv.Itoa(r.goroutines)
+		}
+		fmt.Fprintf(w, "| %d | %d | %s | %s | %s | %.0f | %.0f | %.0f | %.1f | %.1f | %.2f | %d | %s | %s | %s | %d | %s | %s | %s | %s | %d | %s |\n",
+			r.sc.partitions, r.sc.rf, secs(r.startup), secs(r.create), secs(r.visible), r.heapPerPart, r.heapPerHosted, r.rssPerPart, r.idleCPU,
 			ms(r.metaAll), ms(r.metaOne), r.victimLeads, exit, secs(r.shutdownTook), secs(r.shutdownCommitted),
-			r.shutdownChanged, secs(r.restart), fail, secs(r.failoverActive), secs(r.failoverKilledRest), r.controllers)
+			r.shutdownChanged, secs(r.restart), fail, secs(r.failoverActive), secs(r.failoverKilledRest), r.controllers, gs)
 	}
 	for _, r := range rows {
 		if r.failed != "" {
 			fmt.Fprintf(w, "# %s failed: %s\n", r.sc, r.failed)
+		}
+	}
+	printTargets(w, rows)
+}
+
+// targets are the figures a cluster of three processes is held to
+// (bench/cluster-scale/README.md): each with the row's value and whether
+// it was met.
+type target struct {
+	name  string
+	limit float64
+	unit  string
+	value func(*row) (float64, bool)
+}
+
+var targets = []target{
+	{"idle CPU of the cluster", 10, "% of a core", func(r *row) (float64, bool) { return r.idleCPU, r.idleCPU > 0 }},
+	{"heap per hosted replica, never written", 300, "B", func(r *row) (float64, bool) { return r.heapPerHosted, r.heapPerHosted != 0 }},
+	{"controlled shutdown: leaderships committed", 1, "s", func(r *row) (float64, bool) { return r.shutdownCommitted.Seconds(), r.shutdownCommitted > 0 }},
+	{"controlled shutdown: SIGTERM to exit", 5, "s", func(r *row) (float64, bool) { return r.shutdownExit.Seconds(), r.shutdownExit > 0 }},
+	{"controller failover", 1, "s", func(r *row) (float64, bool) { return r.failoverElect.Seconds(), r.failoverElect > 0 }},
+}
+
+func printTargets(w io.Writer, rows []*row) {
+	fmt.Fprintln(w, "\n# Targets")
+	fmt.Fprintln(w, "| scenario | figure | target | measured | met |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---|")
+	for _, r := range rows {
+		for _, t := range targets {
+			v, ok := t.value(r)
+			got, met := "-", "not measured"
+			if ok {
+				got = strconv.FormatFloat(v, 'f', 2, 64)
+				met = map[bool]string{true: "yes", false: "no"}[v < t.limit]
+			}
+			fmt.Fprintf(w, "| %s | %s | < %g %s | %s | %s |\n", r.sc, t.name, t.limit, t.unit, got, met)
 		}
 	}
 }

@@ -8,242 +8,292 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/fetchsession"
 	wlog "weir/internal/log"
 	"weir/internal/replica"
 	"weir/internal/server"
 )
 
-// Fetch v4-18. Fetch sessions (KIP-227) are refused the way the protocol
-// allows: every response carries session id 0, so clients keep sending
-// full fetch requests; a request naming a session id gets
-// FETCH_SESSION_ID_NOT_FOUND. Isolation levels read the same data because
-// there are no transactions (the last stable offset is the high
-// watermark). ReplicaID/ReplicaState, RackID and follower fields
-// (LastFetchedEpoch, ReplicaDirectoryID) are not used by a single node.
+// Fetch v4-18, with fetch sessions (KIP-227, internal/fetchsession): a
+// request is admitted as sessionless, full (opening a session when the
+// cache has a slot) or incremental (naming only what changed, answered
+// with only what changed), and reads only the partitions that may have
+// something new: those it names and those marked since the session's
+// last answer. Isolation levels read the same data because there are no
+// transactions (the last stable offset is the high watermark). RackID
+// is not used (no follower fetching for consumers); a follower's
+// ReplicaDirectoryID is not either.
 //
-// Below MinBytes the request parks (a waiter on each partition it reads)
-// until an append wakes it, MaxWaitMillis passes, or the connection goes;
-// a fetch with partitions its principal may not read (answered
+// Below MinBytes the request parks: its session's partitions are
+// watched, and a wake re-reads only the partitions marked since, until
+// MinBytes, MaxWaitMillis or the connection's end; a fetch with
+// partitions its principal may not read (answered
 // TOPIC_AUTHORIZATION_FAILED) answers at once. A consumer over its
 // consumer_byte_rate quota gets an answer without records and its
-// throttle time (security.go), and its MaxBytes is capped at what the
-// quota allows in a window.
+// throttle time (security.go; its session is left as it was, as Kafka
+// does), and its MaxBytes is capped at what the quota allows in a window.
 var _ = register(handler{key: 1, min: 4, max: 18, serve: (*Broker).handleFetch})
 
 func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.Reply {
 	r := req.Body.(*kmsg.FetchRequest)
-	if r.Version >= 7 && r.SessionID != 0 {
-		resp := r.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		return server.Ready(resp)
-	}
 	if limit := b.fetchLimit(ctx); limit < r.MaxBytes {
 		r.MaxBytes = limit
 	}
-	res := b.fetchOnce(r, req.Conn.Listener)
-	res.now = res.now || verdictOf(ctx).Partial
-	if res.bytes >= int64(r.MinBytes) || r.MaxWaitMillis <= 0 || res.now {
-		return b.fetchReply(ctx, r, res)
+	follower := fetchReplicaID(r)
+	f, code := b.fetches.Begin(r, follower, b.now())
+	if code != 0 {
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = code
+		return server.Ready(resp)
 	}
-	parts := b.fetchPartitions(r)
+	run := &fetchRun{b: b, r: r, f: f, follower: follower, listener: req.Conn.Listener, results: map[int32]*partResult{}}
+	if verdictOf(ctx).Partial {
+		run.urgent++ // denied partitions are answered at once
+	}
+	run.readPending()
+	if run.ready() || r.MaxWaitMillis <= 0 {
+		return run.reply(ctx)
+	}
 	reply := server.NewPendingReply()
 	ctx, cancel := mergeCancel(ctx, b.ctx)
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
 		defer cancel()
-		res, ok := b.waitFetch(ctx, r, req.Conn.Listener, parts)
-		if !ok {
+		if !run.wait(ctx, msDuration(r.MaxWaitMillis)) {
+			f.Abandon()
 			reply.CompleteClose()
 			return
 		}
-		if d, throttled := b.fetchQuota(ctx, res.bytes); throttled {
-			reply.MuteUntil(time.Now().Add(d)).Complete(throttledFetch(r, d))
+		if d, throttled := b.fetchQuota(ctx, run.bytes); throttled {
+			reply.MuteUntil(time.Now().Add(d)).Complete(run.throttled(d))
 			return
 		}
-		if body, err := b.fetchBody(ctx, r, res); err == nil {
+		if body, err := run.body(ctx); err == nil {
 			reply.CompleteBody(body)
 		} else {
+			b.logger.Error("fetch response encoding failed", "err", err)
 			reply.CompleteClose()
 		}
 	}()
 	return reply
 }
 
-// waitFetch parks a fetch until its partitions hold MinBytes, MaxWait
-// passes, or ctx ends (ok false).
-func (b *Broker) waitFetch(ctx context.Context, r *kmsg.FetchRequest, listener string, parts []*partition) (fetchResult, bool) {
-	w := replica.NewWaiter()
-	for _, p := range parts {
-		p.addWaiter(w)
-	}
-	defer func() {
-		for _, p := range parts {
-			p.removeWaiter(w)
-		}
-	}()
-	timer := time.NewTimer(msDuration(r.MaxWaitMillis))
+// fetchRun is one Fetch request between its admission and its answer:
+// what each partition read last found, by its index in the session.
+type fetchRun struct {
+	b        *Broker
+	r        *kmsg.FetchRequest
+	f        *fetchsession.Fetch
+	follower int32  // the follower's id, -1 for a consumer
+	listener string // the listener it came in on (KIP-951 hints name its endpoints)
+	results  map[int32]*partResult
+	reads    []fetchsession.Read
+	bytes    int64 // record bytes of the results
+	urgent   int   // results that make the answer go at once
+	lastRef  fetchsession.TopicRef
+	lastT    *topic
+}
+
+// partResult is one partition's part of the answer. urgent: an error
+// other than a held UNKNOWN_LEADER_EPOCH, or a follower's
+// DivergingEpoch, which it cannot act on while the fetch is held.
+type partResult struct {
+	sp     kmsg.FetchResponseTopicPartition
+	fr     *fetchRecords
+	hint   leaderHint
+	hinted bool
+	urgent bool
+	out    fetchsession.Outcome
+}
+
+func (run *fetchRun) ready() bool {
+	return run.bytes >= int64(run.r.MinBytes) || run.urgent > 0
+}
+
+// wait parks the request until it is ready, maxWait passes (true), or
+// ctx ends (false).
+func (run *fetchRun) wait(ctx context.Context, maxWait time.Duration) bool {
+	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
-	// An append between the first read and the waiters' registration
-	// would wake nobody: read once more now that they are registered.
-	w.Wake()
-	for {
+	woken := run.f.Wait()
+	// A change between the first read and the watch would mark nothing
+	// this request sees: read what was marked meanwhile.
+	run.readPending()
+	for !run.ready() {
 		select {
-		case <-w.C:
-			res := b.fetchOnce(r, listener)
-			if res.bytes >= int64(r.MinBytes) || res.now {
-				return res, true
-			}
+		case <-woken:
+			run.readPending()
 		case <-timer.C:
-			return b.fetchOnce(r, listener), true
+			return true
 		case <-ctx.Done():
-			return fetchResult{}, false
+			return false
 		}
 	}
+	return true
 }
 
-// fetchResult is one read of every partition a fetch asks for. now
-// says the answer must go at once: a partition failed, or a follower must
-// truncate (DivergingEpoch), which it cannot do while the fetch is held.
-type fetchResult struct {
-	resp  *kmsg.FetchResponse
-	recs  []*fetchRecords
-	bytes int64
-	now   bool
-}
-
-func (b *Broker) fetchReply(ctx context.Context, r *kmsg.FetchRequest, res fetchResult) *server.Reply {
-	if d, throttled := b.fetchQuota(ctx, res.bytes); throttled {
-		return server.Ready(throttledFetch(r, d)).MuteUntil(time.Now().Add(d))
+// readPending reads every partition the session hands out now.
+func (run *fetchRun) readPending() {
+	run.reads = run.f.Pending(run.reads[:0])
+	for i := range run.reads {
+		run.read(&run.reads[i])
 	}
-	body, err := b.fetchBody(ctx, r, res)
+	run.f.Bind(run.reads)
+}
+
+// topicOf resolves a session's topic (by id from Fetch v13, by name
+// before); consecutive reads of one topic look it up once.
+func (run *fetchRun) topicOf(ref fetchsession.TopicRef) *topic {
+	if ref != run.lastRef || run.lastT == nil {
+		run.lastRef = ref
+		if run.r.Version >= 13 {
+			run.lastT = run.b.lookupTopicID(ref.ID)
+		} else {
+			run.lastT = run.b.lookupTopic(ref.Name)
+		}
+	}
+	return run.lastT
+}
+
+// read reads one partition into its result, replacing what an earlier
+// read of this request found, and binds the read to the registry's
+// partition (led here or not: a follower's fetch held for a leadership
+// this node has not applied yet must be woken when it has).
+func (run *fetchRun) read(rd *fetchsession.Read) {
+	b, r := run.b, run.r
+	if old := run.results[rd.Index]; old != nil {
+		run.bytes -= old.out.Bytes
+		if old.urgent {
+			run.urgent--
+		}
+	}
+	t := run.topicOf(rd.Topic)
+	rd.Src = nil
+	if t != nil {
+		b.mu.RLock()
+		if rd.Partition >= 0 && int(rd.Partition) < len(t.partitions) {
+			rd.Src = t.partitions[rd.Partition]
+		}
+		b.mu.RUnlock()
+	}
+	pr := &partResult{sp: kmsg.NewFetchResponseTopicPartition()}
+	sp := &pr.sp
+	sp.Partition = rd.Partition
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+	budget := int64(r.MaxBytes)
+	if r.Version < 3 || budget <= 0 {
+		budget = 1<<31 - 1
+	}
+	budget -= run.bytes
+	p, perr := b.partitionOf(t, rd.Partition)
+	held := false
+	switch {
+	case t == nil && r.Version >= 13:
+		sp.ErrorCode = kerr.UnknownTopicID.Code
+	case perr != nil && run.follower >= 0 && b.leadershipPending(t, rd.Partition, rd.LeaderEpoch):
+		sp.ErrorCode, held = kerr.UnknownLeaderEpoch.Code, true
+	case perr != nil:
+		sp.ErrorCode = errCode(perr)
+		if h, ok := b.hintFor(t, rd.Partition, perr, rd.LeaderEpoch, run.listener); ok && r.Version >= 12 {
+			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
+			pr.hint, pr.hinted = h, true
+		}
+	case run.follower >= 0:
+		sp.ErrorCode, pr.fr = b.readForFollower(p, r, run.follower, &rd.PartitionData, sp, budget)
+		held = sp.ErrorCode == kerr.UnknownLeaderEpoch.Code
+		pr.out.Diverging = sp.DivergingEpoch.Epoch >= 0
+	case b.cfg.NullStorage:
+		sp.ErrorCode, pr.fr = readNullPartition(p, &rd.PartitionData, sp, budget, run.bytes == 0)
+	default:
+		sp.ErrorCode, pr.fr, pr.out.More = b.readPartition(p, &rd.PartitionData, sp, budget, run.bytes == 0, wlog.Isolation(r.IsolationLevel))
+	}
+	pr.out.HighWatermark, pr.out.LogStartOffset, pr.out.ErrorCode = sp.HighWatermark, sp.LogStartOffset, sp.ErrorCode
+	if pr.fr != nil {
+		pr.out.Bytes = pr.fr.size
+		run.bytes += pr.fr.size
+	}
+	pr.urgent = (sp.ErrorCode != 0 && !held) || pr.out.Diverging
+	if pr.urgent {
+		run.urgent++
+	}
+	run.results[rd.Index] = pr
+}
+
+func (run *fetchRun) reply(ctx context.Context) *server.Reply {
+	if d, throttled := run.b.fetchQuota(ctx, run.bytes); throttled {
+		return server.Ready(run.throttled(d)).MuteUntil(time.Now().Add(d))
+	}
+	body, err := run.body(ctx)
 	if err != nil {
-		b.logger.Error("fetch response encoding failed", "err", err)
+		run.b.logger.Error("fetch response encoding failed", "err", err)
 		return server.CloseConnection()
 	}
 	return server.ReadyBody(body)
 }
 
-// fetchBody encodes a fetch's answer, with what authorization adds to it
-// (the partitions it denied).
-func (b *Broker) fetchBody(ctx context.Context, r *kmsg.FetchRequest, res fetchResult) (*server.Body, error) {
-	resp := verdictOf(ctx).Finish(res.resp).(*kmsg.FetchResponse)
-	return encodeFetchBody(resp, r.Version, res.recs)
-}
-
-// throttledFetch is Kafka's answer to a fetch over its quota: no
-// partitions, the throttle time.
-func throttledFetch(r *kmsg.FetchRequest, d time.Duration) *kmsg.FetchResponse {
-	resp := r.ResponseKind().(*kmsg.FetchResponse)
+// throttled is Kafka's answer to a fetch over its quota: no partitions,
+// the throttle time, and the session left as it was (what was read is
+// read again next time); an incremental one keeps its session id.
+func (run *fetchRun) throttled(d time.Duration) *kmsg.FetchResponse {
+	resp := run.r.ResponseKind().(*kmsg.FetchResponse)
 	resp.ThrottleMillis = int32(d.Milliseconds())
+	resp.SessionID = run.f.Throttled()
 	return resp
 }
 
-// fetchPartitions lists the known partitions a fetch reads, led here or
-// not: a follower's fetch held for a leadership this node has not applied
-// yet must be woken when it has.
-func (b *Broker) fetchPartitions(r *kmsg.FetchRequest) []*partition {
-	var out []*partition
-	for _, rt := range r.Topics {
-		t := b.fetchTopic(r, &rt)
-		if t == nil {
+// body finishes the session's part and encodes the answer: the
+// partitions the session says it carries, grouped by topic in that
+// order, with KIP-951's leader endpoints for those that moved, and what
+// authorization adds (the partitions it denied).
+func (run *fetchRun) body(ctx context.Context) (*server.Body, error) {
+	res := run.f.Finish(run.b.now(), func(i int32) fetchsession.Outcome {
+		if pr := run.results[i]; pr != nil {
+			return pr.out
+		}
+		return fetchsession.Outcome{}
+	})
+	resp := run.r.ResponseKind().(*kmsg.FetchResponse)
+	resp.SessionID, resp.ErrorCode = res.SessionID, res.ErrorCode
+	var recs []*fetchRecords
+	var hints hintSet
+	for _, in := range res.Include {
+		pr := run.results[in.Index]
+		if pr == nil {
 			continue
 		}
-		b.mu.RLock()
-		for _, rp := range rt.Partitions {
-			if rp.Partition >= 0 && int(rp.Partition) < len(t.partitions) {
-				out = append(out, t.partitions[rp.Partition])
-			}
+		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].TopicID != in.Topic.ID || resp.Topics[n-1].Topic != in.Topic.Name {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = in.Topic.Name, in.Topic.ID
+			resp.Topics = append(resp.Topics, st)
 		}
-		b.mu.RUnlock()
-	}
-	return out
-}
-
-func (b *Broker) fetchTopic(r *kmsg.FetchRequest, rt *kmsg.FetchRequestTopic) *topic {
-	if r.Version >= 13 {
-		return b.lookupTopicID(rt.TopicID)
-	}
-	return b.lookupTopic(rt.Topic)
-}
-
-// fetchOnce reads every requested partition once, as file ranges. It
-// reports the bytes read and whether the answer must go at once (errors,
-// and a follower's DivergingEpoch). A follower's partition whose request
-// names a leader epoch newer than the one this node has applied is the
-// exception: the metadata making this node its leader is on its way (the
-// follower learnt it first), so that partition reads as empty with
-// UNKNOWN_LEADER_EPOCH and holds the fetch like an empty one; the
-// metadata loop wakes the fetch once this node leads (applyRoles), and the
-// follower asks again without backing off.
-func (b *Broker) fetchOnce(r *kmsg.FetchRequest, listener string) fetchResult {
-	resp := r.ResponseKind().(*kmsg.FetchResponse)
-	var recs []*fetchRecords
-	budget := int64(r.MaxBytes)
-	if r.Version < 3 || budget <= 0 {
-		budget = 1<<31 - 1
-	}
-	var total int64
-	now := false
-	follower := fetchReplicaID(r)
-	var hints hintSet
-	for _, rt := range r.Topics {
-		st := kmsg.NewFetchResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		t := b.fetchTopic(r, &rt)
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = rp.Partition
-			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-			p, perr := b.partitionOf(t, rp.Partition)
-			held := false
-			switch {
-			case t == nil && r.Version >= 13:
-				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case perr != nil && follower >= 0 && b.leadershipPending(t, rp.Partition, rp.CurrentLeaderEpoch):
-				sp.ErrorCode, held = kerr.UnknownLeaderEpoch.Code, true
-			case perr != nil:
-				sp.ErrorCode = errCode(perr)
-				if h, ok := b.hintFor(t, rp.Partition, perr, rp.CurrentLeaderEpoch, listener); ok && r.Version >= 12 {
-					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
-					hints.add(h)
-				}
-			default:
-				var fr *fetchRecords
-				if follower >= 0 {
-					sp.ErrorCode, fr = b.readForFollower(p, r, follower, &rp, &sp, &budget)
-					held = sp.ErrorCode == kerr.UnknownLeaderEpoch.Code
-					now = now || sp.DivergingEpoch.Epoch >= 0
-				} else if b.cfg.NullStorage {
-					sp.ErrorCode, fr = readNullPartition(p, &rp, &sp, &budget, total == 0)
-				} else {
-					sp.ErrorCode, fr = b.readPartition(p, &rp, &sp, &budget, total == 0, wlog.Isolation(r.IsolationLevel))
-				}
-				if fr != nil {
-					recs = append(recs, fr)
-					total += fr.size
-				}
-			}
-			if sp.ErrorCode != 0 && !held {
-				now = true
-			}
-			st.Partitions = append(st.Partitions, sp)
+		st := &resp.Topics[len(resp.Topics)-1]
+		st.Partitions = append(st.Partitions, pr.sp)
+		if pr.fr != nil {
+			recs = append(recs, pr.fr)
 		}
-		resp.Topics = append(resp.Topics, st)
+		if pr.hinted {
+			hints.add(pr.hint)
+		}
 	}
-	if r.Version >= 16 {
+	if run.r.Version >= 16 {
 		for _, h := range hints {
 			br := kmsg.NewFetchResponseBroker()
 			br.NodeID, br.Host, br.Port, br.Rack = h.leader, h.host, h.port, h.rack
 			resp.Brokers = append(resp.Brokers, br)
 		}
 	}
-	return fetchResult{resp: resp, recs: recs, bytes: total, now: now}
+	resp = verdictOf(ctx).Finish(resp).(*kmsg.FetchResponse)
+	return encodeFetchBody(resp, run.r.Version, recs)
 }
 
 // leadershipPending reports whether a follower's fetch names, for a
 // partition this node replicates, a leader epoch newer than the one this
-// node has applied.
+// node has applied: the metadata making this node its leader is on its
+// way (the follower learnt it first), so the partition reads as empty
+// with UNKNOWN_LEADER_EPOCH and holds the fetch like an empty one; the
+// metadata loop marks it once this node leads (applyRoles), and the
+// follower asks again without backing off.
 func (b *Broker) leadershipPending(t *topic, index, epoch int32) bool {
 	if t == nil {
 		return false
@@ -257,37 +307,37 @@ func (b *Broker) leadershipPending(t *topic, index, epoch int32) bool {
 	return p != nil && p.rep != nil && epoch > p.leaderEpoch.Load()
 }
 
-// readPartition fills one partition of a fetch response and returns its
-// error code. The first partition with data may exceed the byte budget by
-// one batch so that a consumer always makes progress (KIP-74).
+// readPartition fills one partition of a consumer's fetch and returns
+// its error code, its records, and whether records were left out for
+// want of budget. The first partition with data may exceed the byte
+// budget by one batch so that a consumer always makes progress (KIP-74).
 // read_committed reads stop at the last stable offset (readIsolated).
-func (b *Broker) readPartition(p *partition, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget *int64, first bool, iso wlog.Isolation) (int16, *fetchRecords) {
-	if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
-		return code, nil
+func (b *Broker) readPartition(p *partition, d *fetchsession.PartitionData, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool, iso wlog.Isolation) (int16, *fetchRecords, bool) {
+	if code := checkLeaderEpoch(p, d.LeaderEpoch); code != 0 {
+		return code, nil, false
 	}
 	hw := p.highWatermark()
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.log.StartOffset()
 	sp.RecordBatches = []byte{}
-	max := min(int64(rp.PartitionMaxBytes), *budget)
+	max := min(int64(d.MaxBytes), budget)
 	if max <= 0 && !first {
-		return 0, nil
+		return 0, nil, d.FetchOffset < p.latestOffset(hw, iso)
 	}
-	res, err := p.readIsolated(rp.FetchOffset, max, hw, iso, sp)
+	res, err := p.readIsolated(d.FetchOffset, max, hw, iso, sp)
 	if err != nil {
 		sp.RecordBatches = nil
 		if errors.Is(err, kerr.OffsetOutOfRange) {
-			return kerr.OffsetOutOfRange.Code, nil
+			return kerr.OffsetOutOfRange.Code, nil, false
 		}
 		b.logger.Warn("fetch read failed", "topic", p.topic.name, "partition", p.index, "err", err)
-		return kerr.KafkaStorageError.Code, nil
+		return kerr.KafkaStorageError.Code, nil, false
 	}
 	if res.Bytes == 0 {
-		return 0, nil
+		return 0, nil, false
 	}
 	fr := &fetchRecords{marker: newMarker(), ranges: res.Ranges, size: res.Bytes}
 	sp.RecordBatches = fr.marker[:]
-	*budget -= res.Bytes
-	return 0, fr
+	return 0, fr, false
 }
 
 // checkLeaderEpoch compares the leader epoch a consumer's fetch names (-1:
@@ -317,19 +367,15 @@ func fetchReplicaID(r *kmsg.FetchRequest) int32 {
 // readForFollower serves one partition of a follower's fetch as its
 // leader: records up to the log end (not the high watermark), and the
 // follower's progress moves the high watermark and the ISR.
-func (b *Broker) readForFollower(p *partition, r *kmsg.FetchRequest, follower int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget *int64) (int16, *fetchRecords) {
+func (b *Broker) readForFollower(p *partition, r *kmsg.FetchRequest, follower int32, d *fetchsession.PartitionData, sp *kmsg.FetchResponseTopicPartition, budget int64) (int16, *fetchRecords) {
 	epoch := int64(-1)
 	if r.Version >= 15 {
 		epoch = r.ReplicaState.Epoch
 	}
-	last := int32(-1)
-	if r.Version >= 12 {
-		last = rp.LastFetchedEpoch
-	}
 	res := p.rep.FetchForFollower(nil, replica.FollowerFetch{
-		ReplicaID: follower, BrokerEpoch: epoch, FetchOffset: rp.FetchOffset,
-		CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: last,
-		MaxBytes: max(min(int64(rp.PartitionMaxBytes), *budget), 1),
+		ReplicaID: follower, BrokerEpoch: epoch, FetchOffset: d.FetchOffset,
+		CurrentLeaderEpoch: d.LeaderEpoch, LastFetchedEpoch: d.LastFetchedEpoch,
+		MaxBytes: max(min(int64(d.MaxBytes), budget), 1),
 	})
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 	if res.Err != nil {
@@ -345,6 +391,5 @@ func (b *Broker) readForFollower(p *partition, r *kmsg.FetchRequest, follower in
 	}
 	fr := &fetchRecords{marker: newMarker(), ranges: res.Ranges, size: res.Bytes}
 	sp.RecordBatches = fr.marker[:]
-	*budget -= res.Bytes
 	return 0, fr
 }

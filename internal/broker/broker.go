@@ -20,6 +20,7 @@ import (
 	"weir/internal/config"
 	"weir/internal/errcode"
 	"weir/internal/fault"
+	"weir/internal/fetchsession"
 	"weir/internal/group"
 	"weir/internal/kraft"
 	wlog "weir/internal/log"
@@ -118,6 +119,7 @@ type Broker struct {
 
 	syncer   *wlog.Syncer      // does every partition log's fsyncs
 	logDir   *logdir.Dir       // the data directory's health (logdir.go)
+	logEnv   *wlog.Env         // what every partition log shares (logger, clock, syncer)
 	cleaner  *cleaner.Cleaner  // compacts the logs of compacted topics (cleaner.go)
 	authz    *authz.Authorizer // ACL decisions over the metadata image (security.go)
 	quotas   *quota.Manager    // client quotas (security.go)
@@ -142,9 +144,12 @@ type Broker struct {
 	topics     map[string]*topic
 	topicsByID map[[16]byte]*topic
 
-	replicas  *replica.Manager // follower fetchers
-	transport *brokerTransport // their connections to leaders
-	isr       isrQueue         // ISR changes for the controller (replication.go)
+	replicas   *replica.Manager // follower fetchers
+	repEnv     *replica.Env     // what every replica shares (replicaEnv)
+	repEnvOnce sync.Once
+	fetches    *fetchsession.Cache // fetch sessions (KIP-227, 01_fetch.go)
+	transport  *brokerTransport    // their connections to leaders
+	isr        isrQueue            // ISR changes for the controller (replication.go)
 
 	faults *fault.Injector // fault-injection points (internal/fault)
 
@@ -210,11 +215,13 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.authz, b.quotas = az, newQuotas(settings)
 	b.producerIDs = producer.NewAllocator(controllerReserver{b}, producer.DefaultBlockSize)
+	b.fetches = fetchsession.NewCache(fetchsession.Config{Slots: int(settings.Int(config.FetchSessionCacheSlots))})
 	if err := b.openQuorum(); err != nil {
 		return nil, err
 	}
 	b.syncer = wlog.NewSyncer(0)
 	b.logDir = logdir.New(logdir.Config{Path: cfg.DataDir, Logger: b.logger, OnChange: b.logDirChanged})
+	b.logEnv = wlog.NewEnv(wlog.Options{Logger: b.logger, Now: b.now, Syncer: b.syncer, OnIOError: b.logDir.Failed})
 	if err := b.newCleaner(); err != nil {
 		b.syncer.Close()
 		b.ctl.Close()

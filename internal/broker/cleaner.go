@@ -9,8 +9,12 @@ import (
 )
 
 // The log cleaner (internal/cleaner) gets every partition log this node
-// holds, leader or follower, as Kafka cleans every replica on its own. It
-// compacts those whose cleanup.policy includes compact (the internal
+// holds, leader or follower, as Kafka cleans every replica on its own,
+// once the log has records below its high watermark: at open for a log
+// that has records, else at its first high watermark above zero
+// (OnHighWatermark), so that a never-written partition costs the cleaner
+// nothing (an entry there is about 280 bytes, more than the rest of an
+// idle partition). It compacts those whose cleanup.policy includes compact (the internal
 // topic __consumer_offsets among them), never
 // at or past the replica's high watermark, since a follower may still
 // truncate records above it. Its checkpoint lives in the data directory.
@@ -24,6 +28,29 @@ func (b *Broker) newCleaner() error {
 	}
 	b.cleaner = c
 	return nil
+}
+
+// Where a partition's log stands with the cleaner (partition.cleaning).
+const (
+	notCleaned  = iota // not handed over yet
+	cleaned            // handed over
+	cleanerDone        // the log closed: never handed over again
+)
+
+// cleanWhenWritten hands the partition to the cleaner the first time its
+// log has records below the high watermark hw; a no-op (one atomic load)
+// after that. Called at open and on high watermark moves.
+func (b *Broker) cleanWhenWritten(p *partition, hw int64) {
+	if hw <= 0 || p.cleaning.Load() != notCleaned {
+		return
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.cleaning.Load() != notCleaned {
+		return
+	}
+	p.cleaning.Store(cleaned)
+	b.cleanPartition(p)
 }
 
 // cleanPartition hands a partition with a log and a replica to the
@@ -50,7 +77,10 @@ func (b *Broker) cleanPartition(p *partition) {
 // waiting for a round of it in progress; a deleted partition's checkpoint
 // entry goes too.
 func (b *Broker) stopCleaning(p *partition, deleted bool) {
-	if p.topic.name == sharestate.Topic {
+	p.wmu.Lock()
+	was := p.cleaning.Swap(cleanerDone)
+	p.wmu.Unlock()
+	if was != cleaned || p.topic.name == sharestate.Topic {
 		return
 	}
 	tp := cleaner.TopicPartition{Topic: p.topic.name, Partition: p.index}

@@ -196,7 +196,8 @@ func TestOffsetsTopicStaysBounded(t *testing.T) {
 
 // TestShareStateIsNotCompacted: __share_group_state keeps a snapshot and
 // deltas on it under one key, so it is created with cleanup.policy=delete
-// and no time retention, and never handed to the cleaner.
+// and no time retention, and never handed to the cleaner; other
+// partitions are, once written.
 func TestShareStateIsNotCompacted(t *testing.T) {
 	tb := startBroker(t, t.TempDir(), withCleaner(t))
 	ctx := testCtx(t)
@@ -221,7 +222,13 @@ func TestShareStateIsNotCompacted(t *testing.T) {
 	if got["cleanup.policy"] != "delete" || got["retention.ms"] != "-1" || got["segment.bytes"] != "104857600" {
 		t.Fatalf("configs %v", got)
 	}
-	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "plain"); err != nil {
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	// A partition goes to the cleaner once written (its first high
+	// watermark): plain-0 is, plain-1, never written, is not.
+	cl := newClient(t, tb.addr, kgo.DefaultProduceTopic("plain"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, func() error {
@@ -230,6 +237,9 @@ func TestShareStateIsNotCompacted(t *testing.T) {
 		}
 		return nil
 	})
+	if tb.b.cleaner.Has(cleaner.TopicPartition{Topic: "plain", Partition: 1}) {
+		t.Fatal("never-written plain-1 handed to the cleaner")
+	}
 	if tb.b.cleaner.Has(cleaner.TopicPartition{Topic: "__share_group_state", Partition: 0}) {
 		t.Fatal("share state handed to the cleaner")
 	}

@@ -38,7 +38,8 @@
 // killed broker's leaderships move in well under a second.
 //
 // The log cleaner (internal/cleaner, wired in cleaner.go) gets every
-// replica's log as it opens and gives it back before it closes; it
+// replica's log once it has records below the high watermark (at open,
+// or at its first high watermark move) and gives it back before it closes; it
 // compacts those of compacted topics, __consumer_offsets among them,
 // below the partition's high watermark. __share_group_state is never
 // compacted: its coordinator trims it (internal/sharestate).

@@ -294,31 +294,6 @@ func TestDescribeAPIs(t *testing.T) {
 	}
 }
 
-func TestFetchSessionsRefused(t *testing.T) {
-	tb := startBroker(t, t.TempDir(), nil)
-	ctx := testCtx(t)
-	c := newClient(t, tb.addr)
-	createTopic(t, ctx, c, "fs", 1, nil)
-	req := kmsg.NewPtrFetchRequest()
-	req.SessionID, req.SessionEpoch = 77, 3
-	resp, err := req.RequestWith(ctx, c)
-	if err != nil || resp.ErrorCode != kerr.FetchSessionIDNotFound.Code {
-		t.Fatalf("fetch with an unknown session: %v %v", err, resp)
-	}
-	req.SessionID, req.SessionEpoch = 0, 0
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "fs"
-	rt.TopicID = tb.b.lookupTopic("fs").id
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.PartitionMaxBytes = 1 << 20
-	rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
-	req.Topics = []kmsg.FetchRequestTopic{rt}
-	resp, err = req.RequestWith(ctx, c)
-	if err != nil || resp.ErrorCode != 0 || resp.SessionID != 0 {
-		t.Fatalf("session-creating fetch must be answered without a session: %v %+v", err, resp)
-	}
-}
-
 func TestNullStorageAcknowledgesWithoutStoring(t *testing.T) {
 	tb := startBroker(t, t.TempDir(), func(c *Config) { c.NullStorage = true })
 	ctx := testCtx(t)

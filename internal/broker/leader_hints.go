@@ -47,11 +47,11 @@ func (b *Broker) hintFor(t *topic, index int32, err error, clientEpoch int32, li
 	if p == nil {
 		return leaderHint{}, false
 	}
-	s := p.state.Load()
-	if s == nil || s.Leader() < 0 || s.Leader() == b.cfg.NodeID || s.LeaderEpoch() < clientEpoch {
+	leader, epoch := p.leaderAndEpoch()
+	if leader < 0 || leader == b.cfg.NodeID || epoch < clientEpoch {
 		return leaderHint{}, false
 	}
-	br, ok := b.image().Broker(s.Leader())
+	br, ok := b.image().Broker(leader)
 	if !ok || br.Fenced {
 		return leaderHint{}, false
 	}
@@ -59,7 +59,7 @@ func (b *Broker) hintFor(t *topic, index int32, err error, clientEpoch int32, li
 	if !ok {
 		return leaderHint{}, false
 	}
-	return leaderHint{leader: s.Leader(), epoch: s.LeaderEpoch(), host: mb.Host, port: mb.Port, rack: mb.Rack}, true
+	return leaderHint{leader: leader, epoch: epoch, host: mb.Host, port: mb.Port, rack: mb.Rack}, true
 }
 
 // hintSet collects the endpoints of the leaders a response names.

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"weir/internal/fetchsession"
 )
 
 // Collector exports the broker's state and counters to Prometheus, read
@@ -41,11 +43,21 @@ var (
 	descEpochs    = prometheus.NewDesc("weir_group_consumer_epoch_bumps_total", "KIP-848 group epoch increments (new target assignments).", nil, nil)
 	descExpired   = prometheus.NewDesc("weir_group_members_expired_total", "Group members removed after their session timed out.", nil, nil)
 	descCommitted = prometheus.NewDesc("weir_group_offsets_committed_total", "Partitions whose offset was committed.", nil, nil)
+
+	kindLabels     = []string{"kind"} // sessionless, full, incremental
+	descSessions   = prometheus.NewDesc("weir_fetch_sessions", "Incremental fetch sessions cached (Kafka's NumIncrementalFetchSessions).", nil, nil)
+	descSessParts  = prometheus.NewDesc("weir_fetch_session_partitions", "Partitions held by the cached fetch sessions (Kafka's NumIncrementalFetchPartitionsCached).", nil, nil)
+	descEvictions  = prometheus.NewDesc("weir_fetch_session_evictions_total", "Fetch sessions evicted to make room for another.", nil, nil)
+	descFetchReqs  = prometheus.NewDesc("weir_fetch_requests_total", "Fetch requests admitted, by kind.", kindLabels, nil)
+	descFetchNamed = prometheus.NewDesc("weir_fetch_request_partitions_total", "Partitions the Fetch requests named, by kind.", kindLabels, nil)
+	descFetchReads = prometheus.NewDesc("weir_fetch_partition_reads_total", "Partition reads the Fetch requests made (a parked request woken reads only what changed), by kind.", kindLabels, nil)
+	descFetchAns   = prometheus.NewDesc("weir_fetch_response_partitions_total", "Partitions the Fetch responses carried, by kind.", kindLabels, nil)
 )
 
 func (c brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHosted, descLed, descDirOff, descLEO, descHW, descLogStart, descLogSize, descFsyncs, descInFlight, descAcquired, descAvailable,
-		descArchived, descExpiries, descRedeliv, descAcked, descParked, descParkedE, descParkedS, descRebal, descEpochs, descExpired, descCommitted} {
+		descArchived, descExpiries, descRedeliv, descAcked, descParked, descParkedE, descParkedS, descRebal, descEpochs, descExpired, descCommitted,
+		descSessions, descSessParts, descEvictions, descFetchReqs, descFetchNamed, descFetchReads, descFetchAns} {
 		ch <- d
 	}
 }
@@ -109,4 +121,14 @@ func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descEpochs, float64(gs.ConsumerEpochBumps))
 	counter(descExpired, float64(gs.MembersExpired))
 	counter(descCommitted, float64(gs.OffsetsCommitted))
+	fs := b.fetches.Stats()
+	gauge(descSessions, float64(fs.Sessions))
+	gauge(descSessParts, float64(fs.Partitions))
+	counter(descEvictions, float64(fs.Evictions))
+	for _, k := range []fetchsession.Kind{fetchsession.Sessionless, fetchsession.Full, fetchsession.Incremental} {
+		counter(descFetchReqs, float64(fs.Requests[k]), k.String())
+		counter(descFetchNamed, float64(fs.Requested[k]), k.String())
+		counter(descFetchReads, float64(fs.Read[k]), k.String())
+		counter(descFetchAns, float64(fs.Answered[k]), k.String())
+	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/fetchsession"
 )
 
 // nullBatch is a partition's template in NullStorage mode (a benchmarking
@@ -38,8 +40,8 @@ func (p *partition) keepNullBatch(batch []byte, n int64) {
 // handed out by less than one batch; a fetch at or past them reads
 // nothing. The load is served from memory, so what a consumer reaches
 // here is its own ceiling on this machine.
-func readNullPartition(p *partition, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition, budget *int64, first bool) (int16, *fetchRecords) {
-	if code := checkLeaderEpoch(p, rp.CurrentLeaderEpoch); code != 0 {
+func readNullPartition(p *partition, rp *fetchsession.PartitionData, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool) (int16, *fetchRecords) {
+	if code := checkLeaderEpoch(p, rp.LeaderEpoch); code != 0 {
 		return code, nil
 	}
 	end := p.nullEnd.Load()
@@ -49,7 +51,7 @@ func readNullPartition(p *partition, rp *kmsg.FetchRequestTopicPartition, sp *km
 	}
 	sp.RecordBatches = []byte{}
 	t := p.nullBatch.Load()
-	limit := min(int64(rp.PartitionMaxBytes), *budget)
+	limit := min(int64(rp.MaxBytes), budget)
 	if t == nil || rp.FetchOffset >= end || (limit <= 0 && !first) {
 		return 0, nil
 	}
@@ -73,6 +75,5 @@ func readNullPartition(p *partition, rp *kmsg.FetchRequestTopicPartition, sp *km
 	}
 	fr := &fetchRecords{marker: newMarker(), inline: parts, size: n * size}
 	sp.RecordBatches = fr.marker[:]
-	*budget -= fr.size
 	return 0, fr
 }

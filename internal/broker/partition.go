@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"weir/internal/fetchsession"
 	wlog "weir/internal/log"
 	"weir/internal/metadata"
 	"weir/internal/producer"
@@ -18,44 +21,116 @@ import (
 type partition struct {
 	topic *topic
 	index int32
-	log   *wlog.Log
-	rep   *replica.Replica // the replica over log; nil when log is
+	// cleaning is where the log stands with the cleaner (cleaner.go):
+	// notCleaned, cleaned or cleanerDone; changed under wmu.
+	cleaning atomic.Uint32
+	log      *wlog.Log
+	rep      *replica.Replica // the replica over log; nil when log is
 
 	leader      atomic.Int32 // the leader's node id, -1 when offline
 	leads       atomic.Bool
-	state       atomic.Pointer[metadata.Partition]
 	leaderEpoch atomic.Int32
-	hw          atomic.Int64
-	nullEnd     atomic.Int64              // offsets handed out in NullStorage mode
-	nullBatch   atomic.Pointer[nullBatch] // NullStorage: what fetches repeat
+	// leadership is the leader and leader epoch as one snapshot (leader
+	// in the high 32 bits), for answers that name both (KIP-951 hints).
+	leadership atomic.Int64
+	hw         atomic.Int64
+	nullEnd    atomic.Int64              // offsets handed out in NullStorage mode
+	nullBatch  atomic.Pointer[nullBatch] // NullStorage: what fetches repeat
 
 	// producers is the idempotent-producer state, touched only inside the
 	// log's append hooks (see internal/producer).
 	producers *producer.State
 
-	// waiters are fetches parked until this partition grows.
-	wmu     sync.Mutex
-	waiters []*replica.Waiter
+	// watchers are the fetch sessions reading this partition and the
+	// share fetches parked on it; nil while there are none.
+	wmu      sync.Mutex
+	watchers *watchers
 }
 
-func (p *partition) addWaiter(w *replica.Waiter) {
+type watchers struct {
+	marks   []fetchsession.Mark // fetch sessions (internal/fetchsession)
+	waiters []*replica.Waiter   // parked ShareFetches
+}
+
+func (p *partition) watchersLocked() *watchers {
+	if p.watchers == nil {
+		p.watchers = &watchers{}
+	}
+	return p.watchers
+}
+
+// dropIfEmptyLocked frees the watchers once nothing watches.
+func (p *partition) dropIfEmptyLocked() {
+	if w := p.watchers; w != nil && len(w.marks) == 0 && len(w.waiters) == 0 {
+		p.watchers = nil
+	}
+}
+
+// Watch and Unwatch make the partition a fetchsession.Source.
+func (p *partition) Watch(m fetchsession.Mark) {
 	p.wmu.Lock()
-	p.waiters = append(p.waiters, w)
+	w := p.watchersLocked()
+	w.marks = append(w.marks, m)
 	p.wmu.Unlock()
 }
 
-func (p *partition) removeWaiter(w *replica.Waiter) {
+func (p *partition) Unwatch(m fetchsession.Mark) {
 	p.wmu.Lock()
-	for i, x := range p.waiters {
-		if x == w {
-			last := len(p.waiters) - 1
-			p.waiters[i] = p.waiters[last]
-			p.waiters[last] = nil
-			p.waiters = p.waiters[:last]
-			break
+	if w := p.watchers; w != nil {
+		if i := slices.Index(w.marks, m); i >= 0 {
+			last := len(w.marks) - 1
+			w.marks[i] = w.marks[last]
+			w.marks = w.marks[:last]
+		}
+		p.dropIfEmptyLocked()
+	}
+	p.wmu.Unlock()
+}
+
+// lastFetchBy is when follower id last fetched in a session holding
+// this partition (zero if none does): replica.Config.LastFetch.
+func (p *partition) lastFetchBy(id int32) time.Time {
+	var last time.Time
+	p.wmu.Lock()
+	if w := p.watchers; w != nil {
+		for _, m := range w.marks {
+			if s := m.Session(); s.Replica() == id {
+				if t := s.LastUsed(); t.After(last) {
+					last = t
+				}
+			}
 		}
 	}
 	p.wmu.Unlock()
+	return last
+}
+
+func (p *partition) addWaiter(wt *replica.Waiter) {
+	p.wmu.Lock()
+	w := p.watchersLocked()
+	w.waiters = append(w.waiters, wt)
+	p.wmu.Unlock()
+}
+
+func (p *partition) removeWaiter(wt *replica.Waiter) {
+	p.wmu.Lock()
+	if w := p.watchers; w != nil {
+		if i := slices.Index(w.waiters, wt); i >= 0 {
+			last := len(w.waiters) - 1
+			w.waiters[i] = w.waiters[last]
+			w.waiters[last] = nil
+			w.waiters = w.waiters[:last]
+		}
+		p.dropIfEmptyLocked()
+	}
+	p.wmu.Unlock()
+}
+
+// leaderAndEpoch is the leader and its epoch as the image last gave
+// them together.
+func (p *partition) leaderAndEpoch() (leader, epoch int32) {
+	v := p.leadership.Load()
+	return int32(v >> 32), int32(uint32(v))
 }
 
 // highWatermark is the offset below which records are visible to
@@ -70,8 +145,7 @@ func (p *partition) highWatermark() int64 { return p.hw.Load() }
 // NOT_LEADER_OR_FOLLOWER, or, for a follower's fetch held for this
 // leadership, are served.
 func (p *partition) setState(s metadata.Partition, self int32) (changed bool) {
-	st := s
-	p.state.Store(&st)
+	p.leadership.Store(int64(s.Leader())<<32 | int64(uint32(s.LeaderEpoch())))
 	epochChanged := p.leaderEpoch.Swap(s.LeaderEpoch()) != s.LeaderEpoch()
 	p.leader.Store(s.Leader())
 	leads := s.Leader() == self && p.log != nil
@@ -84,10 +158,19 @@ func (p *partition) setHW(hw int64) {
 	p.wakeAll()
 }
 
+// wakeAll tells everything watching the partition that it changed: the
+// fetch sessions reading it (each queues it for its next read and wakes
+// its parked fetch) and the parked ShareFetches. Called after an append,
+// a high watermark or log start move, and leadership changes.
 func (p *partition) wakeAll() {
 	p.wmu.Lock()
-	for _, w := range p.waiters {
-		w.Wake()
+	if w := p.watchers; w != nil {
+		for _, m := range w.marks {
+			m.Mark()
+		}
+		for _, wt := range w.waiters {
+			wt.Wake()
+		}
 	}
 	p.wmu.Unlock()
 }

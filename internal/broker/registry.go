@@ -41,8 +41,13 @@ func (b *Broker) applyUpdate(u kraft.Update) {
 	img := u.Image
 	offsetsBefore := b.ledOffsetsPartitions()
 	topicsChanged := false
+	// The update's role changes are applied together once its topics are
+	// in the registry: one call into the fetchers per update, however
+	// many topics it touches, so a leadership move of thousands of
+	// partitions interrupts each follower's fetch once.
+	var roles []roleChange
 	if u.Resync || u.Delta == nil {
-		topicsChanged = b.reconcileAll(img)
+		topicsChanged = b.reconcileAll(img, &roles)
 		b.applyBrokerConfigs(img)
 	} else {
 		d := u.Delta
@@ -59,7 +64,7 @@ func (b *Broker) applyUpdate(u kraft.Update) {
 		}
 		for id := range seen {
 			if t, ok := img.Topic(id); ok {
-				if b.reconcileTopic(img, t) {
+				if b.reconcileTopic(img, t, &roles) {
 					topicsChanged = true
 				}
 			}
@@ -79,6 +84,7 @@ func (b *Broker) applyUpdate(u kraft.Update) {
 			b.applyBrokerConfigs(img)
 		}
 	}
+	b.applyRoles(roles)
 	b.img.Store(img)
 	b.applyMu.Unlock()
 	locked = false
@@ -97,8 +103,9 @@ func (b *Broker) applyUpdate(u kraft.Update) {
 	b.txnLeadershipChanged()
 }
 
-// reconcileAll makes the registry match img as a whole.
-func (b *Broker) reconcileAll(img *metadata.Image) bool {
+// reconcileAll makes the registry match img as a whole, adding the role
+// changes to roles.
+func (b *Broker) reconcileAll(img *metadata.Image, roles *[]roleChange) bool {
 	changed := false
 	b.mu.RLock()
 	var gone []metadata.TopicID
@@ -113,7 +120,7 @@ func (b *Broker) reconcileAll(img *metadata.Image) bool {
 		changed = true
 	}
 	img.EachTopic(func(t *metadata.Topic) bool {
-		if b.reconcileTopic(img, t) {
+		if b.reconcileTopic(img, t, roles) {
 			changed = true
 		}
 		b.reconcileTopicConfigs(img, t.Name())
@@ -129,9 +136,10 @@ func (b *Broker) reconcileAll(img *metadata.Image) bool {
 
 // reconcileTopic brings one topic of the registry to its state in img,
 // opening the logs of partitions this node now replicates and closing
-// (and removing) those it no longer does. It reports whether the topic
-// is new or changed its partition count.
-func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
+// (and removing) those it no longer does, and adds the replicas' role
+// changes to roles (the caller applies them). It reports whether the
+// topic is new or changed its partition count.
+func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *[]roleChange) bool {
 	self := b.cfg.NodeID
 	b.mu.RLock()
 	old := b.topicsByID[mt.ID()]
@@ -152,7 +160,6 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
 	}
 	minISR := b.minISROf(t.configs)
 	parts := make([]*partition, mt.NumPartitions())
-	roles := make([]roleChange, 0, mt.NumPartitions())
 	var stopped []*partition
 	mt.EachPartition(func(i int32, s metadata.Partition) bool {
 		var p *partition
@@ -171,7 +178,7 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
 				if err = b.openReplica(np, minISR); err != nil {
 					np.log.Close()
 				} else {
-					b.cleanPartition(np)
+					b.cleanWhenWritten(np, np.hw.Load())
 				}
 			}
 			if err != nil {
@@ -186,11 +193,10 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic) bool {
 			p = &partition{topic: t, index: i}
 		}
 		moved := p.setState(s, self)
-		roles = append(roles, roleChange{p, s, moved})
+		*roles = append(*roles, roleChange{p, s, moved})
 		parts[i] = p
 		return true
 	})
-	b.applyRoles(roles)
 	b.mu.Lock()
 	t.partitions = parts
 	b.topics[t.name] = t

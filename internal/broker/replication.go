@@ -36,24 +36,8 @@ func (b *Broker) openReplica(p *partition, minISR int) error {
 		hw = ck
 	}
 	r, err := replica.Open(p.log, hw, replica.Config{
-		LocalID:   b.cfg.NodeID,
-		Topic:     p.topic.name,
-		TopicID:   p.topic.id,
-		Partition: p.index,
-		MaxLag:    b.settings().Millis(config.ReplicaLagTimeMax),
-		MinISR:    minISR,
-		Eligible:  b.eligible,
-		OnISRChange: func(r *replica.Replica, ch replica.ISRChange) {
-			b.sendISRChange(p, r, ch)
-		},
-		OnHighWatermark: func(_ *replica.Replica, hw int64) {
-			p.log.NoteHighWatermark(hw)
-			p.setHW(hw)
-		},
-		// Followers parked on the log end fetch what was appended.
-		OnAppend: func(*replica.Replica) { p.wakeAll() },
-		Now:      b.now,
-		Logger:   b.logger,
+		Env: b.replicaEnv(), Owner: p,
+		Topic: p.topic.name, TopicID: p.topic.id, Partition: p.index, MinISR: minISR,
 	})
 	if err != nil {
 		return err
@@ -61,6 +45,37 @@ func (b *Broker) openReplica(p *partition, minISR int) error {
 	p.rep = r
 	p.hw.Store(r.HighWatermark())
 	return nil
+}
+
+// replicaEnv is what every replica of this broker shares: settings and
+// callbacks, which find their partition as the replica's Owner (one set
+// for all, rather than closures per partition).
+func (b *Broker) replicaEnv() *replica.Env {
+	b.repEnvOnce.Do(func() {
+		owner := func(r *replica.Replica) *partition { return r.Owner().(*partition) }
+		b.repEnv = replica.NewEnv(replica.Env{
+			LocalID:  b.cfg.NodeID,
+			MaxLag:   b.settings().Millis(config.ReplicaLagTimeMax),
+			Eligible: b.eligible,
+			OnISRChange: func(r *replica.Replica, ch replica.ISRChange) {
+				b.sendISRChange(owner(r), r, ch)
+			},
+			OnHighWatermark: func(r *replica.Replica, hw int64) {
+				p := owner(r)
+				p.log.NoteHighWatermark(hw)
+				p.setHW(hw)
+				b.cleanWhenWritten(p, hw)
+			},
+			// Followers parked on the log end fetch what was appended; fetch
+			// sessions learn of a new log start offset.
+			OnAppend:   func(r *replica.Replica) { owner(r).wakeAll() },
+			OnLogStart: func(r *replica.Replica, _ int64) { owner(r).wakeAll() },
+			LastFetch:  func(r *replica.Replica, id int32) time.Time { return owner(r).lastFetchBy(id) },
+			Now:        b.now,
+			Logger:     b.logger,
+		})
+	})
+	return b.repEnv
 }
 
 // eligible says whether a broker may join an ISR: registered, unfenced,

@@ -62,7 +62,7 @@ func (b *Broker) openPartition(t *topic, p int32, cfg wlog.Config, lazy bool) (*
 	// (leader, marker, follower), restores it at open and rebuilds it at
 	// truncation.
 	st := producer.NewState(producer.Options{Now: b.now, Expiration: b.settings().Millis(config.ProducerIDExpiration)})
-	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, p), cfg, wlog.Options{Logger: b.logger, Now: b.now, Syncer: b.syncer, Lazy: lazy, Producers: st, OnIOError: b.logDir.Failed})
+	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, p), cfg, wlog.Options{Env: b.logEnv, Lazy: lazy, Producers: st})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s-%d: %w", t.name, p, err)
 	}

@@ -35,6 +35,7 @@ const (
 	AllowEveryoneIfNoACL      = "allow.everyone.if.no.acl.found"
 	QuotaWindowNum            = "quota.window.num"
 	QuotaWindowSizeSeconds    = "quota.window.size.seconds"
+	FetchSessionCacheSlots    = "max.incremental.fetch.session.cache.slots"
 	// weir's own broker configs.
 	WeirLogSyncBeforeAck   = "weir.log.sync.before.ack"
 	WeirLogBackgroundSync  = "weir.log.background.sync"
@@ -139,6 +140,7 @@ var coreBrokerDefs = []Def{
 	{Name: WeirLogPreallocate, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "weir: default weir.preallocate."},
 	{Name: FaultProduceResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: a slow broker, as a Kafka broker that takes this many milliseconds longer over each produce request: a connection's produce responses go out one after another, each this many milliseconds after the later of its own completion and the connection's previous delayed response (Kafka handles one request per connection at a time)."},
 	{Name: FaultProduceResponseConcurrentMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every produce response by this many milliseconds, each on its own (a connection with five requests in flight has five delays running at once)."},
+	{Name: FetchSessionCacheSlots, Type: Int, Default: "1000", valid: atLeast(0), Support: Honoured, Doc: "The most incremental fetch sessions (KIP-227) the broker keeps; beyond it a new session evicts an unused, a consumer's or a smaller one as Kafka does, or none is opened and that fetcher's requests stay full."},
 	{Name: ReplicaLagTimeMax, Type: Long, Default: "30000", valid: atLeast(1), Support: Honoured, Doc: "A follower that has not caught up with its leader's log end for this long leaves the ISR."},
 	{Name: ShareFetchElsewhereWaitMs, Type: Long, Default: "10", valid: atLeast(-1), Dynamic: true, Support: Honoured, Doc: "An empty record_limit ShareFetch whose topics have partitions led by other brokers is answered after at most this many milliseconds instead of its MaxWaitMs, so a record_limit share consumer (which takes records from one broker at a time) moves on to brokers that have records. batch_optimized fetches keep their MaxWaitMs. -1 turns this off."},
 	{Name: LivenessProbeMs, Type: Long, Default: "200", valid: atLeast(0), Support: Honoured, Doc: "How often the active controller's node probes every unfenced broker's listener; a broker whose listener refuses connections twice in a row is fenced at once instead of after broker.session.timeout.ms. 0 turns probing off."},

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,7 +55,7 @@ func TestLazyOpenCreatesNothingAndStartsNoGoroutine(t *testing.T) {
 				t.Fatalf("%d lazy logs added %d goroutines", n, after-before)
 			}
 			for _, l := range logs {
-				if l.private && l.syncer.started {
+				if l.env.private && l.env.syncer.started {
 					t.Fatal("private syncer of a never-written lazy log was started")
 				}
 			}
@@ -265,7 +267,97 @@ func TestLazyExistingDirectoryRecovers(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "00000000000000000000.log")); err != nil {
 		t.Fatalf("existing directory not opened as usual: %v", err)
 	}
-	if l.private && !l.syncer.started {
+	if l.env.private && !l.env.syncer.started {
 		t.Fatal("private syncer not started for an existing directory")
 	}
 }
+
+func TestSplitDirRoundTrips(t *testing.T) {
+	for _, dir := range []string{"/d/orders-7", "/d/orders-0", "/d/orders-07", "/d/orders", "/d/t-123456789", "/d/t-1234567890", "9", ""} {
+		if got := splitDir(dir).String(); got != dir {
+			t.Errorf("splitDir(%q) = %q", dir, got)
+		}
+	}
+	if a, b := splitDir("/d/x-1"), splitDir("/d/x-2"); a.prefix != b.prefix {
+		t.Error("partitions of one topic do not share their prefix")
+	}
+}
+
+// TestNeverWrittenLogsLeaveTheEmptyBodyAlone: never-written lazy logs
+// share emptyBody; every call a broker makes on a partition nobody
+// writes, from many goroutines at once (the race detector watches), must
+// leave it as it was, and each log still reads as empty at offset 0.
+func TestNeverWrittenLogsLeaveTheEmptyBodyAlone(t *testing.T) {
+	state := func() string {
+		b := &emptyBody
+		return fmt.Sprint(b.dir, len(b.segs), b.recoveryPoint, b.openHW, b.ckptHW, b.syncAsked.Load(), b.unflushed, len(b.toFlush),
+			len(b.retired), b.truncations, b.truncatedTo, b.armed, b.stopped, len(b.unreplicated), len(b.snapBuf),
+			b.durable.Load(), b.durableCh == nil, b.fsyncs.Load(), b.sync, b.lastFlush, b.lastCkpt)
+	}
+	before := state()
+	root := t.TempDir()
+	syncer := NewSyncer(2)
+	defer syncer.Close()
+	env := NewEnv(Options{Syncer: syncer})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		opts := Options{Env: env, Lazy: true}
+		if i%2 == 0 {
+			opts.Producers = idleProducers{} // a topic with transactions
+		}
+		l, err := Open(filepath.Join(root, "t-"+strconv.Itoa(i)), DefaultConfig(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			for range 20 {
+				l.NoteHighWatermark(0)
+				_ = l.SetConfig(DefaultConfig())
+				_, _ = l.Read(nil, 0, 1<<20, 0)
+				_, _ = l.ReadIsolated(nil, 0, 1<<20, 0, ReadCommitted)
+				_ = l.AbortedTransactions(0, 10)
+				_ = l.LastStableOffset(0)
+				_ = l.DescribeProducers()
+				_ = l.ExpireProducers()
+				_, _ = l.CleanerView()
+				_, _ = l.EachCleanableBatch(0, 10, nil, func(int64, []byte) error { return nil })
+				_, _ = l.NewCleanedSegment(0, 1)
+				_ = l.ScanHeaders(0, func(BatchHeader) bool { return true })
+				_ = l.ScanMarkers(0, func(*BatchHeader, *Marker) bool { return true })
+				_, _ = l.OffsetForTimestamp(0, 0)
+				_, _ = l.MaxTimestamp(0)
+				_ = l.Truncate(0)
+				_, _ = l.AdvanceStartOffset(0, 0)
+				_, _ = l.EnforceRetention(0)
+				_ = l.Flush()
+				_ = l.WaitDurable(ctx, 0)
+				_, _, _, _ = l.Size(), l.Fsyncs(), l.DurableOffset(), l.Dir()
+			}
+			if l.EndOffset() != 0 || l.StartOffset() != 0 || l.live.Load() {
+				t.Errorf("a never-written log moved: end %d start %d", l.EndOffset(), l.StartOffset())
+			}
+			if err := l.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if after := state(); after != before {
+		t.Fatalf("emptyBody changed:\n%s\n%s", before, after)
+	}
+	mustNotExist(t, filepath.Join(root, "t-0"))
+}
+
+// idleProducers is a ProducerState with no producer.
+type idleProducers struct{}
+
+func (idleProducers) Apply(*BatchHeader, *Marker) (CompletedTxn, bool) { return CompletedTxn{}, false }
+func (idleProducers) FirstUnstableOffset() int64                       { return -1 }
+func (idleProducers) Reset()                                           {}
+func (idleProducers) AppendSnapshot(dst []byte) []byte                 { return dst }
+func (idleProducers) LoadSnapshot([]byte) error                        { return nil }
+func (idleProducers) ExpireProducers() int                             { return 0 }
+func (idleProducers) Describe() []ProducerInfo                         { return nil }

@@ -11,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -41,6 +43,9 @@ type Options struct {
 	// other logs on its fixed pool of goroutines. nil: the log starts a
 	// private Syncer with one goroutine and closes it in Close.
 	Syncer *Syncer
+	// Env, when set, is shared with other logs and replaces Logger, Now,
+	// CheckpointInterval and Syncer (see NewEnv).
+	Env *Env
 	// Lazy makes Open of a directory that does not exist create nothing:
 	// no directory, no file, no goroutine. The log behaves as an empty log
 	// starting at offset 0 until the first append creates the directory
@@ -71,13 +76,9 @@ type Options struct {
 // their grace period ends, in passes that never overlap for one log. Close
 // detaches the log from it, waiting for a pass in progress.
 type Log struct {
-	dir       string
-	logger    *slog.Logger
-	onIOError func(error) // may be nil
-	// fsync replaces (*os.File).Sync in tests that make it fail.
-	fsync func(*os.File) error
-	now   func() time.Time
-	cfg   atomic.Pointer[Config]
+	name dirName // the partition directory, split so logs share its prefix
+	env  *Env
+	cfg  atomic.Pointer[Config] // shared with every log of the same settings
 
 	// segMu serialises the changes that remove or rewrite closed
 	// segments (truncation, retention, DeleteRecords, the cleaner's swap,
@@ -85,16 +86,37 @@ type Log struct {
 	// free; appends and rolls never take it.
 	segMu sync.Mutex
 
-	mu            sync.Mutex
+	mu       sync.Mutex
+	logStart int64
+	leo      int64
+	// hw is the latest high watermark noted (NoteHighWatermark), written
+	// with every checkpoint.
+	hw      atomic.Int64
+	closing bool // Close has started
+	closed  bool
+
+	// producers is Options.Producers.
+	producers ProducerState
+
+	// body is everything a log with files has. A lazy log never written
+	// reads the shared emptyBody (no segments, nothing durable), which
+	// nothing writes, and costs only the fields above; the first append
+	// gives it its own. live is stored once it has, so a reader without
+	// mu that sees live true sees that body.
+	live atomic.Bool
+	*body
+}
+
+// body is the state of a log with files: segments, durability,
+// transactions, checkpoint and syncer bookkeeping. Its fields are
+// guarded by Log.mu unless noted.
+type body struct {
+	dir           string     // the partition directory, whole
 	segs          []*segment // copy-on-write: never modified in place
-	logStart      int64
-	leo           int64
-	recoveryPoint int64 // as last written to the checkpoint file
+	recoveryPoint int64      // as last written to the checkpoint file
 	// openHW is the high watermark the checkpoint held when the log was
-	// opened (-1: none); hw is the latest one noted (NoteHighWatermark),
-	// written with every checkpoint.
+	// opened (-1: none).
 	openHW int64
-	hw     atomic.Int64
 	ckptHW int64 // the high watermark in the checkpoint file
 	// syncAsked: a pass was asked for (signal), so the active segment is
 	// fsynced even without BackgroundSync.
@@ -105,15 +127,11 @@ type Log struct {
 	truncations uint64 // bumped by every truncation, so a flush in flight does not over-claim
 	truncatedTo int64  // lowest offset a truncation cut to since Open (math.MaxInt64: none), for the cleaner
 	armed       bool   // the Syncer will visit: background work is pending
-	closing     bool   // Close has started
-	closed      bool
-	stopped     bool // the log closed: WaitDurable gives up (guarded by durableMu, not mu)
-	private     bool // syncer belongs to this log (set by Open)
+	stopped     bool   // the log closed: WaitDurable gives up (guarded by durableMu, not mu)
 
-	// producers is Options.Producers; unreplicated are the transactions
-	// it completed whose marker may not be below the high watermark yet
-	// (see LastStableOffset); snapBuf is reused by snapshots.
-	producers    ProducerState
+	// unreplicated are the transactions Options.Producers completed whose
+	// marker may not be below the high watermark yet (see
+	// LastStableOffset); snapBuf is reused by snapshots.
 	unreplicated []CompletedTxn
 	snapBuf      []byte
 
@@ -142,11 +160,87 @@ type Log struct {
 	// each step (swap.go).
 	swapFault func(swapStep) error
 
-	syncer *Syncer
-	sync   syncState // guarded by syncer.mu
-	ckpt   time.Duration
+	sync syncState // guarded by syncer.mu
 	// Only syncPass touches these, and passes over one log never overlap.
 	lastFlush, lastCkpt time.Time
+}
+
+// emptyBody is the body of every never-written lazy log: read, never
+// written (the paths that would write it need segments, and the first
+// append gives the log its own body first).
+var emptyBody = body{openHW: -1, ckptHW: -1, truncatedTo: math.MaxInt64, sync: syncState{heapIdx: -1}}
+
+// Env is what logs share: logger, clock, checkpoint interval, Syncer and
+// the I/O error callback. Logs opened with the same Options.Env share
+// one, so a never-written lazy log holds a pointer to it rather than its
+// own copy.
+type Env struct {
+	logger    *slog.Logger
+	now       func() time.Time
+	ckpt      time.Duration
+	syncer    *Syncer
+	private   bool        // the syncer belongs to one log (no shared Syncer given)
+	onIOError func(error) // Options.OnIOError; may be nil
+	// fsync replaces (*os.File).Sync in tests that make it fail (set on a
+	// log's private Env only).
+	fsync func(*os.File) error
+}
+
+// NewEnv returns the shared environment of the logs opened with opts
+// (Logger, Now, CheckpointInterval, Syncer, OnIOError; nil Syncer: each
+// log makes a private one).
+func NewEnv(opts Options) *Env {
+	e := &Env{logger: opts.Logger, now: opts.Now, ckpt: opts.CheckpointInterval, syncer: opts.Syncer, onIOError: opts.OnIOError}
+	if e.logger == nil {
+		e.logger = discardLogger
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.ckpt <= 0 {
+		e.ckpt = time.Minute
+	}
+	return e
+}
+
+// dirName is a directory path as an interned prefix and a trailing
+// number ("/data/orders-" and 7 for "/data/orders-7"; the whole path and
+// -1 when it does not end in a plain number): the partitions of a topic
+// share the prefix, so a never-written log holds no path of its own.
+type dirName struct {
+	prefix unique.Handle[string]
+	n      int32
+}
+
+func splitDir(dir string) dirName {
+	i := len(dir)
+	for i > 0 && dir[i-1] >= '0' && dir[i-1] <= '9' {
+		i--
+	}
+	if i < len(dir) && len(dir)-i <= 9 && (dir[i] != '0' || i == len(dir)-1) {
+		if n, err := strconv.Atoi(dir[i:]); err == nil {
+			return dirName{unique.Make(dir[:i]), int32(n)}
+		}
+	}
+	return dirName{unique.Make(dir), -1}
+}
+
+func (d dirName) String() string {
+	if d.n < 0 {
+		return d.prefix.Value()
+	}
+	return d.prefix.Value() + strconv.Itoa(int(d.n))
+}
+
+// configs interns log settings: the logs of a topic share one Config.
+var configs sync.Map // Config -> *Config
+
+func internConfig(c Config) *Config {
+	if v, ok := configs.Load(c); ok {
+		return v.(*Config)
+	}
+	v, _ := configs.LoadOrStore(c, &c)
+	return v.(*Config)
 }
 
 type retiredSegment struct {
@@ -204,55 +298,45 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 			return nil, err
 		}
 	}
-	l := &Log{
-		dir:       dir,
-		logger:    opts.Logger,
-		onIOError: opts.OnIOError,
-		now:       opts.Now,
-		ckpt:      opts.CheckpointInterval,
-		syncer:    opts.Syncer,
-		sync:      syncState{heapIdx: -1},
-
-		producers:   opts.Producers,
-		openHW:      -1,
-		ckptHW:      -1,
-		truncatedTo: math.MaxInt64,
+	l := &Log{name: splitDir(dir), env: opts.Env, producers: opts.Producers, body: &emptyBody}
+	if l.env == nil {
+		l.env = NewEnv(opts)
+		if l.env.syncer == nil {
+			l.env.syncer, l.env.private = newSyncer(1), true
+		}
 	}
 	l.hw.Store(-1)
-	if l.logger == nil {
-		l.logger = discardLogger
-	}
-	if l.now == nil {
-		l.now = time.Now
-	}
-	if l.ckpt <= 0 {
-		l.ckpt = time.Minute
-	}
-	l.cfg.Store(&cfg)
+	l.cfg.Store(internConfig(cfg))
 	if !lazy {
+		l.materialize(l.env.now())
 		if err := l.recover(); err != nil {
 			l.closeFiles()
 			return nil, err
 		}
-	}
-	if l.syncer == nil {
-		l.syncer = newSyncer(1)
-		l.private = true
-		if !lazy {
-			l.syncer.start()
+		if l.env.private {
+			l.env.syncer.start()
 		}
 	}
-	l.lastFlush = l.now()
-	l.lastCkpt = l.lastFlush
 	return l, nil
+}
+
+// materialize gives the log a body of its own. mu held, or the log not
+// shared yet.
+func (l *Log) materialize(now time.Time) {
+	l.body = &body{dir: l.name.String(), openHW: -1, ckptHW: -1, truncatedTo: math.MaxInt64,
+		sync: syncState{heapIdx: -1}, lastFlush: now, lastCkpt: now}
+	l.live.Store(true)
 }
 
 // createLocked makes the directory and first segment of a lazy log that
 // has never been written, as recovery of an empty directory would, and
 // starts its private Syncer. mu held.
 func (l *Log) createLocked(now time.Time) error {
-	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+	if err := os.MkdirAll(l.name.String(), 0o755); err != nil {
 		return err
+	}
+	if l.body == &emptyBody {
+		l.materialize(now)
 	}
 	seg, err := createSegment(l.dir, l.leo, now)
 	if err != nil {
@@ -271,10 +355,10 @@ func (l *Log) createLocked(now time.Time) error {
 	}
 	l.segs = []*segment{seg}
 	l.recoveryPoint = l.leo
-	if l.private {
-		l.syncer.start()
+	if l.env.private {
+		l.env.syncer.start()
 	}
-	l.logger.Debug("log: created", "dir", l.dir)
+	l.env.logger.Debug("log: created", "dir", l.dir)
 	return nil
 }
 
@@ -309,7 +393,12 @@ func (l *Log) SetConfig(cfg Config) error {
 func (l *Log) Config() Config { return *l.cfg.Load() }
 
 // Dir is the partition directory.
-func (l *Log) Dir() string { return l.dir }
+func (l *Log) Dir() string {
+	if l.live.Load() {
+		return l.body.dir
+	}
+	return l.name.String()
+}
 
 // EndOffset is the log end offset: the offset the next batch will get.
 func (l *Log) EndOffset() int64 {
@@ -337,10 +426,20 @@ func (l *Log) Size() int64 {
 }
 
 // Fsyncs counts the data-file fsyncs the syncer has issued.
-func (l *Log) Fsyncs() int64 { return l.fsyncs.Load() }
+func (l *Log) Fsyncs() int64 {
+	if !l.live.Load() {
+		return 0
+	}
+	return l.fsyncs.Load()
+}
 
 // DurableOffset is the offset below which every batch has been fsynced.
-func (l *Log) DurableOffset() int64 { return l.durable.Load() }
+func (l *Log) DurableOffset() int64 {
+	if !l.live.Load() {
+		return 0
+	}
+	return l.durable.Load()
+}
 
 // Append validates one v2 record batch, assigns it the next offsets and
 // writes it. b is modified in place (base offset, leader epoch, timestamps
@@ -349,7 +448,7 @@ func (l *Log) DurableOffset() int64 { return l.durable.Load() }
 // LastOffset+1 before acknowledging.
 func (l *Log) Append(b []byte, opts AppendOptions) (AppendResult, error) {
 	cfg := l.cfg.Load()
-	now := l.now()
+	now := l.env.now()
 	rules := cfg.rules()
 	info, err := ValidateBatch(b, &rules, now)
 	if err != nil {
@@ -435,7 +534,7 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config,
 // structure and must start at the log end offset.
 func (l *Log) AppendReplicated(batches []byte) (int64, error) {
 	cfg := l.cfg.Load()
-	now := l.now()
+	now := l.env.now()
 	for len(batches) > 0 {
 		h, err := ParseBatchHeader(batches)
 		if err != nil {
@@ -484,12 +583,12 @@ func (l *Log) roll(now time.Time) error {
 	}
 	prev := l.segs[len(l.segs)-1]
 	if err := prev.trim(); err != nil {
-		l.logger.Warn("log: could not free blocks reserved past a sealed segment", "dir", l.dir, "base", prev.base, "err", err)
+		l.env.logger.Warn("log: could not free blocks reserved past a sealed segment", "dir", l.dir, "base", prev.base, "err", err)
 	}
 	l.toFlush = append(l.toFlush, prev)
 	l.segs = append(l.segs[:len(l.segs):len(l.segs)], seg)
 	l.snapshotProducersLocked(false)
-	l.logger.Debug("log: rolled segment", "dir", l.dir, "base", seg.base)
+	l.env.logger.Debug("log: rolled segment", "dir", l.dir, "base", seg.base)
 	l.signal()
 	return nil
 }
@@ -643,7 +742,7 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	l.truncations++
 	l.truncatedTo = min(l.truncatedTo, offset)
-	now := l.now()
+	now := l.env.now()
 	if offset <= l.segs[0].base || offset < l.logStart {
 		return l.restartAt(max(offset, 0), now)
 	}
@@ -788,7 +887,7 @@ func (l *Log) AdvanceStartOffset(offset, hw int64) (int64, error) {
 		return l.logStart, nil
 	}
 	l.logStart = offset
-	now := l.now()
+	now := l.env.now()
 	if err := l.deleteBelow(now, func(s *segment) bool { return s.next <= offset }); err != nil {
 		return l.logStart, err
 	}
@@ -834,7 +933,7 @@ func (l *Log) EnforceRetention(hw int64) (int, error) {
 	if l.closed {
 		return 0, ErrClosed
 	}
-	now := l.now()
+	now := l.env.now()
 	var total int64
 	for _, s := range l.segs {
 		total += s.size
@@ -854,7 +953,7 @@ func (l *Log) EnforceRetention(hw int64) (int, error) {
 	})
 	deleted := len(l.retired) - retiredBefore
 	if deleted > 0 {
-		l.logger.Info("log: retention deleted segments", "dir", l.dir, "segments", deleted, "log_start_offset", l.logStart)
+		l.env.logger.Info("log: retention deleted segments", "dir", l.dir, "segments", deleted, "log_start_offset", l.logStart)
 		if werr := l.writeCheckpointLocked(); werr != nil && err == nil {
 			err = werr
 		}
@@ -871,6 +970,20 @@ func (l *Log) Flush() error {
 // WaitDurable blocks until every batch below offset is fsynced, asking the
 // syncer for an fsync; appends waiting together share one fsync.
 func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
+	if !l.live.Load() {
+		// Never written: nothing below offset 0, and no append has
+		// handed out a larger one.
+		l.mu.Lock()
+		closing := l.closing
+		l.mu.Unlock()
+		switch {
+		case closing:
+			return ErrClosed
+		case offset <= 0:
+			return nil
+		}
+		return fmt.Errorf("log: wait for offset %d of a log never written", offset)
+	}
 	for {
 		if l.durable.Load() >= offset {
 			return nil
@@ -909,14 +1022,17 @@ func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 
 // ioFailed tells the owner of an I/O failure (never with mu held).
 func (l *Log) ioFailed(err error) {
-	if l.onIOError != nil && err != nil {
-		l.onIOError(err)
+	if l.env.onIOError != nil && err != nil {
+		l.env.onIOError(err)
 	}
 }
 
 // wakeWaiters wakes every WaitDurable caller to look again. With stop, they
 // give up with ErrClosed.
 func (l *Log) wakeWaiters(stop bool) {
+	if !l.live.Load() {
+		return
+	}
 	l.durableMu.Lock()
 	if stop {
 		l.stopped = true
@@ -930,8 +1046,11 @@ func (l *Log) wakeWaiters(stop bool) {
 
 // signal asks the Syncer for a pass over the log now.
 func (l *Log) signal() {
+	if !l.live.Load() {
+		return // nothing to flush
+	}
 	l.syncAsked.Store(true)
-	l.syncer.request(l)
+	l.env.syncer.request(l)
 }
 
 // Close flushes the log, writes the final checkpoint and closes its files.
@@ -962,9 +1081,11 @@ func (l *Log) Close() error {
 // stopSyncing detaches the log from its Syncer (waiting for a pass in
 // progress), stops a private Syncer, and fails WaitDurable callers.
 func (l *Log) stopSyncing() {
-	l.syncer.detach(l)
-	if l.private {
-		l.syncer.Close()
+	if l.live.Load() {
+		l.env.syncer.detach(l)
+	}
+	if l.env.private {
+		l.env.syncer.Close()
 	}
 	l.wakeWaiters(true)
 }
@@ -972,9 +1093,12 @@ func (l *Log) stopSyncing() {
 func (l *Log) closeFiles() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.body == &emptyBody {
+		return
+	}
 	for _, s := range l.segs {
 		if err := s.trim(); err != nil {
-			l.logger.Warn("log: could not free blocks reserved past the log end", "dir", l.dir, "base", s.base, "err", err)
+			l.env.logger.Warn("log: could not free blocks reserved past the log end", "dir", l.dir, "base", s.base, "err", err)
 		}
 		s.f.Close()
 	}

@@ -91,6 +91,9 @@ func (l *Log) applyLocked(info *BatchInfo) {
 // MaxInt64). mu held.
 func (l *Log) pruneUnreplicatedLocked(hw int64) int64 {
 	first := int64(math.MaxInt64)
+	if len(l.unreplicated) == 0 {
+		return first // and never write the empty body of a log never written
+	}
 	n := 0
 	for _, t := range l.unreplicated {
 		if t.LastOffset >= hw {
@@ -207,7 +210,7 @@ func (l *Log) restoreProducersLocked(upTo int64) error {
 			from = off
 			break
 		}
-		l.logger.Warn("log: producer snapshot unusable; an older one or the log is replayed", "dir", l.dir, "offset", off, "err", err)
+		l.env.logger.Warn("log: producer snapshot unusable; an older one or the log is replayed", "dir", l.dir, "offset", off, "err", err)
 		l.producers.Reset()
 	}
 	return l.replayLocked(from, upTo)
@@ -270,7 +273,7 @@ func (l *Log) recoverProducers(rp int64) error {
 	for i, s := range l.segs {
 		entries, err := loadTxnIndex(s.prefix, s.base, s.next)
 		if err != nil {
-			l.logger.Warn("log: aborted-transaction index does not check out; rebuilding it", "dir", l.dir, "segment", s.base, "err", err)
+			l.env.logger.Warn("log: aborted-transaction index does not check out; rebuilding it", "dir", l.dir, "segment", s.base, "err", err)
 			s.dirty = true
 		}
 		s.ix.aborted = entries
@@ -353,7 +356,7 @@ func (l *Log) snapshotProducersLocked(sync bool) {
 	}
 	l.snapBuf = l.producers.AppendSnapshot(l.snapBuf[:0])
 	if err := writeSnapshot(l.dir, l.leo, l.snapBuf, sync); err != nil {
-		l.logger.Warn("log: producer snapshot not written", "dir", l.dir, "offset", l.leo, "err", err)
+		l.env.logger.Warn("log: producer snapshot not written", "dir", l.dir, "offset", l.leo, "err", err)
 	}
 	removeSnapshotsOutside(l.dir, l.segs[0].base, l.leo)
 }

@@ -12,12 +12,12 @@ import (
 // checkpoint, closes the files of retired segments, and asks to be visited
 // again while any of that work is left. Passes over one log never overlap.
 func (l *Log) syncPass() {
-	now := l.now()
+	now := l.env.now()
 	cfg := l.cfg.Load()
 	periodic := cfg.FlushInterval >= 0 && now.Sub(l.lastFlush) >= cfg.FlushInterval
-	writeCkpt := now.Sub(l.lastCkpt) >= l.ckpt
+	writeCkpt := now.Sub(l.lastCkpt) >= l.env.ckpt
 	if err := l.flush(writeCkpt || periodic, periodic); err != nil {
-		l.logger.Error("log: flush failed", "dir", l.dir, "err", err)
+		l.env.logger.Error("log: flush failed", "dir", l.dir, "err", err)
 		l.lastSyncErr.Store(&err)
 		l.syncFailures.Add(1)
 		l.wakeWaiters(false)
@@ -51,7 +51,7 @@ func (l *Log) nextPassLocked(now time.Time, cfg *Config) time.Duration {
 	if active := l.segs[len(l.segs)-1]; active.synced < active.size && cfg.BackgroundSync {
 		return d
 	}
-	return max(d, l.ckpt-now.Sub(l.lastCkpt))
+	return max(d, l.env.ckpt-now.Sub(l.lastCkpt))
 }
 
 // armLocked makes sure the Syncer visits the log again within
@@ -69,7 +69,7 @@ func (l *Log) armAfterLocked(d time.Duration) {
 		return
 	}
 	l.armed = true
-	l.syncer.schedule(l, time.Now().Add(d))
+	l.env.syncer.schedule(l, time.Now().Add(d))
 }
 
 func (l *Log) hasBackgroundWorkLocked() bool {
@@ -104,6 +104,9 @@ func (l *Log) tickInterval() time.Duration {
 // flush.messages, a roll); the recovery point and the durable offset then
 // move only as far as what was fsynced.
 func (l *Log) flush(checkpointToo, force bool) error {
+	if !l.live.Load() {
+		return nil
+	}
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -248,8 +251,8 @@ func (l *Log) flush(checkpointToo, force bool) error {
 func (l *Log) syncFile(f *os.File) error {
 	l.fsyncs.Add(1)
 	sync := (*os.File).Sync
-	if l.fsync != nil {
-		sync = l.fsync
+	if l.env.fsync != nil {
+		sync = l.env.fsync
 	}
 	if err := sync(f); err != nil && !errors.Is(err, os.ErrClosed) {
 		return err

@@ -156,7 +156,7 @@ func TestLogOutlivesSyncer(t *testing.T) {
 func TestSyncerQueueOrder(t *testing.T) {
 	s := newSyncer(1) // not started: the test plays the worker
 	defer s.Close()
-	newLog := func() *Log { return &Log{sync: syncState{heapIdx: -1}} }
+	newLog := func() *Log { return &Log{body: &body{sync: syncState{heapIdx: -1}}} }
 	a, b, c := newLog(), newLog(), newLog()
 	s.mu.Lock()
 	s.enqueueLocked(a, false)

@@ -114,7 +114,7 @@ func (s *State) loadSnapshot(b []byte) error {
 			}
 			e.batches[j] = bm
 		}
-		s.producers[id] = e
+		s.put(id, e)
 		if e.txnFirst >= 0 {
 			s.ongoing = append(s.ongoing, ongoingTxn{first: e.txnFirst, pid: id})
 		}

@@ -140,9 +140,18 @@ func newEntry() *entry {
 	return &entry{epoch: NoProducerEpoch, coordEpoch: -1, txnFirst: -1}
 }
 
+// put adds producer id. The map is made on first use: most partitions of
+// a broker with many never see an idempotent producer.
+func (s *State) put(id int64, e *entry) {
+	if s.producers == nil {
+		s.producers = map[int64]*entry{}
+	}
+	s.producers[id] = e
+}
+
 // NewState returns an empty state.
 func NewState(opts Options) *State {
-	s := &State{expiration: opts.Expiration, now: opts.Now, producers: make(map[int64]*entry)}
+	s := &State{expiration: opts.Expiration, now: opts.Now}
 	if s.expiration <= 0 {
 		s.expiration = DefaultExpiration
 	}
@@ -304,7 +313,7 @@ func (s *State) Apply(h *log.BatchHeader, m *log.Marker) (log.CompletedTxn, bool
 	e := s.producers[h.ProducerID]
 	if e == nil {
 		e = newEntry()
-		s.producers[h.ProducerID] = e
+		s.put(h.ProducerID, e)
 	}
 	if e.epoch != h.ProducerEpoch {
 		e.epoch = h.ProducerEpoch

@@ -36,7 +36,7 @@ func BenchmarkAppend(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			l := openLog(b, b.TempDir())
 			defer l.Close()
-			r, err := Open(l, 0, Config{LocalID: 1, Topic: "t"})
+			r, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 1}), Topic: "t"})
 			if err != nil {
 				b.Fatal(err)
 			}

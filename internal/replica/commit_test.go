@@ -118,10 +118,7 @@ func TestAppendNotifiesOnce(t *testing.T) {
 		l := openLog(t, t.TempDir())
 		t.Cleanup(func() { _ = l.Close() })
 		var hwMoves, appends int
-		r, err := Open(l, 0, Config{LocalID: 1, Topic: "t",
-			OnHighWatermark: func(*Replica, int64) { hwMoves++ },
-			OnAppend:        func(*Replica) { appends++ },
-		})
+		r, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 1, OnHighWatermark: func(*Replica, int64) { hwMoves++ }, OnAppend: func(*Replica) { appends++ }}), Topic: "t"})
 		if err != nil {
 			t.Fatal(err)
 		}

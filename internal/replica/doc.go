@@ -22,7 +22,8 @@
 //     watermark, and the acks=all waiters.
 //   - As follower: truncation to the divergence point, appends of the
 //     leader's batches with their offsets, the follower high watermark.
-//   - Manager: one fetcher goroutine per leader broker.
+//   - Manager: one fetcher goroutine per leader broker, each with its
+//     fetch session to that leader.
 //
 // # What it does not own
 //
@@ -36,17 +37,31 @@
 // # The API the broker calls
 //
 // Opening: Open(log, hw, Config) for every local replica. Config carries
-// the identity (LocalID, Topic, TopicID, Partition), MaxLag
-// (replica.lag.time.max.ms), MinISR (min.insync.replicas; SetMinISR on a
-// config change), HoldHWUnderMinISR (KIP-966's rule, off by default),
+// the identity (Topic, TopicID, Partition), MinISR (min.insync.replicas;
+// SetMinISR on a config change), an Owner (the broker's partition, which
+// the shared callbacks find with r.Owner()) and the Env every replica of
+// the broker shares (NewEnv): LocalID, MaxLag (replica.lag.time.max.ms),
+// HoldHWUnderMinISR (KIP-966's rule, off by default),
 // Eligible(brokerID, brokerEpoch) (KIP-841/903: may a broker, at the
-// broker epoch its fetch carried, join an ISR), and callbacks:
+// broker epoch its fetch carried, join an ISR), Now, Logger, and the
+// callbacks:
 //
 //   - OnISRChange(r, ISRChange): send an AlterPartition. No lock held;
 //     must not block.
 //   - OnHighWatermark(r, hw): wake fetches parked on the partition
 //     (consumers read up to the high watermark, so a follower's fetch that
 //     moves it must wake them). No lock held; must not block.
+//   - OnLogStart(r, start): the log start offset rose (retention,
+//     DeleteRecords, a follower following its leader's): tell the fetch
+//     sessions reading the partition. No lock held; must not block.
+//   - LastFetch(r, follower): when that follower last fetched from this
+//     broker in a fetch session holding the partition (zero if unknown).
+//     An idle follower's session fetches do not name the partition and
+//     the leader does not read it for them; at the next append a
+//     follower that had the whole log counts as caught up until its last
+//     session fetch (leaderState.noteLEO), so an append after a long
+//     idle spell does not look like lag. Runs under the replica's locks:
+//     quick, and must not call the Replica.
 //   - OnFollowerAppend(r, header) and OnTruncate(r, end): keep
 //     idempotent-producer state on followers (producer.State.Record for
 //     each copied batch; rebuild after a truncation). Run under the role
@@ -130,8 +145,13 @@
 //     r.HighWatermark() periodically for the next Open.
 //
 // As follower nothing else is called: the Manager's fetcher sends Fetch
-// v17 (ReplicaState with LocalID and BrokerEpoch, topic ids, no fetch
-// session) through Transport, appends with log.AppendReplicated, sets the
+// v17 (ReplicaState with LocalID and BrokerEpoch, topic ids) through
+// Transport in a fetch session (KIP-227, internal/fetchsession): the
+// first request is full and opens the session; after it a request names
+// only the partitions whose fetch position or leader epoch changed, and
+// forgets those removed or backing off, so an idle follower's request
+// names nothing (a session error, a lost answer or an interrupted
+// request makes the next one full again). It appends with log.AppendReplicated, sets the
 // high watermark to min(leader high watermark, log end offset), follows
 // the leader's log start offset, truncates on DivergingEpoch, resets on
 // OFFSET_OUT_OF_RANGE as Kafka does (ListOffsets v7 with the replica id:
@@ -140,12 +160,14 @@
 // asks again at once on UNKNOWN_LEADER_EPOCH (the leader has not applied
 // its promotion yet; a weir leader holds such a fetch until it has, or
 // until MaxWait, so this does not spin), and backs off
-// (replica.fetch.backoff.ms, 50 ms here) on other errors. A partition
-// added to a fetcher while its request is in flight interrupts that
-// request (the leader may hold it up to MaxWait when its partitions have
-// nothing new), so the new partition's first fetch goes at once; the
-// interrupted request's connection is closed and nothing of its answer
-// is applied. A partition whose log holds batches but no epochs is first cut to its high
+// (replica.fetch.backoff.ms, 50 ms here) on other errors: a partition's
+// error backs that partition off (it leaves the session until then), a
+// failed request the whole fetcher. Partitions added to a fetcher while
+// its request is in flight interrupt that request once per
+// AddPartitions call (the leader may hold it up to MaxWait when its
+// partitions have nothing new), so the new partitions' first fetch goes
+// at once; the interrupted request's connection is closed, nothing of
+// its answer is applied, and the next request is full. A partition whose log holds batches but no epochs is first cut to its high
 // watermark, as Kafka does for followers without epoch information. The
 // broker's Transport must bound every request with a timeout:
 // RemovePartitions waits for a partition's response handling, which may
@@ -234,8 +256,6 @@
 //     OffsetForLeaderEpoch first; the fetcher always sends v17, so only the
 //     leader side of OffsetForLeaderEpoch is implemented (the truncation
 //     rule, truncationOffset, is the one both paths use).
-//   - No fetch sessions (KIP-227): every follower Fetch is a full one, as
-//     the broker refuses sessions.
 //   - The leader does not keep followers' log start offsets (Kafka uses
 //     them for DeleteRecords' low watermark).
 //   - A new leader starts from its own (follower) high watermark, which

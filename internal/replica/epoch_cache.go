@@ -50,28 +50,48 @@ var errBadCheckpoint = errors.New("replica: malformed leader-epoch checkpoint")
 // Concurrency: a leaf mutex; methods are safe for concurrent use.
 type EpochCache struct {
 	mu      sync.Mutex
-	dir     string // "" means not persisted (tests)
+	dir     dirSource // nil: not persisted (tests)
 	entries []EpochEntry
 }
+
+// dirSource names the partition directory the checkpoint lives in: the
+// replica's log, which builds the path of a never-written lazy log only
+// when asked, so the cache holds no copy of it.
+type dirSource interface{ Dir() string }
+
+// fixedDir is a dirSource for a directory given as a path.
+type fixedDir string
+
+func (d fixedDir) Dir() string { return string(d) }
 
 // openEpochCache loads the checkpoint in dir. ok is false when the file is
 // missing or does not decode; the caller then rebuilds the cache from the
 // log.
 func openEpochCache(dir string) (*EpochCache, bool, error) {
-	c := &EpochCache{dir: dir}
-	b, err := os.ReadFile(filepath.Join(dir, epochCheckpointFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return c, false, nil
-	}
+	c := &EpochCache{}
+	ok, err := c.load(fixedDir(dir))
 	if err != nil {
 		return nil, false, err
 	}
+	return c, ok, nil
+}
+
+// load is openEpochCache into c, which a Replica holds by value.
+func (c *EpochCache) load(dir dirSource) (bool, error) {
+	c.dir = dir
+	b, err := os.ReadFile(filepath.Join(dir.Dir(), epochCheckpointFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
 	entries, err := decodeEpochCheckpoint(b)
 	if err != nil {
-		return c, false, nil
+		return false, nil
 	}
 	c.entries = entries
-	return c, true, nil
+	return true, nil
 }
 
 // Entries returns a copy of the entries, oldest first.
@@ -193,17 +213,18 @@ func (c *EpochCache) reset(entries []EpochEntry) error {
 // persistLocked writes the checkpoint. c.mu held, so checkpoints land in
 // the order the cache changed.
 func (c *EpochCache) persistLocked() error {
-	if c.dir == "" {
+	if c.dir == nil {
 		return nil
 	}
-	if _, err := os.Stat(c.dir); errors.Is(err, os.ErrNotExist) {
+	dir := c.dir.Dir()
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		// A lazy log not written yet (internal/log Options.Lazy): there
 		// is nothing the entries could describe. The next change after
 		// the first append writes the file; a crash before that finds
 		// batches without a checkpoint, which Open rebuilds from.
 		return nil
 	}
-	if err := replaceFile(c.dir, epochCheckpointFile, encodeEpochCheckpoint(c.entries)); err != nil {
+	if err := replaceFile(dir, epochCheckpointFile, encodeEpochCheckpoint(c.entries)); err != nil {
 		return fmt.Errorf("replica: leader-epoch checkpoint: %w", err)
 	}
 	return nil

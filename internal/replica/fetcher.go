@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/fetchsession"
 )
 
 // FetchVersion is the Fetch version followers send: v17, as Kafka 4.x
@@ -72,7 +74,7 @@ type partitionKey struct {
 	partition int32
 }
 
-func keyOf(r *Replica) partitionKey { return partitionKey{r.cfg.TopicID, r.cfg.Partition} }
+func keyOf(r *Replica) partitionKey { return partitionKey{r.TopicID(), r.partition} }
 
 // Manager owns one fetcher goroutine per source leader broker; each
 // fetches, in one Fetch request, every partition this broker follows from
@@ -83,8 +85,7 @@ type Manager struct {
 	logger *slog.Logger
 
 	mu       sync.Mutex
-	fetchers map[int32]*fetcher
-	where    map[partitionKey]int32 // partition -> leader whose fetcher has it
+	fetchers map[int32]*fetcher // each replica's fetcher is Replica.fetchLeader's
 	closed   bool
 }
 
@@ -99,34 +100,39 @@ func NewManager(cfg ManagerConfig) *Manager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{cfg: cfg, logger: logger, fetchers: map[int32]*fetcher{}, where: map[partitionKey]int32{}}
+	return &Manager{cfg: cfg, logger: logger, fetchers: map[int32]*fetcher{}}
 }
 
 // AddPartitions starts replicating each partition from its leader, moving
 // it from the fetcher of a previous leader if any. A partition already
 // fetched from the same leader takes the new leader epoch, which also
 // resumes it after FENCED_LEADER_EPOCH. Partitions with no leader (-1) or
-// led by this broker are only removed from their old fetcher.
+// led by this broker are only removed from their old fetcher. Each
+// fetcher takes its share in one step (and interrupts its request in
+// flight at most once).
 func (m *Manager) AddPartitions(fs []Follow) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return
 	}
+	byLeader := map[int32][]Follow{}
 	for _, f := range fs {
-		k := keyOf(f.Replica)
-		if old, ok := m.where[k]; ok && old != f.Leader {
-			m.removeLocked(k)
+		if old := f.Replica.fetchLeader; old >= 0 && old != f.Leader {
+			m.removeLocked(f.Replica)
 		}
 		if f.Leader < 0 || f.Leader == m.cfg.LocalID {
 			continue
 		}
-		ft := m.fetchers[f.Leader]
+		byLeader[f.Leader] = append(byLeader[f.Leader], f)
+		f.Replica.fetchLeader = f.Leader
+	}
+	for leader, follows := range byLeader {
+		ft := m.fetchers[leader]
 		if ft == nil {
-			ft = m.startFetcher(f.Leader)
+			ft = m.startFetcher(leader)
 		}
-		ft.add(k, f)
-		m.where[k] = f.Leader
+		ft.add(follows)
 	}
 }
 
@@ -137,17 +143,17 @@ func (m *Manager) RemovePartitions(rs []*Replica) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range rs {
-		m.removeLocked(keyOf(r))
+		m.removeLocked(r)
 	}
 }
 
-func (m *Manager) removeLocked(k partitionKey) {
-	leader, ok := m.where[k]
-	if !ok {
+func (m *Manager) removeLocked(r *Replica) {
+	leader := r.fetchLeader
+	if leader < 0 {
 		return
 	}
-	delete(m.where, k)
-	if ft := m.fetchers[leader]; ft != nil && ft.remove(k) == 0 {
+	r.fetchLeader = -1
+	if ft := m.fetchers[leader]; ft != nil && ft.remove(keyOf(r)) == 0 {
 		delete(m.fetchers, leader)
 		ft.stop()
 	}
@@ -159,8 +165,10 @@ func (m *Manager) Leaders() map[int32]int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[int32]int{}
-	for k := range m.where {
-		out[m.where[k]]++
+	for id, ft := range m.fetchers {
+		ft.mu.Lock()
+		out[id] = ft.session.Len()
+		ft.mu.Unlock()
 	}
 	return out
 }
@@ -171,7 +179,14 @@ func (m *Manager) Close() {
 	m.closed = true
 	fs := m.fetchers
 	m.fetchers = map[int32]*fetcher{}
-	m.where = map[partitionKey]int32{}
+	for _, f := range fs {
+		f.mu.Lock()
+		f.session.Range(func(_ partitionKey, p *fetchsession.Partition[fetchPartition]) bool {
+			p.Value.r.fetchLeader = -1
+			return true
+		})
+		f.mu.Unlock()
+	}
 	m.mu.Unlock()
 	for _, f := range fs {
 		f.stop()
@@ -193,7 +208,7 @@ func (m *Manager) newFetcher(leader int32) *fetcher {
 		m:        m,
 		leader:   leader,
 		logger:   m.logger.With("leader", leader),
-		parts:    map[partitionKey]*fetchPartition{},
+		session:  fetchsession.NewClient[partitionKey, fetchPartition](),
 		applying: map[partitionKey]bool{},
 		kick:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
@@ -202,16 +217,28 @@ func (m *Manager) newFetcher(leader int32) *fetcher {
 	return f
 }
 
-// fetcher replicates every partition this broker follows from one leader.
-// Its goroutine is the only writer of those partitions' logs; mu guards
-// the partition set, which the Manager changes.
+// fetcher replicates every partition this broker follows from one leader,
+// in a fetch session (KIP-227): once the session is open, a request names
+// only the partitions whose fetch position changed (after an append, a
+// truncation, a new leader epoch) and those to forget, and the leader
+// answers only the partitions with something new, so an idle fetcher's
+// requests name nothing. Its goroutine is the only writer of those
+// partitions' logs; mu guards the session's partition set, which the
+// Manager changes.
 type fetcher struct {
 	m      *Manager
 	leader int32
 	logger *slog.Logger
 
-	mu    sync.Mutex
-	parts map[partitionKey]*fetchPartition
+	mu      sync.Mutex
+	session *fetchsession.Client[partitionKey, fetchPartition]
+	// added are partitions whose start the goroutine has not checked
+	// yet; delayed, partitions backing off (paused in the session).
+	added   []partitionKey
+	delayed []partitionKey
+	gen     uint32 // bumped by every add: a partition's fetchPartition.gen
+	// delays are the back-offs of the partitions in delayed.
+	delays map[partitionKey]time.Time
 	// applying holds the partition the goroutine is applying a response
 	// to; remove waits on idle for it to finish so that no append follows
 	// RemovePartitions.
@@ -225,7 +252,8 @@ type fetcher struct {
 	interrupt context.CancelFunc
 	// changes counts adds and builtAt is its value when the last request
 	// was built, so that a request built before an add is interrupted
-	// even when the add came before the request was sent.
+	// even when the add came before the request was sent, and an answer
+	// that arrived before an add is not applied after it.
 	changes, builtAt uint64
 
 	kick   chan struct{}
@@ -237,8 +265,8 @@ type fetcher struct {
 type fetchPartition struct {
 	r           *Replica
 	leaderEpoch int32
-	delayUntil  time.Time // backing off after an error
-	fenced      bool      // FENCED_LEADER_EPOCH: wait for newer metadata
+	gen         uint32 // the fetcher's gen when added
+	fenced      bool   // FENCED_LEADER_EPOCH: wait for newer metadata
 	// added is set until the goroutine has checked the partition's start:
 	// a log with batches but no epochs cannot find a divergence point from
 	// the leader, so it first truncates to its high watermark (Kafka's
@@ -246,20 +274,44 @@ type fetchPartition struct {
 	added bool
 }
 
-func (f *fetcher) add(k partitionKey, fl Follow) {
+// want puts p's current fetch position in the session (the next request
+// names it if it changed). mu held.
+func (f *fetcher) want(k partitionKey, p *fetchPartition) {
+	offset, lastEpoch := p.r.fetchPosition()
+	f.session.Want(k, fetchsession.PartitionData{
+		FetchOffset: offset, LogStartOffset: p.r.log.StartOffset(), MaxBytes: f.m.cfg.PartitionMaxBytes,
+		LeaderEpoch: p.leaderEpoch, LastFetchedEpoch: lastEpoch,
+	})
+}
+
+func (f *fetcher) add(fs []Follow) {
 	f.mu.Lock()
-	if p := f.parts[k]; p != nil && p.r == fl.Replica && p.leaderEpoch >= fl.LeaderEpoch && !p.fenced {
-		f.mu.Unlock()
-		return
+	changed := false
+	for _, fl := range fs {
+		k := keyOf(fl.Replica)
+		if sp := f.session.Get(k); sp != nil {
+			if p := &sp.Value; p.r == fl.Replica && p.leaderEpoch >= fl.LeaderEpoch && !p.fenced {
+				continue
+			}
+		}
+		f.gen++
+		sp := f.session.Add(k, fetchPartition{})
+		sp.Value = fetchPartition{r: fl.Replica, leaderEpoch: fl.LeaderEpoch, gen: f.gen, added: true}
+		f.added = append(f.added, k)
+		f.want(k, &sp.Value)
+		changed = true
 	}
-	f.parts[k] = &fetchPartition{r: fl.Replica, leaderEpoch: fl.LeaderEpoch, added: true}
-	f.changes++
-	if f.interrupt != nil {
-		f.interrupt()
-		f.interrupt = nil
+	if changed {
+		f.changes++
+		if f.interrupt != nil {
+			f.interrupt()
+			f.interrupt = nil
+		}
 	}
 	f.mu.Unlock()
-	f.wake()
+	if changed {
+		f.wake()
+	}
 }
 
 // remove drops k, waiting for an application of a response to it to
@@ -267,11 +319,11 @@ func (f *fetcher) add(k partitionKey, fl Follow) {
 func (f *fetcher) remove(k partitionKey) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.parts, k)
+	f.session.Delete(k)
 	for f.applying[k] {
 		f.idle.Wait()
 	}
-	return len(f.parts)
+	return f.session.Len()
 }
 
 func (f *fetcher) wake() {
@@ -292,7 +344,7 @@ func (f *fetcher) run(ctx context.Context) {
 	defer f.logger.Info("replica: fetcher stopped")
 	for ctx.Err() == nil {
 		f.truncateEpochless()
-		req, sent, wait := f.buildRequest()
+		req, pl, wait := f.buildRequest()
 		if req == nil {
 			f.sleep(ctx, wait)
 			continue
@@ -302,21 +354,41 @@ func (f *fetcher) run(ctx context.Context) {
 			return
 		}
 		if errors.Is(err, errInterrupted) {
-			continue // partitions were added: ask again with them at once
+			// Partitions were added: ask again with them at once. Whether
+			// the leader saw the interrupted request is unknown, so the
+			// next one is full.
+			f.failed()
+			continue
 		}
 		if err == nil {
-			if fr, ok := resp.(*kmsg.FetchResponse); !ok {
+			fr, ok := resp.(*kmsg.FetchResponse)
+			if !ok {
 				err = fmt.Errorf("replica: fetch answered with %T", resp)
-			} else if fr.ErrorCode != 0 {
-				err = kerr.ErrorForCode(fr.ErrorCode)
-			} else {
-				f.handleResponse(ctx, sent, fr)
+			} else if f.handleResponse(ctx, pl, fr); fr.ErrorCode == 0 || sessionError(fr.ErrorCode) {
+				// A session error makes the next request full, at once.
 				continue
+			} else {
+				err = kerr.ErrorForCode(fr.ErrorCode)
 			}
+		} else {
+			f.failed()
 		}
 		f.logger.Warn("replica: fetch failed; backing off", "err", err)
-		f.delay(sent, nil)
+		f.sleep(ctx, f.m.cfg.Backoff)
 	}
+}
+
+// sessionError reports whether a Fetch's top-level error is about its
+// fetch session (the session moves on; nothing to back off from).
+func sessionError(code int16) bool {
+	return code == kerr.FetchSessionIDNotFound.Code || code == kerr.InvalidFetchSessionEpoch.Code || code == kerr.FetchSessionTopicIDError.Code
+}
+
+// failed makes the next request full: the last one got no answer.
+func (f *fetcher) failed() {
+	f.mu.Lock()
+	f.session.Failed()
+	f.mu.Unlock()
 }
 
 // errInterrupted is send's error when add ended the request.
@@ -349,24 +421,35 @@ func (f *fetcher) send(ctx context.Context, req *kmsg.FetchRequest) (kmsg.Respon
 // but whose epoch cache is empty to their high watermark before the first
 // fetch.
 func (f *fetcher) truncateEpochless() {
+	type todo struct {
+		k   partitionKey
+		gen uint32
+		p   fetchPartition
+	}
 	f.mu.Lock()
-	todo := map[partitionKey]sentPartition{}
-	for k, p := range f.parts {
-		if p.added {
-			p.added = false
-			todo[k] = sentPartition{p: p}
+	var check []todo
+	for _, k := range f.added {
+		if sp := f.session.Get(k); sp != nil && sp.Value.added {
+			sp.Value.added = false
+			check = append(check, todo{k, sp.Value.gen, sp.Value})
 		}
 	}
+	f.added = f.added[:0]
 	f.mu.Unlock()
-	for k, sp := range todo {
-		r := sp.p.r
-		if _, ok := r.cache.Latest(); ok || r.log.EndOffset() <= r.log.StartOffset() || !f.begin(k, sp) {
+	for _, c := range check {
+		r := c.p.r
+		if _, ok := r.cache.Latest(); ok || r.log.EndOffset() <= r.log.StartOffset() || !f.begin(c.k, c.gen) {
 			continue
 		}
-		if err := r.truncateTo(sp.p.leaderEpoch, r.HighWatermark()); err != nil {
-			f.logger.Warn("replica: truncation to the high watermark failed", "topic", r.cfg.Topic, "partition", r.cfg.Partition, "err", err)
+		if err := r.truncateTo(c.p.leaderEpoch, r.HighWatermark()); err != nil {
+			f.logger.Warn("replica: truncation to the high watermark failed", "topic", r.Topic(), "partition", r.partition, "err", err)
 		}
-		f.end(k)
+		f.mu.Lock()
+		if sp := f.session.Get(c.k); sp != nil && sp.Value.gen == c.gen && sp.Wanted() {
+			f.want(c.k, &sp.Value)
+		}
+		f.mu.Unlock()
+		f.end(c.k)
 	}
 }
 
@@ -386,22 +469,37 @@ func (f *fetcher) sleep(ctx context.Context, wait time.Duration) {
 	}
 }
 
-// sentPartition remembers what a request asked for a partition.
-type sentPartition struct {
-	p           *fetchPartition
-	fetchOffset int64
-}
-
-// buildRequest makes one Fetch for every partition ready to fetch. With
-// none ready it returns nil and how long until one may be (0: until a
-// change).
-func (f *fetcher) buildRequest() (*kmsg.FetchRequest, map[partitionKey]sentPartition, time.Duration) {
+// buildRequest makes the next Fetch of the session. Partitions whose
+// back-off ended are fetched again first. With nothing to fetch it
+// returns nil and how long until a back-off ends (0: until a change).
+func (f *fetcher) buildRequest() (*kmsg.FetchRequest, fetchsession.Plan[partitionKey], time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.builtAt = f.changes
 	cfg := &f.m.cfg
 	now := time.Now()
 	var wait time.Duration
+	still := f.delayed[:0]
+	for _, k := range f.delayed {
+		sp := f.session.Get(k)
+		if sp == nil || sp.Wanted() || sp.Value.fenced {
+			continue
+		}
+		if d := f.delays[k].Sub(now); d > 0 {
+			if wait == 0 || d < wait {
+				wait = d
+			}
+			still = append(still, k)
+			continue
+		}
+		delete(f.delays, k)
+		f.want(k, &sp.Value)
+	}
+	f.delayed = still
+	if f.session.Wanted() == 0 {
+		return nil, fetchsession.Plan[partitionKey]{}, wait
+	}
+	pl := f.session.Next()
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = FetchVersion
 	req.ReplicaID = cfg.LocalID
@@ -410,72 +508,43 @@ func (f *fetcher) buildRequest() (*kmsg.FetchRequest, map[partitionKey]sentParti
 	req.MaxWaitMillis = int32(cfg.MaxWait / time.Millisecond)
 	req.MinBytes = cfg.MinBytes
 	req.MaxBytes = cfg.MaxBytes
-	req.SessionEpoch = -1 // no fetch session: every request is a full fetch
-	sent := map[partitionKey]sentPartition{}
-	topics := map[[16]byte]int{}
-	for k, p := range f.parts {
-		if p.fenced {
-			continue
-		}
-		if d := p.delayUntil.Sub(now); d > 0 {
-			if wait == 0 || d < wait {
-				wait = d
-			}
-			continue
-		}
-		offset, lastEpoch := p.r.fetchPosition()
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = k.partition
-		rp.CurrentLeaderEpoch = p.leaderEpoch
-		rp.FetchOffset = offset
-		rp.LastFetchedEpoch = lastEpoch
-		rp.LogStartOffset = p.r.log.StartOffset()
-		rp.PartitionMaxBytes = cfg.PartitionMaxBytes
-		i, ok := topics[k.topicID]
-		if !ok {
-			i = len(req.Topics)
-			topics[k.topicID] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.TopicID = k.topicID
-			t.Topic = p.r.cfg.Topic
-			req.Topics = append(req.Topics, t)
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		sent[k] = sentPartition{p: p, fetchOffset: offset}
+	b := fetchsession.NewRequestBuilder(req, pl)
+	for _, k := range pl.Send {
+		sp := f.session.Get(k)
+		b.Add(fetchsession.TopicRef{ID: k.topicID, Name: sp.Value.r.Topic()}, k.partition, sp.Data())
 	}
-	if len(sent) == 0 {
-		return nil, nil, wait
+	for _, k := range pl.Forget {
+		b.Forget(fetchsession.TopicRef{ID: k.topicID}, k.partition)
 	}
-	return req, sent, 0
+	return req, pl, 0
 }
 
-// delay backs off the partitions in sent (or only keys when set).
-func (f *fetcher) delay(sent map[partitionKey]sentPartition, keys []partitionKey) {
+// delay backs off the partitions keys: they leave the session until
+// their back-off ends.
+func (f *fetcher) delay(keys []partitionKey) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	until := time.Now().Add(f.m.cfg.Backoff)
-	mark := func(k partitionKey, sp sentPartition) {
-		if p := f.parts[k]; p == sp.p {
-			p.delayUntil = until
-		}
-	}
-	if keys == nil {
-		for k, sp := range sent {
-			mark(k, sp)
-		}
-		return
-	}
 	for _, k := range keys {
-		mark(k, sent[k])
+		sp := f.session.Get(k)
+		if sp == nil || !sp.Wanted() {
+			continue
+		}
+		if f.delays == nil {
+			f.delays = map[partitionKey]time.Time{}
+		}
+		f.delays[k] = until
+		f.session.Pause(k)
+		f.delayed = append(f.delayed, k)
 	}
 }
 
 // begin marks k as being applied unless it was removed or replaced since
-// the request was built.
-func (f *fetcher) begin(k partitionKey, sp sentPartition) bool {
+// (its gen changed).
+func (f *fetcher) begin(k partitionKey, gen uint32) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.parts[k] != sp.p {
+	if sp := f.session.Get(k); sp == nil || sp.Value.gen != gen {
 		return false
 	}
 	f.applying[k] = true
@@ -489,37 +558,80 @@ func (f *fetcher) end(k partitionKey) {
 	f.mu.Unlock()
 }
 
-func (f *fetcher) handleResponse(ctx context.Context, sent map[partitionKey]sentPartition, resp *kmsg.FetchResponse) {
-	var backoff []partitionKey
+// handleResponse applies an answer to the request of pl and reports
+// whether it was used. An answer with a session error, or one the
+// session cannot place, is not (the next request is full); one that came
+// after an add is dropped too (the session changed under it).
+func (f *fetcher) handleResponse(ctx context.Context, pl fetchsession.Plan[partitionKey], resp *kmsg.FetchResponse) bool {
+	var keys []partitionKey
 	for i := range resp.Topics {
 		t := &resp.Topics[i]
 		for j := range t.Partitions {
-			rp := &t.Partitions[j]
-			k := partitionKey{t.TopicID, rp.Partition}
-			sp, ok := sent[k]
-			if !ok || !f.begin(k, sp) {
-				continue
-			}
-			if err := f.apply(ctx, sp, rp); err != nil {
-				f.logger.Debug("replica: partition fetch failed; backing off", "topic", sp.p.r.cfg.Topic, "partition", rp.Partition, "err", err)
-				backoff = append(backoff, k)
-			}
-			f.end(k)
+			keys = append(keys, partitionKey{t.TopicID, t.Partitions[j].Partition})
 		}
 	}
-	if backoff != nil {
-		f.delay(sent, backoff)
+	type item struct {
+		k  partitionKey
+		p  fetchPartition
+		rp *kmsg.FetchResponseTopicPartition
 	}
+	f.mu.Lock()
+	if f.changes != f.builtAt {
+		f.session.Failed()
+		f.mu.Unlock()
+		return true
+	}
+	if !f.session.Answered(pl, resp.ErrorCode, resp.SessionID, keys) {
+		f.mu.Unlock()
+		return false
+	}
+	var items []item
+	n := 0
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			k := keys[n]
+			n++
+			sp := f.session.Get(k)
+			if sp == nil || !sp.Wanted() {
+				continue // removed or backing off since
+			}
+			items = append(items, item{k, sp.Value, &t.Partitions[j]})
+		}
+	}
+	f.mu.Unlock()
+	var backoff []partitionKey
+	for _, it := range items {
+		if !f.begin(it.k, it.p.gen) {
+			continue
+		}
+		err := f.apply(ctx, it.p, it.rp)
+		f.mu.Lock()
+		if sp := f.session.Get(it.k); sp != nil && sp.Value.gen == it.p.gen && sp.Wanted() {
+			if err != nil {
+				f.logger.Debug("replica: partition fetch failed; backing off", "topic", it.p.r.Topic(), "partition", it.k.partition, "err", err)
+				backoff = append(backoff, it.k)
+			} else if !sp.Value.fenced {
+				f.want(it.k, &sp.Value)
+			}
+		}
+		f.mu.Unlock()
+		f.end(it.k)
+	}
+	if backoff != nil {
+		f.delay(backoff)
+	}
+	return true
 }
 
 // apply handles one partition of a Fetch response. An error backs the
 // partition off.
-func (f *fetcher) apply(ctx context.Context, sp sentPartition, rp *kmsg.FetchResponseTopicPartition) error {
-	r, epoch := sp.p.r, sp.p.leaderEpoch
+func (f *fetcher) apply(ctx context.Context, p fetchPartition, rp *kmsg.FetchResponseTopicPartition) error {
+	r, epoch := p.r, p.leaderEpoch
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
 	case errors.Is(err, kerr.OffsetOutOfRange):
-		return f.resetOutOfRange(ctx, sp)
+		return f.resetOutOfRange(ctx, p)
 	case errors.Is(err, kerr.UnknownLeaderEpoch):
 		// The leader has not applied the metadata that made it leader in
 		// this epoch yet. A weir leader holds such a fetch until it does
@@ -530,9 +642,12 @@ func (f *fetcher) apply(ctx context.Context, sp sentPartition, rp *kmsg.FetchRes
 		// The leader is in a newer epoch than this broker knows: wait for
 		// the metadata to catch up (AddPartitions with the new epoch).
 		f.mu.Lock()
-		sp.p.fenced = true
+		if sp := f.session.Get(keyOf(r)); sp != nil && sp.Value.gen == p.gen {
+			sp.Value.fenced = true
+			f.session.Pause(keyOf(r))
+		}
 		f.mu.Unlock()
-		f.logger.Debug("replica: fenced by the leader; waiting for metadata", "topic", r.cfg.Topic, "partition", r.cfg.Partition, "epoch", epoch)
+		f.logger.Debug("replica: fenced by the leader; waiting for metadata", "topic", r.Topic(), "partition", r.partition, "epoch", epoch)
 		return nil
 	default:
 		return err
@@ -547,15 +662,15 @@ func (f *fetcher) apply(ctx context.Context, sp sentPartition, rp *kmsg.FetchRes
 // leader's log ends below ours, truncate to its end (what is past it was
 // never committed); otherwise our log ends below the leader's start, and
 // the log must restart at the leader's start offset.
-func (f *fetcher) resetOutOfRange(ctx context.Context, sp sentPartition) error {
-	r, epoch := sp.p.r, sp.p.leaderEpoch
+func (f *fetcher) resetOutOfRange(ctx context.Context, p fetchPartition) error {
+	r, epoch := p.r, p.leaderEpoch
 	leaderEnd, err := f.listOffset(ctx, r, epoch, -1)
 	if err != nil {
 		return err
 	}
 	leo := r.log.EndOffset()
 	if leaderEnd < leo {
-		f.logger.Warn("replica: leader's log ends below ours; truncating", "topic", r.cfg.Topic, "partition", r.cfg.Partition, "leader_end", leaderEnd, "leo", leo)
+		f.logger.Warn("replica: leader's log ends below ours; truncating", "topic", r.Topic(), "partition", r.partition, "leader_end", leaderEnd, "leo", leo)
 		return r.truncateTo(epoch, leaderEnd)
 	}
 	leaderStart, err := f.listOffset(ctx, r, epoch, -2)
@@ -575,9 +690,9 @@ func (f *fetcher) listOffset(ctx context.Context, r *Replica, epoch int32, ts in
 	req.Version = ListOffsetsVersion
 	req.ReplicaID = f.m.cfg.LocalID
 	t := kmsg.NewListOffsetsRequestTopic()
-	t.Topic = r.cfg.Topic
+	t.Topic = r.Topic()
 	p := kmsg.NewListOffsetsRequestTopicPartition()
-	p.Partition = r.cfg.Partition
+	p.Partition = r.partition
 	p.CurrentLeaderEpoch = epoch
 	p.Timestamp = ts
 	t.Partitions = append(t.Partitions, p)

@@ -74,7 +74,7 @@ func followerOf(t *testing.T, epoch int32, batches ...[]byte) *Replica {
 	t.Helper()
 	l := openLog(t, t.TempDir())
 	t.Cleanup(func() { _ = l.Close() })
-	r, err := Open(l, 0, Config{LocalID: 2, Topic: "t", TopicID: [16]byte{9}, Partition: 3})
+	r, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 2}), Topic: "t", TopicID: [16]byte{9}, Partition: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestFetchRequestOnTheWire(t *testing.T) {
 	}}})
 	defer m.Close()
 	ft := m.newFetcher(1)
-	ft.add(keyOf(r), Follow{Replica: r, Leader: 1, LeaderEpoch: 4})
+	ft.add([]Follow{{Replica: r, Leader: 1, LeaderEpoch: 4}})
 	req, _, _ := ft.buildRequest()
 	if req == nil {
 		t.Fatal("no request")
@@ -268,7 +268,8 @@ func TestFetchRequestOnTheWire(t *testing.T) {
 	if err := got.ReadFrom(wire); err != nil {
 		t.Fatal(err)
 	}
-	if got.ReplicaState.ID != 2 || got.ReplicaState.Epoch != 77 || got.SessionEpoch != -1 || got.SessionID != 0 {
+	// The first request is full and asks for a fetch session (epoch 0).
+	if got.ReplicaState.ID != 2 || got.ReplicaState.Epoch != 77 || got.SessionEpoch != 0 || got.SessionID != 0 {
 		t.Fatalf("header fields: replica state %+v session %d/%d", got.ReplicaState, got.SessionID, got.SessionEpoch)
 	}
 	if len(got.Topics) != 1 || got.Topics[0].TopicID != [16]byte{9} || len(got.Topics[0].Partitions) != 1 {
@@ -344,7 +345,7 @@ func TestFetcherInterruptsHeldFetchForNewPartition(t *testing.T) {
 	first := followerOf(t, 1)
 	l := openLog(t, t.TempDir())
 	t.Cleanup(func() { _ = l.Close() })
-	second, err := Open(l, 0, Config{LocalID: 2, Topic: "t", TopicID: [16]byte{9}, Partition: 4})
+	second, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 2}), Topic: "t", TopicID: [16]byte{9}, Partition: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,18 +67,18 @@ func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, 
 			}
 			latest, haveLatest = EpochEntry{h.LeaderEpoch, h.BaseOffset}, true
 		}
-		if r.cfg.OnFollowerAppend != nil {
+		if r.env.OnFollowerAppend != nil {
 			headers = append(headers, h)
 		}
 		end += int(h.Length)
 	}
 	if end > start {
 		_, err := r.log.AppendReplicated(batches[start:end])
-		if r.cfg.OnFollowerAppend != nil {
+		if r.env.OnFollowerAppend != nil {
 			// Also on error: the batches before the failing one are in.
 			for i := range headers {
 				if headers[i].BaseOffset < r.log.EndOffset() {
-					r.cfg.OnFollowerAppend(r, &headers[i])
+					r.env.OnFollowerAppend(r, &headers[i])
 				}
 			}
 		}
@@ -109,7 +109,7 @@ func (r *Replica) followLogStart(leaderLogStart int64) {
 	}
 	start, err := r.log.AdvanceStartOffset(min(leaderLogStart, r.hw.Load(), r.log.EndOffset()), r.hw.Load())
 	if err != nil {
-		r.logger.Warn("replica: cannot follow the leader's log start offset", "leader_log_start", leaderLogStart, "err", err)
+		r.warn("replica: cannot follow the leader's log start offset", "leader_log_start", leaderLogStart, "err", err)
 		return
 	}
 	_ = r.cache.TruncateFromStart(start)
@@ -120,21 +120,32 @@ func (r *Replica) followLogStart(leaderLogStart int64) {
 // below it. The broker calls this instead of, or right after, the log's
 // own AdvanceStartOffset / EnforceRetention.
 func (r *Replica) AdvanceStartOffset(offset int64) (int64, error) {
+	before := r.log.StartOffset()
 	start, err := r.log.AdvanceStartOffset(offset, r.hw.Load())
 	if cerr := r.cache.TruncateFromStart(r.log.StartOffset()); err == nil {
 		err = cerr
 	}
+	r.notifyLogStart(before)
 	return start, err
+}
+
+// notifyLogStart calls OnLogStart if the log start rose past before.
+func (r *Replica) notifyLogStart(before int64) {
+	if start := r.log.StartOffset(); start > before && r.env.OnLogStart != nil {
+		r.env.OnLogStart(r, start)
+	}
 }
 
 // EnforceRetention runs the log's retention (retention.ms,
 // retention.bytes) below the high watermark and cuts the epoch cache to
 // the new log start. It returns how many segments went.
 func (r *Replica) EnforceRetention() (int, error) {
+	before := r.log.StartOffset()
 	n, err := r.log.EnforceRetention(r.hw.Load())
 	if cerr := r.cache.TruncateFromStart(r.log.StartOffset()); err == nil {
 		err = cerr
 	}
+	r.notifyLogStart(before)
 	return n, err
 }
 
@@ -166,9 +177,9 @@ func (r *Replica) truncateLocked(offset int64) error {
 	}
 	if leo < before {
 		r.truncations.Add(1)
-		r.logger.Info("replica: truncated log", "from", before, "to", leo)
-		if r.cfg.OnTruncate != nil {
-			r.cfg.OnTruncate(r, leo)
+		r.info("replica: truncated log", "from", before, "to", leo)
+		if r.env.OnTruncate != nil {
+			r.env.OnTruncate(r, leo)
 		}
 	}
 	return nil
@@ -214,6 +225,6 @@ func (r *Replica) truncateToDivergence(epoch int32, leader EpochEntryEnd) error 
 		return err
 	}
 	off, done := r.truncationOffset(leader)
-	r.logger.Info("replica: log diverges from the leader's", "leader_epoch", leader.Epoch, "leader_end_offset", leader.EndOffset, "truncate_to", off, "done", done)
+	r.info("replica: log diverges from the leader's", "leader_epoch", leader.Epoch, "leader_end_offset", leader.EndOffset, "truncate_to", off, "done", done)
 	return r.truncateLocked(off)
 }

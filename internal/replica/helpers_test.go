@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/fetchsession"
 	wlog "weir/internal/log"
 	"weir/internal/producer"
 )
@@ -122,6 +123,23 @@ type memNode struct {
 	grow      chan struct{} // closed when the leader's log or high watermark moves
 	copied    []int64       // base offsets passed to OnFollowerAppend
 	truncated []int64       // ends passed to OnTruncate
+
+	// The node's fetch sessions, as a leader's broker keeps them, and the
+	// marks of those reading its partition.
+	sessions *fetchsession.Cache
+	marks    []fetchsession.Mark
+}
+
+func (n *memNode) Watch(m fetchsession.Mark) {
+	n.mu.Lock()
+	n.marks = append(n.marks, m)
+	n.mu.Unlock()
+}
+
+func (n *memNode) Unwatch(m fetchsession.Mark) {
+	n.mu.Lock()
+	n.marks = slices.DeleteFunc(n.marks, func(x fetchsession.Mark) bool { return x == m })
+	n.mu.Unlock()
 }
 
 func (n *memNode) hooks() ([]int64, []int64) {
@@ -130,10 +148,26 @@ func (n *memNode) hooks() ([]int64, []int64) {
 	return slices.Clone(n.copied), slices.Clone(n.truncated)
 }
 
+// lastFetchBy is Config.LastFetch, as the broker's partition answers it.
+func (n *memNode) lastFetchBy(id int32) time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var last time.Time
+	for _, m := range n.marks {
+		if s := m.Session(); s.Replica() == id && s.LastUsed().After(last) {
+			last = s.LastUsed()
+		}
+	}
+	return last
+}
+
 func (n *memNode) signal() {
 	n.mu.Lock()
 	close(n.grow)
 	n.grow = make(chan struct{})
+	for _, m := range n.marks {
+		m.Mark()
+	}
 	n.mu.Unlock()
 }
 
@@ -152,7 +186,8 @@ type memCluster struct {
 	nodes   map[int32]*memNode
 
 	mu      sync.Mutex
-	fetches []fetchSeen // every follower fetch, for assertions
+	fetches []fetchSeen // every partition read for a follower, for assertions
+	rounds  int         // Fetch requests served
 
 	// manual queues ISR changes for the test to decide (the simulation)
 	// instead of the controller goroutine accepting them.
@@ -185,7 +220,7 @@ func newCluster(t *testing.T, txn bool, ids ...int32) *memCluster {
 	c := &memCluster{t: t, clock: newFakeClock(), topicID: [16]byte{7}, nodes: map[int32]*memNode{}, txn: txn,
 		changes: make(chan isrChangeMsg, 64), stop: make(chan struct{}), done: make(chan struct{})}
 	for _, id := range ids {
-		n := &memNode{id: id, dir: t.TempDir(), grow: make(chan struct{})}
+		n := &memNode{id: id, dir: t.TempDir(), grow: make(chan struct{}), sessions: fetchsession.NewCache(fetchsession.Config{Slots: 10})}
 		c.open(n, 0)
 		c.nodes[id] = n
 	}
@@ -215,9 +250,9 @@ func (c *memCluster) open(n *memNode, hw int64) {
 	} else {
 		n.log = openLog(c.t, n.dir)
 	}
-	r, err := Open(n.log, hw, Config{
-		LocalID: n.id, Topic: "t", TopicID: c.topicID, Partition: 0, MinISR: 2,
-		Now: c.clock.Now,
+	env := NewEnv(Env{
+		LocalID: n.id,
+		Now:     c.clock.Now,
 		OnISRChange: func(r *Replica, ch ISRChange) {
 			if c.manual {
 				c.mu.Lock()
@@ -231,6 +266,7 @@ func (c *memCluster) open(n *memNode, hw int64) {
 			}
 		},
 		OnHighWatermark: func(*Replica, int64) { n.signal() },
+		LastFetch:       func(_ *Replica, id int32) time.Time { return n.lastFetchBy(id) },
 		OnFollowerAppend: func(_ *Replica, h *wlog.BatchHeader) {
 			n.mu.Lock()
 			n.copied = append(n.copied, h.BaseOffset)
@@ -242,6 +278,7 @@ func (c *memCluster) open(n *memNode, hw int64) {
 			n.mu.Unlock()
 		},
 	})
+	r, err := Open(n.log, hw, Config{Env: env, Topic: "t", TopicID: c.topicID, Partition: 0, MinISR: 2})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -331,6 +368,9 @@ func (c *memCluster) Send(ctx context.Context, broker int32, req kmsg.Request) (
 	}
 	switch r := req.(type) {
 	case *kmsg.FetchRequest:
+		c.mu.Lock()
+		c.rounds++
+		c.mu.Unlock()
 		return c.serveFetch(ctx, n, r), nil
 	case *kmsg.ListOffsetsRequest:
 		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -353,64 +393,114 @@ func (c *memCluster) Send(ctx context.Context, broker int32, req kmsg.Request) (
 	return nil, fmt.Errorf("unexpected %T", req)
 }
 
-// serveFetch answers a follower Fetch; an empty answer waits up to
-// MaxWait for the leader to grow, as the broker's fetch purgatory does.
+// serveFetch answers a follower Fetch in its fetch session, as the
+// broker's Fetch handler does: only partitions that may have changed
+// are read, and an empty answer waits up to MaxWait for a change.
 func (c *memCluster) serveFetch(ctx context.Context, n *memNode, r *kmsg.FetchRequest) *kmsg.FetchResponse {
 	if r.Version != FetchVersion || r.ReplicaState.ID < 0 {
 		c.t.Errorf("fetch version %d replica %d", r.Version, r.ReplicaState.ID)
 	}
-	for attempt := 0; ; attempt++ {
-		grow := n.growCh()
-		resp, bytes := c.fetchOnce(n, r, attempt == 0)
-		if bytes > 0 || attempt > 0 {
-			return resp
+	f, code := n.sessions.Begin(r, r.ReplicaState.ID, c.clock.Now())
+	if code != 0 {
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = code
+		return resp
+	}
+	results := map[int32]kmsg.FetchResponseTopicPartition{}
+	outcomes := map[int32]fetchsession.Outcome{}
+	var bytes int64
+	urgent := false
+	read := func() {
+		reads := f.Pending(nil)
+		for i := range reads {
+			rd := &reads[i]
+			if rd.Topic.ID == c.topicID && rd.Partition == 0 {
+				rd.Src = n
+			}
+			bytes -= outcomes[rd.Index].Bytes
+			sp, b := c.readOne(n, r, rd.Topic.ID, rd.Partition, rd.PartitionData)
+			o := fetchsession.Outcome{HighWatermark: sp.HighWatermark, LogStartOffset: sp.LogStartOffset, Bytes: b, ErrorCode: sp.ErrorCode, Diverging: sp.DivergingEpoch.Epoch >= 0}
+			urgent = urgent || o.Diverging || (o.ErrorCode != 0 && o.ErrorCode != kerr.UnknownLeaderEpoch.Code)
+			results[rd.Index], outcomes[rd.Index] = sp, o
+			bytes += b
 		}
+		f.Bind(reads)
+	}
+	read()
+	if bytes == 0 && !urgent {
 		timer := time.NewTimer(time.Duration(r.MaxWaitMillis) * time.Millisecond)
-		select {
-		case <-grow:
-		case <-timer.C:
-		case <-ctx.Done():
+		woken := f.Wait()
+		read()
+		for bytes == 0 && !urgent {
+			select {
+			case <-woken:
+				read()
+				continue
+			case <-timer.C:
+			case <-ctx.Done():
+			}
+			break
 		}
 		timer.Stop()
 	}
+	res := f.Finish(c.clock.Now(), func(i int32) fetchsession.Outcome { return outcomes[i] })
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	resp.SessionID, resp.ErrorCode = res.SessionID, res.ErrorCode
+	for _, in := range res.Include {
+		if n := len(resp.Topics); n == 0 || resp.Topics[n-1].TopicID != in.Topic.ID {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.TopicID = in.Topic.ID
+			resp.Topics = append(resp.Topics, rt)
+		}
+		rt := &resp.Topics[len(resp.Topics)-1]
+		rt.Partitions = append(rt.Partitions, results[in.Index])
+	}
+	return resp
 }
 
-func (c *memCluster) fetchOnce(n *memNode, r *kmsg.FetchRequest, record bool) (*kmsg.FetchResponse, int64) {
+// fetchOnce answers every partition a Fetch names, without a session
+// (the simulation's fetch rounds).
+func (c *memCluster) fetchOnce(n *memNode, r *kmsg.FetchRequest) (*kmsg.FetchResponse, int64) {
 	var total int64
 	resp := answerFetch(r, func(topicID [16]byte, rp *kmsg.FetchRequestTopicPartition) kmsg.FetchResponseTopicPartition {
-		sp := kmsg.NewFetchResponseTopicPartition()
-		sp.Partition = rp.Partition
-		if topicID != c.topicID || rp.Partition != 0 {
-			sp.ErrorCode = kerr.UnknownTopicID.Code
-			return sp
-		}
-		if record {
-			c.mu.Lock()
-			c.fetches = append(c.fetches, fetchSeen{r.ReplicaState.ID, rp.FetchOffset})
-			c.mu.Unlock()
-		}
-		res := n.replica.FetchForFollower(nil, FollowerFetch{ReplicaID: r.ReplicaState.ID, BrokerEpoch: r.ReplicaState.Epoch, FetchOffset: rp.FetchOffset,
-			CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: rp.LastFetchedEpoch, MaxBytes: int64(rp.PartitionMaxBytes)})
-		if res.Err != nil {
-			var ke *kerr.Error
-			if !asKerr(res.Err, &ke) {
-				ke = kerr.UnknownServerError
-			}
-			sp.ErrorCode = ke.Code
-		}
-		sp.HighWatermark, sp.LogStartOffset = res.HighWatermark, res.LogStartOffset
-		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset
-		for _, fr := range res.Ranges {
-			buf := make([]byte, fr.Len)
-			if _, err := fr.File.ReadAt(buf, fr.Pos); err != nil {
-				c.t.Errorf("read range: %v", err)
-			}
-			sp.RecordBatches = append(sp.RecordBatches, buf...)
-		}
-		total += res.Bytes
+		sp, b := c.readOne(n, r, topicID, rp.Partition, fetchsession.PartitionData{FetchOffset: rp.FetchOffset, LeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: rp.LastFetchedEpoch, MaxBytes: rp.PartitionMaxBytes})
+		total += b
 		return sp
 	})
 	return resp, total
+}
+
+// readOne serves one partition of a follower's fetch, recording the
+// fetch offset for the tests' assertions.
+func (c *memCluster) readOne(n *memNode, r *kmsg.FetchRequest, topicID [16]byte, partition int32, d fetchsession.PartitionData) (kmsg.FetchResponseTopicPartition, int64) {
+	sp := kmsg.NewFetchResponseTopicPartition()
+	sp.Partition = partition
+	if topicID != c.topicID || partition != 0 {
+		sp.ErrorCode = kerr.UnknownTopicID.Code
+		return sp, 0
+	}
+	c.mu.Lock()
+	c.fetches = append(c.fetches, fetchSeen{r.ReplicaState.ID, d.FetchOffset})
+	c.mu.Unlock()
+	res := n.replica.FetchForFollower(nil, FollowerFetch{ReplicaID: r.ReplicaState.ID, BrokerEpoch: r.ReplicaState.Epoch, FetchOffset: d.FetchOffset,
+		CurrentLeaderEpoch: d.LeaderEpoch, LastFetchedEpoch: d.LastFetchedEpoch, MaxBytes: int64(d.MaxBytes)})
+	if res.Err != nil {
+		var ke *kerr.Error
+		if !asKerr(res.Err, &ke) {
+			ke = kerr.UnknownServerError
+		}
+		sp.ErrorCode = ke.Code
+	}
+	sp.HighWatermark, sp.LogStartOffset = res.HighWatermark, res.LogStartOffset
+	sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = res.DivergingEpoch.Epoch, res.DivergingEpoch.EndOffset
+	for _, fr := range res.Ranges {
+		buf := make([]byte, fr.Len)
+		if _, err := fr.File.ReadAt(buf, fr.Pos); err != nil {
+			c.t.Errorf("read range: %v", err)
+		}
+		sp.RecordBatches = append(sp.RecordBatches, buf...)
+	}
+	return sp, res.Bytes
 }
 
 func (c *memCluster) fetchOffsetsFrom(id int32) []int64 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -57,7 +58,7 @@ func (r *Replica) leaderAppend(acks int16, opts wlog.AppendOptions, write func(w
 	r.roleMu.RLock()
 	if r.role != RoleLeader {
 		r.roleMu.RUnlock()
-		return AppendResult{}, fmt.Errorf("%w: %s is not the leader", kerr.NotLeaderForPartition, r.cfg.Topic)
+		return AppendResult{}, fmt.Errorf("%w: %s is not the leader", kerr.NotLeaderForPartition, r.Topic())
 	}
 	epoch := r.leaderEpoch
 	if acks == -1 {
@@ -79,8 +80,8 @@ func (r *Replica) leaderAppend(acks int16, opts wlog.AppendOptions, write func(w
 	r.roleMu.RUnlock()
 	if moved {
 		r.notifyHW(true)
-	} else if r.cfg.OnAppend != nil {
-		r.cfg.OnAppend(r)
+	} else if r.env.OnAppend != nil {
+		r.env.OnAppend(r)
 	}
 	return AppendResult{AppendResult: res, LeaderEpoch: epoch}, nil
 }
@@ -95,9 +96,18 @@ func (r *Replica) leaderLEOChanged() bool {
 		return false
 	}
 	r.ls.minISR = int(r.minISR.Load())
+	r.ls.noteLEO(leo, r.lastFetch)
 	moved := r.ls.advanceHW(leo, r.now())
 	r.afterHWLocked(moved)
 	return moved
+}
+
+// lastFetch is Config.LastFetch for leaderState.noteLEO; nil without one.
+func (r *Replica) lastFetch(id int32) time.Time {
+	if r.env.LastFetch == nil {
+		return time.Time{}
+	}
+	return r.env.LastFetch(r, id)
 }
 
 // WaitForHW blocks until the high watermark reaches offset (the append's
@@ -212,7 +222,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 		return res
 	}
 	r.mu.Lock()
-	_, known := r.ls.followers[f.ReplicaID]
+	known := r.ls.follower(f.ReplicaID) != nil
 	r.mu.Unlock()
 	if !known {
 		r.roleMu.RUnlock()
@@ -238,7 +248,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	res.Ranges, res.Bytes = read.Ranges, read.Bytes
 	now := r.now()
 	r.mu.Lock()
-	r.ls.followers[f.ReplicaID].update(f.FetchOffset, leo, f.BrokerEpoch, now)
+	r.ls.follower(f.ReplicaID).update(f.FetchOffset, leo, f.BrokerEpoch, now)
 	change := r.ls.maybeExpand(f.ReplicaID)
 	r.ls.minISR = int(r.minISR.Load())
 	moved := r.ls.advanceHW(r.log.EndOffset(), now)
@@ -347,18 +357,18 @@ func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMo
 		moved := r.ls.advanceHW(r.log.EndOffset(), r.now())
 		r.afterHWLocked(moved)
 		r.wakeLocked() // acks=all waiters re-check the ISR size
-		r.logger.Info("replica: ISR changed", "isr", res.ISR, "partition_epoch", res.PartitionEpoch)
+		r.info("replica: ISR changed", "isr", res.ISR, "partition_epoch", res.PartitionEpoch)
 		return moved, false
 	case ke == kerr.OperationNotAttempted || ke == kerr.IneligibleReplica:
 		r.ls.pending = nil
-		r.logger.Warn("replica: ISR change not attempted; will propose again", "isr", change.NewISR, "err", res.Err)
+		r.warn("replica: ISR change not attempted; will propose again", "isr", change.NewISR, "err", res.Err)
 		return false, false
 	case ke == kerr.UnknownTopicOrPartition || ke == kerr.FencedLeaderEpoch || ke == kerr.InvalidUpdateVersion ||
 		ke == kerr.NewLeaderElected || ke == kerr.InvalidRequest:
-		r.logger.Warn("replica: ISR change refused; waiting for metadata", "isr", change.NewISR, "err", res.Err)
+		r.warn("replica: ISR change refused; waiting for metadata", "isr", change.NewISR, "err", res.Err)
 		return false, false
 	default:
-		r.logger.Warn("replica: ISR change outcome unknown; resending", "isr", change.NewISR, "err", res.Err)
+		r.warn("replica: ISR change outcome unknown; resending", "isr", change.NewISR, "err", res.Err)
 		return false, true
 	}
 }

@@ -10,19 +10,21 @@ import (
 const UnknownOffset int64 = -1
 
 // followerState is what the leader knows of one follower, from its
-// fetches in the current leader epoch.
+// fetches in the current leader epoch. Times are Unix nanoseconds (0:
+// never), to keep a led partition small.
 type followerState struct {
-	leo                int64     // fetch offset of the last fetch; UnknownOffset before one
-	lastCaughtUp       time.Time // last time the follower had everything the leader had
-	lastFetchLeaderLEO int64     // leader LEO at the previous fetch
-	lastFetchTime      time.Time
+	id                 int32
+	leo                int64 // fetch offset of the last fetch; UnknownOffset before one
+	lastCaughtUp       int64 // last time the follower had everything the leader had
+	lastFetchLeaderLEO int64 // leader LEO at the previous fetch
+	lastFetchTime      int64
 	brokerEpoch        int64 // ReplicaState.ReplicaEpoch of the last fetch; -1 unknown
 }
 
 // caughtUp is Kafka's rule: a follower is in sync when it has the leader's
 // whole log, or had it at some point within maxLag.
 func (f *followerState) caughtUp(leaderLEO int64, now time.Time, maxLag time.Duration) bool {
-	return f.leo == leaderLEO || now.Sub(f.lastCaughtUp) <= maxLag
+	return f.leo == leaderLEO || now.UnixNano()-f.lastCaughtUp <= int64(maxLag)
 }
 
 // update records a fetch at fetchOffset while the leader's log ended at
@@ -33,20 +35,21 @@ func (f *followerState) update(fetchOffset, leaderLEO int64, brokerEpoch int64, 
 	f.brokerEpoch = brokerEpoch
 	switch {
 	case fetchOffset >= leaderLEO:
-		f.lastCaughtUp = latest(f.lastCaughtUp, now)
-	case fetchOffset >= f.lastFetchLeaderLEO && !f.lastFetchTime.IsZero():
-		f.lastCaughtUp = latest(f.lastCaughtUp, f.lastFetchTime)
+		f.lastCaughtUp = max(f.lastCaughtUp, now.UnixNano())
+	case fetchOffset >= f.lastFetchLeaderLEO && f.lastFetchTime != 0:
+		f.lastCaughtUp = max(f.lastCaughtUp, f.lastFetchTime)
 	}
 	f.leo = fetchOffset
 	f.lastFetchLeaderLEO = max(leaderLEO, f.lastFetchLeaderLEO)
-	f.lastFetchTime = now
+	f.lastFetchTime = now.UnixNano()
 }
 
-func latest(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// nanos is t in Unix nanoseconds, 0 for the zero time.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
 	}
-	return a
+	return t.UnixNano()
 }
 
 // leaderState is the pure part of leadership: follower progress, the ISR,
@@ -58,10 +61,11 @@ type leaderState struct {
 	leaderEpoch    int32
 	partitionEpoch int32
 	epochStart     int64 // offset the current leader epoch started at
+	leo            int64 // the leader's log end offset, as last noted (noteLEO)
 	replicas       []int32
 	isr            []int32 // committed ISR, as the metadata says
 	pending        *ISRChange
-	followers      map[int32]*followerState
+	followers      []followerState // one per replica but the leader
 	hw             int64
 	maxLag         time.Duration
 	// eligible says whether a broker, at the broker epoch its fetches
@@ -84,7 +88,7 @@ func newLeaderState(self int32, st PartitionState, epochStart, hw int64, now tim
 		leaderEpoch:    st.LeaderEpoch,
 		partitionEpoch: st.PartitionEpoch,
 		epochStart:     epochStart,
-		followers:      map[int32]*followerState{},
+		leo:            epochStart,
 		hw:             hw,
 		maxLag:         maxLag,
 	}
@@ -97,24 +101,54 @@ func newLeaderState(self int32, st PartitionState, epochStart, hw int64, now tim
 // flight (the metadata now says what the controller decided).
 func (s *leaderState) setAssignment(st PartitionState, now time.Time) {
 	s.partitionEpoch = st.PartitionEpoch
-	s.replicas = slices.Clone(st.Replicas)
-	s.isr = slices.Clone(st.ISR)
+	// Kept as given, never written to: StateOf's slices are the metadata
+	// image's, shared by every replica of the partition on this node.
+	s.replicas = st.Replicas[:len(st.Replicas):len(st.Replicas)]
+	s.isr = st.ISR[:len(st.ISR):len(st.ISR)]
 	s.pending = nil
-	for id := range s.followers {
-		if !slices.Contains(s.replicas, id) {
-			delete(s.followers, id)
-		}
-	}
+	s.followers = slices.DeleteFunc(s.followers, func(f followerState) bool { return !slices.Contains(s.replicas, f.id) })
 	for _, id := range s.replicas {
-		if id == s.self || s.followers[id] != nil {
+		if id == s.self || s.follower(id) != nil {
 			continue
 		}
-		f := &followerState{leo: UnknownOffset, lastFetchLeaderLEO: UnknownOffset, brokerEpoch: -1}
+		f := followerState{id: id, leo: UnknownOffset, lastFetchLeaderLEO: UnknownOffset, brokerEpoch: -1}
 		if slices.Contains(s.isr, id) {
-			f.lastCaughtUp = now
+			f.lastCaughtUp = now.UnixNano()
 		}
-		s.followers[id] = f
+		s.followers = append(s.followers, f)
 	}
+}
+
+// follower is id's state, or nil when id is not a follower.
+func (s *leaderState) follower(id int32) *followerState {
+	for i := range s.followers {
+		if s.followers[i].id == id {
+			return &s.followers[i]
+		}
+	}
+	return nil
+}
+
+// noteLEO records that the leader's log grew to leo. A follower whose
+// last fetch of the partition asked for the previous log end had
+// everything until this append, and still did at its last fetch from
+// this broker (lastFetch; zero when unknown): a fetch in a session that
+// holds the partition and does not name it says the follower is where
+// it last was, without the partition being read. Without this, a
+// follower of a partition idle for longer than replica.lag.time.max.ms
+// would look out of sync between the next append and its next fetch.
+func (s *leaderState) noteLEO(leo int64, lastFetch func(id int32) time.Time) {
+	if leo <= s.leo {
+		return
+	}
+	if lastFetch != nil {
+		for i := range s.followers {
+			if f := &s.followers[i]; f.leo == s.leo {
+				f.lastCaughtUp = max(f.lastCaughtUp, nanos(lastFetch(f.id)))
+			}
+		}
+	}
+	s.leo = leo
 }
 
 // maximalISR is the ISR the high watermark must respect: the committed
@@ -128,7 +162,7 @@ func (s *leaderState) inMaximalISR(id int32) bool {
 }
 
 func (s *leaderState) isEligible(id int32) bool {
-	f := s.followers[id]
+	f := s.follower(id)
 	return f != nil && slices.Contains(s.replicas, id) && (s.eligible == nil || s.eligible(id, f.brokerEpoch))
 }
 
@@ -141,11 +175,12 @@ func (s *leaderState) advanceHW(leaderLEO int64, now time.Time) bool {
 		return false
 	}
 	hw := leaderLEO
-	for id, f := range s.followers {
+	for i := range s.followers {
+		f := &s.followers[i]
 		if f.leo >= hw {
 			continue
 		}
-		if s.inMaximalISR(id) || (f.caughtUp(leaderLEO, now, s.maxLag) && s.isEligible(id)) {
+		if s.inMaximalISR(f.id) || (f.caughtUp(leaderLEO, now, s.maxLag) && s.isEligible(f.id)) {
 			hw = f.leo
 		}
 	}
@@ -161,7 +196,7 @@ func (s *leaderState) advanceHW(leaderLEO int64, now time.Time) bool {
 // current leader epoch's start (so it has truncated any divergent
 // suffix). Nothing is proposed while another change is in flight.
 func (s *leaderState) maybeExpand(id int32) *ISRChange {
-	f := s.followers[id]
+	f := s.follower(id)
 	if s.pending != nil || f == nil || slices.Contains(s.isr, id) || !s.isEligible(id) {
 		return nil
 	}
@@ -181,7 +216,7 @@ func (s *leaderState) maybeShrink(leaderLEO int64, now time.Time) *ISRChange {
 	}
 	var out []int32
 	for _, id := range s.isr {
-		if f := s.followers[id]; id != s.self && f != nil && !f.caughtUp(leaderLEO, now, s.maxLag) {
+		if f := s.follower(id); id != s.self && f != nil && !f.caughtUp(leaderLEO, now, s.maxLag) {
 			out = append(out, id)
 		}
 	}
@@ -196,7 +231,7 @@ func (s *leaderState) propose(isr []int32) *ISRChange {
 	epochs := make([]int64, len(isr))
 	for i, id := range isr {
 		epochs[i] = -1
-		if f := s.followers[id]; f != nil {
+		if f := s.follower(id); f != nil {
 			epochs[i] = f.brokerEpoch
 		}
 	}

@@ -17,6 +17,7 @@ import (
 //
 //	leader self=1 replicas=(1,2,3) isr=(1,2,3) epoch=E pepoch=P leo=N hw=N [lag=30s] [minisr=N hold] [ineligible=(3)] [registered=(3:10)]
 //	append n=N             leader log grows by N
+//	session id=2           follower 2 fetches in its session without naming the partition (noted for noteLEO)
 //	fetch id=2 offset=N [bepoch=B]   a follower fetch at offset, with its broker epoch
 //	advance d=15s          the clock moves
 //	shrink                 the periodic ISR check
@@ -29,9 +30,10 @@ import (
 func TestLeaderStateTranscript(t *testing.T) {
 	datadriven.Walk(t, "testdata/leader_state", func(t *testing.T, path string) {
 		var (
-			s   *leaderState
-			leo int64
-			now = time.Unix(1_000_000, 0)
+			s            *leaderState
+			leo          int64
+			now          = time.Unix(1_000_000, 0)
+			sessionFetch = map[int32]time.Time{}
 		)
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			var proposed *ISRChange
@@ -82,7 +84,12 @@ func TestLeaderStateTranscript(t *testing.T) {
 				var n int64
 				d.ScanArgs(t, "n", &n)
 				leo += n
+				s.noteLEO(leo, func(id int32) time.Time { return sessionFetch[id] })
 				s.advanceHW(leo, now)
+			case "session":
+				var id int
+				d.ScanArgs(t, "id", &id)
+				sessionFetch[int32(id)] = now
 			case "fetch":
 				var id int
 				var off int64
@@ -92,7 +99,7 @@ func TestLeaderStateTranscript(t *testing.T) {
 				if d.HasArg("bepoch") {
 					d.ScanArgs(t, "bepoch", &bepoch)
 				}
-				s.followers[int32(id)].update(off, leo, bepoch, now)
+				s.follower(int32(id)).update(off, leo, bepoch, now)
 				proposed = s.maybeExpand(int32(id))
 				s.advanceHW(leo, now)
 			case "advance":

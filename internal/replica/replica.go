@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -53,17 +55,31 @@ func (r Role) String() string {
 	return "none"
 }
 
-// Config are a replica's identity and injected dependencies.
+// Config are a replica's identity and what it shares with the broker's
+// other replicas (Env: settings and callbacks), so that a replica costs
+// only its own state.
 type Config struct {
-	// LocalID is this broker's node id.
-	LocalID   int32
+	// Env is shared with the broker's other replicas; nil means
+	// NewEnv(Env{}).
+	Env *Env
+	// Owner is the caller's object for this replica (Replica.Owner), so
+	// that the shared callbacks find it.
+	Owner any
+
 	Topic     string
 	TopicID   [16]byte
 	Partition int32
-	// MaxLag is replica.lag.time.max.ms; zero means DefaultMaxLag.
-	MaxLag time.Duration
 	// MinISR is min.insync.replicas; below 1 means 1. SetMinISR changes it.
 	MinISR int
+}
+
+// Env is what a broker's replicas share: the broker's id, settings and
+// callbacks. NewEnv fills the defaults.
+type Env struct {
+	// LocalID is this broker's node id.
+	LocalID int32
+	// MaxLag is replica.lag.time.max.ms; zero means DefaultMaxLag.
+	MaxLag time.Duration
 	// HoldHWUnderMinISR applies KIP-966's rule: the high watermark does
 	// not advance while the committed ISR is smaller than MinISR.
 	HoldHWUnderMinISR bool
@@ -96,10 +112,38 @@ type Config struct {
 	// be quick and must not call the Replica.
 	OnFollowerAppend func(r *Replica, h *wlog.BatchHeader)
 	OnTruncate       func(r *Replica, end int64)
+	// OnLogStart is called, without any replica lock held, after the log
+	// start offset rose (retention, DeleteRecords, or a follower
+	// following its leader's), so the broker can tell the fetch sessions
+	// reading the partition. It must not block.
+	OnLogStart func(r *Replica, start int64)
+	// LastFetch is when follower last fetched from this broker in a
+	// fetch session holding the partition (zero: never, or unknown); see
+	// leaderState.noteLEO. Called with the replica's locks held: it must
+	// be quick and must not call the Replica. nil: unknown.
+	LastFetch func(r *Replica, follower int32) time.Time
 	// Now is the clock for lag decisions; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 }
+
+// NewEnv returns e with its defaults filled: DefaultMaxLag, time.Now, a
+// discarding logger.
+func NewEnv(e Env) *Env {
+	if e.MaxLag <= 0 {
+		e.MaxLag = DefaultMaxLag
+	}
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.Logger == nil {
+		e.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &e
+}
+
+// defaultEnv serves replicas opened without an Env.
+var defaultEnv = NewEnv(Env{})
 
 // PartitionState is a partition's entry in the metadata image.
 type PartitionState struct {
@@ -141,12 +185,13 @@ type ISRChangeResult struct {
 // read-held across appends so an append is stamped with, and checked
 // against, one leader epoch.
 type Replica struct {
-	cfg    Config
-	log    *wlog.Log
-	cache  *EpochCache
-	logger *slog.Logger
-	now    func() time.Time
-	minISR atomic.Int32
+	env       *Env
+	owner     any
+	ident     unique.Handle[identity] // topic name and id, shared by the topic's replicas
+	partition int32
+	minISR    atomic.Int32
+	log       *wlog.Log
+	cache     EpochCache
 
 	roleMu         sync.RWMutex
 	role           Role
@@ -160,10 +205,14 @@ type Replica struct {
 
 	hw atomic.Int64
 
+	// fetchLeader is the leader whose fetcher has the replica (-1: none),
+	// guarded by the Manager's mu.
+	fetchLeader int32
+
 	// Counters for Stats.
-	isrShrinks  atomic.Uint64
-	isrExpands  atomic.Uint64
-	truncations atomic.Uint64
+	isrShrinks  atomic.Uint32
+	isrExpands  atomic.Uint32
+	truncations atomic.Uint32
 }
 
 // Stats are a replica's figures for metrics (Kafka's
@@ -202,7 +251,7 @@ func (r *Replica) Stats() Stats {
 	r.roleMu.RUnlock()
 	st.HighWatermark = r.hw.Load()
 	st.LogStartOffset, st.LogEndOffset = r.log.StartOffset(), r.log.EndOffset()
-	st.ISRShrinks, st.ISRExpands, st.Truncations = r.isrShrinks.Load(), r.isrExpands.Load(), r.truncations.Load()
+	st.ISRShrinks, st.ISRExpands, st.Truncations = uint64(r.isrShrinks.Load()), uint64(r.isrExpands.Load()), uint64(r.truncations.Load())
 	return st
 }
 
@@ -212,23 +261,18 @@ func (r *Replica) Stats() Stats {
 // log start, and starts with high watermark hw (the broker's persisted
 // value, clamped into the log).
 func Open(l *wlog.Log, hw int64, cfg Config) (*Replica, error) {
-	if cfg.MaxLag <= 0 {
-		cfg.MaxLag = DefaultMaxLag
+	env := cfg.Env
+	if env == nil {
+		env = defaultEnv
 	}
-	r := &Replica{cfg: cfg, log: l, logger: cfg.Logger, now: cfg.Now, leader: -1, leaderEpoch: -1, partitionEpoch: -1}
-	if r.logger == nil {
-		r.logger = slog.New(slog.DiscardHandler)
-	}
-	r.logger = r.logger.With("topic", cfg.Topic, "partition", cfg.Partition)
-	if r.now == nil {
-		r.now = time.Now
-	}
+	r := &Replica{env: env, owner: cfg.Owner, ident: unique.Make(identity{cfg.Topic, cfg.TopicID}), partition: cfg.Partition,
+		log: l, leader: -1, leaderEpoch: -1, partitionEpoch: -1, fetchLeader: -1}
 	r.SetMinISR(cfg.MinISR)
-	cache, ok, err := openEpochCache(l.Dir())
+	cache := &r.cache
+	ok, err := cache.load(l)
 	if err != nil {
 		return nil, err
 	}
-	r.cache = cache
 	if !ok {
 		entries, err := epochsFromLog(l)
 		if err != nil {
@@ -305,10 +349,39 @@ func epochsFromLog(l *wlog.Log) ([]EpochEntry, error) {
 func (r *Replica) Log() *wlog.Log { return r.log }
 
 // EpochCache is the replica's leader-epoch cache.
-func (r *Replica) EpochCache() *EpochCache { return r.cache }
+func (r *Replica) EpochCache() *EpochCache { return &r.cache }
 
-// Config is the configuration the replica was opened with.
-func (r *Replica) Config() Config { return r.cfg }
+// Owner is Config.Owner.
+func (r *Replica) Owner() any { return r.owner }
+
+// Topic, TopicID and Partition are the replica's identity.
+func (r *Replica) Topic() string     { return r.ident.Value().topic }
+func (r *Replica) TopicID() [16]byte { return r.ident.Value().id }
+
+// identity is a replica's topic, interned (unique.Make): the replicas of
+// one topic share it.
+type identity struct {
+	topic string
+	id    [16]byte
+}
+
+func (r *Replica) Partition() int32 { return r.partition }
+func (r *Replica) now() time.Time   { return r.env.Now() }
+
+// debug and info log with the replica's topic and partition; the
+// attributes are built only when the level is on (a replica holds no
+// logger of its own).
+func (r *Replica) debug(msg string, args ...any) { r.logAt(slog.LevelDebug, msg, args) }
+func (r *Replica) info(msg string, args ...any)  { r.logAt(slog.LevelInfo, msg, args) }
+func (r *Replica) warn(msg string, args ...any)  { r.logAt(slog.LevelWarn, msg, args) }
+
+func (r *Replica) logAt(level slog.Level, msg string, args []any) {
+	l := r.env.Logger
+	if !l.Enabled(context.Background(), level) {
+		return
+	}
+	l.Log(context.Background(), level, msg, append([]any{"topic", r.Topic(), "partition", r.partition}, args...)...)
+}
 
 // HighWatermark is the offset below which records are committed: what
 // consumers may read.
@@ -346,8 +419,8 @@ func (r *Replica) ISR() (committed, pending []int32) {
 // flight). Older leader epochs fail with ErrStaleState; a partition epoch
 // not newer than the leader's is a no-op.
 func (r *Replica) BecomeLeader(st PartitionState) error {
-	if st.Leader != r.cfg.LocalID {
-		return fmt.Errorf("%w: leader %d, this broker %d", ErrWrongRole, st.Leader, r.cfg.LocalID)
+	if st.Leader != r.env.LocalID {
+		return fmt.Errorf("%w: leader %d, this broker %d", ErrWrongRole, st.Leader, r.env.LocalID)
 	}
 	r.roleMu.Lock()
 	if st.LeaderEpoch < r.leaderEpoch {
@@ -380,16 +453,16 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 	}
 	r.role, r.leader, r.leaderEpoch, r.partitionEpoch = RoleLeader, st.Leader, st.LeaderEpoch, st.PartitionEpoch
 	r.mu.Lock()
-	r.ls = newLeaderState(r.cfg.LocalID, st, leo, r.hw.Load(), now, r.cfg.MaxLag)
-	r.ls.eligible = r.cfg.Eligible
-	r.ls.holdUnderMinISR = r.cfg.HoldHWUnderMinISR
+	r.ls = newLeaderState(r.env.LocalID, st, leo, r.hw.Load(), now, r.env.MaxLag)
+	r.ls.eligible = r.env.Eligible
+	r.ls.holdUnderMinISR = r.env.HoldHWUnderMinISR
 	r.ls.minISR = int(r.minISR.Load())
 	moved := r.ls.advanceHW(leo, now)
 	r.afterHWLocked(moved)
 	r.wakeLocked()
 	r.mu.Unlock()
 	r.roleMu.Unlock()
-	r.logger.Debug("replica: became leader", "epoch", st.LeaderEpoch, "partition_epoch", st.PartitionEpoch, "isr", st.ISR, "leo", leo, "hw", r.hw.Load())
+	r.debug("replica: became leader", "epoch", st.LeaderEpoch, "partition_epoch", st.PartitionEpoch, "isr", st.ISR, "leo", leo, "hw", r.hw.Load())
 	r.notifyHW(moved)
 	return nil
 }
@@ -401,7 +474,7 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 // partition from the fetcher of its previous leader and add it to the new
 // one (Manager.AddPartitions) after this call.
 func (r *Replica) BecomeFollower(st PartitionState) error {
-	if st.Leader == r.cfg.LocalID {
+	if st.Leader == r.env.LocalID {
 		return fmt.Errorf("%w: this broker %d is the leader", ErrWrongRole, st.Leader)
 	}
 	r.roleMu.Lock()
@@ -416,7 +489,7 @@ func (r *Replica) BecomeFollower(st PartitionState) error {
 	r.wakeLocked()
 	r.mu.Unlock()
 	if changed {
-		r.logger.Debug("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.log.EndOffset(), "hw", r.hw.Load())
+		r.debug("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.log.EndOffset(), "hw", r.hw.Load())
 	}
 	return nil
 }
@@ -477,8 +550,8 @@ func (r *Replica) afterHWLocked(moved bool) {
 }
 
 func (r *Replica) notifyHW(moved bool) {
-	if moved && r.cfg.OnHighWatermark != nil {
-		r.cfg.OnHighWatermark(r, r.hw.Load())
+	if moved && r.env.OnHighWatermark != nil {
+		r.env.OnHighWatermark(r, r.hw.Load())
 	}
 }
 
@@ -486,19 +559,22 @@ func (r *Replica) proposeISR(c *ISRChange) {
 	if c == nil {
 		return
 	}
-	r.logger.Debug("replica: proposing ISR change", "epoch", c.LeaderEpoch, "partition_epoch", c.PartitionEpoch, "isr", c.NewISR)
-	if r.cfg.OnISRChange != nil {
-		r.cfg.OnISRChange(r, *c)
+	r.debug("replica: proposing ISR change", "epoch", c.LeaderEpoch, "partition_epoch", c.PartitionEpoch, "isr", c.NewISR)
+	if r.env.OnISRChange != nil {
+		r.env.OnISRChange(r, *c)
 	}
 }
 
-// StateOf is a metadata image partition as a PartitionState.
+// StateOf is a metadata image partition as a PartitionState. Its
+// slices are the image's (which never change), capped so that an append
+// copies: a leader keeps them rather than a copy of its own.
 func StateOf(p metadata.Partition) PartitionState {
+	r, isr := p.Replicas(), p.ISR()
 	return PartitionState{
 		Leader:         p.Leader(),
 		LeaderEpoch:    p.LeaderEpoch(),
 		PartitionEpoch: p.PartitionEpoch(),
-		Replicas:       slices.Clone(p.Replicas()),
-		ISR:            slices.Clone(p.ISR()),
+		Replicas:       r[:len(r):len(r)],
+		ISR:            isr[:len(isr):len(isr)],
 	}
 }

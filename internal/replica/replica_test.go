@@ -22,8 +22,7 @@ func leaderOf(t *testing.T, isr []int32, minISR int) (*Replica, *fakeClock, *[]I
 	t.Cleanup(func() { _ = l.Close() })
 	clock := newFakeClock()
 	var proposals []ISRChange
-	r, err := Open(l, 0, Config{LocalID: 1, Topic: "t", MinISR: minISR, Now: clock.Now,
-		OnISRChange: func(_ *Replica, c ISRChange) { proposals = append(proposals, c) }})
+	r, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 1, Now: clock.Now, OnISRChange: func(_ *Replica, c ISRChange) { proposals = append(proposals, c) }}), Topic: "t", MinISR: minISR})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +193,7 @@ func TestFetchForFollowerErrors(t *testing.T) {
 func TestOpenRecoversEpochCache(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, dir)
-	r, err := Open(l, 0, Config{LocalID: 2, Topic: "t"})
+	r, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 2}), Topic: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +230,7 @@ func TestOpenRecoversEpochCache(t *testing.T) {
 			}
 		}
 		l := openLog(t, dir)
-		r, err := Open(l, 1, Config{LocalID: 2, Topic: "t"})
+		r, err := Open(l, 1, Config{Env: NewEnv(Env{LocalID: 2}), Topic: "t"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +340,7 @@ func TestLazyLogLeadsWithoutFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(l, 0, Config{LocalID: 1, Topic: "t"})
+	r, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 1}), Topic: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +358,7 @@ func TestLazyLogLeadsWithoutFiles(t *testing.T) {
 	}
 	l2 := openLog(t, dir)
 	t.Cleanup(func() { _ = l2.Close() })
-	r2, err := Open(l2, 1, Config{LocalID: 1, Topic: "t"})
+	r2, err := Open(l2, 1, Config{Env: NewEnv(Env{LocalID: 1}), Topic: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +373,7 @@ func TestLazyLogLeadsWithoutFiles(t *testing.T) {
 func TestOpenExtendsALaggingCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, dir)
-	r, err := Open(l, 0, Config{LocalID: 1, Topic: "t"})
+	r, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 1}), Topic: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +400,7 @@ func TestOpenExtendsALaggingCheckpoint(t *testing.T) {
 	}
 	l2 := openLog(t, dir)
 	t.Cleanup(func() { _ = l2.Close() })
-	r2, err := Open(l2, 2, Config{LocalID: 1, Topic: "t"})
+	r2, err := Open(l2, 2, Config{Env: NewEnv(Env{LocalID: 1}), Topic: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func (s *simulation) follow(n int32) {
 		s.t.Fatal(err)
 	}
 	f := s.c.nodes[n].manager.newFetcher(s.leader)
-	f.add(keyOf(r), Follow{Replica: r, Leader: s.leader, LeaderEpoch: s.leaderEpoch})
+	f.add([]Follow{{Replica: r, Leader: s.leader, LeaderEpoch: s.leaderEpoch}})
 	s.fetchers[n] = f
 }
 
@@ -236,9 +236,7 @@ func (s *simulation) liveFollowers() []int32 {
 func (s *simulation) fetchRound(n int32) {
 	f := s.fetchers[n]
 	f.mu.Lock()
-	for _, p := range f.parts {
-		p.delayUntil = time.Time{}
-	}
+	clear(f.delays)
 	f.mu.Unlock()
 	f.truncateEpochless()
 	req, sent, _ := f.buildRequest()
@@ -247,7 +245,7 @@ func (s *simulation) fetchRound(n int32) {
 	}
 	before := s.c.nodes[n].replica.Stats().Truncations
 	p := req.Topics[0].Partitions[0]
-	resp, _ := s.c.fetchOnce(s.c.nodes[f.leader], req, false)
+	resp, _ := s.c.fetchOnce(s.c.nodes[f.leader], req)
 	rp := resp.Topics[0].Partitions[0]
 	f.handleResponse(context.Background(), sent, resp)
 	s.logf("  fetch %d<-%d off %d last %d epoch %d: err %d hw %d div %d/%d bytes %d -> leo %d hw %d; leader hw %d", n, f.leader, p.FetchOffset, p.LastFetchedEpoch, p.CurrentLeaderEpoch, rp.ErrorCode, rp.HighWatermark, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset, len(rp.RecordBatches), s.c.nodes[n].log.EndOffset(), s.c.nodes[n].replica.HighWatermark(), s.c.nodes[f.leader].replica.HighWatermark())

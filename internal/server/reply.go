@@ -237,3 +237,14 @@ func Forward(in, out *Reply) {
 	}
 	out.complete(kind, resp, body)
 }
+
+// ReplyBody returns the body of a completed reply that carries one
+// (nil otherwise); for tests of dispatchers, with FlattenBody.
+func ReplyBody(r *Reply) *Body {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kind != kindBody {
+		return nil
+	}
+	return r.body
+}

@@ -54,7 +54,7 @@ func leaderOf(t *testing.T, dir string, node, epoch int32) *replica.Replica {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	r, err := replica.Open(l, l.EndOffset(), replica.Config{LocalID: node, Topic: Topic})
+	r, err := replica.Open(l, l.EndOffset(), replica.Config{Env: replica.NewEnv(replica.Env{LocalID: node}), Topic: Topic})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,7 @@
 """confluent-kafka (librdkafka) against the broker."""
+import os
 import time
+import urllib.request
 
 import pytest
 from confluent_kafka import (Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer,
@@ -181,3 +183,62 @@ def test_admin_topic_lifecycle(bootstrap, admin):
     def gone():
         assert topic not in admin.list_topics(timeout=10).topics
     eventually(gone)
+
+
+def weir_fetch_counts():
+    """The broker's Fetch counters from WEIR_METRICS, or None against Apache Kafka."""
+    url = os.environ.get("WEIR_METRICS", "").strip()
+    if not url:
+        return None
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        body = resp.read().decode()
+    out = {}
+    for line in body.splitlines():
+        if line.startswith("weir_fetch_"):
+            name, _, v = line.rpartition(" ")
+            out[name] = float(v)
+    return out
+
+
+def test_fetch_without_sessions(bootstrap, make_topic):
+    """librdkafka does not implement fetch sessions (KIP-227): it sends every Fetch
+    sessionless (session 0, epoch -1). It reads every record once, unchanged; against weir
+    the broker counts only sessionless requests while it consumes, and a request parked
+    below fetch.min.bytes re-reads only the partitions that changed, so its reads stay at
+    about the partitions it names."""
+    topic = make_topic("sessionless", 20)
+    indexes = list(range(2000))
+    where = produce(bootstrap, topic, indexes)
+    before = weir_fetch_counts()
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("sessionless"),
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 200})
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in range(20)])
+        msgs, deadline = [], time.monotonic() + 60
+        while len(msgs) < len(indexes):
+            assert time.monotonic() < deadline, f"read {len(msgs)} of {len(indexes)} records"
+            for m in c.consume(num_messages=1000, timeout=0.5):
+                assert m.error() is None, m.error()
+                msgs.append(m)
+        verify_exactly_once(msgs, set(indexes), where)
+        idle_from = weir_fetch_counts()
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            assert not c.consume(num_messages=10, timeout=0.2), "a record past the data set"
+        idle_to = weir_fetch_counts()
+    finally:
+        c.close()
+    if before is None:
+        return
+    sessionless = 'weir_fetch_requests_total{kind="sessionless"}'
+    for kind in ("full", "incremental"):
+        k = f'weir_fetch_requests_total{{kind="{kind}"}}'
+        assert idle_to[k] == before[k], f"{kind} fetches from a client without sessions"
+    requests = idle_to[sessionless] - idle_from[sessionless]
+    named = idle_to['weir_fetch_request_partitions_total{kind="sessionless"}'] - \
+        idle_from['weir_fetch_request_partitions_total{kind="sessionless"}']
+    reads = idle_to['weir_fetch_partition_reads_total{kind="sessionless"}'] - \
+        idle_from['weir_fetch_partition_reads_total{kind="sessionless"}']
+    print(f"idle: {requests:.0f} sessionless fetches naming {named:.0f} partitions, {reads:.0f} reads")
+    assert requests >= 5, f"{requests} fetches in 3 idle seconds"
+    assert reads <= named + requests, f"{reads} partition reads for {named} named in {requests} parked fetches"

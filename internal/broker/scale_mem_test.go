@@ -1,0 +1,117 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/fetchsession"
+)
+
+// BenchmarkHostedReplicaHeap measures the live heap a never-written
+// partition costs each node of an in-process three-node cluster at RF 3
+// (every node hosts every partition: a third led, two thirds followed,
+// followers idle in their fetch sessions), as bench/cluster-scale does
+// for real processes. A warm-up topic opens the connections and sessions
+// first, so the figure is the growth per hosted replica.
+// WEIR_HEAP_PARTITIONS sets the partitions (default 6,000, in topics of
+// 50); WEIR_HEAP_PROFILE names a file for a heap profile.
+//
+//	go test -run XXX -bench BenchmarkHostedReplicaHeap -benchtime 1x ./internal/broker
+func BenchmarkHostedReplicaHeap(b *testing.B) {
+	n := 6000
+	if v, err := strconv.Atoi(os.Getenv("WEIR_HEAP_PARTITIONS")); err == nil && v > 0 {
+		n = v
+	}
+	for range b.N {
+		tc := startCluster(b, 3)
+		c := newClient(b, tc.brokers[0].addr)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		create := func(name string, parts int) {
+			req := kmsg.NewPtrCreateTopicsRequest()
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, int32(parts), 3
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if code := resp.Topics[0].ErrorCode; code != 0 && code != kerr.TopicAlreadyExists.Code {
+				b.Fatalf("create %s: %v", name, kerr.ErrorForCode(code))
+			}
+			for _, tb := range tc.brokers {
+				if err := tb.b.waitRegistry(ctx, func() bool { return tb.b.lookupTopic(name) != nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		create("warm", 3)
+		settle(b, tc)
+		before := liveHeap()
+		start := time.Now()
+		for i := 0; i < n/50; i++ {
+			create(fmt.Sprintf("t%d", i), 50)
+		}
+		created := time.Since(start)
+		settle(b, tc)
+		b.Logf("%d partitions created in %v, followers settled %v later", n/50*50, created.Round(time.Millisecond), (time.Since(start) - created).Round(time.Millisecond))
+		after := liveHeap()
+		b.ReportMetric(float64(after-before)/float64(3*(n/50)*50), "heap-B/hosted-replica")
+		if path := os.Getenv("WEIR_HEAP_PROFILE"); path != "" {
+			f, err := os.Create(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+}
+
+// settle waits until every follower's session on every leader holds what
+// it follows and the fetches are incremental and name nothing: since the
+// last activity seen, no full request and no partition named, and at
+// least two incremental requests on every leader.
+func settle(b *testing.B, tc *testCluster) {
+	stats := func() []fetchsession.Stats {
+		out := make([]fetchsession.Stats, len(tc.brokers))
+		for i, tb := range tc.brokers {
+			out[i] = tb.b.fetches.Stats()
+		}
+		return out
+	}
+	base := stats()
+	eventually(b, 5*time.Minute, func() error {
+		now := stats()
+		for i, st := range now {
+			if st.Requested[fetchsession.Incremental] != base[i].Requested[fetchsession.Incremental] ||
+				st.Requests[fetchsession.Full] != base[i].Requests[fetchsession.Full] {
+				base = now
+				return fmt.Errorf("followers still catching up")
+			}
+		}
+		for i, st := range now {
+			if st.Requests[fetchsession.Incremental] < base[i].Requests[fetchsession.Incremental]+2 {
+				return fmt.Errorf("node %d: waiting for idle fetches", i+1)
+			}
+		}
+		return nil
+	})
+}
+
+func liveHeap() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}

@@ -1,0 +1,91 @@
+// Package fetchsession is Kafka's incremental fetch sessions (KIP-227)
+// at both ends: the broker's cache of sessions, which admits every Fetch
+// request and decides which partitions it reads and answers, and the
+// fetcher's half (Client), which decides which partitions a request
+// names.
+//
+// # What it owns
+//
+//   - Cache: the sessions (max.incremental.fetch.session.cache.slots,
+//     Kafka's 1000), their ids and epochs, Kafka's eviction (an unused
+//     session past the eviction age goes first; otherwise a follower's
+//     session may take a consumer's slot, and a larger session a smaller
+//     one's once that one is older than the eviction age), the session
+//     errors (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
+//     FETCH_SESSION_TOPIC_ID_ERROR) and the counts of requests and
+//     partitions per kind (sessionless, full, incremental).
+//   - Session: each partition the fetcher reads, with what it asked and
+//     what the last answer told it (high watermark, log start offset), and
+//     Kafka's rule for which partitions an incremental answer carries:
+//     records, a changed high watermark or log start offset, an error, a
+//     divergence.
+//   - What a request reads. Every partition of a session is watched: the
+//     broker's partition holds a Mark per session and calls it after any
+//     change a fetch could see. A request reads the partitions marked
+//     since the last answer and those it names itself, and, parked below
+//     MinBytes, only those marked while it waited. Kafka's broker reads
+//     every partition of the session on every request; here an idle
+//     partition costs an incremental request nothing, so an idle
+//     follower's fetch, which names nothing, reads nothing. A partition
+//     whose answer carried records, an error or a divergence, or that had
+//     records the byte budget left out, is read by the next request
+//     even if nothing marks it, the starved ones before the served ones.
+//     Sessionless and full requests use the same machinery for the length
+//     of the request, so their parked re-reads follow what changed too.
+//   - Client: the fetcher's session with one broker (Kafka's
+//     FetchSessionHandler): full requests that open a session,
+//     incremental ones naming only the partitions whose data changed and
+//     forgetting those no longer fetched, and the way back to a full
+//     request after a session error or a lost answer.
+//
+// # What it does not own
+//
+// Reading partitions, byte budgets, waiting and timeouts, and the
+// response's per-partition fields: the broker does them (its Fetch
+// handler and partitions) and tells the session each read's Outcome.
+// The Client does not build Kafka requests: the fetcher (replica
+// fetcher, Go consumer) turns its Plan into one.
+//
+// # The API the broker calls
+//
+//	f, code := cache.Begin(req, followerID, now)   // -1 for a consumer; code != 0: answer it, session id 0, no partitions
+//	reads := f.Pending(nil)                        // read each; set Src to the partition read
+//	f.Bind(reads)
+//	parked: <-f.Wait() (with the timeout and the connection's context); reads = f.Pending(reads[:0]) ...
+//	res := f.Finish(now, outcomeOf)                // res.SessionID, res.ErrorCode, res.Include in order
+//
+// and the broker's partition implements Source: Watch/Unwatch add and
+// remove a Mark, and every change calls Mark on each one it holds.
+//
+// # Concurrency
+//
+// Lock order: Cache.mu, then a cached Session.mu; a new session's mu may
+// be held while taking Cache.mu (it is in no one else's hands yet);
+// Session.mu is held while calling a partition's Watch/Unwatch (which
+// take the partition's own lock); Session.qmu, the queue of marked
+// partitions, is a leaf taken under the partition's lock by Mark. No
+// lock is held while the broker reads a partition or waits. A request
+// admitted at the next epoch while an earlier one is still parked makes
+// the earlier one answer INVALID_FETCH_SESSION_EPOCH, as Kafka does, and
+// leaves what it read to the newer one. A Client is used by one
+// goroutine.
+//
+// # Differences from Kafka
+//
+// One cache, not eight shards: max.incremental.fetch.session.cache.slots
+// bounds the whole cache. The eviction age is Kafka's fixed 120 s. The
+// order of partitions in an incremental answer is the order they were
+// read (marked), not the session's. A follower broker's new session
+// replaces the one it had (a weir follower fetches from a leader with
+// one fetcher, and a session whose opening answer it lost would
+// otherwise hold every partition it follows until evicted).
+//
+// # Tests
+//
+// Transcripts of the cache (testdata/cache: sessions opened, used,
+// closed, errors, eviction, parked re-reads, rotation) and the client
+// (testdata/client); a Client against a Cache through random changes,
+// session errors, lost answers and evictions, checking after every
+// answer that the broker's session holds exactly what the client
+// believes (seeded, and a fuzz target).
+package fetchsession

@@ -1,0 +1,398 @@
+package fetchsession
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The session ids and epochs the protocol reserves (Kafka's FetchMetadata).
+const (
+	// InvalidID is no session: a request naming it opens none or asks
+	// for a new one; a response carrying it holds none.
+	InvalidID int32 = 0
+	// InitialEpoch asks for a full fetch that opens a session.
+	InitialEpoch int32 = 0
+	// FinalEpoch asks for a full fetch without a session (and closes the
+	// one named).
+	FinalEpoch int32 = -1
+)
+
+// NextEpoch is the epoch that follows e: FinalEpoch stays final, and the
+// largest epoch wraps to 1 (0 is the initial one).
+func NextEpoch(e int32) int32 {
+	switch {
+	case e < 0:
+		return FinalEpoch
+	case e == math.MaxInt32:
+		return 1
+	default:
+		return e + 1
+	}
+}
+
+// TopicRef names a topic in a session: by id in sessions of Fetch v13
+// and later (Name empty), by name before (ID zero).
+type TopicRef struct {
+	ID   [16]byte
+	Name string
+}
+
+// PartitionData is what a fetcher asks of one partition: the request
+// fields a session keeps so that an incremental request may leave the
+// partition out.
+type PartitionData struct {
+	FetchOffset int64
+	// LogStartOffset is the fetcher's own log start offset (followers);
+	// -1 for consumers.
+	LogStartOffset   int64
+	MaxBytes         int32
+	LeaderEpoch      int32 // CurrentLeaderEpoch; -1 when not given
+	LastFetchedEpoch int32 // -1 when not given
+}
+
+// Source is the broker's partition an entry reads, as the session sees
+// it: something that marks the sessions watching it when it changes.
+// Watch adds m to the partition's marks and Unwatch removes it; both are
+// called with the session's lock held and must not call back into the
+// session. The partition calls m.Mark (which only takes the session's
+// leaf queue lock) after anything that a fetch of it could see: an
+// append, a high watermark or log start move, a truncation, a leader or
+// epoch change, its removal.
+type Source interface {
+	Watch(m Mark)
+	Unwatch(m Mark)
+}
+
+// Mark is one entry of one session, as a partition holds it.
+type Mark struct {
+	s *Session
+	i int32
+}
+
+// Mark queues the entry for the session's next read and wakes a fetch
+// parked on the session. It never blocks.
+func (m Mark) Mark() { m.s.mark(m.i) }
+
+// Session is the session the mark belongs to.
+func (m Mark) Session() *Session { return m.s }
+
+// Session is the partitions one fetcher reads from this broker, with
+// what the last response told it of each (Kafka's FetchSession with its
+// CachedPartitions). A cached session lives in the Cache between
+// requests; a sessionless request, and a full one the cache had no room
+// for, use a Session of their own for the length of the request.
+//
+// Beyond Kafka's session, every entry is watched: its partition marks
+// it when it changes, and a request reads only the marked entries and
+// those the request itself names. A partition that did not change since
+// the last response costs an incremental request nothing.
+type Session struct {
+	id         int32
+	replica    int32 // the follower's broker id; -1 for a consumer
+	privileged bool
+	usesIDs    bool
+	created    time.Time
+
+	// Guarded by the Cache's mu.
+	lastUsed     time.Time
+	cachedSize   int  // size as of the last touch
+	evictableAll bool // as of the last touch: older than the eviction age
+	evictablePri bool // as of the last touch: evictable by a privileged session
+	inCache      bool
+	used         atomic.Int64 // lastUsed in Unix nanoseconds, for LastUsed
+
+	// mu guards everything below but the queue. A request holds it only
+	// while it changes or copies entries, never while it reads a
+	// partition or waits.
+	mu       sync.Mutex
+	epoch    int32 // the epoch the next incremental request must carry
+	topics   []sessionTopic
+	topicAt  map[TopicRef]int32
+	entries  []entry
+	free     []int32 // indexes of removed entries, for reuse
+	size     int
+	gen      uint32   // bumped by every request admitted
+	read     []uint64 // bit per entry: read by the request of gen
+	readGen  uint32   // the request read marks
+	watching bool     // every bound entry is in its partition's marks
+
+	// qmu guards the queue of marked entries; a leaf.
+	qmu    sync.Mutex
+	queue  []int32
+	queued []uint64 // bit per entry: in queue
+	c      chan struct{}
+}
+
+type sessionTopic struct {
+	ref   TopicRef
+	dense []int32         // partition -> entry index + 1 (0: none)
+	other map[int32]int32 // partitions too large or negative for dense
+}
+
+// entry is one partition of a session: what the fetcher asked last and
+// what the session last answered for it (72 bytes: sessions of followers
+// hold one per partition they follow).
+type entry struct {
+	data      PartitionData
+	topic     int32 // index in topics; -1 for a free slot
+	partition int32
+	hw        int64 // high watermark last answered; -1 after an error
+	logStart  int64 // this broker's log start offset last answered
+	src       Source
+}
+
+func (e *entry) used() bool { return e.topic >= 0 }
+
+func newSession(replica int32, usesIDs bool, now time.Time) *Session {
+	s := &Session{
+		replica: replica, privileged: replica >= 0, usesIDs: usesIDs, created: now, lastUsed: now,
+		topicAt: map[TopicRef]int32{}, c: make(chan struct{}, 1), cachedSize: -1,
+	}
+	s.used.Store(now.UnixNano())
+	return s
+}
+
+// Replica is the follower's broker id for a follower's session, -1 for a
+// consumer's.
+func (s *Session) Replica() int32 { return s.replica }
+
+// LastUsed is when the session's last request was admitted. While a
+// partition is in a follower's session and not named, each request of
+// the session says the follower is still at the offset it last named:
+// the leader uses this to know a follower was caught up on an idle
+// partition without reading it.
+func (s *Session) LastUsed() time.Time { return time.Unix(0, s.used.Load()) }
+
+// ID is the session's id; InvalidID for a session not in the cache.
+func (s *Session) ID() int32 { return s.id }
+
+// Size is the number of partitions in the session.
+func (s *Session) Size() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size
+}
+
+// denseSlack bounds how far past its current end a topic's dense index
+// grows for one partition number: a request naming partition 2^31-1 of
+// many topics must not allocate gigabytes.
+const denseSlack = 256
+
+// find returns the index of (topic, partition), or -1. mu held.
+func (s *Session) find(ref TopicRef, partition int32) int32 {
+	ti, ok := s.topicAt[ref]
+	if !ok {
+		return -1
+	}
+	t := &s.topics[ti]
+	if partition >= 0 && int(partition) < len(t.dense) {
+		return t.dense[partition] - 1
+	}
+	if i, ok := t.other[partition]; ok {
+		return i
+	}
+	return -1
+}
+
+// put adds or updates (topic, partition) with d, queues it for reading,
+// and reports whether it was added. mu held.
+func (s *Session) put(ref TopicRef, partition int32, d PartitionData) (int32, bool) {
+	if i := s.find(ref, partition); i >= 0 {
+		s.entries[i].data = d
+		s.mark(i)
+		return i, false
+	}
+	ti, ok := s.topicAt[ref]
+	if !ok {
+		ti = int32(len(s.topics))
+		s.topics = append(s.topics, sessionTopic{ref: ref})
+		s.topicAt[ref] = ti
+	}
+	var i int32
+	e := entry{topic: ti, partition: partition, data: d, hw: -1, logStart: -1}
+	if n := len(s.free); n > 0 {
+		i = s.free[n-1]
+		s.free = s.free[:n-1]
+		s.entries[i] = e
+	} else {
+		i = int32(len(s.entries))
+		if len(s.entries) == cap(s.entries) {
+			// Grow by an eighth, not double: a follower's session holds
+			// tens of thousands of partitions and gains them a few at a
+			// time.
+			grown := make([]entry, len(s.entries), len(s.entries)+max(16, len(s.entries)/8))
+			copy(grown, s.entries)
+			s.entries = grown
+		}
+		s.entries = append(s.entries, e)
+		if need := len(s.entries)/64 + 1; len(s.read) < need {
+			s.read = append(s.read, make([]uint64, need-len(s.read))...)
+		}
+		s.qmu.Lock()
+		if need := len(s.entries)/64 + 1; len(s.queued) < need {
+			s.queued = append(s.queued, make([]uint64, need-len(s.queued))...)
+		}
+		s.qmu.Unlock()
+	}
+	t := &s.topics[ti]
+	switch {
+	case partition >= 0 && int(partition) < len(t.dense):
+		t.dense[partition] = i + 1
+	case partition >= 0 && int(partition) < len(t.dense)+denseSlack:
+		t.dense = append(t.dense, make([]int32, int(partition)+1-len(t.dense))...)
+		t.dense[partition] = i + 1
+	default:
+		if t.other == nil {
+			t.other = map[int32]int32{}
+		}
+		t.other[partition] = i
+	}
+	s.size++
+	s.mark(i)
+	return i, true
+}
+
+// remove drops (topic, partition) and reports whether it was there. mu
+// held.
+func (s *Session) remove(ref TopicRef, partition int32) bool {
+	i := s.find(ref, partition)
+	if i < 0 {
+		return false
+	}
+	e := &s.entries[i]
+	if e.src != nil && s.watching {
+		e.src.Unwatch(Mark{s, i})
+	}
+	t := &s.topics[e.topic]
+	if partition >= 0 && int(partition) < len(t.dense) {
+		t.dense[partition] = 0
+	} else {
+		delete(t.other, partition)
+	}
+	*e = entry{topic: -1}
+	s.free = append(s.free, i)
+	s.size--
+	return true
+}
+
+// mark queues entry i unless it is queued already, and wakes a parked
+// request. It takes only qmu.
+func (s *Session) mark(i int32) {
+	s.qmu.Lock()
+	w, bit := i/64, uint64(1)<<(i%64)
+	if int(w) < len(s.queued) && s.queued[w]&bit == 0 {
+		s.queued[w] |= bit
+		s.queue = append(s.queue, i)
+	}
+	s.qmu.Unlock()
+	select {
+	case s.c <- struct{}{}:
+	default:
+	}
+}
+
+// drain takes the queued entries, oldest first. mu held.
+func (s *Session) drain() []int32 {
+	s.qmu.Lock()
+	q := s.queue
+	s.queue = nil
+	for _, i := range q {
+		s.queued[i/64] &^= 1 << (i % 64)
+	}
+	s.qmu.Unlock()
+	return q
+}
+
+// watch puts every bound entry in its partition's marks. mu held.
+func (s *Session) watch() {
+	if s.watching {
+		return
+	}
+	s.watching = true
+	for i := range s.entries {
+		if e := &s.entries[i]; e.used() && e.src != nil {
+			e.src.Watch(Mark{s, int32(i)})
+		}
+	}
+}
+
+// unwatch takes every entry out of its partition's marks. mu held.
+func (s *Session) unwatch() {
+	if !s.watching {
+		return
+	}
+	s.watching = false
+	for i := range s.entries {
+		if e := &s.entries[i]; e.used() && e.src != nil {
+			e.src.Unwatch(Mark{s, int32(i)})
+		}
+	}
+}
+
+// bind records the partition entry i reads, moving its mark when the
+// partition changed (the registry replaced it). mu held.
+func (s *Session) bind(i int32, src Source) {
+	e := &s.entries[i]
+	if !e.used() || e.src == src {
+		return
+	}
+	if s.watching {
+		if e.src != nil {
+			e.src.Unwatch(Mark{s, i})
+		}
+		if src != nil {
+			src.Watch(Mark{s, i})
+		}
+	}
+	e.src = src
+}
+
+// markRead records that the request of gen read entry i, and reports
+// whether it is the first time. mu held.
+func (s *Session) markRead(gen uint32, i int32) bool {
+	if s.readGen != gen {
+		clear(s.read)
+		s.readGen = gen
+	}
+	w, bit := i/64, uint64(1)<<(i%64)
+	if s.read[w]&bit != 0 {
+		return false
+	}
+	s.read[w] |= bit
+	return true
+}
+
+// wasRead reports whether the request of gen read entry i. mu held.
+func (s *Session) wasRead(gen uint32, i int32) bool {
+	return s.readGen == gen && s.read[i/64]&(uint64(1)<<(i%64)) != 0
+}
+
+// mustRespond is Kafka's rule for whether an incremental response
+// carries a partition, applied to what a read found; with update it also
+// remembers what the response tells the fetcher.
+func (e *entry) mustRespond(o Outcome, update bool) bool {
+	must := o.Bytes > 0 || o.Diverging
+	if e.hw != o.HighWatermark {
+		must = true
+		if update {
+			e.hw = o.HighWatermark
+		}
+	}
+	if e.logStart != o.LogStartOffset {
+		must = true
+		if update {
+			e.logStart = o.LogStartOffset
+		}
+	}
+	if o.ErrorCode != 0 {
+		// Errors go out every time; a high watermark of -1 makes the
+		// partition go out once more when the error clears.
+		must = true
+		if update {
+			e.hw = -1
+		}
+	}
+	return must
+}
