@@ -214,11 +214,11 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.authz, b.quotas = az, newQuotas(settings)
-	b.producerIDs = producer.NewAllocator(controllerReserver{b}, producer.DefaultBlockSize)
 	b.fetches = fetchsession.NewCache(fetchsession.Config{Slots: int(settings.Int(config.FetchSessionCacheSlots))})
 	if err := b.openQuorum(); err != nil {
 		return nil, err
 	}
+	b.producerIDs = producer.NewAllocator(kraft.ProducerIDReserver{Client: b.ctl, BrokerID: cfg.NodeID, Epoch: b.brokerEpoch, Ctx: b.ctx}, producer.DefaultBlockSize)
 	b.syncer = wlog.NewSyncer(0)
 	b.logDir = logdir.New(logdir.Config{Path: cfg.DataDir, Logger: b.logger, OnChange: b.logDirChanged})
 	b.logEnv = wlog.NewEnv(wlog.Options{Logger: b.logger, Now: b.now, Syncer: b.syncer, OnIOError: b.logDir.Failed})
@@ -245,10 +245,10 @@ func New(cfg Config) (*Broker, error) {
 		b.node.Close()
 		return nil, err
 	}
-	if cfg.Quorum.single(cfg.NodeID) {
+	if cfg.Quorum.Single(cfg.NodeID) {
 		// A quorum of one elects itself at once; wait for it so that the
 		// registry below already holds every topic.
-		if err := b.waitController(30 * time.Second); err != nil {
+		if err := b.node.WaitController(30 * time.Second); err != nil {
 			b.Close()
 			return nil, err
 		}
@@ -263,7 +263,7 @@ func New(cfg Config) (*Broker, error) {
 	b.applyUpdate(first)
 	b.wg.Add(1)
 	go b.metadataLoop(sub)
-	if !cfg.Quorum.single(cfg.NodeID) {
+	if !cfg.Quorum.Single(cfg.NodeID) {
 		b.wg.Add(3)
 		go func() {
 			defer b.wg.Done()

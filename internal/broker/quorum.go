@@ -2,10 +2,8 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -16,46 +14,12 @@ import (
 	"weir/internal/controller"
 	"weir/internal/kraft"
 	"weir/internal/metadata"
-	"weir/internal/quorum"
 	"weir/internal/sharestate"
 )
 
-// QuorumConfig says how the broker takes part in the metadata quorum.
-// The zero value is a single node: a one-voter quorum of this node alone,
-// with no raft port.
-type QuorumConfig struct {
-	// RaftAddr is the host:port of this node's raft transport. Empty for
-	// a single node.
-	RaftAddr string
-	// Voters are the quorum's voters (controller.quorum.voters); empty
-	// means this node alone.
-	Voters []quorum.Peer
-	// NonVoters are the other brokers, which follow the metadata log
-	// without voting.
-	NonVoters []quorum.Peer
-	// ClusterID is the cluster's id. Empty derives it from the voter list
-	// (every node of a cluster computes the same one), or picks a random
-	// one for a single node, kept in the metadata directory.
-	ClusterID string
-	// SessionTimeout is broker.session.timeout.ms (default 9 s);
-	// HeartbeatInterval broker.heartbeat.interval.ms (default 2 s).
-	SessionTimeout    time.Duration
-	HeartbeatInterval time.Duration
-	// ControllerBootstrap are Kafka listener addresses of quorum voters,
-	// tried while this node does not know the raft leader (a restarted
-	// node learns it only when the leader next reaches it). The brokers of
-	// the applied image are tried too.
-	ControllerBootstrap []string
-	// RaftTimeout is the raft heartbeat, election and lease timeout of a
-	// multi-node quorum; zero keeps internal/quorum's 2 s.
-	RaftTimeout time.Duration
-	// StartTimeout bounds how long Start waits for the controller to
-	// unfence this broker (default 30 s).
-	StartTimeout time.Duration
-}
-
-// metadataDir holds the raft log, stable store and metadata snapshots.
-const metadataDir = "__cluster_metadata"
+// QuorumConfig says how the broker takes part in the metadata quorum
+// (kraft.QuorumConfig); the zero value is a single node.
+type QuorumConfig = kraft.QuorumConfig
 
 // Listener is one endpoint of the broker: a listener's name (Kafka's
 // upper case), the host and port clients are told, and its security
@@ -102,110 +66,34 @@ func (b *Broker) endpointFor(br *metadata.Broker, listener string) (kmsg.Metadat
 	return kmsg.MetadataResponseBroker{}, false
 }
 
-// single reports whether the broker is a quorum of one.
-func (c QuorumConfig) single(self int32) bool {
-	return len(c.Voters) == 0 || (len(c.Voters) == 1 && c.Voters[0].ID == self && len(c.NonVoters) == 0)
-}
-
 // openQuorum opens this node of the metadata quorum and the client the
 // broker sends controller requests with.
 func (b *Broker) openQuorum() error {
-	cc := b.cfg.Quorum
-	voters := cc.Voters
-	raftAddr := cc.RaftAddr
-	if cc.single(b.cfg.NodeID) {
-		voters = []quorum.Peer{{ID: b.cfg.NodeID, Addr: "node-" + itoa(b.cfg.NodeID)}}
-		raftAddr = ""
-	} else if raftAddr == "" {
-		return errors.New("broker: a node of a multi-node quorum needs a raft address")
-	}
-	dir := filepath.Join(b.cfg.DataDir, metadataDir)
-	id, err := kraft.LoadClusterID(dir, cc.ClusterID, voters)
-	if err != nil {
-		return err
-	}
-	if err := kraft.EnsureKafkaMetaProperties(dir, id, b.cfg.NodeID); err != nil {
-		return err
-	}
-	b.clusterID = id
-	settings := b.settings()
-	n, err := kraft.Open(kraft.Config{
-		ID: b.cfg.NodeID, Dir: dir, RaftAddr: raftAddr, Voters: voters, NonVoters: cc.NonVoters,
-		Logger:           b.logger,
-		HeartbeatTimeout: lonelyZero(raftAddr, cc.RaftTimeout), ElectionTimeout: lonelyZero(raftAddr, cc.RaftTimeout),
-		LeaderLeaseTimeout: lonelyZero(raftAddr, cc.RaftTimeout),
+	j, err := kraft.Join(kraft.JoinConfig{
+		NodeID: b.cfg.NodeID, DataDir: b.cfg.DataDir, Quorum: b.cfg.Quorum, Logger: b.logger,
 		Controller: controller.Config{
-			ClusterID:                id,
-			SessionTimeout:           cc.SessionTimeout,
 			DefaultPartitions:        b.cfg.NumPartitions,
-			DefaultReplicationFactor: int16(settings.Int(config.DefaultReplicationFactor)),
+			DefaultReplicationFactor: int16(b.settings().Int(config.DefaultReplicationFactor)),
 			Logger:                   b.logger,
 			Configs:                  configPolicy{b},
 		},
+		InterBrokerListener: b.interBrokerListener, KnownBrokers: b.knownBrokers,
+		ClientID: brokerClientPrefix + itoa(b.cfg.NodeID), Dial: b.cfg.InterBrokerDial,
 	})
 	if err != nil {
-		return fmt.Errorf("broker: metadata quorum: %w", err)
+		return fmt.Errorf("broker: %w", err)
 	}
-	b.node = n
-	b.ctl = kraft.NewKafkaClient(kraft.KafkaClientConfig{
-		Leader: n.Leader, Resolve: kraft.ListenerResolver(n, b.interBrokerListener), Local: n,
-		Bootstrap: cc.ControllerBootstrap, BootstrapFunc: b.knownBrokers,
-		ClientID: brokerClientPrefix + itoa(b.cfg.NodeID), Logger: b.logger,
-		Dial: b.cfg.InterBrokerDial,
-	})
+	b.node, b.ctl, b.clusterID = j.Node, j.Client, j.ClusterID
 	return nil
 }
 
-// lonelyZero is d for a multi-node quorum and zero (the quick default)
-// for a single node.
-func lonelyZero(raftAddr string, d time.Duration) time.Duration {
-	if raftAddr == "" {
+// brokerEpoch is this broker's registration epoch (0 before it
+// registered), for the controller's producer id blocks.
+func (b *Broker) brokerEpoch() int64 {
+	if b.life == nil {
 		return 0
 	}
-	return d
-}
-
-// waitController waits until this node runs the active controller, which
-// on a single node means its whole log is applied (the controller starts
-// after a raft barrier).
-func (b *Broker) waitController(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		if _, err := b.node.Controller(); err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("broker: the metadata quorum of one did not elect itself within %v", timeout)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-// controllerReserver hands out producer ids in blocks the controller
-// allocates (AllocateProducerIds), so ids are unique across the cluster.
-type controllerReserver struct{ b *Broker }
-
-func (r controllerReserver) Reserve(n int64) (int64, error) {
-	b := r.b
-	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrAllocateProducerIDsRequest()
-	req.BrokerID = b.cfg.NodeID
-	if b.life != nil {
-		req.BrokerEpoch = b.life.Epoch()
-	}
-	resp, err := b.ctl.Admin(ctx, req)
-	if err != nil {
-		return 0, controllerError(err)
-	}
-	ar := resp.(*kmsg.AllocateProducerIDsResponse)
-	if ar.ErrorCode != 0 {
-		return 0, kerr.ErrorForCode(ar.ErrorCode)
-	}
-	if int64(ar.ProducerIDLen) < n {
-		return 0, fmt.Errorf("%w: the controller handed out %d producer ids, %d needed", kerr.UnknownServerError, ar.ProducerIDLen, n)
-	}
-	return ar.ProducerIDStart, nil
+	return b.life.Epoch()
 }
 
 // knownBrokers lists the listeners of the other brokers in the image.
@@ -275,7 +163,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("broker: unfencing not applied here: %w", err)
 	}
-	if b.cfg.Quorum.single(b.cfg.NodeID) {
+	if b.cfg.Quorum.Single(b.cfg.NodeID) {
 		// A cluster creates it on the first FindCoordinator, once its
 		// brokers are up to hold the replicas; a single node at once.
 		if err := b.ensureOffsetsTopic(ctx); err != nil {
@@ -479,17 +367,8 @@ func (b *Broker) signalRegistry() {
 }
 
 // controllerError turns a failed controller call into the Kafka error a
-// client should see: one it can retry.
-func controllerError(err error) error {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return err
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%w: %v", kerr.RequestTimedOut, err)
-	}
-	return fmt.Errorf("%w: %v", kerr.NotController, err)
-}
+// client should see (kraft.ClientError).
+var controllerError = kraft.ClientError
 
 // imageTopicConfigs returns a topic's overrides in img.
 func imageTopicConfigs(img *metadata.Image, name string) map[string]string {

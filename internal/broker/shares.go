@@ -44,7 +44,7 @@ func (b *Broker) statePartitions() int32 {
 	switch {
 	case b.cfg.Share.StatePartitions > 0:
 		return b.cfg.Share.StatePartitions
-	case b.cfg.Quorum.single(b.cfg.NodeID):
+	case b.cfg.Quorum.Single(b.cfg.NodeID):
 		return 1
 	}
 	return 50

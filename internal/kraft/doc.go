@@ -28,6 +28,13 @@
 //     Controller returns the submit handle (Active) or a
 //     *NotControllerError with the leader's id. The leader also adds the
 //     configured non-voters to the raft configuration.
+//   - Join (join.go): a broker's way into the quorum from its
+//     QuorumConfig: loads or derives the cluster id, writes Kafka's
+//     meta.properties, opens the Node (quick raft timeouts for a quorum
+//     of one) and the KafkaClient the broker sends controller requests
+//     with; Node.WaitController; ProducerIDReserver, the producer id
+//     blocks the controller allocates; ClientError, what a client sees of
+//     a failed controller call.
 //   - HandleControllerRequest and the NOT_CONTROLLER answers
 //     (dispatch.go, notcontroller.go): the server-side entry point for
 //     the ControllerKeys.
