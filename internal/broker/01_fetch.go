@@ -12,6 +12,7 @@ import (
 	wlog "weir/internal/log"
 	"weir/internal/replica"
 	"weir/internal/server"
+	"weir/internal/splice"
 )
 
 // Fetch v4-18, with fetch sessions (KIP-227, internal/fetchsession): a
@@ -100,7 +101,7 @@ type fetchRun struct {
 // DivergingEpoch, which it cannot act on while the fetch is held.
 type partResult struct {
 	sp     kmsg.FetchResponseTopicPartition
-	fr     *fetchRecords
+	fr     *splice.Part
 	hint   leaderHint
 	hinted bool
 	urgent bool
@@ -210,8 +211,8 @@ func (run *fetchRun) read(rd *fetchsession.Read) {
 	}
 	pr.out.HighWatermark, pr.out.LogStartOffset, pr.out.ErrorCode = sp.HighWatermark, sp.LogStartOffset, sp.ErrorCode
 	if pr.fr != nil {
-		pr.out.Bytes = pr.fr.size
-		run.bytes += pr.fr.size
+		pr.out.Bytes = pr.fr.Size
+		run.bytes += pr.fr.Size
 	}
 	pr.urgent = (sp.ErrorCode != 0 && !held) || pr.out.Diverging
 	if pr.urgent {
@@ -255,7 +256,7 @@ func (run *fetchRun) body(ctx context.Context) (*server.Body, error) {
 	})
 	resp := run.r.ResponseKind().(*kmsg.FetchResponse)
 	resp.SessionID, resp.ErrorCode = res.SessionID, res.ErrorCode
-	var recs []*fetchRecords
+	var recs []*splice.Part
 	var hints hintSet
 	for _, in := range res.Include {
 		pr := run.results[in.Index]
@@ -284,7 +285,8 @@ func (run *fetchRun) body(ctx context.Context) (*server.Body, error) {
 		}
 	}
 	resp = verdictOf(ctx).Finish(resp).(*kmsg.FetchResponse)
-	return encodeFetchBody(resp, run.r.Version, recs)
+	resp.SetVersion(run.r.Version)
+	return splice.Body(resp.AppendTo(nil), resp.IsFlexible(), recs)
 }
 
 // leadershipPending reports whether a follower's fetch names, for a
@@ -312,7 +314,7 @@ func (b *Broker) leadershipPending(t *topic, index, epoch int32) bool {
 // want of budget. The first partition with data may exceed the byte
 // budget by one batch so that a consumer always makes progress (KIP-74).
 // read_committed reads stop at the last stable offset (readIsolated).
-func (b *Broker) readPartition(p *partition, d *fetchsession.PartitionData, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool, iso wlog.Isolation) (int16, *fetchRecords, bool) {
+func (b *Broker) readPartition(p *partition, d *fetchsession.PartitionData, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool, iso wlog.Isolation) (int16, *splice.Part, bool) {
 	if code := checkLeaderEpoch(p, d.LeaderEpoch); code != 0 {
 		return code, nil, false
 	}
@@ -335,8 +337,8 @@ func (b *Broker) readPartition(p *partition, d *fetchsession.PartitionData, sp *
 	if res.Bytes == 0 {
 		return 0, nil, false
 	}
-	fr := &fetchRecords{marker: newMarker(), ranges: res.Ranges, size: res.Bytes}
-	sp.RecordBatches = fr.marker[:]
+	fr := splice.FromRanges(res.Ranges, res.Bytes)
+	sp.RecordBatches = fr.Marker[:]
 	return 0, fr, false
 }
 
@@ -367,7 +369,7 @@ func fetchReplicaID(r *kmsg.FetchRequest) int32 {
 // readForFollower serves one partition of a follower's fetch as its
 // leader: records up to the log end (not the high watermark), and the
 // follower's progress moves the high watermark and the ISR.
-func (b *Broker) readForFollower(p *partition, r *kmsg.FetchRequest, follower int32, d *fetchsession.PartitionData, sp *kmsg.FetchResponseTopicPartition, budget int64) (int16, *fetchRecords) {
+func (b *Broker) readForFollower(p *partition, r *kmsg.FetchRequest, follower int32, d *fetchsession.PartitionData, sp *kmsg.FetchResponseTopicPartition, budget int64) (int16, *splice.Part) {
 	epoch := int64(-1)
 	if r.Version >= 15 {
 		epoch = r.ReplicaState.Epoch
@@ -389,7 +391,7 @@ func (b *Broker) readForFollower(p *partition, r *kmsg.FetchRequest, follower in
 	if res.Bytes == 0 {
 		return 0, nil
 	}
-	fr := &fetchRecords{marker: newMarker(), ranges: res.Ranges, size: res.Bytes}
-	sp.RecordBatches = fr.marker[:]
+	fr := splice.FromRanges(res.Ranges, res.Bytes)
+	sp.RecordBatches = fr.Marker[:]
 	return 0, fr
 }

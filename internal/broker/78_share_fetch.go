@@ -8,6 +8,7 @@ import (
 
 	"weir/internal/server"
 	"weir/internal/sharegroup"
+	"weir/internal/splice"
 )
 
 // ShareFetch v1-2 (KIP-932; v2 adds ShareAcquireMode, KIP-1206, and
@@ -16,7 +17,7 @@ import (
 // Kafka's order. This handler only parks a fetch that acquired nothing
 // (off the request path, until records or MaxWaitMs) and encodes the
 // answer with the records spliced in from the segment files
-// (share_fetch_body.go).
+// (internal/splice).
 var _ = register(handler{key: 78, min: 1, max: 2, serve: (*Broker).handleShareFetch})
 
 func (b *Broker) handleShareFetch(ctx context.Context, req *server.Request) *server.Reply {
@@ -65,11 +66,13 @@ func (b *Broker) handleShareFetch(ctx context.Context, req *server.Request) *ser
 // (fin: the partitions it denied), with a marker in place of each
 // partition's records, and splices the records in.
 func shareFetchBody(f *sharegroup.Fetch, version int16, fin func(kmsg.Response) kmsg.Response) (*server.Body, error) {
-	var recs []markedRecords
+	var parts []*splice.Part
 	resp := f.Response(func(r *sharegroup.Records) []byte {
-		m := markedRecords{marker: newMarker(), recs: r}
-		recs = append(recs, m)
-		return m.marker[:]
+		p := &splice.Part{Marker: splice.NewMarker(), Pieces: r.Pieces, Size: r.Size}
+		parts = append(parts, p)
+		return p.Marker[:]
 	})
-	return encodeShareFetchBody(fin(resp).(*kmsg.ShareFetchResponse), version, recs)
+	out := fin(resp)
+	out.SetVersion(version)
+	return splice.Body(out.AppendTo(nil), true, parts)
 }

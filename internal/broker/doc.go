@@ -64,7 +64,7 @@
 // partitions, the group coordinator's records, group configs, the
 // inter-broker transport); the handlers 76-79, 84, 85 and 90-92 call them,
 // and ShareFetch's records are spliced into its encoding here
-// (share_fetch_body.go).
+// (internal/splice).
 //
 // # What it does not own
 //
@@ -103,7 +103,7 @@
 // Fetch responses are encoded by kmsg with a unique marker in place of
 // each partition's records, then cut at the markers: the records go from
 // segment files to the socket as file ranges (sendfile), never through
-// user space (fetch_body.go).
+// user space (internal/splice).
 //
 // # Null storage (benchmarking only)
 //

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/fetchsession"
+	"weir/internal/splice"
 )
 
 // nullBatch is a partition's template in NullStorage mode (a benchmarking
@@ -40,7 +41,7 @@ func (p *partition) keepNullBatch(batch []byte, n int64) {
 // handed out by less than one batch; a fetch at or past them reads
 // nothing. The load is served from memory, so what a consumer reaches
 // here is its own ceiling on this machine.
-func readNullPartition(p *partition, rp *fetchsession.PartitionData, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool) (int16, *fetchRecords) {
+func readNullPartition(p *partition, rp *fetchsession.PartitionData, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool) (int16, *splice.Part) {
 	if code := checkLeaderEpoch(p, rp.LeaderEpoch); code != 0 {
 		return code, nil
 	}
@@ -67,13 +68,12 @@ func readNullPartition(p *partition, rp *fetchsession.PartitionData, sp *kmsg.Fe
 	// template's remainder, shared: the writev gathers them, so serving
 	// a fetch copies nothing in user space, as sendfile does for a log.
 	offsets := make([]byte, 8*n)
-	parts := make([][]byte, 0, 2*n)
+	fr := &splice.Part{Marker: splice.NewMarker(), Pieces: make([]splice.Piece, 0, 2*n), Size: n * size}
 	for i := range n {
 		o := offsets[8*i : 8*i+8]
 		binary.BigEndian.PutUint64(o, uint64(rp.FetchOffset+i*t.records))
-		parts = append(parts, o, t.batch[8:])
+		fr.Pieces = append(fr.Pieces, splice.Piece{Bytes: o}, splice.Piece{Bytes: t.batch[8:]})
 	}
-	fr := &fetchRecords{marker: newMarker(), inline: parts, size: n * size}
-	sp.RecordBatches = fr.marker[:]
+	sp.RecordBatches = fr.Marker[:]
 	return 0, fr
 }

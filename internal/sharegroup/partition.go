@@ -14,6 +14,7 @@ import (
 	"weir/internal/replica"
 	"weir/internal/share"
 	"weir/internal/sharestate"
+	"weir/internal/splice"
 )
 
 // sharePartition is one share partition (group, topic, partition) served
@@ -484,10 +485,7 @@ type Records struct {
 }
 
 // Piece is a file range, or Bytes when it is not nil.
-type Piece struct {
-	File  wlog.FileRange
-	Bytes []byte
-}
+type Piece = splice.Piece
 
 // addFile appends a file range, merging it with the previous piece when
 // it continues it.
