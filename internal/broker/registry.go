@@ -193,7 +193,12 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 			p = &partition{topic: t, index: i}
 		}
 		moved := p.setState(s, self)
-		*roles = append(*roles, roleChange{p, s, moved})
+		// A led partition whose ISR lacks a replica is read again for
+		// every fetch session: a follower that is caught up and idle
+		// names nothing in its incremental fetches, and only a read of
+		// the partition for it can put it back in the ISR.
+		wake := moved || (s.Leader() == self && len(s.ISR()) < len(s.Replicas()))
+		*roles = append(*roles, roleChange{p, s, wake})
 		parts[i] = p
 		return true
 	})
