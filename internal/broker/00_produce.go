@@ -166,9 +166,8 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16, txn pr
 	}
 	if b.cfg.NullStorage {
 		n := int64(h.LastOffsetDelta) + 1
-		last := p.nullEnd.Add(n) - 1
-		p.keepNullBatch(records, n)
-		return replica.AppendResult{AppendResult: wlog.AppendResult{BaseOffset: last - n + 1, LastOffset: last, LogAppendTime: -1}}, nil
+		base, last := p.null.Append(records, n, p.leaderEpoch.Load())
+		return replica.AppendResult{AppendResult: wlog.AppendResult{BaseOffset: base, LastOffset: last, LogAppendTime: -1}}, nil
 	}
 	opts := b.appendOptions(p)
 	if txn.guard != nil && h.IsTransactional() {

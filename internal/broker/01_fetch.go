@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/admission"
 	"weir/internal/fetchsession"
 	wlog "weir/internal/log"
 	"weir/internal/replica"
@@ -31,13 +32,13 @@ import (
 // partitions its principal may not read (answered
 // TOPIC_AUTHORIZATION_FAILED) answers at once. A consumer over its
 // consumer_byte_rate quota gets an answer without records and its
-// throttle time (security.go; its session is left as it was, as Kafka
+// throttle time (internal/admission; its session is left as it was, as Kafka
 // does), and its MaxBytes is capped at what the quota allows in a window.
 var _ = register(handler{key: 1, min: 4, max: 18, serve: (*Broker).handleFetch})
 
 func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.Reply {
 	r := req.Body.(*kmsg.FetchRequest)
-	if limit := b.fetchLimit(ctx); limit < r.MaxBytes {
+	if limit := b.gate.FetchLimit(ctx); limit < r.MaxBytes {
 		r.MaxBytes = limit
 	}
 	follower := fetchReplicaID(r)
@@ -48,7 +49,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.R
 		return server.Ready(resp)
 	}
 	run := &fetchRun{b: b, r: r, f: f, follower: follower, listener: req.Conn.Listener, results: map[int32]*partResult{}}
-	if verdictOf(ctx).Partial {
+	if admission.VerdictOf(ctx).Partial {
 		run.urgent++ // denied partitions are answered at once
 	}
 	run.readPending()
@@ -66,7 +67,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.R
 			reply.CompleteClose()
 			return
 		}
-		if d, throttled := b.fetchQuota(ctx, run.bytes); throttled {
+		if d, throttled := b.gate.FetchQuota(ctx, run.bytes); throttled {
 			reply.MuteUntil(time.Now().Add(d)).Complete(run.throttled(d))
 			return
 		}
@@ -222,7 +223,7 @@ func (run *fetchRun) read(rd *fetchsession.Read) {
 }
 
 func (run *fetchRun) reply(ctx context.Context) *server.Reply {
-	if d, throttled := run.b.fetchQuota(ctx, run.bytes); throttled {
+	if d, throttled := run.b.gate.FetchQuota(ctx, run.bytes); throttled {
 		return server.Ready(run.throttled(d)).MuteUntil(time.Now().Add(d))
 	}
 	body, err := run.body(ctx)
@@ -284,7 +285,7 @@ func (run *fetchRun) body(ctx context.Context) (*server.Body, error) {
 			resp.Brokers = append(resp.Brokers, br)
 		}
 	}
-	resp = verdictOf(ctx).Finish(resp).(*kmsg.FetchResponse)
+	resp = admission.VerdictOf(ctx).Finish(resp).(*kmsg.FetchResponse)
 	resp.SetVersion(run.r.Version)
 	return splice.Body(resp.AppendTo(nil), resp.IsFlexible(), recs)
 }

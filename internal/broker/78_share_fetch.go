@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/admission"
 	"weir/internal/server"
 	"weir/internal/sharegroup"
 	"weir/internal/splice"
@@ -22,7 +23,7 @@ var _ = register(handler{key: 78, min: 1, max: 2, serve: (*Broker).handleShareFe
 
 func (b *Broker) handleShareFetch(ctx context.Context, req *server.Request) *server.Reply {
 	f := b.shares.ShareFetch(ctx, req.Body.(*kmsg.ShareFetchRequest))
-	version, fin := req.Version, verdictOf(ctx).Finish
+	version, fin := req.Version, admission.VerdictOf(ctx).Finish
 	if after, refused := f.Refused(); refused {
 		return b.async(ctx, func(ctx context.Context) kmsg.Response {
 			select {

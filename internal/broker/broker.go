@@ -15,7 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"weir/internal/authz"
+	"weir/internal/admission"
 	"weir/internal/cleaner"
 	"weir/internal/config"
 	"weir/internal/errcode"
@@ -27,7 +27,6 @@ import (
 	"weir/internal/logdir"
 	"weir/internal/metadata"
 	"weir/internal/producer"
-	"weir/internal/quota"
 	"weir/internal/replica"
 	"weir/internal/server"
 	"weir/internal/sharegroup"
@@ -117,12 +116,11 @@ type Broker struct {
 	now       func() time.Time
 	clusterID string
 
-	syncer   *wlog.Syncer      // does every partition log's fsyncs
-	logDir   *logdir.Dir       // the data directory's health (logdir.go)
-	logEnv   *wlog.Env         // what every partition log shares (logger, clock, syncer)
-	cleaner  *cleaner.Cleaner  // compacts the logs of compacted topics (cleaner.go)
-	authz    *authz.Authorizer // ACL decisions over the metadata image (security.go)
-	quotas   *quota.Manager    // client quotas (security.go)
+	syncer   *wlog.Syncer     // does every partition log's fsyncs
+	logDir   *logdir.Dir      // the data directory's health (logdir.go)
+	logEnv   *wlog.Env        // what every partition log shares (logger, clock, syncer)
+	cleaner  *cleaner.Cleaner // compacts the logs of compacted topics (cleaner.go)
+	gate     *admission.Gate  // authorization and client quotas of every request (security.go)
 	conf     atomic.Pointer[config.Broker]
 	baseConf *config.Broker // the static configuration, without dynamic overrides
 
@@ -209,11 +207,11 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.baseConf = settings
 	b.conf.Store(settings)
-	az, err := newAuthorizer(settings)
+	gate, err := admission.New(admission.Config{Settings: settings, Image: b.img.Load, Forwarded: fromBroker, AutoCreateTopics: cfg.AutoCreateTopics})
 	if err != nil {
 		return nil, err
 	}
-	b.authz, b.quotas = az, newQuotas(settings)
+	b.gate = gate
 	b.fetches = fetchsession.NewCache(fetchsession.Config{Slots: int(settings.Int(config.FetchSessionCacheSlots))})
 	if err := b.openQuorum(); err != nil {
 		return nil, err

@@ -110,6 +110,6 @@
 // With Config.NullStorage a produce is acknowledged without being
 // validated or stored (offsets still advance), and a consumer's fetch is
 // answered from memory with the partition's largest produced batch
-// repeated at rewritten base offsets (null_storage.go): the ceiling a
+// repeated at rewritten base offsets (internal/nullstore): the ceiling a
 // client and loopback reach on this machine, for bench/compare.
 package broker

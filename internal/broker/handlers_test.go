@@ -324,8 +324,8 @@ func TestNullStorageFetchRepeatsTheLargestBatch(t *testing.T) {
 	produceN(t, ctx, p, "null", 0, 0, 1, 1) // offset 0
 	produceN(t, ctx, p, "null", 0, 1, 5, 5) // 1-5: the template, values v1-v5
 	produceN(t, ctx, p, "null", 0, 6, 2, 2) // 6-7
-	tmpl := partitionAt(tb.b, "null", 0).nullBatch.Load()
-	if tmpl == nil || tmpl.records != 5 {
+	tmpl := partitionAt(tb.b, "null", 0).null.Template()
+	if tmpl == nil || tmpl.Records != 5 {
 		t.Fatalf("template %+v, want the 5-record batch", tmpl)
 	}
 
@@ -385,7 +385,7 @@ func TestNullStorageFetchRepeatsTheLargestBatch(t *testing.T) {
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic, rt.TopicID = "null", tb.b.lookupTopic("null").id
 	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = tmpl.batch[:len(tmpl.batch)-10]
+	rp.Records = tmpl.Batch[:len(tmpl.Batch)-10]
 	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
 	req.Topics = []kmsg.ProduceRequestTopic{rt}
 	resp, err := req.RequestWith(ctx, p)
@@ -395,7 +395,7 @@ func TestNullStorageFetchRepeatsTheLargestBatch(t *testing.T) {
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.CorruptMessage.Code {
 		t.Errorf("truncated batch: %v, want CORRUPT_MESSAGE", kerr.ErrorForCode(code))
 	}
-	if end := partitionAt(tb.b, "null", 0).nullEnd.Load(); end != 8 {
+	if end := partitionAt(tb.b, "null", 0).null.End(); end != 8 {
 		t.Errorf("offsets handed out after a refused batch: %d, want 8", end)
 	}
 

@@ -1,134 +1,46 @@
 package broker
 
 import (
-	"strconv"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	"weir/internal/brokermetrics"
 	"weir/internal/fetchsession"
+	"weir/internal/group"
+	"weir/internal/sharegroup"
 )
 
-// Collector exports the broker's state and counters to Prometheus, read
-// at scrape time: per partition the log end offset, high watermark, start
-// offset and size; per share partition the KIP-932 counters (in flight,
-// acquired, available, archived, lock expiries, redeliveries) and how long
-// ShareFetch requests waited empty; the group coordinator's counters.
-func (b *Broker) Collector() prometheus.Collector { return brokerCollector{b} }
+// Collector exports the broker's state and counters to Prometheus
+// (internal/brokermetrics), read at scrape time.
+func (b *Broker) Collector() prometheus.Collector { return brokermetrics.New(metricsSource{b}) }
 
-type brokerCollector struct{ b *Broker }
+// metricsSource is what a scrape reads of the broker
+// (brokermetrics.Source).
+type metricsSource struct{ b *Broker }
 
-var (
-	partLabels  = []string{"topic", "partition"}
-	shareLabels = []string{"group", "topic", "partition"}
-
-	descHosted    = prometheus.NewDesc("weir_broker_partitions_hosted", "Partitions this broker holds a replica of.", nil, nil)
-	descLed       = prometheus.NewDesc("weir_broker_partitions_led", "Partitions this broker leads.", nil, nil)
-	descDirOff    = prometheus.NewDesc("weir_broker_log_dir_offline", "1 while the data directory is offline (a write or sync failed: a full or failing disk).", nil, nil)
-	descLEO       = prometheus.NewDesc("weir_partition_log_end_offset", "Offset the next record of the partition will get.", partLabels, nil)
-	descHW        = prometheus.NewDesc("weir_partition_high_watermark", "Offset below which records are visible to consumers.", partLabels, nil)
-	descLogStart  = prometheus.NewDesc("weir_partition_log_start_offset", "First offset still in the partition's log.", partLabels, nil)
-	descLogSize   = prometheus.NewDesc("weir_partition_log_size_bytes", "Bytes in the partition's segments.", partLabels, nil)
-	descFsyncs    = prometheus.NewDesc("weir_partition_fsyncs_total", "Data-file fsyncs of the partition's log.", partLabels, nil)
-	descInFlight  = prometheus.NewDesc("weir_share_partition_in_flight_records", "Records between the share-partition start and end offsets.", shareLabels, nil)
-	descAcquired  = prometheus.NewDesc("weir_share_partition_acquired_records", "Records under an acquisition lock now.", shareLabels, nil)
-	descAvailable = prometheus.NewDesc("weir_share_partition_available_records", "In-flight records waiting to be delivered again.", shareLabels, nil)
-	descArchived  = prometheus.NewDesc("weir_share_partition_archived_records_total", "Records archived (rejected or past the delivery limit).", shareLabels, nil)
-	descExpiries  = prometheus.NewDesc("weir_share_partition_lock_expiries_total", "Records whose acquisition lock expired.", shareLabels, nil)
-	descRedeliv   = prometheus.NewDesc("weir_share_partition_redeliveries_total", "Records delivered again (delivery count above 1).", shareLabels, nil)
-	descAcked     = prometheus.NewDesc("weir_share_partition_acknowledged_records_total", "Records accepted.", shareLabels, nil)
-	descParked    = prometheus.NewDesc("weir_share_fetch_parked_total", "ShareFetch requests that found nothing to acquire and waited.", nil, nil)
-	descParkedE   = prometheus.NewDesc("weir_share_fetch_parked_empty_total", "Parked ShareFetch requests that ended at MaxWaitMs with nothing.", nil, nil)
-	descParkedS   = prometheus.NewDesc("weir_share_fetch_parked_seconds_total", "Time parked ShareFetch requests waited.", nil, nil)
-	descRebal     = prometheus.NewDesc("weir_group_classic_rebalances_total", "Classic group generations completed.", nil, nil)
-	descEpochs    = prometheus.NewDesc("weir_group_consumer_epoch_bumps_total", "KIP-848 group epoch increments (new target assignments).", nil, nil)
-	descExpired   = prometheus.NewDesc("weir_group_members_expired_total", "Group members removed after their session timed out.", nil, nil)
-	descCommitted = prometheus.NewDesc("weir_group_offsets_committed_total", "Partitions whose offset was committed.", nil, nil)
-
-	kindLabels     = []string{"kind"} // sessionless, full, incremental
-	descSessions   = prometheus.NewDesc("weir_fetch_sessions", "Incremental fetch sessions cached (Kafka's NumIncrementalFetchSessions).", nil, nil)
-	descSessParts  = prometheus.NewDesc("weir_fetch_session_partitions", "Partitions held by the cached fetch sessions (Kafka's NumIncrementalFetchPartitionsCached).", nil, nil)
-	descEvictions  = prometheus.NewDesc("weir_fetch_session_evictions_total", "Fetch sessions evicted to make room for another.", nil, nil)
-	descFetchReqs  = prometheus.NewDesc("weir_fetch_requests_total", "Fetch requests admitted, by kind.", kindLabels, nil)
-	descFetchNamed = prometheus.NewDesc("weir_fetch_request_partitions_total", "Partitions the Fetch requests named, by kind.", kindLabels, nil)
-	descFetchReads = prometheus.NewDesc("weir_fetch_partition_reads_total", "Partition reads the Fetch requests made (a parked request woken reads only what changed), by kind.", kindLabels, nil)
-	descFetchAns   = prometheus.NewDesc("weir_fetch_response_partitions_total", "Partitions the Fetch responses carried, by kind.", kindLabels, nil)
-)
-
-func (c brokerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHosted, descLed, descDirOff, descLEO, descHW, descLogStart, descLogSize, descFsyncs, descInFlight, descAcquired, descAvailable,
-		descArchived, descExpiries, descRedeliv, descAcked, descParked, descParkedE, descParkedS, descRebal, descEpochs, descExpired, descCommitted,
-		descSessions, descSessParts, descEvictions, descFetchReqs, descFetchNamed, descFetchReads, descFetchAns} {
-		ch <- d
-	}
-}
-
-func (c brokerCollector) Collect(ch chan<- prometheus.Metric) {
-	b := c.b
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	counter := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
-	}
-	b.mu.RLock()
+func (s metricsSource) Replicas(fn func(topic string, partition int32, r brokermetrics.Replica)) {
+	s.b.mu.RLock()
 	var parts []*partition
-	for _, t := range b.topics {
+	for _, t := range s.b.topics {
 		parts = append(parts, localOnly(t.partitions)...)
 	}
-	b.mu.RUnlock()
-	led := 0
+	s.b.mu.RUnlock()
 	for _, p := range parts {
-		if p.isLeader() {
-			led++
-		}
-	}
-	gauge(descHosted, float64(len(parts)))
-	gauge(descLed, float64(led))
-	offline := 0.0
-	if !b.logDir.Online() {
-		offline = 1
-	}
-	gauge(descDirOff, offline)
-	for _, p := range parts {
-		if p.log.EndOffset() == 0 {
-			// Never written: nothing to watch, and at a million hosted
-			// partitions their series alone made a scrape 100 MB.
-			continue
-		}
-		l := []string{p.topic.name, strconv.Itoa(int(p.index))}
-		gauge(descLEO, float64(p.log.EndOffset()), l...)
-		gauge(descHW, float64(p.highWatermark()), l...)
-		gauge(descLogStart, float64(p.log.StartOffset()), l...)
-		gauge(descLogSize, float64(p.log.Size()), l...)
-		counter(descFsyncs, float64(p.log.Fsyncs()), l...)
-	}
-	ss := b.ShareStats()
-	for _, sp := range ss.Partitions {
-		l := []string{sp.Group, sp.Topic, strconv.Itoa(int(sp.Partition))}
-		gauge(descInFlight, float64(sp.InFlight), l...)
-		gauge(descAcquired, float64(sp.Acquired), l...)
-		gauge(descAvailable, float64(sp.Available), l...)
-		counter(descArchived, float64(sp.ArchivedTotal), l...)
-		counter(descExpiries, float64(sp.LockExpiries), l...)
-		counter(descRedeliv, float64(sp.Redeliveries), l...)
-		counter(descAcked, float64(sp.AcknowledgedTotal), l...)
-	}
-	counter(descParked, float64(ss.Parked))
-	counter(descParkedE, float64(ss.ParkedEmpty))
-	counter(descParkedS, ss.ParkedTime.Seconds())
-	gs := b.coord().Stats()
-	counter(descRebal, float64(gs.ClassicRebalances))
-	counter(descEpochs, float64(gs.ConsumerEpochBumps))
-	counter(descExpired, float64(gs.MembersExpired))
-	counter(descCommitted, float64(gs.OffsetsCommitted))
-	fs := b.fetches.Stats()
-	gauge(descSessions, float64(fs.Sessions))
-	gauge(descSessParts, float64(fs.Partitions))
-	counter(descEvictions, float64(fs.Evictions))
-	for _, k := range []fetchsession.Kind{fetchsession.Sessionless, fetchsession.Full, fetchsession.Incremental} {
-		counter(descFetchReqs, float64(fs.Requests[k]), k.String())
-		counter(descFetchNamed, float64(fs.Requested[k]), k.String())
-		counter(descFetchReads, float64(fs.Read[k]), k.String())
-		counter(descFetchAns, float64(fs.Answered[k]), k.String())
+		fn(p.topic.name, p.index, (*scrapedReplica)(p))
 	}
 }
+
+func (s metricsSource) LogDirOnline() bool                    { return s.b.logDir.Online() }
+func (s metricsSource) ShareStats() sharegroup.Stats          { return s.b.ShareStats() }
+func (s metricsSource) GroupStats() group.Stats               { return s.b.coord().Stats() }
+func (s metricsSource) FetchSessionStats() fetchsession.Stats { return s.b.fetches.Stats() }
+
+// scrapedReplica is a hosted partition as a scrape reads it
+// (brokermetrics.Replica).
+type scrapedReplica partition
+
+func (p *scrapedReplica) Leader() bool          { return (*partition)(p).isLeader() }
+func (p *scrapedReplica) LogEndOffset() int64   { return p.log.EndOffset() }
+func (p *scrapedReplica) HighWatermark() int64  { return (*partition)(p).highWatermark() }
+func (p *scrapedReplica) LogStartOffset() int64 { return p.log.StartOffset() }
+func (p *scrapedReplica) LogSize() int64        { return p.log.Size() }
+func (p *scrapedReplica) Fsyncs() int64         { return p.log.Fsyncs() }

@@ -9,6 +9,7 @@ import (
 	"weir/internal/fetchsession"
 	wlog "weir/internal/log"
 	"weir/internal/metadata"
+	"weir/internal/nullstore"
 	"weir/internal/producer"
 	"weir/internal/replica"
 )
@@ -34,8 +35,7 @@ type partition struct {
 	// in the high 32 bits), for answers that name both (KIP-951 hints).
 	leadership atomic.Int64
 	hw         atomic.Int64
-	nullEnd    atomic.Int64              // offsets handed out in NullStorage mode
-	nullBatch  atomic.Pointer[nullBatch] // NullStorage: what fetches repeat
+	null       nullstore.Partition // NullStorage: offsets handed out, the batch fetches repeat
 
 	// producers is the idempotent-producer state, touched only inside the
 	// log's append hooks (see internal/producer).

@@ -91,6 +91,16 @@ func (r *Reply) MuteUntil(t time.Time) *Reply {
 	return r
 }
 
+// MutedUntil is when the connection may be read again after r, as
+// MuteUntil set it (the zero time when it did not): for tests of
+// dispatchers.
+func (r *Reply) MutedUntil() time.Time {
+	if ns := r.muteUntil.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
 // Map asks the server to pass the reply's response through fn before
 // encoding it, when the reply carries one (not a pre-encoded body, no
 // response, or a close): what a dispatcher adds to every answer of a
