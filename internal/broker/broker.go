@@ -134,11 +134,10 @@ type Broker struct {
 	img     atomic.Pointer[metadata.Image] // the image the registry reflects
 	started atomic.Bool                    // Start finished: coordinators run
 
-	creatingOffsets atomic.Bool   // a creation of __consumer_offsets is under way
-	startedCh       chan struct{} // closed when Start finished
-	regMu           sync.Mutex
-	regCh           chan struct{} // closed at each registry update
-	applyMu         sync.RWMutex  // held by the metadata loop while it applies an update
+	startedCh chan struct{} // closed when Start finished
+	regMu     sync.Mutex
+	regCh     chan struct{} // closed at each registry update
+	applyMu   sync.RWMutex  // held by the metadata loop while it applies an update
 
 	mu         sync.RWMutex
 	topics     map[string]*topic
@@ -159,8 +158,8 @@ type Broker struct {
 	shareState  *sharestate.Service // their state in __share_group_state
 	producerIDs *producer.Allocator
 
-	txn              *coordinator.Coordinator // transactions (transactions.go)
-	creatingTxnTopic atomic.Bool              // a creation of __transaction_state is under way
+	txn        *coordinator.Coordinator        // transactions (transactions.go)
+	autoTopics *kraft.AutoTopicCreationManager // creates the internal topics (quorum.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -343,6 +342,7 @@ func (b *Broker) Close() error {
 		b.life.Close()
 	}
 	b.cancel()
+	b.autoTopics.Close()
 	b.cleaner.Close() // before the logs close: rounds in progress are dropped
 	if b.txn != nil {
 		b.txn.Close()

@@ -11,6 +11,7 @@ import (
 
 	"weir/internal/clock"
 	"weir/internal/config"
+	"weir/internal/kraft"
 	wlog "weir/internal/log"
 	"weir/internal/producer"
 	"weir/internal/server"
@@ -132,7 +133,7 @@ func (b *Broker) txnLeadershipChanged() {
 func (b *Broker) txnCoordinatorNode(id string) int32 {
 	i, ok := b.txn.PartitionFor(id)
 	if !ok {
-		b.ensureTxnTopicAsync()
+		b.autoTopics.EnsureAsync(b.txnInternalTopic())
 		return -1
 	}
 	p := b.localPartition(txnTopic, i)
@@ -142,57 +143,21 @@ func (b *Broker) txnCoordinatorNode(id string) int32 {
 	return p.leader.Load()
 }
 
-// ensureTxnTopicAsync creates __transaction_state off the request path;
-// clients retry FindCoordinator meanwhile.
-func (b *Broker) ensureTxnTopicAsync() {
-	if !b.creatingTxnTopic.CompareAndSwap(false, true) {
-		return
-	}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		defer b.creatingTxnTopic.Store(false)
-		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-		defer cancel()
-		if err := b.ensureTxnTopic(ctx); err != nil {
-			b.logger.Warn("could not create the transaction state topic", "err", err)
-		}
-	}()
-}
-
-// ensureTxnTopic creates __transaction_state as Kafka does:
+// txnInternalTopic is __transaction_state as Kafka creates it:
 // transaction.state.log.num.partitions partitions,
 // transaction.state.log.replication.factor replicas (at most the active
 // brokers), min.insync.replicas transaction.state.log.min.isr (at most
 // the replication factor), compacted.
-func (b *Broker) ensureTxnTopic(ctx context.Context) error {
-	if _, ok := b.node.Image().TopicByName(txnTopic); ok {
-		return nil
-	}
+func (b *Broker) txnInternalTopic() kraft.InternalTopic {
 	s := b.settings()
-	rf := min(int16(s.Int(config.TransactionStateReplication)), int16(b.activeBrokers()))
-	rf = max(rf, 1)
-	configs := coordinator.TopicConfigs()
-	configs["min.insync.replicas"] = strconv.Itoa(int(min(s.Int(config.TransactionStateMinISR), int32(rf))))
-	configs["segment.bytes"] = strconv.Itoa(int(s.Int(config.TransactionStateSegmentBytes)))
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = txnTopic, s.Int(config.TransactionStatePartitions), rf
-	for k, v := range configs {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, ptr(v)
-		rt.Configs = append(rt.Configs, c)
+	configs := func(rf int16) map[string]string {
+		c := coordinator.TopicConfigs()
+		c["min.insync.replicas"] = strconv.Itoa(int(min(s.Int(config.TransactionStateMinISR), int32(rf))))
+		c["segment.bytes"] = strconv.Itoa(int(s.Int(config.TransactionStateSegmentBytes)))
+		return c
 	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := b.ctl.Admin(ctx, req)
-	if err != nil {
-		return fmt.Errorf("broker: create %s: %w", txnTopic, err)
-	}
-	st := resp.(*kmsg.CreateTopicsResponse).Topics[0]
-	if st.ErrorCode != 0 && st.ErrorCode != kerr.TopicAlreadyExists.Code {
-		return fmt.Errorf("broker: create %s: %w", txnTopic, kerr.ErrorForCode(st.ErrorCode))
-	}
-	return nil
+	return kraft.InternalTopic{Name: txnTopic, Partitions: s.Int(config.TransactionStatePartitions),
+		ReplicationFactor: int16(s.Int(config.TransactionStateReplication)), Configs: configs}
 }
 
 // produceGuard is how one partition's transactional batch is appended:
