@@ -127,20 +127,15 @@ func (b *Broker) txnLeadershipChanged() {
 	}
 }
 
-// txnCoordinatorNode is the node coordinating a transactional id: the
-// leader of its __transaction_state partition, -1 while there is none
-// (the topic is created here on first use, as Kafka does).
+// txnCoordinatorNode is the node coordinating a transactional id, -1
+// while there is none (the topic is created here on first use, as Kafka
+// does; clients retry FindCoordinator meanwhile).
 func (b *Broker) txnCoordinatorNode(id string) int32 {
-	i, ok := b.txn.PartitionFor(id)
-	if !ok {
+	node, exists := b.txn.CoordinatorNode(id)
+	if !exists {
 		b.autoTopics.EnsureAsync(b.txnInternalTopic())
-		return -1
 	}
-	p := b.localPartition(txnTopic, i)
-	if p == nil {
-		return -1
-	}
-	return p.leader.Load()
+	return node
 }
 
 // txnInternalTopic is __transaction_state as Kafka creates it:
