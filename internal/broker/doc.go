@@ -58,7 +58,8 @@
 // log's producer state. Each partition's log drives its producer state
 // (idempotence, transactions, the last stable offset); a transactional
 // Produce is verified with the transaction's coordinator before it is
-// appended (KIP-890, verifyProduce).
+// appended (KIP-890: internal/txn/verification, which verifyProduce
+// calls).
 //
 // Share groups (KIP-932) are served by internal/sharegroup over
 // internal/sharestate (shares.go is their view of this node: topics, led

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/clock"
@@ -17,6 +16,7 @@ import (
 	"weir/internal/server"
 	"weir/internal/txn"
 	"weir/internal/txn/coordinator"
+	"weir/internal/txn/verification"
 )
 
 // Transactions: the transaction coordinator (internal/txn/coordinator)
@@ -155,110 +155,45 @@ func (b *Broker) txnInternalTopic() kraft.InternalTopic {
 		ReplicationFactor: int16(s.Int(config.TransactionStateReplication)), Configs: configs}
 }
 
-// produceGuard is how one partition's transactional batch is appended:
-// with guard, or refused with err.
-type produceGuard struct {
-	guard func(wlog.BatchInfo, int64) error
-	err   error
-}
-
-// verifyProduce asks the coordinator of a transactional Produce request
-// whether its partitions are in the producer's transaction, or to add
-// them (Produce v12+), before anything is appended, as Kafka's
-// ReplicaManager does; one call covers every partition. A partition whose
-// transaction is ongoing here at the batch's epoch needs no call. The
-// answer is each leader partition's append guard or error: for a
-// verify-only check the verification guard, so that a marker written
-// meanwhile refuses the batch (producer.State.StartVerification).
-func (b *Broker) verifyProduce(ctx context.Context, r *kmsg.ProduceRequest) map[*partition]produceGuard {
-	if r.TransactionID == nil || b.cfg.NullStorage {
+// verifyProduce verifies a transactional Produce request's batches with
+// their transaction's coordinator before anything is appended
+// (internal/txn/verification).
+func (b *Broker) verifyProduce(ctx context.Context, r *kmsg.ProduceRequest) map[verification.Partition]verification.Guard {
+	if b.cfg.NullStorage {
 		return nil
 	}
-	op := coordinator.ProduceOperation(r.Version)
-	verify := b.settings().Bool(config.TransactionPartitionVerify) || op == coordinator.AddPartition
-	type pending struct {
-		p *partition
-		g producer.VerificationGuard
-	}
-	var (
-		out    map[*partition]produceGuard
-		ask    []pending
-		parts  []txn.TopicPartition
-		pid    int64
-		epoch  int16
-		header bool
-	)
-	for _, rt := range r.Topics {
-		var t *topic
-		if r.Version >= 13 {
-			t = b.lookupTopicID(rt.TopicID)
-		} else {
-			t = b.lookupTopic(rt.Topic)
-		}
-		if t == nil || t.internal {
-			continue
-		}
-		for _, rp := range rt.Partitions {
-			h, err := wlog.ParseBatchHeader(rp.Records)
-			if err != nil || !h.IsTransactional() || h.ProducerID < 0 {
-				continue
-			}
-			p, err := b.partitionOf(t, rp.Partition)
-			if err != nil {
-				continue
-			}
-			if out == nil {
-				out = make(map[*partition]produceGuard)
-			}
-			st := p.producers
-			if !verify {
-				out[p] = produceGuard{guard: st.VerifiedGuard}
-				continue
-			}
-			if header && (h.ProducerID != pid || h.ProducerEpoch != epoch) {
-				out[p] = produceGuard{err: fmt.Errorf("%w: one request's batches must come from one producer", kerr.InvalidRecord)}
-				continue
-			}
-			pid, epoch, header = h.ProducerID, h.ProducerEpoch, true
-			var g producer.VerificationGuard
-			p.log.WithProducers(func() { g = st.StartVerification(h.ProducerID, h.ProducerEpoch) })
-			out[p] = produceGuard{guard: st.GuardWith(g)}
-			if op == coordinator.AddPartition {
-				// Transaction version 2: the coordinator adds the
-				// partition once the previous transaction's markers are
-				// written, and every marker bumps the epoch, so the
-				// epoch check alone refuses a batch whose transaction
-				// ended after the answer; a guard would also be ended
-				// by the previous transaction's marker written while
-				// the coordinator waited for it.
-				out[p] = produceGuard{guard: st.VerifiedGuard}
-			}
-			if g != producer.NoVerification {
-				ask = append(ask, pending{p: p, g: g})
-				parts = append(parts, txn.TopicPartition{Topic: t.name, Partition: p.index})
-			}
-		}
-	}
-	if len(ask) == 0 {
-		return out
-	}
-	timeout := msDuration(r.TimeoutMillis)
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	res, err := b.txn.VerifyForProduce(ctx, *r.TransactionID, pid, epoch, parts, r.Version)
-	for i, a := range ask {
-		switch code := res[parts[i]]; {
-		case err != nil:
-			out[a.p] = produceGuard{err: fmt.Errorf("%w: verifying the transaction: %v", kerr.RequestTimedOut, err)}
-		case code != 0:
-			out[a.p] = produceGuard{err: fmt.Errorf("%w: the transaction coordinator refused partition %s-%d", kerr.ErrorForCode(code), parts[i].Topic, parts[i].Partition)}
-		}
-	}
-	return out
+	return verification.Produce(ctx, produceHost{b}, b.txn, r, b.settings().Bool(config.TransactionPartitionVerify))
 }
+
+// produceHost is the broker as internal/txn/verification sees it.
+type produceHost struct{ b *Broker }
+
+func (h produceHost) Partition(name string, id [16]byte, byID bool, i int32) (verification.Partition, bool) {
+	var t *topic
+	if byID {
+		t = h.b.lookupTopicID(id)
+	} else {
+		t = h.b.lookupTopic(name)
+	}
+	if t == nil || t.internal {
+		return nil, false
+	}
+	p, err := h.b.partitionOf(t, i)
+	if err != nil {
+		return nil, false
+	}
+	return p, true
+}
+
+// TopicPartition, Producers and WithProducers make a partition led here
+// a verification.Partition.
+func (p *partition) TopicPartition() txn.TopicPartition {
+	return txn.TopicPartition{Topic: p.topic.name, Partition: p.index}
+}
+
+func (p *partition) Producers() *producer.State { return p.producers }
+
+func (p *partition) WithProducers(fn func()) { p.log.WithProducers(fn) }
 
 // expireProducersLoop forgets, every
 // producer.id.expiration.check.interval.ms, the producers of each local

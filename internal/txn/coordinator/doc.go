@@ -55,6 +55,8 @@
 // creation (the broker, through kraft.AutoTopicCreationManager, when
 // CoordinatorNode finds no topic on the first FindCoordinator of a
 // transactional id: DefaultTopicPartitions and friends, TopicConfigs);
+// which Produce batches need verifying and the guards they are appended
+// under (internal/txn/verification, which calls VerifyForProduce);
 // replication and the commit rule (internal/replica); writing markers
 // into partitions (the broker's WriteTxnMarkers handler and
 // internal/log); producer ids (the Host's allocator); FindCoordinator's
