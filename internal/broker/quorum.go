@@ -83,7 +83,10 @@ func (b *Broker) openQuorum() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	b.node, b.ctl, b.clusterID = j.Node, j.Client, j.ClusterID
-	b.autoTopics = kraft.NewAutoTopicCreationManager(kraft.AutoTopicCreationConfig{Image: j.Node.Image, Admin: b.ctl, Logger: b.logger})
+	b.autoTopics = kraft.NewAutoTopicCreationManager(kraft.AutoTopicCreationConfig{Image: j.Node.Image, Admin: b.ctl, Logger: b.logger,
+		Applied: func(ctx context.Context, name string) error {
+			return b.waitRegistry(ctx, func() bool { return b.lookupTopic(name) != nil })
+		}})
 	return nil
 }
 
@@ -169,9 +172,6 @@ func (b *Broker) Start(ctx context.Context) error {
 		if err := b.ensureOffsetsTopic(ctx); err != nil {
 			return err
 		}
-		if err := b.waitRegistry(ctx, func() bool { return b.lookupTopic(offsetsTopic) != nil }); err != nil {
-			return fmt.Errorf("broker: %s did not appear: %w", offsetsTopic, err)
-		}
 	}
 	if err := b.shareState.Start(); err != nil {
 		return fmt.Errorf("broker: share state: %w", err)
@@ -206,7 +206,7 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 }
 
 // ensureOffsetsTopic creates __consumer_offsets through the controller
-// unless it exists.
+// unless it exists, and waits until the registry has it.
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	return b.ensureInternalTopic(ctx, offsetsTopic, b.cfg.OffsetsPartitions)
 }
@@ -218,7 +218,8 @@ func (b *Broker) ensureOffsetsTopicAsync() {
 }
 
 // ensureInternalTopic creates an internal topic through the controller
-// unless it exists (kraft.AutoTopicCreationManager).
+// unless it exists, and waits until the registry has it
+// (kraft.AutoTopicCreationManager).
 func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partitions int32) error {
 	return b.autoTopics.Ensure(ctx, b.internalTopic(name, partitions))
 }

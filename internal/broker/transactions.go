@@ -21,10 +21,11 @@ import (
 
 // Transactions: the transaction coordinator (internal/txn/coordinator)
 // runs on every node over the __transaction_state partitions it leads;
-// this file is its Host, creates its topic on the first FindCoordinator of
-// a transactional id, tells it of leadership changes, and verifies
-// transactional Produce batches with it (KIP-890) before they are
-// appended. The handlers 22, 24-28, 61, 65 and 66 only call it, the
+// this file is its Host, has its topic created
+// (kraft.AutoTopicCreationManager) on the first FindCoordinator of a
+// transactional id, tells it of leadership changes, and is the Host of
+// internal/txn/verification, which verifies transactional Produce batches
+// with it (KIP-890) before they are appended. The handlers 22, 24-28, 61, 65 and 66 only call it, the
 // group coordinator and the partition logs.
 
 // txnTopic is the transaction coordinator's internal topic.

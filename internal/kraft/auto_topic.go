@@ -41,6 +41,10 @@ type AutoTopicCreationConfig struct {
 	Image func() *metadata.Image
 	// Admin sends CreateTopics to the active controller.
 	Admin TopicAdmin
+	// Applied waits until this node has applied a topic's creation (the
+	// broker's registry knows it), for Ensure to return only once the
+	// topic can be used here; nil waits for nothing.
+	Applied func(ctx context.Context, topic string) error
 	// Logger reports creations started in the background that failed.
 	Logger *slog.Logger
 	// Timeout bounds a creation started by EnsureAsync (default 30 s).
@@ -77,9 +81,24 @@ func NewAutoTopicCreationManager(cfg AutoTopicCreationConfig) *AutoTopicCreation
 }
 
 // Ensure creates t through the controller unless this node's image has
-// it. A topic created meanwhile by another node (TOPIC_ALREADY_EXISTS)
-// is no error.
+// it, and returns once this node has applied it (Config.Applied). A
+// topic created meanwhile by another node (TOPIC_ALREADY_EXISTS) is no
+// error.
 func (m *AutoTopicCreationManager) Ensure(ctx context.Context, t InternalTopic) error {
+	if err := m.create(ctx, t); err != nil {
+		return err
+	}
+	if m.cfg.Applied == nil {
+		return nil
+	}
+	if err := m.cfg.Applied(ctx, t.Name); err != nil {
+		return fmt.Errorf("kraft: %s not applied here: %w", t.Name, err)
+	}
+	return nil
+}
+
+// create asks the controller for t unless the image has it.
+func (m *AutoTopicCreationManager) create(ctx context.Context, t InternalTopic) error {
 	img := m.cfg.Image()
 	if _, ok := img.TopicByName(t.Name); ok {
 		return nil
@@ -117,7 +136,8 @@ func (m *AutoTopicCreationManager) Ensure(ctx context.Context, t InternalTopic) 
 }
 
 // EnsureAsync starts Ensure(t) off the caller's path unless a creation of
-// t.Name is under way or the manager is closed; a failure is logged.
+// t.Name is under way (until this node has applied it) or the manager is
+// closed; a failure is logged.
 func (m *AutoTopicCreationManager) EnsureAsync(t InternalTopic) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

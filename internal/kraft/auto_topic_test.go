@@ -231,3 +231,52 @@ func TestAutoTopicCreationAsync(t *testing.T) {
 		t.Fatalf("a creation started after Close: %d requests", n)
 	}
 }
+
+// Ensure returns once this node has applied the topic, whether it created
+// it or the image had it already, and not after a failed creation.
+func TestAutoTopicCreationWaitsUntilApplied(t *testing.T) {
+	notYet := errors.New("not applied yet")
+	for _, tc := range []struct {
+		name    string
+		exists  bool
+		refuse  bool
+		applied error
+		waits   int
+		err     error
+	}{
+		{name: "created", waits: 1},
+		{name: "in the image", exists: true, waits: 1},
+		{name: "not applied in time", applied: notYet, waits: 1, err: notYet},
+		{name: "refused", refuse: true, waits: 0, err: kerr.PolicyViolation},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := brokers(1, 0)
+			if tc.exists {
+				recs = append(recs, topicRecs("__share_group_state", 1, 1, 1)...)
+			}
+			img := imageOf(t, recs...)
+			admin := &topicAdmin{}
+			if tc.refuse {
+				admin.answer = func(r *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
+					return created(r, kerr.PolicyViolation.Code), nil
+				}
+			}
+			var waited []string
+			m := NewAutoTopicCreationManager(AutoTopicCreationConfig{
+				Image: func() *metadata.Image { return img }, Admin: admin,
+				Applied: func(_ context.Context, topic string) error {
+					waited = append(waited, topic)
+					return tc.applied
+				},
+			})
+			defer m.Close()
+			err := m.Ensure(context.Background(), InternalTopic{Name: "__share_group_state", Partitions: 1, ReplicationFactor: 1})
+			if (tc.err == nil) != (err == nil) || (tc.err != nil && !errors.Is(err, tc.err)) {
+				t.Fatalf("err %v, want %v", err, tc.err)
+			}
+			if len(waited) != tc.waits || (tc.waits > 0 && waited[0] != "__share_group_state") {
+				t.Fatalf("waited for %v, want %d waits", waited, tc.waits)
+			}
+		})
+	}
+}

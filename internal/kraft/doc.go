@@ -50,7 +50,8 @@
 //     broker's coordinators need (__consumer_offsets, __transaction_state,
 //     __share_group_state) created through the controller unless the
 //     image has them, the replication factor capped at the active brokers
-//     and the configs chosen for it (InternalTopic.Configs), at most one
+//     and the configs chosen for it (InternalTopic.Configs), then waited
+//     for until the broker has applied them (Config.Applied); at most one
 //     background creation per topic at a time (EnsureAsync). Which
 //     partitions, replicas and configs each topic wants is its owner's
 //     (the broker passes an InternalTopic).
