@@ -157,6 +157,7 @@ type Broker struct {
 	shares      *sharegroup.Manager // share groups (shares.go)
 	shareState  *sharestate.Service // their state in __share_group_state
 	producerIDs *producer.Allocator
+	expiry      *producer.Expiration // forgets idle producers (transactions.go)
 
 	txn        *coordinator.Coordinator        // transactions (transactions.go)
 	autoTopics *kraft.AutoTopicCreationManager // creates the internal topics (quorum.go)
@@ -283,8 +284,7 @@ func New(cfg Config) (*Broker, error) {
 		go b.retentionLoop(cfg.RetentionCheckInterval)
 	}
 	b.cleaner.Start()
-	b.wg.Add(1)
-	go b.expireProducersLoop()
+	b.expiry = b.startProducerExpiration()
 	return b, nil
 }
 
@@ -343,6 +343,9 @@ func (b *Broker) Close() error {
 	}
 	b.cancel()
 	b.autoTopics.Close()
+	if b.expiry != nil {
+		b.expiry.Close()
+	}
 	b.cleaner.Close() // before the logs close: rounds in progress are dropped
 	if b.txn != nil {
 		b.txn.Close()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -196,35 +195,25 @@ func (p *partition) Producers() *producer.State { return p.producers }
 
 func (p *partition) WithProducers(fn func()) { p.log.WithProducers(fn) }
 
-// expireProducersLoop forgets, every
+// startProducerExpiration forgets, every
 // producer.id.expiration.check.interval.ms, the producers of each local
 // partition idle for producer.id.expiration.ms.
-func (b *Broker) expireProducersLoop() {
-	defer b.wg.Done()
-	every := b.settings().Millis(config.ProducerIDExpirationCheckPeriod)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-t.C:
-		}
-		for _, p := range b.localPartitions() {
-			p.log.ExpireProducers()
-		}
-	}
+func (b *Broker) startProducerExpiration() *producer.Expiration {
+	return producer.StartExpiration(producer.ExpirationConfig{
+		Every: b.settings().Millis(config.ProducerIDExpirationCheckPeriod), Partitions: b.localLogs, Logger: b.logger,
+	})
 }
 
-// localPartitions lists every partition this node holds a replica of.
-func (b *Broker) localPartitions() []*partition {
+// localLogs lists the log of every partition this node holds a replica
+// of.
+func (b *Broker) localLogs() []producer.Expirer {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	var out []*partition
+	var out []producer.Expirer
 	for _, t := range b.topics {
 		for _, p := range t.partitions {
 			if p.log != nil {
-				out = append(out, p)
+				out = append(out, p.log)
 			}
 		}
 	}
