@@ -11,6 +11,7 @@ import (
 	wlog "weir/internal/log"
 	"weir/internal/replica"
 	"weir/internal/server"
+	"weir/internal/txn/verification"
 )
 
 // Produce v3-13, advertised from v0: Kafka 4.x lists v0 so that old
@@ -141,7 +142,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 // appendProduced checks that records hold exactly one batch and appends
 // it as leader (the replica moves the high watermark and wakes fetches);
 // a transactional batch with the guard its verification chose.
-func (b *Broker) appendProduced(p *partition, records []byte, acks int16, txn produceGuard) (replica.AppendResult, error) {
+func (b *Broker) appendProduced(p *partition, records []byte, acks int16, txn verification.Guard) (replica.AppendResult, error) {
 	var none replica.AppendResult
 	if len(records) == 0 {
 		return none, fmt.Errorf("%w: no record batch", kerr.InvalidRecord)
@@ -156,8 +157,8 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16, txn pr
 	if int(h.Length) > len(records) {
 		return none, fmt.Errorf("%w: the batch's length field says %d bytes, the request holds %d", kerr.CorruptMessage, h.Length, len(records))
 	}
-	if txn.err != nil && h.IsTransactional() {
-		return none, txn.err
+	if txn.Err != nil && h.IsTransactional() {
+		return none, txn.Err
 	}
 	if err := b.logDir.Err(); err != nil {
 		// The data directory is offline (full or failing): answer now
@@ -170,8 +171,8 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16, txn pr
 		return replica.AppendResult{AppendResult: wlog.AppendResult{BaseOffset: base, LastOffset: last, LogAppendTime: -1}}, nil
 	}
 	opts := b.appendOptions(p)
-	if txn.guard != nil && h.IsTransactional() {
-		opts.Guard = txn.guard
+	if txn.Append != nil && h.IsTransactional() {
+		opts.Guard = txn.Append
 	}
 	return p.rep.Append(records, acks, opts)
 }

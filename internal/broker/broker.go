@@ -132,11 +132,10 @@ type Broker struct {
 	img     atomic.Pointer[metadata.Image] // the image the registry reflects
 	started atomic.Bool                    // Start finished: coordinators run
 
-	creatingOffsets atomic.Bool   // a creation of __consumer_offsets is under way
-	startedCh       chan struct{} // closed when Start finished
-	regMu           sync.Mutex
-	regCh           chan struct{} // closed at each registry update
-	applyMu         sync.RWMutex  // held by the metadata loop while it applies an update
+	startedCh chan struct{} // closed when Start finished
+	regMu     sync.Mutex
+	regCh     chan struct{} // closed at each registry update
+	applyMu   sync.RWMutex  // held by the metadata loop while it applies an update
 
 	mu         sync.RWMutex
 	topics     map[string]*topic
@@ -156,9 +155,10 @@ type Broker struct {
 	shares      *sharegroup.Manager // share groups (shares.go)
 	shareState  *sharestate.Service // their state in __share_group_state
 	producerIDs *producer.Allocator
+	expiry      *producer.Expiration // forgets idle producers (transactions.go)
 
-	txn              *coordinator.Coordinator // transactions (transactions.go)
-	creatingTxnTopic atomic.Bool              // a creation of __transaction_state is under way
+	txn        *coordinator.Coordinator        // transactions (transactions.go)
+	autoTopics *kraft.AutoTopicCreationManager // creates the internal topics (quorum.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -282,8 +282,7 @@ func New(cfg Config) (*Broker, error) {
 		go b.retentionLoop(cfg.RetentionCheckInterval)
 	}
 	b.cleaner.Start()
-	b.wg.Add(1)
-	go b.expireProducersLoop()
+	b.expiry = b.startProducerExpiration()
 	return b, nil
 }
 
@@ -341,6 +340,10 @@ func (b *Broker) Close() error {
 		b.life.Close()
 	}
 	b.cancel()
+	b.autoTopics.Close()
+	if b.expiry != nil {
+		b.expiry.Close()
+	}
 	b.cleaner.Close() // before the logs close: rounds in progress are dropped
 	if b.txn != nil {
 		b.txn.Close()

@@ -50,14 +50,16 @@
 // get NOT_COORDINATOR. Group offsets are written like acks=all produce.
 //
 // Transactions are served by internal/txn/coordinator (transactions.go
-// is its Host and creates __transaction_state on the first FindCoordinator
-// of a transactional id); the handlers 22, 24-26, 65 and 66 call it, 28
+// is its Host and has __transaction_state created, through
+// kraft.AutoTopicCreationManager, on the first FindCoordinator of a
+// transactional id); the handlers 22, 24-26, 65 and 66 call it, 28
 // verifies with it and calls the group coordinator, 27 writes markers
 // through the replicas and completes transactional offsets, 61 reads the
 // log's producer state. Each partition's log drives its producer state
 // (idempotence, transactions, the last stable offset); a transactional
 // Produce is verified with the transaction's coordinator before it is
-// appended (KIP-890, verifyProduce).
+// appended (KIP-890: internal/txn/verification, which verifyProduce
+// calls).
 //
 // Share groups (KIP-932) are served by internal/sharegroup over
 // internal/sharestate (shares.go is their view of this node: topics, led

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/config"
@@ -84,6 +83,10 @@ func (b *Broker) openQuorum() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	b.node, b.ctl, b.clusterID = j.Node, j.Client, j.ClusterID
+	b.autoTopics = kraft.NewAutoTopicCreationManager(kraft.AutoTopicCreationConfig{Image: j.Node.Image, Admin: b.ctl, Logger: b.logger,
+		Applied: func(ctx context.Context, name string) error {
+			return b.waitRegistry(ctx, func() bool { return b.lookupTopic(name) != nil })
+		}})
 	return nil
 }
 
@@ -169,9 +172,6 @@ func (b *Broker) Start(ctx context.Context) error {
 		if err := b.ensureOffsetsTopic(ctx); err != nil {
 			return err
 		}
-		if err := b.waitRegistry(ctx, func() bool { return b.lookupTopic(offsetsTopic) != nil }); err != nil {
-			return fmt.Errorf("broker: %s did not appear: %w", offsetsTopic, err)
-		}
 	}
 	if err := b.shareState.Start(); err != nil {
 		return fmt.Errorf("broker: share state: %w", err)
@@ -206,94 +206,58 @@ func (b *Broker) ControlledShutdown(ctx context.Context) error {
 }
 
 // ensureOffsetsTopic creates __consumer_offsets through the controller
-// unless it exists.
+// unless it exists, and waits until the registry has it.
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	return b.ensureInternalTopic(ctx, offsetsTopic, b.cfg.OffsetsPartitions)
+}
+
+// ensureOffsetsTopicAsync starts creating __consumer_offsets unless a
+// creation is under way.
+func (b *Broker) ensureOffsetsTopicAsync() {
+	b.autoTopics.EnsureAsync(b.internalTopic(offsetsTopic, b.cfg.OffsetsPartitions))
+}
+
+// ensureInternalTopic creates an internal topic through the controller
+// unless it exists, and waits until the registry has it
+// (kraft.AutoTopicCreationManager).
+func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partitions int32) error {
+	return b.autoTopics.Ensure(ctx, b.internalTopic(name, partitions))
 }
 
 // minSegmentBytes is segment.bytes' lower bound: the broker settings for
 // the internal topics' segments accept less, as Kafka's do.
 const minSegmentBytes = 1 << 20
 
-// ensureInternalTopic creates an internal topic through the controller
-// unless it exists, with offsets.topic.replication.factor replicas (at
-// most the active brokers) and Kafka's topic configs:
-// __consumer_offsets compacted, with offsets.topic.segment.bytes
-// segments; __share_group_state with cleanup.policy=delete (KIP-932: its
-// coordinator trims it, and compaction would keep a key's latest delta
-// without the snapshot it applies to) and, unlike Kafka, no time
-// retention, since weir's coordinator does not rewrite the snapshots of
-// idle share partitions; with three or more replicas it takes
-// min.insync.replicas 2, Kafka's share.coordinator.state.topic.min.isr.
-func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partitions int32) error {
-	if _, ok := b.node.Image().TopicByName(name); ok {
-		return nil
-	}
-	rf := int16(b.settings().Int(config.OffsetsTopicReplication))
-	if active := int16(b.activeBrokers()); rf > active {
-		rf = active
-	}
-	if rf < 1 {
-		rf = 1
-	}
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, rf
-	set := func(k, v string) {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, ptr(v)
-		rt.Configs = append(rt.Configs, c)
-	}
-	switch name {
-	case sharestate.Topic:
-		set("cleanup.policy", "delete")
-		set("retention.ms", "-1")
-		set("segment.bytes", itoa(max(b.settings().Int(config.ShareStateSegmentBytes), minSegmentBytes)))
+// internalTopic is how __consumer_offsets and __share_group_state are
+// created: offsets.topic.replication.factor replicas (at most the active
+// brokers) and Kafka's topic configs: __consumer_offsets compacted, with
+// offsets.topic.segment.bytes segments; __share_group_state with
+// cleanup.policy=delete (KIP-932: its coordinator trims it, and
+// compaction would keep a key's latest delta without the snapshot it
+// applies to) and, unlike Kafka, no time retention, since weir's
+// coordinator does not rewrite the snapshots of idle share partitions;
+// with three or more replicas it takes min.insync.replicas 2, Kafka's
+// share.coordinator.state.topic.min.isr.
+func (b *Broker) internalTopic(name string, partitions int32) kraft.InternalTopic {
+	s := b.settings()
+	configs := func(rf int16) map[string]string {
+		if name != sharestate.Topic {
+			return map[string]string{
+				"cleanup.policy": "compact",
+				"segment.bytes":  itoa(max(s.Int(config.OffsetsTopicSegmentBytes), minSegmentBytes)),
+			}
+		}
+		c := map[string]string{
+			"cleanup.policy": "delete",
+			"retention.ms":   "-1",
+			"segment.bytes":  itoa(max(s.Int(config.ShareStateSegmentBytes), minSegmentBytes)),
+		}
 		if rf >= 3 {
-			set("min.insync.replicas", "2")
+			c["min.insync.replicas"] = "2"
 		}
-	default:
-		set("cleanup.policy", "compact")
-		set("segment.bytes", itoa(max(b.settings().Int(config.OffsetsTopicSegmentBytes), minSegmentBytes)))
+		return c
 	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := b.ctl.Admin(ctx, req)
-	if err != nil {
-		return fmt.Errorf("broker: create %s: %w", name, err)
-	}
-	st := resp.(*kmsg.CreateTopicsResponse).Topics[0]
-	if st.ErrorCode != 0 && st.ErrorCode != kerr.TopicAlreadyExists.Code {
-		return fmt.Errorf("broker: create %s: %w", name, kerr.ErrorForCode(st.ErrorCode))
-	}
-	return nil
-}
-
-// ensureOffsetsTopicAsync starts creating __consumer_offsets unless a
-// creation is under way.
-func (b *Broker) ensureOffsetsTopicAsync() {
-	if !b.creatingOffsets.CompareAndSwap(false, true) {
-		return
-	}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		defer b.creatingOffsets.Store(false)
-		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-		defer cancel()
-		if err := b.ensureOffsetsTopic(ctx); err != nil {
-			b.logger.Warn("could not create the offsets topic", "err", err)
-		}
-	}()
-}
-
-func (b *Broker) activeBrokers() int {
-	n := 0
-	for _, br := range b.node.Image().Brokers() {
-		if br.Active() {
-			n++
-		}
-	}
-	return n
+	return kraft.InternalTopic{Name: name, Partitions: partitions, ReplicationFactor: int16(s.Int(config.OffsetsTopicReplication)), Configs: configs}
 }
 
 func ptr[T any](v T) *T { return &v }

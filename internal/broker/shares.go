@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -64,14 +63,7 @@ func (h shareStateHost) Partitions() int {
 }
 
 func (h shareStateHost) EnsureTopic(ctx context.Context, partitions int32) error {
-	b := h.b
-	if err := b.ensureInternalTopic(ctx, sharestate.Topic, partitions); err != nil {
-		return err
-	}
-	if err := b.waitRegistry(ctx, func() bool { return b.lookupTopic(sharestate.Topic) != nil }); err != nil {
-		return fmt.Errorf("broker: %s did not appear: %w", sharestate.Topic, err)
-	}
-	return nil
+	return h.b.ensureInternalTopic(ctx, sharestate.Topic, partitions)
 }
 
 // statePartition is this node's partition i of __share_group_state, or

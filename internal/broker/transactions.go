@@ -4,26 +4,27 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/clock"
 	"weir/internal/config"
+	"weir/internal/kraft"
 	wlog "weir/internal/log"
 	"weir/internal/producer"
 	"weir/internal/server"
 	"weir/internal/txn"
 	"weir/internal/txn/coordinator"
+	"weir/internal/txn/verification"
 )
 
 // Transactions: the transaction coordinator (internal/txn/coordinator)
 // runs on every node over the __transaction_state partitions it leads;
-// this file is its Host, creates its topic on the first FindCoordinator of
-// a transactional id, tells it of leadership changes, and verifies
-// transactional Produce batches with it (KIP-890) before they are
-// appended. The handlers 22, 24-28, 61, 65 and 66 only call it, the
+// this file is its Host, has its topic created
+// (kraft.AutoTopicCreationManager) on the first FindCoordinator of a
+// transactional id, tells it of leadership changes, and is the Host of
+// internal/txn/verification, which verifies transactional Produce batches
+// with it (KIP-890) before they are appended. The handlers 22, 24-28, 61, 65 and 66 only call it, the
 // group coordinator and the partition logs.
 
 // txnTopic is the transaction coordinator's internal topic.
@@ -126,209 +127,93 @@ func (b *Broker) txnLeadershipChanged() {
 	}
 }
 
-// txnCoordinatorNode is the node coordinating a transactional id: the
-// leader of its __transaction_state partition, -1 while there is none
-// (the topic is created here on first use, as Kafka does).
+// txnCoordinatorNode is the node coordinating a transactional id, -1
+// while there is none (the topic is created here on first use, as Kafka
+// does; clients retry FindCoordinator meanwhile).
 func (b *Broker) txnCoordinatorNode(id string) int32 {
-	i, ok := b.txn.PartitionFor(id)
-	if !ok {
-		b.ensureTxnTopicAsync()
-		return -1
+	node, exists := b.txn.CoordinatorNode(id)
+	if !exists {
+		b.autoTopics.EnsureAsync(b.txnInternalTopic())
 	}
-	p := b.localPartition(txnTopic, i)
-	if p == nil {
-		return -1
-	}
-	return p.leader.Load()
+	return node
 }
 
-// ensureTxnTopicAsync creates __transaction_state off the request path;
-// clients retry FindCoordinator meanwhile.
-func (b *Broker) ensureTxnTopicAsync() {
-	if !b.creatingTxnTopic.CompareAndSwap(false, true) {
-		return
-	}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		defer b.creatingTxnTopic.Store(false)
-		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-		defer cancel()
-		if err := b.ensureTxnTopic(ctx); err != nil {
-			b.logger.Warn("could not create the transaction state topic", "err", err)
-		}
-	}()
-}
-
-// ensureTxnTopic creates __transaction_state as Kafka does:
+// txnInternalTopic is __transaction_state as Kafka creates it:
 // transaction.state.log.num.partitions partitions,
 // transaction.state.log.replication.factor replicas (at most the active
 // brokers), min.insync.replicas transaction.state.log.min.isr (at most
 // the replication factor), compacted.
-func (b *Broker) ensureTxnTopic(ctx context.Context) error {
-	if _, ok := b.node.Image().TopicByName(txnTopic); ok {
-		return nil
-	}
+func (b *Broker) txnInternalTopic() kraft.InternalTopic {
 	s := b.settings()
-	rf := min(int16(s.Int(config.TransactionStateReplication)), int16(b.activeBrokers()))
-	rf = max(rf, 1)
-	configs := coordinator.TopicConfigs()
-	configs["min.insync.replicas"] = strconv.Itoa(int(min(s.Int(config.TransactionStateMinISR), int32(rf))))
-	configs["segment.bytes"] = strconv.Itoa(int(s.Int(config.TransactionStateSegmentBytes)))
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = txnTopic, s.Int(config.TransactionStatePartitions), rf
-	for k, v := range configs {
-		c := kmsg.NewCreateTopicsRequestTopicConfig()
-		c.Name, c.Value = k, ptr(v)
-		rt.Configs = append(rt.Configs, c)
+	configs := func(rf int16) map[string]string {
+		c := coordinator.TopicConfigs()
+		c["min.insync.replicas"] = strconv.Itoa(int(min(s.Int(config.TransactionStateMinISR), int32(rf))))
+		c["segment.bytes"] = strconv.Itoa(int(s.Int(config.TransactionStateSegmentBytes)))
+		return c
 	}
-	req.Topics = append(req.Topics, rt)
-	resp, err := b.ctl.Admin(ctx, req)
-	if err != nil {
-		return fmt.Errorf("broker: create %s: %w", txnTopic, err)
-	}
-	st := resp.(*kmsg.CreateTopicsResponse).Topics[0]
-	if st.ErrorCode != 0 && st.ErrorCode != kerr.TopicAlreadyExists.Code {
-		return fmt.Errorf("broker: create %s: %w", txnTopic, kerr.ErrorForCode(st.ErrorCode))
-	}
-	return nil
+	return kraft.InternalTopic{Name: txnTopic, Partitions: s.Int(config.TransactionStatePartitions),
+		ReplicationFactor: int16(s.Int(config.TransactionStateReplication)), Configs: configs}
 }
 
-// produceGuard is how one partition's transactional batch is appended:
-// with guard, or refused with err.
-type produceGuard struct {
-	guard func(wlog.BatchInfo, int64) error
-	err   error
-}
-
-// verifyProduce asks the coordinator of a transactional Produce request
-// whether its partitions are in the producer's transaction, or to add
-// them (Produce v12+), before anything is appended, as Kafka's
-// ReplicaManager does; one call covers every partition. A partition whose
-// transaction is ongoing here at the batch's epoch needs no call. The
-// answer is each leader partition's append guard or error: for a
-// verify-only check the verification guard, so that a marker written
-// meanwhile refuses the batch (producer.State.StartVerification).
-func (b *Broker) verifyProduce(ctx context.Context, r *kmsg.ProduceRequest) map[*partition]produceGuard {
-	if r.TransactionID == nil || b.cfg.NullStorage {
+// verifyProduce verifies a transactional Produce request's batches with
+// their transaction's coordinator before anything is appended
+// (internal/txn/verification).
+func (b *Broker) verifyProduce(ctx context.Context, r *kmsg.ProduceRequest) map[verification.Partition]verification.Guard {
+	if b.cfg.NullStorage {
 		return nil
 	}
-	op := coordinator.ProduceOperation(r.Version)
-	verify := b.settings().Bool(config.TransactionPartitionVerify) || op == coordinator.AddPartition
-	type pending struct {
-		p *partition
-		g producer.VerificationGuard
-	}
-	var (
-		out    map[*partition]produceGuard
-		ask    []pending
-		parts  []txn.TopicPartition
-		pid    int64
-		epoch  int16
-		header bool
-	)
-	for _, rt := range r.Topics {
-		var t *topic
-		if r.Version >= 13 {
-			t = b.lookupTopicID(rt.TopicID)
-		} else {
-			t = b.lookupTopic(rt.Topic)
-		}
-		if t == nil || t.internal {
-			continue
-		}
-		for _, rp := range rt.Partitions {
-			h, err := wlog.ParseBatchHeader(rp.Records)
-			if err != nil || !h.IsTransactional() || h.ProducerID < 0 {
-				continue
-			}
-			p, err := b.partitionOf(t, rp.Partition)
-			if err != nil {
-				continue
-			}
-			if out == nil {
-				out = make(map[*partition]produceGuard)
-			}
-			st := p.producers
-			if !verify {
-				out[p] = produceGuard{guard: st.VerifiedGuard}
-				continue
-			}
-			if header && (h.ProducerID != pid || h.ProducerEpoch != epoch) {
-				out[p] = produceGuard{err: fmt.Errorf("%w: one request's batches must come from one producer", kerr.InvalidRecord)}
-				continue
-			}
-			pid, epoch, header = h.ProducerID, h.ProducerEpoch, true
-			var g producer.VerificationGuard
-			p.log.WithProducers(func() { g = st.StartVerification(h.ProducerID, h.ProducerEpoch) })
-			out[p] = produceGuard{guard: st.GuardWith(g)}
-			if op == coordinator.AddPartition {
-				// Transaction version 2: the coordinator adds the
-				// partition once the previous transaction's markers are
-				// written, and every marker bumps the epoch, so the
-				// epoch check alone refuses a batch whose transaction
-				// ended after the answer; a guard would also be ended
-				// by the previous transaction's marker written while
-				// the coordinator waited for it.
-				out[p] = produceGuard{guard: st.VerifiedGuard}
-			}
-			if g != producer.NoVerification {
-				ask = append(ask, pending{p: p, g: g})
-				parts = append(parts, txn.TopicPartition{Topic: t.name, Partition: p.index})
-			}
-		}
-	}
-	if len(ask) == 0 {
-		return out
-	}
-	timeout := msDuration(r.TimeoutMillis)
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	res, err := b.txn.VerifyForProduce(ctx, *r.TransactionID, pid, epoch, parts, r.Version)
-	for i, a := range ask {
-		switch code := res[parts[i]]; {
-		case err != nil:
-			out[a.p] = produceGuard{err: fmt.Errorf("%w: verifying the transaction: %v", kerr.RequestTimedOut, err)}
-		case code != 0:
-			out[a.p] = produceGuard{err: fmt.Errorf("%w: the transaction coordinator refused partition %s-%d", kerr.ErrorForCode(code), parts[i].Topic, parts[i].Partition)}
-		}
-	}
-	return out
+	return verification.Produce(ctx, produceHost{b}, b.txn, r, b.settings().Bool(config.TransactionPartitionVerify))
 }
 
-// expireProducersLoop forgets, every
+// produceHost is the broker as internal/txn/verification sees it.
+type produceHost struct{ b *Broker }
+
+func (h produceHost) Partition(name string, id [16]byte, byID bool, i int32) (verification.Partition, bool) {
+	var t *topic
+	if byID {
+		t = h.b.lookupTopicID(id)
+	} else {
+		t = h.b.lookupTopic(name)
+	}
+	if t == nil || t.internal {
+		return nil, false
+	}
+	p, err := h.b.partitionOf(t, i)
+	if err != nil {
+		return nil, false
+	}
+	return p, true
+}
+
+// TopicPartition, Producers and WithProducers make a partition led here
+// a verification.Partition.
+func (p *partition) TopicPartition() txn.TopicPartition {
+	return txn.TopicPartition{Topic: p.topic.name, Partition: p.index}
+}
+
+func (p *partition) Producers() *producer.State { return p.producers }
+
+func (p *partition) WithProducers(fn func()) { p.log.WithProducers(fn) }
+
+// startProducerExpiration forgets, every
 // producer.id.expiration.check.interval.ms, the producers of each local
 // partition idle for producer.id.expiration.ms.
-func (b *Broker) expireProducersLoop() {
-	defer b.wg.Done()
-	every := b.settings().Millis(config.ProducerIDExpirationCheckPeriod)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-t.C:
-		}
-		for _, p := range b.localPartitions() {
-			p.log.ExpireProducers()
-		}
-	}
+func (b *Broker) startProducerExpiration() *producer.Expiration {
+	return producer.StartExpiration(producer.ExpirationConfig{
+		Every: b.settings().Millis(config.ProducerIDExpirationCheckPeriod), Partitions: b.localLogs, Logger: b.logger,
+	})
 }
 
-// localPartitions lists every partition this node holds a replica of.
-func (b *Broker) localPartitions() []*partition {
+// localLogs lists the log of every partition this node holds a replica
+// of.
+func (b *Broker) localLogs() []producer.Expirer {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	var out []*partition
+	var out []producer.Expirer
 	for _, t := range b.topics {
 		for _, p := range t.partitions {
 			if p.log != nil {
-				out = append(out, p)
+				out = append(out, p.log)
 			}
 		}
 	}

@@ -46,6 +46,15 @@
 //   - BrokerLifecycle (lifecycle.go): register, heartbeat every 2 s with
 //     the applied offset, active once unfenced, register again when
 //     forgotten, controlled shutdown on request.
+//   - AutoTopicCreationManager (auto_topic.go): the internal topics a
+//     broker's coordinators need (__consumer_offsets, __transaction_state,
+//     __share_group_state) created through the controller unless the
+//     image has them, the replication factor capped at the active brokers
+//     and the configs chosen for it (InternalTopic.Configs), then waited
+//     for until the broker has applied them (Config.Applied); at most one
+//     background creation per topic at a time (EnsureAsync). Which
+//     partitions, replicas and configs each topic wants is its owner's
+//     (the broker passes an InternalTopic).
 //
 // # What it does not own
 //
@@ -70,13 +79,15 @@
 //   - hashicorp/raft calls Apply, Snapshot and Restore on its FSM
 //     goroutine; they never wait for subscribers.
 //   - BrokerLifecycle: one loop.
+//   - AutoTopicCreationManager: one goroutine per creation EnsureAsync
+//     started, Close cancels and waits for them.
 //   - KafkaClient: none; each request uses a connection of its own from a
 //     small pool.
 //
 // Locks (all leaves except as noted): MetadataFSM.mu orders image
 // publication with subscription and is held while appending to each
 // Subscription (whose own mu is taken under it); KafkaClient.mu guards
-// the idle pool.
+// the idle pool; AutoTopicCreationManager.mu the creations under way.
 //
 // Subscriber backpressure: each Subscription buffers up to its limit of
 // updates; one more collapses the buffer into one Resync update with the

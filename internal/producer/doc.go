@@ -44,9 +44,13 @@
 // asks it, and passes the answer as CheckVerified); the last stable offset,
 // the aborted-transaction index and the snapshot files (internal/log).
 // Choosing response fields and error codes for the wire is the handlers'
-// job; this package's errors wrap the kerr value to use. Scheduling expiry
-// (every producer.id.expiration.check.interval.ms, log.Log.ExpireProducers)
-// is not here either.
+// job; this package's errors wrap the kerr value to use.
+//
+// Expiration schedules expiry: every
+// producer.id.expiration.check.interval.ms it calls ExpireProducers on
+// each partition the node holds (log.Log.ExpireProducers, through the
+// Expirer interface), one round at a time on the clock's timer; Close
+// stops it and waits for a round under way.
 //
 // Verification (KIP-890 part 1): StartVerification, called through
 // log.Log.WithProducers before the broker asks the coordinator, returns a

@@ -114,6 +114,22 @@ func (c *Coordinator) PartitionFor(transactionalID string) (int32, bool) {
 	return txn.PartitionFor(transactionalID, n), true
 }
 
+// CoordinatorNode is the node coordinating a transactional id, as
+// FindCoordinator answers it: the leader of its __transaction_state
+// partition, -1 while that has none. exists is false while the topic does
+// not exist here: the caller creates it (Kafka creates it on the first
+// FindCoordinator of a transactional id) and the client retries.
+func (c *Coordinator) CoordinatorNode(transactionalID string) (node int32, exists bool) {
+	i, ok := c.PartitionFor(transactionalID)
+	if !ok {
+		return -1, false
+	}
+	if l, ok := c.cfg.Host.PartitionLeader(Topic, i); ok {
+		return l, true
+	}
+	return -1, true
+}
+
 func (c *Coordinator) shardOf(partition int32) *shard {
 	return c.shards[int(partition)%len(c.shards)]
 }

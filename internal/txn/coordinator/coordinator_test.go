@@ -639,3 +639,34 @@ func TestCloseAnswersWaiters(t *testing.T) {
 		t.Fatalf("verify after close: %v %v", res, err)
 	}
 }
+
+// FindCoordinator names the leader of a transactional id's state
+// partition: -1 while it has none or no longer exists, and says when the
+// topic does not exist here yet, for the broker to create it.
+func TestCoordinatorNode(t *testing.T) {
+	if node, exists := newEnv(t, 0, nil).c.CoordinatorNode("t"); node != -1 || exists {
+		t.Fatalf("no topic: node %d, exists %v", node, exists)
+	}
+	e := newEnv(t, 3, nil)
+	i, _ := e.c.PartitionFor("t")
+	state := tp(Topic, i)
+	for _, tc := range []struct {
+		name   string
+		set    func(h *fakeHost)
+		leader int32
+	}{
+		{name: "led", set: func(h *fakeHost) { h.leaders[state] = 7 }, leader: 7},
+		{name: "no leader", set: func(h *fakeHost) { h.leaders[state] = -1 }, leader: -1},
+		{name: "deleted", set: func(h *fakeHost) { h.deleted[state] = true }, leader: -1},
+		{name: "another partition led elsewhere", set: func(h *fakeHost) {
+			delete(h.deleted, state)
+			h.leaders[state] = 2
+			h.leaders[tp(Topic, (i+1)%3)] = 9
+		}, leader: 2},
+	} {
+		e.h.with(tc.set)
+		if node, exists := e.c.CoordinatorNode("t"); node != tc.leader || !exists {
+			t.Fatalf("%s: node %d, exists %v; want %d", tc.name, node, exists, tc.leader)
+		}
+	}
+}

@@ -42,6 +42,8 @@
 //     (Produce v12+, TxnOffsetCommit v5+), and map the answer as Kafka's
 //     produce path and group coordinator do (ProduceError,
 //     TxnOffsetCommitError).
+//   - Routing: CoordinatorNode is the node FindCoordinator names for a
+//     transactional id (its partition's leader, through the Host).
 //   - Timers: every transaction.abort.timed.out.transaction.cleanup.interval.ms
 //     timed-out transactions are aborted; every
 //     transaction.remove.expired.transaction.cleanup.interval.ms idle
@@ -50,11 +52,15 @@
 // # What it does not own
 //
 // The state machine and the record format (internal/txn); the topic's
-// creation (the broker, on the first FindCoordinator of a transactional
-// id: DefaultTopicPartitions and friends, TopicConfigs); replication and
-// the commit rule (internal/replica); writing markers into partitions
-// (the broker's WriteTxnMarkers handler and internal/log); producer ids
-// (the Host's allocator); routing FindCoordinator; authorization.
+// creation (the broker, through kraft.AutoTopicCreationManager, when
+// CoordinatorNode finds no topic on the first FindCoordinator of a
+// transactional id: DefaultTopicPartitions and friends, TopicConfigs);
+// which Produce batches need verifying and the guards they are appended
+// under (internal/txn/verification, which calls VerifyForProduce);
+// replication and the commit rule (internal/replica); writing markers
+// into partitions (the broker's WriteTxnMarkers handler and
+// internal/log); producer ids (the Host's allocator); FindCoordinator's
+// other key types; authorization.
 //
 // # Concurrency
 //

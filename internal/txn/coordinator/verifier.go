@@ -120,13 +120,7 @@ func (v *verifier) close() {
 // TxnOffsetCommitError for the answer.
 func (c *Coordinator) VerifyTransaction(ctx context.Context, transactionalID string, pid int64, epoch int16, parts []txn.TopicPartition, op Operation) (map[txn.TopicPartition]int16, error) {
 	call := &verifyCall{id: transactionalID, pid: pid, epoch: epoch, parts: parts, op: op, result: make(chan map[txn.TopicPartition]int16, 1)}
-	node := int32(-1)
-	if i, ok := c.PartitionFor(transactionalID); ok {
-		if l, ok := c.cfg.Host.PartitionLeader(Topic, i); ok {
-			node = l
-		}
-	}
-	if node < 0 {
+	if node, _ := c.CoordinatorNode(transactionalID); node < 0 {
 		call.fail(kerr.CoordinatorNotAvailable.Code)
 	} else {
 		c.verifier.enqueue(node, call)
