@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/admission"
+	"weir/internal/alterpartition"
 	"weir/internal/cleaner"
 	"weir/internal/config"
 	"weir/internal/errcode"
@@ -144,9 +145,9 @@ type Broker struct {
 	replicas   *replica.Manager // follower fetchers
 	repEnv     *replica.Env     // what every replica shares (replicaEnv)
 	repEnvOnce sync.Once
-	fetches    *fetchsession.Cache // fetch sessions (KIP-227, 01_fetch.go)
-	transport  *brokerTransport    // their connections to leaders
-	isr        isrQueue            // ISR changes for the controller (replication.go)
+	fetches    *fetchsession.Cache     // fetch sessions (KIP-227, 01_fetch.go)
+	transport  *brokerTransport        // their connections to leaders
+	isr        *alterpartition.Manager // ISR changes for the controller (replication.go)
 
 	faults *fault.Injector // fault-injection points (internal/fault)
 
@@ -194,8 +195,8 @@ func New(cfg Config) (*Broker, error) {
 		topicsByID: map[[16]byte]*topic{},
 		regCh:      make(chan struct{}),
 		startedCh:  make(chan struct{}),
-		isr:        isrQueue{pending: map[*partition]isrItem{}, wake: make(chan struct{}, 1)},
 	}
+	b.isr = alterpartition.New(alterpartition.Config{BrokerID: cfg.NodeID, Host: alterPartitionHost{b}, Logger: b.logger})
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.faults = fault.NewInjector(func(name string) time.Duration { return b.settings().Millis(name) }, b.ctx.Done(), &b.wg)
 	settings := cfg.Settings
@@ -275,7 +276,7 @@ func New(cfg Config) (*Broker, error) {
 			})
 		}()
 		go b.shrinkLoop()
-		go b.isrLoop()
+		go func() { defer b.wg.Done(); b.isr.Run(b.ctx) }()
 	}
 	if cfg.RetentionCheckInterval > 0 {
 		b.wg.Add(1)

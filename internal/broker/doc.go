@@ -25,7 +25,8 @@
 // Replication (replication.go): leaders serve followers' Fetch requests
 // up to their log end and move the high watermark; followers are fed by
 // the replica Manager's fetchers over the Kafka protocol; proposed ISR
-// changes go to the controller as AlterPartition. Produce appends through
+// changes go to the controller as AlterPartition through
+// internal/alterpartition (replication.go is its Host). Produce appends through
 // the replica; acks=all waits for the high watermark. A follower's fetch
 // naming a leader epoch this node has not applied yet (it learnt of this
 // node's promotion first) is held, not refused, and the metadata loop
@@ -87,8 +88,8 @@
 // once (OnHighWatermark when it moved the high watermark, else OnAppend). Background goroutines, all started by New and stopped by Close:
 // the metadata loop, the retention loop, the producer expiry loop, the
 // transaction coordinator (closed by Close before the replicas), and in a cluster the liveness
-// prober and the ISR shrink loop; the replica Manager's fetchers; one
-// goroutine per AlterPartition in flight. Work that waits (a fetch below MinBytes, an acks=all produce on a
+// prober, the ISR shrink loop and the ISR change sender
+// (alterpartition.Manager.Run); the replica Manager's fetchers. Work that waits (a fetch below MinBytes, an acks=all produce on a
 // topic that fsyncs before acknowledging, JoinGroup and SyncGroup) runs on
 // a goroutine owned by the Broker, completes a pending reply, and is
 // cancelled and waited for by Close. Parked fetches register a waiter on

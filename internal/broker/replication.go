@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/config"
@@ -20,8 +19,8 @@ import (
 // follower as the image says; followers are fed by the replica Manager's
 // fetchers (one per leader broker, over the Kafka protocol to the
 // leader's listener); leaders serve followers' Fetch requests, keep the
-// high watermark and propose ISR changes, which this file sends to the
-// controller as AlterPartition.
+// high watermark and propose ISR changes, which internal/alterpartition
+// sends to the controller as AlterPartition.
 
 // openReplica wraps a freshly opened partition log in a Replica.
 //
@@ -54,12 +53,10 @@ func (b *Broker) replicaEnv() *replica.Env {
 	b.repEnvOnce.Do(func() {
 		owner := func(r *replica.Replica) *partition { return r.Owner().(*partition) }
 		b.repEnv = replica.NewEnv(replica.Env{
-			LocalID:  b.cfg.NodeID,
-			MaxLag:   b.settings().Millis(config.ReplicaLagTimeMax),
-			Eligible: b.eligible,
-			OnISRChange: func(r *replica.Replica, ch replica.ISRChange) {
-				b.sendISRChange(owner(r), r, ch)
-			},
+			LocalID:     b.cfg.NodeID,
+			MaxLag:      b.settings().Millis(config.ReplicaLagTimeMax),
+			Eligible:    b.eligible,
+			OnISRChange: func(r *replica.Replica, ch replica.ISRChange) { b.isr.Submit(r, ch) },
 			OnHighWatermark: func(r *replica.Replica, hw int64) {
 				p := owner(r)
 				p.log.NoteHighWatermark(hw)
@@ -157,182 +154,32 @@ func (b *Broker) applyRoles(changes []roleChange) {
 	}
 }
 
-// ISR changes go to the controller in batches: sendISRChange queues a
-// replica's proposal (at most one per replica is in flight, the
-// replica's rule) and one goroutine, isrLoop, sends everything queued as
-// one AlterPartition at a time, reports each partition's outcome to its
-// replica, and queues again, after a back-off, those whose outcome is
-// unknown. A failover that makes thousands of partitions propose at
-// once therefore costs a few requests on one connection, not a request,
-// a goroutine and a connection per partition.
+// alterPartitionHost is the broker as internal/alterpartition's Manager
+// sees it: AlterPartition goes to the active controller, and the ISR
+// members' broker epochs come from the registration and the image.
+type alterPartitionHost struct{ b *Broker }
 
-// isrItem is one queued proposal.
-type isrItem struct {
-	p  *partition
-	r  *replica.Replica
-	ch replica.ISRChange
-}
-
-// isrQueue holds the proposals not sent yet.
-type isrQueue struct {
-	mu      sync.Mutex // leaf
-	pending map[*partition]isrItem
-	wake    chan struct{} // one token while pending is not empty
-}
-
-// maxISRBatch bounds the partitions of one AlterPartition.
-const maxISRBatch = 5000
-
-// sendISRChange queues a leader's proposed ISR for isrLoop.
-func (b *Broker) sendISRChange(p *partition, r *replica.Replica, ch replica.ISRChange) {
-	b.isr.mu.Lock()
-	b.isr.pending[p] = isrItem{p, r, ch}
-	b.isr.mu.Unlock()
-	select {
-	case b.isr.wake <- struct{}{}:
-	default:
-	}
-}
-
-// takeISR takes up to maxISRBatch queued proposals.
-func (b *Broker) takeISR() []isrItem {
-	b.isr.mu.Lock()
-	defer b.isr.mu.Unlock()
-	var out []isrItem
-	for p, it := range b.isr.pending {
-		if len(out) == maxISRBatch {
-			break
-		}
-		out = append(out, it)
-		delete(b.isr.pending, p)
-	}
-	return out
-}
-
-// isrLoop sends queued ISR changes until the broker closes.
-func (b *Broker) isrLoop() {
-	defer b.wg.Done()
-	backoff := 100 * time.Millisecond
-	for {
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-b.isr.wake:
-		}
-		for b.ctx.Err() == nil {
-			batch := b.takeISR()
-			if len(batch) == 0 {
-				break
-			}
-			results := b.alterPartitions(batch)
-			unknown := 0
-			for i, it := range batch {
-				if it.r.CompleteISRChange(it.ch, results[i]) {
-					unknown++
-					b.isr.mu.Lock()
-					if _, newer := b.isr.pending[it.p]; !newer {
-						b.isr.pending[it.p] = it
-					}
-					b.isr.mu.Unlock()
-				}
-			}
-			if unknown == 0 {
-				backoff = 100 * time.Millisecond
-				continue
-			}
-			b.logger.Info("ISR changes with an unknown outcome; resending", "partitions", unknown, "after", backoff)
-			select {
-			case <-b.ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, 2*time.Second)
-		}
-	}
-}
-
-// alterPartitions sends one AlterPartition for a batch of proposals and
-// returns each one's outcome, in order.
-func (b *Broker) alterPartitions(batch []isrItem) []replica.ISRChangeResult {
-	req := kmsg.NewPtrAlterPartitionRequest()
-	req.Version = 3 // topic ids and broker epochs (KIP-903)
-	req.BrokerID = b.cfg.NodeID
-	if b.life != nil {
-		req.BrokerEpoch = b.life.Epoch()
-	}
-	img := b.node.Image()
-	topicAt := map[[16]byte]int{}
-	for _, it := range batch {
-		p, ch := it.p, it.ch
-		i, ok := topicAt[p.topic.id]
-		if !ok {
-			t := kmsg.NewAlterPartitionRequestTopic()
-			t.Topic, t.TopicID = p.topic.name, p.topic.id
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			topicAt[p.topic.id] = i
-		}
-		tp := kmsg.NewAlterPartitionRequestTopicPartition()
-		tp.Partition, tp.LeaderEpoch, tp.PartitionEpoch = p.index, ch.LeaderEpoch, ch.PartitionEpoch
-		for j, id := range ch.NewISR {
-			e := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
-			e.BrokerID, e.BrokerEpoch = id, -1
-			if j < len(ch.BrokerEpochs) {
-				e.BrokerEpoch = ch.BrokerEpochs[j]
-			}
-			if e.BrokerEpoch < 0 {
-				if br, ok := img.Broker(id); ok {
-					e.BrokerEpoch = br.Epoch
-				}
-			}
-			tp.NewEpochISR = append(tp.NewEpochISR, e)
-			tp.NewISR = append(tp.NewISR, id)
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, tp)
-	}
-	results := make([]replica.ISRChangeResult, len(batch))
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	resp, err := b.ctl.Admin(ctx, req)
-	if err == nil {
-		if code := resp.(*kmsg.AlterPartitionResponse).ErrorCode; code != 0 {
-			err = kerr.ErrorForCode(code)
-		}
-	}
+func (h alterPartitionHost) AlterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) (*kmsg.AlterPartitionResponse, error) {
+	resp, err := h.b.ctl.Admin(ctx, req)
 	if err != nil {
-		for i := range results {
-			results[i].Err = err
-		}
-		return results
+		return nil, err
 	}
-	type key struct {
-		topic     [16]byte
-		partition int32
+	return resp.(*kmsg.AlterPartitionResponse), nil
+}
+
+func (h alterPartitionHost) BrokerEpoch() int64 {
+	if h.b.life == nil {
+		return -1
 	}
-	ids := map[string][16]byte{}
-	for _, it := range batch {
-		ids[it.p.topic.name] = it.p.topic.id
+	return h.b.life.Epoch()
+}
+
+func (h alterPartitionHost) RegisteredEpoch(id int32) (int64, bool) {
+	br, ok := h.b.node.Image().Broker(id)
+	if !ok {
+		return -1, false
 	}
-	got := map[key]replica.ISRChangeResult{}
-	for _, rt := range resp.(*kmsg.AlterPartitionResponse).Topics {
-		id := rt.TopidID // sic: kmsg's name for the v2+ topic id
-		if id == ([16]byte{}) {
-			id = ids[rt.Topic]
-		}
-		for _, rp := range rt.Partitions {
-			got[key{id, rp.Partition}] = replica.ISRChangeResult{
-				Err: kerr.ErrorForCode(rp.ErrorCode), LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch, ISR: rp.ISR,
-			}
-		}
-	}
-	for i, it := range batch {
-		res, ok := got[key{it.p.topic.id, it.p.index}]
-		if !ok {
-			res.Err = errors.New("broker: AlterPartition answer without the partition")
-		}
-		results[i] = res
-	}
-	return results
+	return br.Epoch, true
 }
 
 // shrinkLoop asks every led partition, every replica.lag.time.max.ms/2,

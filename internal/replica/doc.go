@@ -27,8 +27,9 @@
 //
 // # What it does not own
 //
-// Metadata (internal/metadata), talking to the controller (the broker sends
-// the ISRChange proposals as AlterPartition and reports the outcome), the
+// Metadata (internal/metadata), talking to the controller
+// (internal/alterpartition sends the ISRChange proposals as AlterPartition
+// and reports the outcome), the
 // Kafka request handlers and their error-code mapping (errors returned here
 // wrap kerr errors; the broker answers with their codes), the network
 // (Transport is the broker's), persisting the high watermark (the broker
@@ -123,7 +124,8 @@
 //     there, Fetch answers carry it, ListOffsets latest with
 //     read_committed answers it.
 //   - Every MaxLag/2 for each led partition: r.MaybeShrinkISR().
-//   - For each ISRChange passed to OnISRChange: send AlterPartition with
+//   - For each ISRChange passed to OnISRChange (internal/alterpartition
+//     does this for the broker): send AlterPartition with
 //     LeaderEpoch, PartitionEpoch, NewISR (v3 NewEpochISR: BrokerEpochs
 //     holds what each member's last fetch carried, -1 for the leader and
 //     unknown ones, which the broker fills from its registration), then
