@@ -145,9 +145,9 @@ type Broker struct {
 	replicas   *replica.Manager // follower fetchers
 	repEnv     *replica.Env     // what every replica shares (replicaEnv)
 	repEnvOnce sync.Once
-	fetches    *fetchsession.Cache     // fetch sessions (KIP-227, 01_fetch.go)
-	transport  *brokerTransport        // their connections to leaders
-	isr        *alterpartition.Manager // ISR changes for the controller (replication.go)
+	fetches    *fetchsession.Cache      // fetch sessions (KIP-227, 01_fetch.go)
+	transport  *kraft.InterBrokerClient // their connections to leaders
+	isr        *alterpartition.Manager  // ISR changes for the controller (replication.go)
 
 	faults *fault.Injector // fault-injection points (internal/fault)
 
@@ -227,7 +227,8 @@ func New(cfg Config) (*Broker, error) {
 		b.node.Close()
 		return nil, err
 	}
-	b.transport = &brokerTransport{b: b, clients: map[int32]*kraft.KafkaClient{}}
+	b.transport = kraft.NewInterBrokerClient(kraft.InterBrokerConfig{Resolve: kraft.ListenerResolver(b.node, b.interBrokerListener),
+		Dial: cfg.InterBrokerDial, ClientID: "weir-replica-" + itoa(cfg.NodeID), Logger: b.logger})
 	b.replicas = replica.NewManager(replica.ManagerConfig{
 		LocalID: cfg.NodeID, BrokerEpoch: -1, Transport: b.transport, Logger: b.logger,
 	})
@@ -351,7 +352,7 @@ func (b *Broker) Close() error {
 	}
 	b.replicas.Close()
 	b.wg.Wait()
-	b.transport.close()
+	b.transport.Close()
 	if b.shares != nil {
 		b.shares.Close()
 		b.shareState.Close()

@@ -3,13 +3,11 @@ package broker
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/config"
-	"weir/internal/kraft"
 	"weir/internal/metadata"
 	"weir/internal/replica"
 )
@@ -215,42 +213,6 @@ func (b *Broker) ledReplicas() []*partition {
 		}
 	}
 	return out
-}
-
-// brokerTransport sends the fetchers' requests to other brokers' Kafka
-// listeners, one controller-protocol client per broker.
-type brokerTransport struct {
-	b       *Broker
-	mu      sync.Mutex
-	clients map[int32]*kraft.KafkaClient
-}
-
-func (t *brokerTransport) Send(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
-	t.mu.Lock()
-	c := t.clients[id]
-	if c == nil {
-		c = kraft.NewKafkaClient(kraft.KafkaClientConfig{
-			Leader:   func() int32 { return id },
-			Resolve:  kraft.ListenerResolver(t.b.node, t.b.interBrokerListener),
-			Dial:     t.b.cfg.InterBrokerDial,
-			ClientID: "weir-replica-" + itoa(t.b.cfg.NodeID),
-			Logger:   t.b.logger,
-		})
-		t.clients[id] = c
-	}
-	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return c.Request(ctx, req)
-}
-
-func (t *brokerTransport) close() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, c := range t.clients {
-		c.Close()
-	}
-	t.clients = nil
 }
 
 // minISROf is a topic's min.insync.replicas.

@@ -43,6 +43,10 @@
 //     kconn.go: the Kafka protocol to the active controller's Kafka
 //     listener over a plain net.Conn with our own framing and kmsg
 //     bodies, following the raft leader, retrying NOT_CONTROLLER).
+//   - InterBrokerClient (interbroker.go): requests to other brokers'
+//     Kafka listeners (the replica fetchers' Transport, the share and
+//     transaction coordinators' inter-broker calls), one KafkaClient per
+//     broker, each request bounded by a timeout.
 //   - BrokerLifecycle (lifecycle.go): register, heartbeat every 2 s with
 //     the applied offset, active once unfenced, register again when
 //     forgotten, controlled shutdown on request.
@@ -81,13 +85,15 @@
 //   - BrokerLifecycle: one loop.
 //   - AutoTopicCreationManager: one goroutine per creation EnsureAsync
 //     started, Close cancels and waits for them.
-//   - KafkaClient: none; each request uses a connection of its own from a
-//     small pool.
+//   - KafkaClient and InterBrokerClient: none; each request uses a
+//     connection of its own from a small pool.
 //
 // Locks (all leaves except as noted): MetadataFSM.mu orders image
 // publication with subscription and is held while appending to each
 // Subscription (whose own mu is taken under it); KafkaClient.mu guards
-// the idle pool; AutoTopicCreationManager.mu the creations under way.
+// the idle pool; AutoTopicCreationManager.mu the creations under way;
+// InterBrokerClient.mu guards its map of clients and is released before
+// any of them is used.
 //
 // Subscriber backpressure: each Subscription buffers up to its limit of
 // updates; one more collapses the buffer into one Resync update with the
