@@ -27,7 +27,7 @@
 // ISR decisions and the meaning of an answer (internal/replica: which
 // errors drop a change, which keep it in flight until metadata arrives,
 // which leave the outcome unknown), the periodic shrink check
-// (Replica.MaybeShrinkISR, called by the broker), the connection to the
+// (replica.ExpireISR), the connection to the
 // controller and finding it (Host.AlterPartition: internal/kraft's
 // KafkaClient in the broker), the metadata image (Host.RegisteredEpoch),
 // and the controller's handling of the request (internal/controller).

@@ -276,7 +276,10 @@ func New(cfg Config) (*Broker, error) {
 				Logger: b.logger,
 			})
 		}()
-		go b.shrinkLoop()
+		go func() {
+			defer b.wg.Done()
+			replica.ExpireISR(b.ctx, func() time.Duration { return b.settings().Millis(config.ReplicaLagTimeMax) }, b.ledReplicas)
+		}()
 		go func() { defer b.wg.Done(); b.isr.Run(b.ctx) }()
 	}
 	if cfg.RetentionCheckInterval > 0 {

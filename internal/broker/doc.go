@@ -88,7 +88,7 @@
 // once (OnHighWatermark when it moved the high watermark, else OnAppend). Background goroutines, all started by New and stopped by Close:
 // the metadata loop, the retention loop, the producer expiry loop, the
 // transaction coordinator (closed by Close before the replicas), and in a cluster the liveness
-// prober, the ISR shrink loop and the ISR change sender
+// prober, the ISR shrink loop (replica.ExpireISR) and the ISR change sender
 // (alterpartition.Manager.Run); the replica Manager's fetchers. Work that waits (a fetch below MinBytes, an acks=all produce on a
 // topic that fsyncs before acknowledging, JoinGroup and SyncGroup) runs on
 // a goroutine owned by the Broker, completes a pending reply, and is

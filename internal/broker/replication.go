@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,7 +52,7 @@ func (b *Broker) replicaEnv() *replica.Env {
 		b.repEnv = replica.NewEnv(replica.Env{
 			LocalID:     b.cfg.NodeID,
 			MaxLag:      b.settings().Millis(config.ReplicaLagTimeMax),
-			Eligible:    b.eligible,
+			Eligible:    replica.EligibleIn(b.node.Image),
 			OnISRChange: func(r *replica.Replica, ch replica.ISRChange) { b.isr.Submit(r, ch) },
 			OnHighWatermark: func(r *replica.Replica, hw int64) {
 				p := owner(r)
@@ -73,16 +72,6 @@ func (b *Broker) replicaEnv() *replica.Env {
 	return b.repEnv
 }
 
-// eligible says whether a broker may join an ISR: registered, unfenced,
-// not shutting down, at the broker epoch its fetches carry (when known).
-func (b *Broker) eligible(id int32, epoch int64) bool {
-	br, ok := b.node.Image().Broker(id)
-	if !ok || !br.Active() {
-		return false
-	}
-	return epoch < 0 || br.Epoch == epoch
-}
-
 // roleChange is one partition's new state from the image; wake is set
 // when its leader epoch changed or this node started or stopped leading
 // it.
@@ -92,63 +81,24 @@ type roleChange struct {
 	wake bool
 }
 
-// applyRoles makes local replicas leader or follower as the image says,
-// with one call into the fetcher Manager for all of them: new leaders
-// leave their fetchers first, then lead; followers follow, then join the
-// fetchers of their leaders. Then the fetches parked on partitions whose
-// leadership or leader epoch changed are woken: consumers' and followers' fetches on a
-// former leader answer NOT_LEADER_OR_FOLLOWER, and followers' fetches
-// held by a new leader until it applied its promotion (fetchOnce) are
-// served. It runs on the metadata loop.
+// applyRoles makes local replicas leader or follower as the image says
+// (replica.Manager.ApplyRoles). Then the fetches parked on partitions
+// whose leadership or leader epoch changed are woken: consumers' and
+// followers' fetches on a former leader answer NOT_LEADER_OR_FOLLOWER,
+// and followers' fetches held by a new leader until it applied its
+// promotion (fetchOnce) are served. It runs on the metadata loop.
 func (b *Broker) applyRoles(changes []roleChange) {
-	defer func() {
-		for _, c := range changes {
-			if c.wake {
-				c.p.wakeAll()
-			}
-		}
-	}()
-	var leading []*replica.Replica
-	var stopping []*replica.Replica
-	var follows []replica.Follow
+	roles := make([]replica.RoleChange, 0, len(changes))
 	for _, c := range changes {
-		if c.p.rep == nil {
-			continue
-		}
-		if c.s.Leader() == b.cfg.NodeID {
-			leading = append(leading, c.p.rep)
+		if c.p.rep != nil {
+			roles = append(roles, replica.RoleChange{Replica: c.p.rep, State: replica.StateOf(c.s)})
 		}
 	}
-	if len(leading) > 0 {
-		b.replicas.RemovePartitions(leading)
-	}
+	b.replicas.ApplyRoles(roles)
 	for _, c := range changes {
-		p, s := c.p, c.s
-		if p.rep == nil {
-			continue
+		if c.wake {
+			c.p.wakeAll()
 		}
-		st := replica.StateOf(s)
-		if s.Leader() == b.cfg.NodeID {
-			if err := p.rep.BecomeLeader(st); err != nil && !errors.Is(err, replica.ErrStaleState) {
-				b.logger.Warn("cannot lead", "topic", p.topic.name, "partition", p.index, "err", err)
-			}
-			continue
-		}
-		if err := p.rep.BecomeFollower(st); err != nil && !errors.Is(err, replica.ErrStaleState) {
-			b.logger.Warn("cannot follow", "topic", p.topic.name, "partition", p.index, "err", err)
-			continue
-		}
-		if s.Leader() >= 0 {
-			follows = append(follows, replica.Follow{Replica: p.rep, Leader: s.Leader(), LeaderEpoch: s.LeaderEpoch()})
-		} else {
-			stopping = append(stopping, p.rep)
-		}
-	}
-	if len(stopping) > 0 {
-		b.replicas.RemovePartitions(stopping)
-	}
-	if len(follows) > 0 {
-		b.replicas.AddPartitions(follows)
 	}
 }
 
@@ -180,35 +130,16 @@ func (h alterPartitionHost) RegisteredEpoch(id int32) (int64, bool) {
 	return br.Epoch, true
 }
 
-// shrinkLoop asks every led partition, every replica.lag.time.max.ms/2,
-// whether a follower fell out of the ISR.
-func (b *Broker) shrinkLoop() {
-	defer b.wg.Done()
-	for {
-		every := b.settings().Millis(config.ReplicaLagTimeMax) / 2
-		if every <= 0 {
-			every = 15 * time.Second
-		}
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-time.After(every):
-		}
-		for _, p := range b.ledReplicas() {
-			p.rep.MaybeShrinkISR()
-		}
-	}
-}
-
-// ledReplicas lists the local partitions this node leads.
-func (b *Broker) ledReplicas() []*partition {
+// ledReplicas lists the local replicas of the partitions this node
+// leads, for replica.ExpireISR.
+func (b *Broker) ledReplicas() []*replica.Replica {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	var out []*partition
+	var out []*replica.Replica
 	for _, t := range b.topics {
 		for _, p := range t.partitions {
 			if p.rep != nil && p.isLeader() {
-				out = append(out, p)
+				out = append(out, p.rep)
 			}
 		}
 	}

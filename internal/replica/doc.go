@@ -44,7 +44,8 @@
 // the broker shares (NewEnv): LocalID, MaxLag (replica.lag.time.max.ms),
 // HoldHWUnderMinISR (KIP-966's rule, off by default),
 // Eligible(brokerID, brokerEpoch) (KIP-841/903: may a broker, at the
-// broker epoch its fetch carried, join an ISR), Now, Logger, and the
+// broker epoch its fetch carried, join an ISR; EligibleIn answers it from
+// the metadata image), Now, Logger, and the
 // callbacks:
 //
 //   - OnISRChange(r, ISRChange): send an AlterPartition. No lock held;
@@ -75,7 +76,8 @@
 // fetcher goroutine that RemovePartitions and Close wait for.
 //
 // On every metadata change of a partition with a local replica (st :=
-// StateOf(image partition)):
+// StateOf(image partition)), which Manager.ApplyRoles does for a batch of
+// them with one call into the fetchers per kind of change:
 //
 //   - leader is this broker: Manager.RemovePartitions([r]) first (no
 //     fetcher appends any more once it returns), then r.BecomeLeader(st).
@@ -123,7 +125,8 @@
 //     watermark) next to r.HighWatermark(): read_committed reads stop
 //     there, Fetch answers carry it, ListOffsets latest with
 //     read_committed answers it.
-//   - Every MaxLag/2 for each led partition: r.MaybeShrinkISR().
+//   - Every MaxLag/2 for each led partition: r.MaybeShrinkISR()
+//     (ExpireISR, on a goroutine the broker owns).
 //   - For each ISRChange passed to OnISRChange (internal/alterpartition
 //     does this for the broker): send AlterPartition with
 //     LeaderEpoch, PartitionEpoch, NewISR (v3 NewEpochISR: BrokerEpochs

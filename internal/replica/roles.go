@@ -1,0 +1,56 @@
+package replica
+
+import "errors"
+
+// RoleChange is a local replica's new state from the metadata image.
+type RoleChange struct {
+	Replica *Replica
+	State   PartitionState
+}
+
+// ApplyRoles makes local replicas leader or follower as the metadata
+// image says (the part of Kafka's ReplicaManager.applyDelta that touches
+// replicas), with one call into the fetchers for all of them: new leaders
+// leave their fetchers first, then lead; followers follow, then join the
+// fetchers of their leaders; replicas left without a leader leave theirs.
+// Refusals other than ErrStaleState are logged, and a follower that
+// refused its state is left out of the fetchers' changes. The broker's
+// metadata loop calls it: the one caller of BecomeLeader and
+// BecomeFollower.
+func (m *Manager) ApplyRoles(changes []RoleChange) {
+	var leading []*Replica
+	var stopping []*Replica
+	var follows []Follow
+	for _, c := range changes {
+		if c.State.Leader == m.cfg.LocalID {
+			leading = append(leading, c.Replica)
+		}
+	}
+	if len(leading) > 0 {
+		m.RemovePartitions(leading)
+	}
+	for _, c := range changes {
+		r, st := c.Replica, c.State
+		if st.Leader == m.cfg.LocalID {
+			if err := r.BecomeLeader(st); err != nil && !errors.Is(err, ErrStaleState) {
+				m.logger.Warn("cannot lead", "topic", r.Topic(), "partition", r.Partition(), "err", err)
+			}
+			continue
+		}
+		if err := r.BecomeFollower(st); err != nil && !errors.Is(err, ErrStaleState) {
+			m.logger.Warn("cannot follow", "topic", r.Topic(), "partition", r.Partition(), "err", err)
+			continue
+		}
+		if st.Leader >= 0 {
+			follows = append(follows, Follow{Replica: r, Leader: st.Leader, LeaderEpoch: st.LeaderEpoch})
+		} else {
+			stopping = append(stopping, r)
+		}
+	}
+	if len(stopping) > 0 {
+		m.RemovePartitions(stopping)
+	}
+	if len(follows) > 0 {
+		m.AddPartitions(follows)
+	}
+}
