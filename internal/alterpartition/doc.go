@@ -5,15 +5,15 @@
 //
 // # What it owns
 //
-// The queue of proposals not sent yet (at most one per partition: a
-// newer proposal replaces an older one still queued), their batching
-// into one AlterPartition v3 request at a time (KIP-903: topic ids and
-// each new ISR member's broker epoch), matching the answer's partitions
-// to the proposals, and resending, after a back-off that doubles from
-// MinBackoff to MaxBackoff, the proposals whose outcome is unknown. A
-// failover that makes thousands of partitions propose at once therefore
-// costs a few requests on one connection, not a request, a goroutine and
-// a connection per partition.
+// The queue of proposals not sent yet, oldest first (at most one per
+// partition: a newer proposal replaces an older one still queued, in its
+// place), their batching into one AlterPartition v3 request at a time
+// (KIP-903: topic ids and each new ISR member's broker epoch), matching
+// the answer's partitions to the proposals, and resending, after a
+// back-off that doubles from MinBackoff to MaxBackoff, the proposals
+// whose outcome is unknown. A failover that makes thousands of
+// partitions propose at once therefore costs a few requests on one
+// connection, not a request, a goroutine and a connection per partition.
 //
 // It is a package of its own, not part of internal/replica, because it
 // is the broker's side of the controller protocol: the replica decides
@@ -42,6 +42,15 @@
 // controller, BrokerEpoch() is this broker's registered epoch (-1 before
 // it registered), RegisteredEpoch(id) is another broker's epoch in the
 // metadata image, used for ISR members whose fetches carried none.
+//
+// # Tests
+//
+// Transcripts (testdata/manager/*.txt) of a Manager against a scripted
+// controller on a manual clock: batching, encoding, answers matched to
+// proposals, resends and their back-off. Unit tests of the same against
+// a fake Host, of stopping, of the request timeout, and of a real leader
+// replica's shrink and what it makes of accepted, stale, fenced and
+// NOT_CONTROLLER answers (replica_test.go).
 //
 // # Concurrency
 //

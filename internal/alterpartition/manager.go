@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,9 +68,10 @@ const (
 type Manager struct {
 	cfg Config
 
-	mu      sync.Mutex // leaf
-	pending map[Partition]item
-	wake    chan struct{} // one token while pending is not empty
+	mu      sync.Mutex        // leaf
+	queue   []item            // proposals not sent yet, oldest first
+	pending map[Partition]int // each one's index in queue
+	wake    chan struct{}     // one token while queue is not empty
 }
 
 // item is one queued proposal.
@@ -98,14 +100,20 @@ func New(cfg Config) *Manager {
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.MinBackoff)
 	}
-	return &Manager{cfg: cfg, pending: map[Partition]item{}, wake: make(chan struct{}, 1)}
+	return &Manager{cfg: cfg, pending: map[Partition]int{}, wake: make(chan struct{}, 1)}
 }
 
 // Submit queues a leader's proposed ISR for Run, replacing the
-// partition's proposal if one is still queued. It never blocks.
+// partition's proposal, in its place, if one is still queued. It never
+// blocks.
 func (m *Manager) Submit(p Partition, ch replica.ISRChange) {
 	m.mu.Lock()
-	m.pending[p] = item{p, ch}
+	if i, queued := m.pending[p]; queued {
+		m.queue[i].ch = ch
+	} else {
+		m.pending[p] = len(m.queue)
+		m.queue = append(m.queue, item{p, ch})
+	}
 	m.mu.Unlock()
 	select {
 	case m.wake <- struct{}{}:
@@ -113,17 +121,18 @@ func (m *Manager) Submit(p Partition, ch replica.ISRChange) {
 	}
 }
 
-// take takes up to MaxBatch queued proposals.
+// take takes the oldest MaxBatch queued proposals, or all of them.
 func (m *Manager) take() []item {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []item
-	for p, it := range m.pending {
-		if len(out) == m.cfg.MaxBatch {
-			break
-		}
-		out = append(out, it)
-		delete(m.pending, p)
+	n := min(len(m.queue), m.cfg.MaxBatch)
+	out := slices.Clone(m.queue[:n])
+	for _, it := range out {
+		delete(m.pending, it.p)
+	}
+	m.queue = slices.Delete(m.queue, 0, n)
+	for i, it := range m.queue {
+		m.pending[it.p] = i
 	}
 	return out
 }
@@ -134,7 +143,8 @@ func (m *Manager) requeue(it item) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, newer := m.pending[it.p]; !newer {
-		m.pending[it.p] = it
+		m.pending[it.p] = len(m.queue)
+		m.queue = append(m.queue, it)
 	}
 }
 
