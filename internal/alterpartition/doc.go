@@ -50,7 +50,8 @@
 // proposals, resends and their back-off. Unit tests of the same against
 // a fake Host, of stopping, of the request timeout, and of a real leader
 // replica's shrink and what it makes of accepted, stale, fenced and
-// NOT_CONTROLLER answers (replica_test.go).
+// NOT_CONTROLLER answers (replica_test.go). FuzzResults matches arbitrary
+// answers to a batch (seeds in testdata/fuzz).
 //
 // # Concurrency
 //
