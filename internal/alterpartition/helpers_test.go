@@ -140,10 +140,20 @@ func partitions(n int) []*fakePartition {
 // running starts a Manager's Run and stops it at the end of the test.
 func running(t testing.TB, cfg Config) (*Manager, *clock.Manual, context.CancelFunc) {
 	t.Helper()
-	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	m, clk := newManager(cfg)
+	return m, clk, run(t, m)
+}
+
+// newManager is a Manager of broker 1 on a manual clock, not running.
+func newManager(cfg Config) (*Manager, *clock.Manual) {
+	clk := newManual()
 	cfg.Clock = clk
 	cfg.BrokerID = 1
-	m := New(cfg)
+	return New(cfg), clk
+}
+
+// run starts m's Run and stops it at the end of the test.
+func run(t testing.TB, m *Manager) context.CancelFunc {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -154,7 +164,7 @@ func running(t testing.TB, cfg Config) (*Manager, *clock.Manual, context.CancelF
 		cancel()
 		<-done
 	})
-	return m, clk, cancel
+	return cancel
 }
 
 // names lists a request's partitions as "topic/partition isr".

@@ -62,13 +62,14 @@ func TestBatching(t *testing.T) {
 // that doubles up to MaxBackoff and starts over after a definite answer.
 func TestRetries(t *testing.T) {
 	h := newFakeHost()
-	m, clk, _ := running(t, Config{Host: h, MinBackoff: 100 * time.Millisecond, MaxBackoff: 300 * time.Millisecond})
+	m, clk := newManager(Config{Host: h, MinBackoff: 100 * time.Millisecond, MaxBackoff: 300 * time.Millisecond})
 	ps := partitions(2)
 	ps[0].setRetry(true)
 	ps[1].setRetry(false) // an error this partition does not resend
 	ch := replica.ISRChange{LeaderEpoch: 1, PartitionEpoch: 1, NewISR: []int32{1}}
 	m.Submit(ps[0], ch)
 	m.Submit(ps[1], ch)
+	run(t, m) // both queued for its first request
 
 	notController := kmsg.NewPtrAlterPartitionResponse()
 	notController.ErrorCode = kerr.NotController.Code

@@ -21,7 +21,9 @@ import (
 // TestManagerTranscripts drives a Manager against a scripted controller
 // through the transcripts in testdata/manager/*.txt. Commands:
 //
-//	manager [batch=N] [min=DUR] [max=DUR]   start one (broker 1, epoch 77)
+//	manager [batch=N] [min=DUR] [max=DUR]   make one (broker 1, epoch 77), not running
+//	run                                     start its Run: what was submitted before is
+//	                                        all queued for the first request
 //	registered ID=EPOCH ...                 the image's broker epochs
 //	submit                                  one proposal a line: t/p le=N pe=N isr=A,B [epochs=E,F]
 //	retry t/p ... | definite t/p ...        whether CompleteISRChange asks for a resend
@@ -83,6 +85,8 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 		tr.host, tr.clock, tr.parts = newFakeHost(), newManual(), map[string]*fakePartition{}
 		cfg.Host, cfg.Clock = tr.host, tr.clock
 		tr.m = New(cfg)
+		return ""
+	case "run":
 		var ctx context.Context
 		ctx, tr.cancel = context.WithCancel(context.Background())
 		tr.done = make(chan struct{})
