@@ -107,7 +107,7 @@ func (b *Broker) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 		if cst.ErrorCode == 0 {
 			st.TopicID = cst.TopicID
 			st.NumPartitions, st.ReplicationFactor = cst.NumPartitions, cst.ReplicationFactor
-			st.Configs = b.describeTopicConfigsForCreate(overrides[cst.Topic])
+			st.Configs = b.cfgAdmin.CreateTopicConfigs(overrides[cst.Topic])
 		}
 	}
 	return resp

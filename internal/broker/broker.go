@@ -19,6 +19,7 @@ import (
 	"weir/internal/alterpartition"
 	"weir/internal/cleaner"
 	"weir/internal/config"
+	"weir/internal/configadmin"
 	"weir/internal/errcode"
 	"weir/internal/fault"
 	"weir/internal/fetchsession"
@@ -122,8 +123,7 @@ type Broker struct {
 	logEnv   *wlog.Env        // what every partition log shares (logger, clock, syncer)
 	cleaner  *cleaner.Cleaner // compacts the logs of compacted topics (cleaner.go)
 	gate     *admission.Gate  // authorization and client quotas of every request (security.go)
-	conf     atomic.Pointer[config.Broker]
-	baseConf *config.Broker // the static configuration, without dynamic overrides
+	cfgAdmin *configadmin.Manager
 
 	// The metadata quorum (quorum.go) and the registry projected from
 	// its image (registry.go).
@@ -206,8 +206,7 @@ func New(cfg Config) (*Broker, error) {
 			return nil, err
 		}
 	}
-	b.baseConf = settings
-	b.conf.Store(settings)
+	b.cfgAdmin = configadmin.New(configadmin.Options{NodeID: cfg.NodeID, Static: settings, Host: configHost{b}, Logger: b.logger})
 	gate, err := admission.New(admission.Config{Settings: settings, Image: b.img.Load, Forwarded: fromBroker, AutoCreateTopics: cfg.AutoCreateTopics})
 	if err != nil {
 		return nil, err

@@ -77,7 +77,9 @@
 // share groups and their state (internal/sharegroup,
 // internal/sharestate); transactions (internal/txn,
 // internal/txn/coordinator); sequence and epoch rules (internal/producer);
-// config names, defaults and validation (internal/config); fault
+// config names, defaults and validation (internal/config); config
+// resources, the settings in force and the controller's config policy
+// (internal/configadmin; configs.go is its Host); fault
 // injection (internal/fault); compaction (internal/cleaner).
 //
 // # Concurrency

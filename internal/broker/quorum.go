@@ -74,7 +74,7 @@ func (b *Broker) openQuorum() error {
 			DefaultPartitions:        b.cfg.NumPartitions,
 			DefaultReplicationFactor: int16(b.settings().Int(config.DefaultReplicationFactor)),
 			Logger:                   b.logger,
-			Configs:                  configPolicy{b},
+			Configs:                  b.cfgAdmin.Policy(),
 		},
 		InterBrokerListener: b.interBrokerListener, KnownBrokers: b.knownBrokers,
 		ClientID: brokerClientPrefix + itoa(b.cfg.NodeID), Dial: b.cfg.InterBrokerDial,
@@ -333,21 +333,6 @@ func (b *Broker) signalRegistry() {
 // controllerError turns a failed controller call into the Kafka error a
 // client should see (kraft.ClientError).
 var controllerError = kraft.ClientError
-
-// imageTopicConfigs returns a topic's overrides in img.
-func imageTopicConfigs(img *metadata.Image, name string) map[string]string {
-	m := img.Configs(metadata.ConfigResource{Type: metadata.ResourceTopic, Name: name})
-	if len(m) == 0 {
-		return nil
-	}
-	return m
-}
-
-// brokerResource names a broker config resource in the image: "" for the
-// cluster-wide defaults, else the node id.
-func brokerResource(name string) metadata.ConfigResource {
-	return metadata.ConfigResource{Type: metadata.ResourceBroker, Name: name}
-}
 
 func parseNodeID(s string) (int32, bool) {
 	n, err := strconv.ParseInt(s, 10, 32)

@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"maps"
 	"os"
 	"slices"
 	"strings"
 
+	"weir/internal/configadmin"
 	"weir/internal/kraft"
 	"weir/internal/metadata"
 	"weir/internal/replica"
@@ -151,7 +153,7 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 	t := old
 	if t == nil {
 		t = &topic{name: mt.Name(), id: mt.ID(), internal: strings.HasPrefix(mt.Name(), "__"),
-			configs: imageTopicConfigs(img, mt.Name())}
+			configs: configadmin.TopicOverrides(img, mt.Name())}
 	}
 	cfg, err := b.topicLogConfig(t.configs)
 	if err != nil {
@@ -262,10 +264,10 @@ func (b *Broker) dropPartition(p *partition, deleteData bool) {
 
 // reconcileTopicConfigs applies a topic's overrides from img.
 func (b *Broker) reconcileTopicConfigs(img *metadata.Image, name string) {
-	next := imageTopicConfigs(img, name)
+	next := configadmin.TopicOverrides(img, name)
 	b.mu.Lock()
 	t := b.topics[name]
-	if t == nil || mapsEqual(t.configs, next) {
+	if t == nil || maps.Equal(t.configs, next) {
 		b.mu.Unlock()
 		return
 	}
@@ -277,20 +279,14 @@ func (b *Broker) reconcileTopicConfigs(img *metadata.Image, name string) {
 	}
 }
 
-// applyBrokerConfigs takes the dynamic broker configs (cluster defaults
-// and this node's) from img and applies the resulting topic defaults.
+// applyBrokerConfigs has the config service take the dynamic broker
+// configs (cluster defaults and this node's) from img and applies the
+// resulting topic defaults.
 func (b *Broker) applyBrokerConfigs(img *metadata.Image) {
-	clusterWide := img.Configs(brokerResource(""))
-	node := img.Configs(brokerResource(itoa(b.cfg.NodeID)))
-	st := b.settings()
-	if mapsEqual(st.DynamicConfigs(false), clusterWide) && mapsEqual(st.DynamicConfigs(true), node) {
+	st, nst, changed := b.cfgAdmin.ApplyBrokerConfigs(img)
+	if !changed {
 		return
 	}
-	nst, dropped := b.baseConf.WithDynamic(clusterWide, node)
-	for _, d := range dropped {
-		b.logger.Warn("dynamic broker config dropped", "reason", d)
-	}
-	b.conf.Store(nst)
 	if b.cfg.OnBrokerConfig != nil {
 		b.cfg.OnBrokerConfig(nst)
 	}
@@ -311,18 +307,6 @@ func (b *Broker) applyBrokerConfigs(img *metadata.Image) {
 			b.logger.Warn("could not apply new broker defaults", "topic", tg.t.name, "err", err)
 		}
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // ledOffsetsPartitions lists the __consumer_offsets partitions this node

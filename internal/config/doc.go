@@ -53,13 +53,15 @@
 //
 // # What it does not own
 //
-// Storing overrides (the metadata log), topic existence and topic name
-// checks, authorization, ValidateOnly, applying configs to running
-// partitions, and BROKER_LOGGER, GROUP and CLIENT_METRICS resources are
-// the broker's. The handler validates first and checks existence after,
-// because Kafka reports a bad config before an unknown topic.
+// Storing overrides (the metadata log); topic name and existence checks,
+// ValidateOnly, forwarding a change to the controller, the settings in
+// force and GROUP resources (internal/configadmin, the config service,
+// which validates first and checks existence after, because Kafka
+// reports a bad config before an unknown topic); authorization; applying
+// configs to running partitions (the broker); BROKER_LOGGER and
+// CLIENT_METRICS resources.
 //
-// # How the broker uses it
+// # How the config service and the broker use it
 //
 //	p, err := config.ReadPropertiesFile(path)     // weir serve --config
 //	p.Set(config.Listeners, "PLAINTEXT://"+listen) // --listen wins over the file
