@@ -70,7 +70,7 @@ func TestFullDiskAnswersAndResumes(t *testing.T) {
 	dir := testfs.Small(t, 48<<20)
 	addr := freePort(t)
 	p := startWeir(t, dir+"/data", addr)
-	defer p.kill()
+	defer func() { p.kill() }() // the last process started: the test restarts it
 	ctx := testContext(t, 3*time.Minute)
 	const topic = "fill"
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
