@@ -162,19 +162,26 @@ type ProducerIDReserver struct {
 }
 
 // Reserve asks the controller for a block of at least n ids and returns
-// its first.
+// its first. As in Kafka, a block that cannot be had now (the broker not
+// registered yet, a stale broker epoch, no controller) is
+// COORDINATOR_LOAD_IN_PROGRESS, which clients retry: a producer that
+// reaches a broker still starting must not take it as fatal.
 func (r ProducerIDReserver) Reserve(n int64) (int64, error) {
+	epoch := r.Epoch()
+	if epoch <= 0 {
+		return 0, fmt.Errorf("%w: broker %d is not registered yet", kerr.CoordinatorLoadInProgress, r.BrokerID)
+	}
 	ctx, cancel := context.WithTimeout(r.Ctx, 15*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrAllocateProducerIDsRequest()
-	req.BrokerID, req.BrokerEpoch = r.BrokerID, r.Epoch()
+	req.BrokerID, req.BrokerEpoch = r.BrokerID, epoch
 	resp, err := r.Client.Admin(ctx, req)
 	if err != nil {
-		return 0, ClientError(err)
+		return 0, fmt.Errorf("%w: producer id block: %v", kerr.CoordinatorLoadInProgress, err)
 	}
 	ar := resp.(*kmsg.AllocateProducerIDsResponse)
 	if ar.ErrorCode != 0 {
-		return 0, kerr.ErrorForCode(ar.ErrorCode)
+		return 0, fmt.Errorf("%w: producer id block: %v", kerr.CoordinatorLoadInProgress, kerr.ErrorForCode(ar.ErrorCode))
 	}
 	if int64(ar.ProducerIDLen) < n {
 		return 0, fmt.Errorf("%w: the controller handed out %d producer ids, %d needed", kerr.UnknownServerError, ar.ProducerIDLen, n)

@@ -13,9 +13,11 @@ import (
 )
 
 // TestJoinSingleNode: a broker with the zero QuorumConfig joins a quorum
-// of itself alone, runs the active controller, reserves producer id
-// blocks that do not overlap through the local client, and finds the same
-// cluster id when it joins again over the same directory.
+// of itself alone, runs the active controller, is told to retry
+// (COORDINATOR_LOAD_IN_PROGRESS) a producer id block asked for before it
+// registered or with a stale epoch, reserves blocks that do not overlap
+// once registered, and finds the same cluster id when it joins again over
+// the same directory.
 func TestJoinSingleNode(t *testing.T) {
 	dir := t.TempDir()
 	join := func() Joined {
@@ -35,6 +37,16 @@ func TestJoinSingleNode(t *testing.T) {
 	j := join()
 	if j.ClusterID == "" {
 		t.Fatal("no cluster id")
+	}
+	// Before the broker registered: a retriable error, no request.
+	early := ProducerIDReserver{Client: j.Client, BrokerID: 1, Epoch: func() int64 { return 0 }, Ctx: context.Background()}
+	if _, err := early.Reserve(1000); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
+		t.Fatalf("reserve before registering: %v, want COORDINATOR_LOAD_IN_PROGRESS", err)
+	}
+	// A stale epoch: the same.
+	stale := ProducerIDReserver{Client: j.Client, BrokerID: 1, Epoch: func() int64 { return 99 }, Ctx: context.Background()}
+	if _, err := stale.Reserve(1000); !errors.Is(err, kerr.CoordinatorLoadInProgress) {
+		t.Fatalf("reserve with a stale epoch: %v, want COORDINATOR_LOAD_IN_PROGRESS", err)
 	}
 	life, err := StartLifecycle(LifecycleConfig{BrokerID: 1, ClusterID: j.ClusterID, Client: j.Client, Metadata: j.Node.FSM(), Logger: testLogger(t),
 		Listeners: []kmsg.BrokerRegistrationRequestListener{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}}})
