@@ -50,17 +50,7 @@ func TestFetchBodyMatchesKmsgEncoding(t *testing.T) {
 			}
 			return resp, parts
 		}
-		want, _ := build(false)
-		want.SetVersion(v)
-		resp, parts := build(true)
-		resp.SetVersion(v)
-		body, err := Body(resp.AppendTo(nil), resp.IsFlexible(), parts)
-		if err != nil {
-			t.Fatalf("v%d: %v", v, err)
-		}
-		if got, wantBytes := server.FlattenBody(t, body), want.AppendTo(nil); !bytes.Equal(got, wantBytes) {
-			t.Fatalf("v%d: spliced body differs from kmsg's encoding (%d vs %d bytes)", v, len(got), len(wantBytes))
-		}
+		matchesKmsg(t, v, func(m bool) (kmsg.Response, []*Part) { return build(m) })
 	}
 }
 
@@ -106,17 +96,25 @@ func TestShareFetchBodyMatchesKmsgEncoding(t *testing.T) {
 			}
 			return resp, parts
 		}
-		want, _ := build(false)
-		want.SetVersion(v)
-		resp, parts := build(true)
-		resp.SetVersion(v)
-		body, err := Body(resp.AppendTo(nil), true, parts)
-		if err != nil {
-			t.Fatalf("v%d: %v", v, err)
-		}
-		if got, wantBytes := server.FlattenBody(t, body), want.AppendTo(nil); !bytes.Equal(got, wantBytes) {
-			t.Fatalf("v%d: spliced body differs from kmsg's encoding (%d vs %d bytes)", v, len(got), len(wantBytes))
-		}
+		matchesKmsg(t, v, func(m bool) (kmsg.Response, []*Part) { return build(m) })
+	}
+}
+
+// matchesKmsg checks that the body spliced from build(true) (markers and
+// parts) is byte for byte kmsg's encoding of build(false) (records inline)
+// at version v.
+func matchesKmsg(t *testing.T, v int16, build func(withMarkers bool) (kmsg.Response, []*Part)) {
+	t.Helper()
+	want, _ := build(false)
+	want.SetVersion(v)
+	resp, parts := build(true)
+	resp.SetVersion(v)
+	body, err := Body(resp.AppendTo(nil), resp.IsFlexible(), parts)
+	if err != nil {
+		t.Fatalf("v%d: %v", v, err)
+	}
+	if got, wantBytes := server.FlattenBody(t, body), want.AppendTo(nil); !bytes.Equal(got, wantBytes) {
+		t.Fatalf("v%d: spliced body differs from kmsg's encoding (%d vs %d bytes)", v, len(got), len(wantBytes))
 	}
 }
 
