@@ -93,12 +93,12 @@ func refs(text string) []string {
 	return out
 }
 
-// quoted reports which of names some text quotes: by name anywhere in
-// docs, by a bench/results/ glob in docs, or by name in a result that is
-// itself quoted.
-func quoted(docs map[string]string, names []string, readResult func(string) (string, bool)) map[string]bool {
+// quoted reports which of names some document quotes: by name, or by a
+// bench/results/ glob. A result that only another result names is not
+// quoted: its figures reach no reader.
+func quoted(docs map[string]string, names []string) map[string]bool {
 	q := map[string]bool{}
-	mark := func(text string) {
+	for _, text := range docs {
 		for _, n := range names {
 			if strings.Contains(text, n) {
 				q[n] = true
@@ -112,31 +112,12 @@ func quoted(docs map[string]string, names []string, readResult func(string) (str
 			}
 		}
 	}
-	for _, text := range docs {
-		mark(text)
-	}
-	for done := map[string]bool{}; ; {
-		grew := false
-		for _, n := range names {
-			if !q[n] || done[n] {
-				continue
-			}
-			done[n] = true
-			if text, ok := readResult(n); ok {
-				before := len(q)
-				mark(text)
-				grew = grew || len(q) > before
-			}
-		}
-		if !grew {
-			return q
-		}
-	}
+	return q
 }
 
 // TestResultsAreQuoted keeps bench/results to the runs documents quote:
-// every file there is named somewhere, and every file a document names is
-// there.
+// every file there is named by a document outside bench/results, and
+// every file a document names is there.
 func TestResultsAreQuoted(t *testing.T) {
 	root := ".."
 	ents, err := os.ReadDir(filepath.Join(root, resultsDir))
@@ -152,14 +133,7 @@ func TestResultsAreQuoted(t *testing.T) {
 		names = append(names, e.Name())
 	}
 	docs := documents(t, root)
-	readResult := func(n string) (string, bool) {
-		b, err := os.ReadFile(filepath.Join(root, resultsDir, n))
-		if err != nil || bytes.Contains(b, []byte{0}) {
-			return "", false
-		}
-		return string(b), true
-	}
-	q := quoted(docs, names, readResult)
+	q := quoted(docs, names)
 	for _, n := range names {
 		if !q[n] {
 			t.Errorf("%s/%s is quoted by no document: name it where its figures are used, or git rm it (history keeps it) and write new runs to bench/out", resultsDir, n)
@@ -174,8 +148,8 @@ func TestResultsAreQuoted(t *testing.T) {
 	}
 }
 
-// The matcher finds names, globs, brace lists and references from kept
-// results, and leaves templates and unnamed files alone.
+// The matcher finds names, globs and brace lists in documents, and
+// leaves templates, unnamed files and files only a result names alone.
 func TestQuoted(t *testing.T) {
 	names := []string{"a-1.md", "a-1.txt", "b-0513.txt", "b-0515.txt", "c-x.csv", "c-y.csv", "d.txt", "e.svg", "f.txt"}
 	// The paths are put together so that this file quotes nothing itself.
@@ -186,10 +160,9 @@ func TestQuoted(t *testing.T) {
 		"bench/run":  "# writes " + rd + "compare-<date>.md and $OUT/run.txt",
 		"notes/n.md": "nothing here",
 	}
-	results := map[string]string{"a-1.md": "raw in a-1.txt, chart e.svg", "e.svg": "<svg/>"}
-	read := func(n string) (string, bool) { s, ok := results[n]; return s, ok }
-	got := quoted(docs, names, read)
-	want := map[string]bool{"a-1.md": true, "a-1.txt": true, "b-0513.txt": true, "b-0515.txt": true, "c-x.csv": true, "c-y.csv": true, "e.svg": true}
+	// a-1.txt, d.txt, e.svg and f.txt are named by no document.
+	got := quoted(docs, names)
+	want := map[string]bool{"a-1.md": true, "b-0513.txt": true, "b-0515.txt": true, "c-x.csv": true, "c-y.csv": true}
 	for _, n := range names {
 		if got[n] != want[n] {
 			t.Errorf("quoted[%s] = %v, want %v", n, got[n], want[n])
