@@ -31,21 +31,20 @@ type Piece struct {
 }
 
 // Part is one partition's records: the marker that stands for them in
-// the encoding and the pieces that replace it, Size bytes in all.
+// the encoding and what replaces it, Size bytes in all: Pieces, then
+// Ranges (a log read's file ranges, taken as they are so that a Fetch
+// copies no slice per partition).
 type Part struct {
 	Marker Marker
 	Pieces []Piece
+	Ranges []wlog.FileRange
 	Size   int64
 }
 
 // FromRanges is a part of the file ranges a log read returned (size
 // bytes in all), with a new marker.
 func FromRanges(ranges []wlog.FileRange, size int64) *Part {
-	p := &Part{Marker: NewMarker(), Size: size, Pieces: make([]Piece, len(ranges))}
-	for i, r := range ranges {
-		p.Pieces[i].File = r
-	}
-	return p
+	return &Part{Marker: NewMarker(), Ranges: ranges, Size: size}
 }
 
 // ErrMissingMarker means a part's marker is not in the encoding, in the
@@ -82,6 +81,9 @@ func Body(enc []byte, flexible bool, parts []*Part) (*server.Body, error) {
 			} else {
 				body.AppendFile(pc.File.File, pc.File.Pos, pc.File.Len)
 			}
+		}
+		for _, fr := range p.Ranges {
+			body.AppendFile(fr.File, fr.Pos, fr.Len)
 		}
 		pos = at + MarkerLen
 	}
