@@ -87,6 +87,9 @@ func (b *Broker) applyUpdate(u kraft.Update) {
 		}
 	}
 	b.applyRoles(roles)
+	if u.Delta != nil && !u.Resync {
+		b.wakeForEligible(img, u.Delta.Brokers)
+	}
 	b.img.Store(img)
 	b.applyMu.Unlock()
 	locked = false
@@ -103,6 +106,49 @@ func (b *Broker) applyUpdate(u kraft.Update) {
 		b.reloadGroups()
 	}
 	b.txnLeadershipChanged()
+}
+
+// wakeForEligible reads again, for every fetch session, each led
+// partition whose ISR lacks a broker that the update made eligible to
+// join it (registered at a new epoch, or unfenced). A follower's fetch
+// that reached the leader before the leader's image had it eligible
+// proposed no ISR expansion; when the partition is idle its incremental
+// fetches name nothing, so only a read of the partition for it puts it
+// back in the ISR (and, until then, a follower counted as caught up
+// holds the high watermark at its fetch offset).
+func (b *Broker) wakeForEligible(img *metadata.Image, brokers []metadata.BrokerDelta) {
+	var ids []int32
+	for _, d := range brokers {
+		if d.New != nil && d.New.Active() && (d.Old == nil || !d.Old.Active() || d.Old.Epoch != d.New.Epoch) {
+			ids = append(ids, d.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, t := range b.topics {
+		mt, ok := img.Topic(t.id)
+		if !ok {
+			continue
+		}
+		for _, p := range t.partitions {
+			if p.rep == nil || !p.isLeader() {
+				continue
+			}
+			s, ok := mt.Partition(p.index)
+			if !ok {
+				continue
+			}
+			for _, id := range ids {
+				if slices.Contains(s.Replicas(), id) && !slices.Contains(s.ISR(), id) {
+					p.wakeAll()
+					break
+				}
+			}
+		}
+	}
 }
 
 // reconcileAll makes the registry match img as a whole, adding the role
