@@ -233,6 +233,9 @@ class TransactionTest {
                     p.sendOffsetsToTransaction(Map.of(inTp, new OffsetAndMetadata(next)), c.groupMetadata());
                     if (!aborted) {
                         // The first transaction aborts: rewind to the committed position.
+                        // flush first: abortTransaction drops batches the sender has not
+                        // drained yet, and this test wants the aborted copy in the log.
+                        p.flush();
                         p.abortTransaction();
                         aborted = true;
                         OffsetAndMetadata committed = c.committed(java.util.Set.of(inTp)).get(inTp);
