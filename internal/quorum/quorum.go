@@ -138,10 +138,8 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	meta := &metadb.BoltMetaDB{}
-	logs, err := wal.Open(filepath.Join(cfg.Dir, "wal"), wal.WithMetaStore(meta), wal.WithSegmentSize(segment))
+	logs, meta, err := openLog(cfg.Dir, segment)
 	if err != nil {
-		meta.Close()
 		if errors.Is(err, syscall.ENOSPC) {
 			return nil, fmt.Errorf("quorum: open log: the file system holding %s is full (the metadata log needs %d MiB for its next segment): %w", cfg.Dir, segment>>20, err)
 		}
@@ -200,6 +198,21 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 		}()
 	}
 	return n, nil
+}
+
+// openLog opens the metadata log in dir/wal with segments of segment
+// bytes, and the meta store it owns (raft-wal's Close leaves that open).
+// raft-wal 0.4.1 or later: 0.4.0 marked the segment a tail truncation
+// (raft's "clearing log suffix") sealed without writing its index, and
+// the node could not open its log again.
+func openLog(dir string, segment int) (*wal.WAL, *metadb.BoltMetaDB, error) {
+	meta := &metadb.BoltMetaDB{}
+	logs, err := wal.Open(filepath.Join(dir, "wal"), wal.WithMetaStore(meta), wal.WithSegmentSize(segment))
+	if err != nil {
+		meta.Close()
+		return nil, nil, err
+	}
+	return logs, meta, nil
 }
 
 // The metadata log's segments are preallocated files: 64 MiB, as
