@@ -791,6 +791,40 @@ func (l *Log) Truncate(offset int64) error {
 	return l.afterTruncate()
 }
 
+// TruncateFullyAndStartAt drops every batch and restarts the log, empty,
+// at offset: log start, end and recovery point all become offset. A
+// follower whose log ends below the leader's log start does this before
+// it fetches from there (Kafka's truncateFullyAndStartAt).
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: cannot start a log at %d", kerr.InvalidRequest, offset)
+	}
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	now := l.env.now()
+	if l.body == &emptyBody {
+		// Never written: nothing to drop; the directory and its first
+		// segment start at offset, as an append there would make them.
+		l.leo, l.logStart = offset, offset
+		return l.createLocked(now)
+	}
+	l.truncations++
+	l.truncatedTo = min(l.truncatedTo, l.logStart)
+	if err := l.restartAt(offset, now); err != nil {
+		return err
+	}
+	l.recoveryPoint = offset
+	if l.durable.Load() < offset {
+		l.durable.Store(offset) // nothing below offset is left to sync
+	}
+	return l.writeCheckpointLocked()
+}
+
 // restartAt drops every segment and starts an empty log at offset. mu held.
 func (l *Log) restartAt(offset int64, now time.Time) error {
 	for _, s := range l.segs {
