@@ -160,7 +160,11 @@
 // high watermark to min(leader high watermark, log end offset), follows
 // the leader's log start offset, truncates on DivergingEpoch, resets on
 // OFFSET_OUT_OF_RANGE as Kafka does (ListOffsets v7 with the replica id:
-// latest must be the leader's log end offset, not its high watermark),
+// latest must be the leader's log end offset, not its high watermark;
+// a log that ends below the leader's log start, as a follower away while
+// retention, DeleteRecords or share-state trimming moved it finds, is
+// dropped and started empty there, or at the base of the leader's batch
+// that holds it),
 // stops on FENCED_LEADER_EPOCH until AddPartitions brings a newer epoch,
 // asks again at once on UNKNOWN_LEADER_EPOCH (the leader has not applied
 // its promotion yet; a weir leader holds such a fetch until it has, or
@@ -248,10 +252,6 @@
 //
 // # Known limits
 //
-//   - A follower whose log ends below the leader's log start offset
-//     (it was away longer than retention) cannot restart its log there:
-//     internal/log has no "truncate fully and start at" operation. The
-//     fetcher logs ErrCannotStartAt and backs off.
 //   - Truncation cuts at batch boundaries (log.Truncate); a divergence
 //     point inside a local batch removes the whole batch, and the leader
 //     then serves a batch that starts below the follower's end, which the

@@ -678,7 +678,8 @@ func (f *fetcher) resetOutOfRange(ctx context.Context, p fetchPartition) error {
 		return err
 	}
 	if leaderStart > leo {
-		return fmt.Errorf("%w: leader starts at %d, local log ends at %d", ErrCannotStartAt, leaderStart, leo)
+		f.logger.Warn("replica: leader's log starts past ours; restarting the log there", "topic", r.Topic(), "partition", r.partition, "leader_start", leaderStart, "leo", leo)
+		return r.truncateFullyAndStartAt(epoch, leaderStart)
 	}
 	return nil // in range again (the leader moved): fetch again
 }

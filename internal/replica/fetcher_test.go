@@ -372,3 +372,67 @@ func TestFetcherInterruptsHeldFetchForNewPartition(t *testing.T) {
 		t.Fatalf("re-adding known partitions counted as %d changes", ft.changes-before)
 	}
 }
+
+// TestFetcherRestartsLogAtLeaderStart: a follower whose log ends (at 4)
+// below the leader's log start (11, inside the leader's batch 10-11)
+// drops its log and starts it at the leader's start; the leader's first
+// batch then starts below that, so the log starts at its base (10), and
+// the follower appends from there and catches up.
+func TestFetcherRestartsLogAtLeaderStart(t *testing.T) {
+	r := followerOf(t, 1, stamped("a", 2, 0, 1), stamped("b", 2, 2, 1))
+	leaderBatches := append(stamped("k", 2, 10, 1), stamped("m", 2, 12, 1)...)
+	tr := &scriptTransport{answer: func(req kmsg.Request) (kmsg.Response, error) {
+		switch q := req.(type) {
+		case *kmsg.ListOffsetsRequest:
+			resp := q.ResponseKind().(*kmsg.ListOffsetsResponse)
+			rt := kmsg.NewListOffsetsResponseTopic()
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Offset = 14 // latest: the leader's log end
+			if q.Topics[0].Partitions[0].Timestamp == -2 {
+				rp.Offset = 11 // earliest: the leader's log start
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+			resp.Topics = append(resp.Topics, rt)
+			return resp, nil
+		default:
+			return answerFetch(req, func(_ [16]byte, p *kmsg.FetchRequestTopicPartition) kmsg.FetchResponseTopicPartition {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.HighWatermark, rp.LogStartOffset = 14, 11
+				switch {
+				case p.FetchOffset < 11:
+					rp.ErrorCode = kerr.OffsetOutOfRange.Code
+				case p.FetchOffset < 14:
+					rp.RecordBatches = leaderBatches
+				}
+				return rp
+			}), nil
+		}
+	}}
+	m := NewManager(ManagerConfig{LocalID: 2, Transport: tr, Backoff: time.Millisecond})
+	defer m.Close()
+	m.AddPartitions([]Follow{{Replica: r, Leader: 1, LeaderEpoch: 1}})
+	eventually(t, waitLong, "the follower to reach the leader's end", func() bool { return r.Log().EndOffset() == 14 })
+	if start := r.Log().StartOffset(); start != 11 {
+		t.Errorf("log start %d, want the leader's 11", start)
+	}
+	if hw := r.HighWatermark(); hw != 14 {
+		t.Errorf("high watermark %d, want 14", hw)
+	}
+	got, err := r.Log().ReadBytes(11, 1<<20, 14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, leaderBatches) {
+		t.Errorf("follower's log from 11 differs from the leader's batches")
+	}
+	var restarted bool
+	for _, f := range tr.seen() {
+		if f.FetchOffset == 11 && f.LastFetchedEpoch == -1 {
+			restarted = true
+		}
+	}
+	if !restarted {
+		t.Errorf("no fetch from 11 with an empty epoch cache: %+v", tr.seen())
+	}
+}

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,8 +35,51 @@ func (r *Replica) followerCheck(epoch int32) error {
 // start offset.
 func (r *Replica) appendFromLeader(epoch int32, batches []byte, leaderHW, leaderLogStart int64) error {
 	moved, err := r.appendFromLeaderLocked(epoch, batches, leaderHW, leaderLogStart)
+	var below restartBelow
+	if errors.As(err, &below) {
+		// The log was restarted at the leader's log start, which lies
+		// inside the leader's first batch: start it at that batch's base
+		// instead (Kafka does the same), and append again.
+		if err = r.truncateFullyAndStartAt(epoch, int64(below)); err == nil {
+			moved, err = r.appendFromLeaderLocked(epoch, batches, leaderHW, leaderLogStart)
+		}
+	}
 	r.notifyHW(moved)
 	return err
+}
+
+// restartBelow is appendFromLeaderLocked's answer when an empty log
+// (just restarted at the leader's log start) gets a first batch that
+// starts below its end: the log must start at the batch's base offset.
+type restartBelow int64
+
+func (e restartBelow) Error() string {
+	return fmt.Sprintf("replica: the leader's first batch starts at %d, below the empty log's start", int64(e))
+}
+
+// truncateFullyAndStartAt drops the whole log, epoch cache included, and
+// starts it empty at offset: a follower whose log ends below the leader's
+// log start fetches from there (Kafka's truncateFullyAndStartAt).
+func (r *Replica) truncateFullyAndStartAt(epoch int32, offset int64) error {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	if err := r.followerCheck(epoch); err != nil {
+		return err
+	}
+	before := r.log.EndOffset()
+	if err := r.log.TruncateFullyAndStartAt(offset); err != nil {
+		return err
+	}
+	if err := r.cache.reset(nil); err != nil {
+		return err
+	}
+	r.hw.Store(offset)
+	r.truncations.Add(1)
+	r.info("replica: log restarted at the leader's log start", "from", before, "to", offset)
+	if r.env.OnTruncate != nil {
+		r.env.OnTruncate(r, offset)
+	}
+	return nil
 }
 
 func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, leaderLogStart int64) (hwMoved bool, err error) {
@@ -60,6 +104,9 @@ func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, 
 			start += int(h.Length)
 			end = start
 			continue
+		}
+		if end == start && h.BaseOffset < leo && r.log.StartOffset() == leo && r.log.Size() == 0 {
+			return false, restartBelow(h.BaseOffset)
 		}
 		if h.LeaderEpoch >= 0 && (!haveLatest || h.LeaderEpoch > latest.Epoch) {
 			if err := r.cache.Assign(h.LeaderEpoch, h.BaseOffset); err != nil {
@@ -88,8 +135,9 @@ func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, 
 			return false, err
 		}
 	}
-	r.followLogStart(leaderLogStart)
-	return r.setFollowerHW(leaderHW), nil
+	moved := r.setFollowerHW(leaderHW)
+	r.followLogStart(leaderLogStart) // after: the start may not pass the high watermark
+	return moved, nil
 }
 
 // setFollowerHW sets the high watermark to min(leaderHW, log end offset),

@@ -22,10 +22,6 @@ var (
 	// ErrStaleState is returned when a metadata change carries an older
 	// leader epoch than the replica already has.
 	ErrStaleState = errors.New("replica: partition state is older than the current one")
-	// ErrCannotStartAt is returned when the leader's log starts past this
-	// replica's log end and the local log cannot restart there (see
-	// doc.go, Known limits).
-	ErrCannotStartAt = errors.New("replica: cannot restart the local log at the leader's log start offset")
 	// ErrWrongRole is returned when BecomeLeader gets a state naming
 	// another leader, or BecomeFollower one naming this broker.
 	ErrWrongRole = errors.New("replica: partition state names another role")
