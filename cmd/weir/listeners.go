@@ -38,6 +38,27 @@ func buildListeners(settings *config.Broker, deps auth.Deps) ([]server.Listener,
 // broker registrations carry them.
 var securityProtocolIDs = map[string]int16{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
+// parseListen reads --listen: host:port, a PLAINTEXT listener, or
+// PROTOCOL://host:port with one of Kafka's security protocols (any case).
+// It returns the protocol in upper case and the address.
+func parseListen(s string) (proto, addr string, err error) {
+	proto, addr = "PLAINTEXT", s
+	if p, a, ok := strings.Cut(s, "://"); ok {
+		proto, addr = strings.ToUpper(p), a
+		if _, known := securityProtocolIDs[proto]; !known {
+			return "", "", fmt.Errorf("unknown security protocol %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", p)
+		}
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", "", fmt.Errorf("want host:port or PROTOCOL://host:port: %v", err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", "", fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	return proto, net.JoinHostPort(host, port), nil
+}
+
 // brokerListeners are the endpoints the broker registers, and the name of
 // the one other brokers reach it on: every advertised listener at its
 // advertised host and port (a host name is kept as it is written), the

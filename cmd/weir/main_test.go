@@ -28,6 +28,7 @@ func TestCommandLine(t *testing.T) {
 		{"bad flag", []string{"serve", "--nope"}, 2, "flag provided but not defined: -nope"},
 		{"stray argument", []string{"serve", "extra"}, 2, `unexpected argument "extra"`},
 		{"bad listen", []string{"serve", "--listen", "nowhere"}, 2, `invalid -listen "nowhere"`},
+		{"bad listen protocol", []string{"serve", "--listen", "TLS://127.0.0.1:9092"}, 2, `unknown security protocol "TLS"`},
 		{"bad log level", []string{"serve", "--log-level", "loud"}, 2, "invalid -log-level"},
 		{"bad raft timeout", []string{"serve", "--raft-timeout", "1ms"}, 2, "invalid -raft-timeout 1ms"},
 		{"bad config value", []string{"serve", "--config", bad, "--data-dir", t.TempDir()}, 1, "num.partitions: Invalid value zero"},

@@ -31,7 +31,7 @@ import (
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", "serve [flags]", stderr)
 	dataDir := fs.String("data-dir", "./weir-data", "directory holding partition logs and broker state")
-	listen := fs.String("listen", "127.0.0.1:9092", "address of a single PLAINTEXT listener (host:port; port 0 picks a free one); replaces the config file's listeners when given, and is used when the file has none")
+	listen := fs.String("listen", "127.0.0.1:9092", "a single listener, host:port (PLAINTEXT) or PROTOCOL://host:port with PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (port 0 picks a free one); it is also the inter-broker listener, its ssl.* and sasl.* settings come from --config; replaces the config file's listeners when given, and is used when the file has none")
 	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: the inter-broker listener's advertised.listeners entry, else its bound address); other brokers still reach this one at its bound address")
 	scramCreds := &scramFlags{}
 	fs.Var(scramCreds, "add-scram", "a SCRAM user served to SASL/SCRAM clients when the metadata log has no credential for the user and mechanism (AlterUserScramCredentials, kafka-configs.sh), in kafka-storage's syntax: 'SCRAM-SHA-512=[name=alice,password=alice-secret]' (repeatable)")
@@ -79,8 +79,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "invalid -log-level %q: want debug, info, warn or error\n", *logLevel)
 		return errUsage
 	}
-	if _, _, err := net.SplitHostPort(*listen); err != nil {
-		fmt.Fprintf(stderr, "invalid -listen %q: want host:port\n", *listen)
+	listenProto, listenAddr, err := parseListen(*listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "invalid -listen %q: %v\n", *listen, err)
 		return errUsage
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
@@ -89,7 +90,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	settings, err := loadSettings(*confFile, fs, *nodeID, *listen, logger)
+	settings, err := loadSettings(*confFile, fs, *nodeID, listenProto, listenAddr, logger)
 	if err != nil {
 		return err
 	}
@@ -282,9 +283,12 @@ func servePprof(ln net.Listener, stdout io.Writer) (stop func()) {
 
 // loadSettings reads the properties file, if any, lets flags given on the
 // command line win over it, and validates the result as Kafka would.
-// --listen replaces the file's listeners with one PLAINTEXT listener, and
-// is that listener when the file names none.
-func loadSettings(path string, fs *flag.FlagSet, nodeID int, listen string, logger *slog.Logger) (*config.Broker, error) {
+// --listen replaces the file's listeners with one listener of its
+// security protocol (named after it, so Kafka's default
+// listener.security.protocol.map applies and listener.name.<protocol>.*
+// settings in the file are that listener's), which is also the
+// inter-broker one; it is that listener when the file names none.
+func loadSettings(path string, fs *flag.FlagSet, nodeID int, proto, addr string, logger *slog.Logger) (*config.Broker, error) {
 	p := &config.Properties{}
 	if path != "" {
 		var err error
@@ -297,11 +301,11 @@ func loadSettings(path string, fs *flag.FlagSet, nodeID int, listen string, logg
 	}
 	p.SetDefault(config.NodeID, strconv.Itoa(nodeID))
 	if _, inFile := p.Get(config.Listeners); flagSet(fs, "listen") || !inFile {
-		p.Set(config.Listeners, "PLAINTEXT://"+listen)
-		for _, k := range []string{config.AdvertisedListeners, config.InterBrokerListenerName, config.ControllerListenerNames} {
+		p.Set(config.Listeners, proto+"://"+addr)
+		for _, k := range []string{config.AdvertisedListeners, config.InterBrokerListenerName, config.ControllerListenerNames, config.ListenerSecurityMap} {
 			p.Delete(k)
 		}
-		p.Set(config.SecurityInterBrokerProto, "PLAINTEXT")
+		p.Set(config.SecurityInterBrokerProto, proto)
 	}
 	settings, warnings, err := config.LoadBroker(p)
 	if err != nil {

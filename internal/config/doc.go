@@ -63,10 +63,10 @@
 //
 // # How the config service and the broker use it
 //
-//	p, err := config.ReadPropertiesFile(path)     // weir serve --config
-//	p.Set(config.Listeners, "PLAINTEXT://"+listen) // --listen wins over the file
-//	p.SetDefault(config.NodeID, "1")              // node.id is required
-//	b, warnings, err := config.LoadBroker(p)      // log each warning
+//	p, err := config.ReadPropertiesFile(path)    // weir serve --config
+//	p.Set(config.Listeners, proto+"://"+addr)    // --listen wins over the file
+//	p.SetDefault(config.NodeID, "1")             // node.id is required
+//	b, warnings, err := config.LoadBroker(p)     // log each warning
 //
 //	// DescribeConfigs (32), per resource:
 //	entries, e := b.DescribeTopic(storedOverrides, opts) // after name and existence checks

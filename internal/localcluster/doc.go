@@ -33,8 +33,12 @@
 //
 // What the nodes do: they are `weir serve` processes of the binary named
 // in the Spec, configured only by their flags (Spec.Args adds flags to
-// every node). It does not talk Kafka to them, check their metadata or
-// wait for leaders or ISRs after a restart; callers poll with a client.
+// every node; Spec.Protocol makes every node's one listener, and so its
+// inter-broker one, SSL, SASL_PLAINTEXT or SASL_SSL through
+// `--listen PROTOCOL://host:port`, the TLS and SASL settings coming from
+// a --config file in Args). It does not talk Kafka to them, check their
+// metadata or wait for leaders or ISRs after a restart; callers poll with
+// a client.
 // Ports are not checked for being free before the start: a busy port
 // shows as a node that exits before it is ready.
 //

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,7 +44,18 @@ type Spec struct {
 	// NodeArgs, if set, are extra flags for one node each (node N:
 	// NodeArgs[N-1]), after Args.
 	NodeArgs [][]string `json:"node_args,omitempty"`
+	// Protocol, if set, is the security protocol of every node's one
+	// listener (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; empty is
+	// PLAINTEXT), which is also the inter-broker listener: other brokers,
+	// forwarded requests and the registration with the controller reach a
+	// node through it. Its TLS and SASL settings are the nodes' (a
+	// --config file in Args). The raft transport is not a Kafka listener
+	// and stays plain TCP.
+	Protocol string `json:"protocol,omitempty"`
 }
+
+// Protocols are the security protocols a Spec's Protocol may name.
+var Protocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
 // MaxNodes bounds a local cluster.
 const MaxNodes = 32
@@ -69,6 +81,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("localcluster: flags for %d nodes, %d nodes", len(s.NodeArgs), s.Nodes)
 	case len(s.Netns) != 0 && len(s.Hosts) == 0:
 		return errors.New("localcluster: nodes in network namespaces need their own hosts")
+	case s.Protocol != "" && !slices.Contains(Protocols, s.Protocol):
+		return fmt.Errorf("localcluster: security protocol %q: want one of %s", s.Protocol, strings.Join(Protocols, ", "))
 	}
 	if s.Console != "" {
 		if _, _, err := net.SplitHostPort(s.Console); err != nil {
@@ -108,6 +122,15 @@ func (s Spec) host() string {
 	return s.Host
 }
 
+// listen is node n's --listen: its Kafka address, after its security
+// protocol when the spec names one.
+func (s Spec) listen(n int) string {
+	if s.Protocol == "" {
+		return s.KafkaAddr(n)
+	}
+	return s.Protocol + "://" + s.KafkaAddr(n)
+}
+
 // Bootstrap is the bootstrap string of every node.
 func (s Spec) Bootstrap() string {
 	addrs := make([]string, s.Nodes)
@@ -130,7 +153,7 @@ func (s Spec) ServeArgs(dir string, n int) []string {
 	voters := min(s.Nodes, 3)
 	args := []string{"serve",
 		"--node-id", strconv.Itoa(n),
-		"--listen", s.KafkaAddr(n),
+		"--listen", s.listen(n),
 		"--data-dir", NodeDir(dir, n),
 	}
 	if s.Nodes > 1 {

@@ -211,3 +211,39 @@ func TestPauseResumeKill(t *testing.T) {
 		t.Fatal("Pause of a killed node succeeded")
 	}
 }
+
+// TestServeArgsProtocol: a spec's security protocol prefixes every
+// node's --listen; the controller bootstrap and the clients' bootstrap
+// stay host:port lists; an unknown protocol is refused.
+func TestServeArgsProtocol(t *testing.T) {
+	for _, tc := range []struct {
+		protocol, listen, err string
+	}{
+		{"", "--listen 127.0.0.1:9094 ", ""},
+		{"PLAINTEXT", "--listen PLAINTEXT://127.0.0.1:9094 ", ""},
+		{"SASL_SSL", "--listen SASL_SSL://127.0.0.1:9094 ", ""},
+		{"SSL", "--listen SSL://127.0.0.1:9094 ", ""},
+		{"TLS", "", `security protocol "TLS"`},
+		{"sasl_ssl", "", `security protocol "sasl_ssl"`},
+	} {
+		spec := Spec{Nodes: 3, BasePort: 9092, Binary: "weir", Protocol: tc.protocol}
+		err := spec.Validate()
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("protocol %q: Validate() = %v, want an error with %q", tc.protocol, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("protocol %q: %v", tc.protocol, err)
+			continue
+		}
+		args := strings.Join(spec.ServeArgs("d", 3), " ")
+		if !strings.Contains(args, tc.listen) || !strings.Contains(args, "--controller-bootstrap 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094") {
+			t.Errorf("protocol %q: node 3's flags %s", tc.protocol, args)
+		}
+		if b := spec.Bootstrap(); b != "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094" {
+			t.Errorf("protocol %q: bootstrap %s", tc.protocol, b)
+		}
+	}
+}

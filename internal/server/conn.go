@@ -147,11 +147,21 @@ func (c *conn) readLoop() {
 
 // open runs the listener's Security on the new connection: the TLS
 // handshake and the gate that authenticates its requests. It reports
-// whether the connection may go on.
+// whether the connection may go on. The handshake timeout runs from the
+// connection's first byte: until then it is idle, as on a listener
+// without security, and one that closes before sending anything failed
+// no handshake (the active controller's liveness watch holds such a
+// connection to every broker's inter-broker listener).
 func (c *conn) open() bool {
 	sec := c.l.Security
 	if sec == nil {
 		return true
+	}
+	if !awaitFirstByte(c.raw) {
+		if c.ctx.Err() == nil && !c.draining() {
+			c.log.Debug("connection closed before it sent anything")
+		}
+		return false
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.s.handshake)
 	defer cancel()

@@ -14,8 +14,10 @@
 // its own address and each with an optional Security: the connection
 // edge that internal/auth implements for SSL, SASL_PLAINTEXT and
 // SASL_SSL. On a new connection the reader first runs Security.Open (the
-// TLS handshake, bounded by Config.HandshakeTimeout), which returns the
-// connection to use and its Gate. The gate then sees every request before
+// TLS handshake, bounded by Config.HandshakeTimeout from the connection's
+// first byte: a connection that sends nothing is idle, as on a listener
+// without security, and one that closes so failed no handshake), which
+// returns the connection to use and its Gate. The gate then sees every request before
 // the dispatcher: Admit with the API key before the body is decoded (a
 // request before authentication closes the connection unanswered, as
 // Kafka closes it), Check with the decoded request (pass it on, answer it

@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -231,3 +233,69 @@ func TestListenerConfigErrors(t *testing.T) {
 type badVersions struct{ fakeSecurity }
 
 func (*badVersions) Versions() []APIVersionRange { return []APIVersionRange{{Key: 17, Min: 0, Max: 9}} }
+
+// handshakeSecurity reads a 4-byte "handshake" in Open, within ctx's
+// deadline, as a TLS handshake reads the ClientHello.
+type handshakeSecurity struct{ fakeSecurity }
+
+func (h *handshakeSecurity) Open(ctx context.Context, nc net.Conn) (net.Conn, Gate, error) {
+	if d, ok := ctx.Deadline(); ok {
+		nc.SetReadDeadline(d)
+		defer nc.SetReadDeadline(time.Time{})
+	}
+	var hello [4]byte
+	if _, err := io.ReadFull(nc, hello[:]); err != nil {
+		return nil, nil, err
+	}
+	return nc, &fakeGate{authed: true}, nil
+}
+
+// TestHandshakeTimeoutStartsAtFirstByte: a connection that sends nothing
+// is idle, not a failed handshake: it stays open past the handshake
+// timeout and counts no authentication failure (the controller's
+// liveness watch holds such a connection to every broker's inter-broker
+// listener), and a handshake it starts later succeeds. A handshake
+// started and not finished within the timeout closes the connection and
+// counts. A silent connection still open does not hold up Shutdown.
+func TestHandshakeTimeoutStartsAtFirstByte(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	var idle net.Conn
+	t.Cleanup(func() { // after the server's Shutdown
+		if idle != nil {
+			idle.Close()
+		}
+	})
+	d := &fakeDispatcher{versions: testVersionsWithoutSASL}
+	s := startServer(t, d, func(c *Config) {
+		c.Listeners = []Listener{{Name: "SSL", Addr: "127.0.0.1:0", Security: &handshakeSecurity{}}}
+		c.HandshakeTimeout = timeout
+	})
+	var err error
+	if idle, err = net.Dial("tcp", s.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+
+	silent := dial(t, s)
+	silent.nc.SetReadDeadline(time.Now().Add(5 * timeout))
+	var one [1]byte
+	if n, err := silent.nc.Read(one[:]); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a connection that sent nothing for 5x the handshake timeout: read %d bytes, %v; want it still open", n, err)
+	}
+	silent.send([]byte("helo"))
+	silent.send(reqFrame(kmsg.NewPtrMetadataRequest(), 7, nil))
+	if b := silent.readFrame(); correlationOf(b) != 7 {
+		t.Fatalf("correlation id %d after a late handshake", correlationOf(b))
+	}
+
+	gone := dial(t, s)
+	gone.nc.Close()
+	eventually(t, 5*time.Second, "the silent connection that closed is gone", func() bool { return s.Stats().ConnectionsClosed >= 1 })
+
+	partial := dial(t, s)
+	partial.send([]byte("h"))
+	partial.expectClosed()
+	eventually(t, 5*time.Second, "the unfinished handshake counted", func() bool { return s.Stats().AuthFailures == 1 })
+	if st := s.Stats(); st.AuthFailures != 1 {
+		t.Fatalf("AuthFailures = %d, want only the unfinished handshake", st.AuthFailures)
+	}
+}

@@ -27,7 +27,8 @@ type Config struct {
 	// address and security. Empty means one PLAINTEXT listener on Addr.
 	Listeners []Listener
 	// HandshakeTimeout bounds a listener's Security.Open (the TLS
-	// handshake). Zero means DefaultHandshakeTimeout.
+	// handshake), from the connection's first byte. Zero means
+	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// MaxRequestSize is socket.request.max.bytes: frames above it close
 	// the connection. Zero means DefaultMaxRequestSize.

@@ -22,20 +22,23 @@ import (
 // settings is what a run does; the short form unless WEIR_CHAOS_LONG=1,
 // each figure overridable (see doc.go).
 type settings struct {
-	killRounds, pauseRounds, netRounds int
-	seed                               uint64
+	killRounds, saslKillRounds, pauseRounds, netRounds int
+	seed                                               uint64
 }
 
 func loadSettings(t *testing.T) settings {
 	t.Helper()
-	s := settings{killRounds: 8, pauseRounds: 3, netRounds: 4, seed: uint64(time.Now().UnixNano())}
+	s := settings{killRounds: 8, saslKillRounds: 4, pauseRounds: 3, netRounds: 4, seed: uint64(time.Now().UnixNano())}
 	if os.Getenv("WEIR_CHAOS_LONG") == "1" {
-		s.killRounds, s.pauseRounds, s.netRounds = 50, 12, 24
+		s.killRounds, s.saslKillRounds, s.pauseRounds, s.netRounds = 50, 50, 12, 24
 	}
 	for _, v := range []struct {
 		env string
 		to  *int
-	}{{"WEIR_CHAOS_KILL_ROUNDS", &s.killRounds}, {"WEIR_CHAOS_PAUSE_ROUNDS", &s.pauseRounds}, {"WEIR_CHAOS_NET_ROUNDS", &s.netRounds}} {
+	}{
+		{"WEIR_CHAOS_KILL_ROUNDS", &s.killRounds}, {"WEIR_CHAOS_SASL_KILL_ROUNDS", &s.saslKillRounds},
+		{"WEIR_CHAOS_PAUSE_ROUNDS", &s.pauseRounds}, {"WEIR_CHAOS_NET_ROUNDS", &s.netRounds},
+	} {
 		if e := os.Getenv(v.env); e != "" {
 			n, err := strconv.Atoi(e)
 			if err != nil || n < 1 {
@@ -76,9 +79,9 @@ type chaosRun struct {
 	javaDir string
 }
 
-func newRun(t *testing.T, ctx context.Context, props map[string]string, seed uint64, lab *netLab) *chaosRun {
+func newRun(t *testing.T, ctx context.Context, props map[string]string, seed uint64, lab *netLab, sec *saslSSL) *chaosRun {
 	t.Logf("seed %d (WEIR_CHAOS_SEED=%d repeats the choice of victims)", seed, seed)
-	r := &chaosRun{t: t, c: startCluster(t, ctx, props, lab), ledger: NewLedger(), rng: rand.New(rand.NewPCG(seed, seed>>1|1))}
+	r := &chaosRun{t: t, c: startCluster(t, ctx, props, lab, sec), ledger: NewLedger(), rng: rand.New(rand.NewPCG(seed, seed>>1|1))}
 	cp, why := javaClasspath()
 	if cp == "" {
 		t.Logf("the Java producer does not run: %s; franz-go producers only", why)
@@ -92,7 +95,6 @@ func newRun(t *testing.T, ctx context.Context, props map[string]string, seed uin
 // clients starts the producers and the live consumer; stop ends them
 // (producers flush first) and returns their errors.
 func (r *chaosRun) clients(ctx context.Context) (stop func() []error) {
-	seeds := r.c.bootstrap()
 	pctx, stopProducers := context.WithCancel(ctx)
 	cctx, stopConsumer := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -117,15 +119,17 @@ func (r *chaosRun) clients(ctx context.Context) (stop func() []error) {
 	// kgo0 runs with franz-go's defaults, so it refreshes metadata at
 	// most every 5 s (MetadataMinAge); kgo1 may every 250 ms, which shows
 	// how much of kgo0's stall is that client setting.
-	producer(func() error { return kgoProducer(pctx, "kgo0", "kgo", seeds, r.ledger, 2*time.Minute) })
+	producer(func() error { return kgoProducer(pctx, "kgo0", "kgo", r.c.clientOpts(), r.ledger, 2*time.Minute) })
 	producer(func() error {
-		return kgoProducer(pctx, "kgo1", "kgo-meta250ms", seeds, r.ledger, 2*time.Minute, kgo.MetadataMinAge(250*time.Millisecond))
+		return kgoProducer(pctx, "kgo1", "kgo-meta250ms", r.c.clientOpts(), r.ledger, 2*time.Minute, kgo.MetadataMinAge(250*time.Millisecond))
 	})
 	if r.javaCP != "" {
 		logPath := filepath.Join(r.javaDir, "java0.log")
-		producer(func() error { return javaProducer(pctx, "java0", r.javaDir, r.javaCP, seeds, r.ledger, logPath) })
+		producer(func() error {
+			return javaProducer(pctx, "java0", r.javaDir, r.javaCP, r.c.bootstrap(), r.c.javaProps(), r.ledger, logPath)
+		})
 	}
-	goErr(func() error { return liveConsumer(cctx, seeds, r.ledger) })
+	goErr(func() error { return liveConsumer(cctx, r.c.clientOpts(), r.ledger) })
 	return func() []error {
 		stopProducers()
 		pwg.Wait()
@@ -207,6 +211,12 @@ func (r *chaosRun) finish(ctx context.Context, name string, stop func() []error,
 			}
 		}
 		if n == 0 {
+			// Every producer that ran must have reached the cluster (a
+			// client that never connected, say with the wrong security
+			// settings, would otherwise go unnoticed).
+			if client != "java" || r.javaCP != "" {
+				t.Errorf("producer family %s: no record acknowledged", client)
+			}
 			continue
 		}
 		times := make([]time.Time, len(r.faults))
@@ -254,10 +264,16 @@ func TestKillLoop(t *testing.T) {
 		t.Skip("real processes for a minute; not in -short")
 	}
 	s := loadSettings(t)
-	ctx := testContext(t, time.Duration(s.killRounds)*30*time.Second+5*time.Minute)
-	r := newRun(t, ctx, nil, s.seed, nil)
+	killLoop(t, "kill", s.killRounds, s.seed, nil)
+}
+
+// killLoop runs rounds of: SIGKILL a victim, restart it after 0.5-2 s,
+// wait until every partition has its full ISR; then checks the ledger.
+func killLoop(t *testing.T, name string, rounds int, seed uint64, sec *saslSSL) {
+	ctx := testContext(t, time.Duration(rounds)*30*time.Second+5*time.Minute)
+	r := newRun(t, ctx, nil, seed, nil, sec)
 	stop := r.clients(ctx)
-	r.loop(ctx, s.killRounds, func(ctx context.Context, f *fault) error {
+	r.loop(ctx, rounds, func(ctx context.Context, f *fault) error {
 		f.at = time.Now()
 		if err := localcluster.Kill(r.c.Dir, f.node); err != nil {
 			return err
@@ -272,7 +288,7 @@ func TestKillLoop(t *testing.T) {
 		f.note = fmt.Sprintf("killed, down %v, answering after %v, full ISR %v later", down.Round(time.Millisecond), back.Round(time.Millisecond), healed.Round(time.Millisecond))
 		return err
 	})
-	r.finish(ctx, "kill", stop, time.Now())
+	r.finish(ctx, name, stop, time.Now())
 }
 
 // TestPauseLoop freezes a broker with SIGSTOP for longer than
@@ -286,7 +302,7 @@ func TestPauseLoop(t *testing.T) {
 	const lag = 3 * time.Second
 	const pause = 7 * time.Second
 	ctx := testContext(t, time.Duration(s.pauseRounds)*(pause+40*time.Second)+5*time.Minute)
-	r := newRun(t, ctx, map[string]string{"replica.lag.time.max.ms": strconv.Itoa(int(lag / time.Millisecond))}, s.seed, nil)
+	r := newRun(t, ctx, map[string]string{"replica.lag.time.max.ms": strconv.Itoa(int(lag / time.Millisecond))}, s.seed, nil, nil)
 	stop := r.clients(ctx)
 	shrunk := 0
 	r.loop(ctx, s.pauseRounds, func(ctx context.Context, f *fault) error {

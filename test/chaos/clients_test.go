@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,17 +26,17 @@ import (
 const sendEvery = 3 * time.Millisecond
 
 // kgoProducer sends records with an idempotent acks=all franz-go client
-// until ctx ends, then flushes what it buffered (within flushFor) and
-// records every outcome in the ledger under client family family.
-func kgoProducer(ctx context.Context, id, family string, seeds []string, l *Ledger, flushFor time.Duration, opts ...kgo.Opt) error {
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(seeds...),
+// reaching the cluster through conn until ctx ends, then flushes what it
+// buffered (within flushFor) and records every outcome in the ledger
+// under client family family.
+func kgoProducer(ctx context.Context, id, family string, conn []kgo.Opt, l *Ledger, flushFor time.Duration, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append(slices.Concat(conn, []kgo.Opt{
 		kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is on by default
 		kgo.ProducerLinger(2 * time.Millisecond),
 		kgo.MaxBufferedRecords(50000),
-	}, opts...)...)
+	}), opts...)...)
 	if err != nil {
 		return err
 	}
@@ -98,15 +99,20 @@ func buildJava(t *testing.T, cp, dir string) {
 // javaProducer runs the Java client's idempotent acks=all producer
 // (java/ChaosProducer.java) until ctx ends, then closes its stdin, which
 // makes it flush, and reads every outcome it prints into the ledger. Its
-// other output goes to logPath.
-func javaProducer(ctx context.Context, id, classes, cp string, seeds []string, l *Ledger, logPath string) error {
+// other output goes to logPath. propsFile, if set, is a client properties
+// file with its security settings.
+func javaProducer(ctx context.Context, id, classes, cp string, seeds []string, propsFile string, l *Ledger, logPath string) error {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command("java", "-Xmx256m", "-cp", classes+string(os.PathListSeparator)+cp, "ChaosProducer",
-		strings.Join(seeds, ","), topic, strconv.Itoa(partitions), id, strconv.Itoa(int(sendEvery/time.Millisecond)))
+	args := []string{"-Xmx256m", "-cp", classes + string(os.PathListSeparator) + cp, "ChaosProducer",
+		strings.Join(seeds, ","), topic, strconv.Itoa(partitions), id, strconv.Itoa(int(sendEvery / time.Millisecond))}
+	if propsFile != "" {
+		args = append(args, propsFile)
+	}
+	cmd := exec.Command("java", args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -163,15 +169,15 @@ func readJavaOutcomes(r io.Reader, l *Ledger, other io.Writer) error {
 	return sc.Err()
 }
 
-// liveConsumer reads the topic from the start while the faults go on,
-// recording every record in the ledger, until ctx ends.
-func liveConsumer(ctx context.Context, seeds []string, l *Ledger) error {
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(seeds...),
+// liveConsumer reads the topic from the start, reaching the cluster
+// through conn, while the faults go on, recording every record in the
+// ledger, until ctx ends.
+func liveConsumer(ctx context.Context, conn []kgo.Opt, l *Ledger) error {
+	cl, err := kgo.NewClient(slices.Concat(conn, []kgo.Opt{
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(500*time.Millisecond),
-	)
+		kgo.FetchMaxWait(500 * time.Millisecond),
+	})...)
 	if err != nil {
 		return err
 	}
@@ -202,9 +208,9 @@ func finalRead(ctx context.Context, c *chaosCluster, timeout time.Duration) ([]R
 		want[p] = lo.Offset
 		offsets[p] = kgo.NewOffset().At(0)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...),
+	cl, err := kgo.NewClient(c.clientOpts(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.FetchMaxWait(200*time.Millisecond))...)
 	if err != nil {
 		return nil, err
 	}

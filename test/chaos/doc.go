@@ -19,6 +19,22 @@
 // server.properties), then SIGCONTs it; it also requires that in at
 // least one round the frozen node left the ISR of a partition it follows.
 //
+// TestKillLoopSASLSSL (security_test.go) is the kill loop on a cluster
+// whose every node serves one SASL_SSL listener (localcluster's
+// Spec.Protocol, `weir serve --listen SASL_SSL://...`), which is also its
+// inter-broker listener: replication, forwarded requests and the
+// registration with the controller go over TLS with SCRAM-SHA-512, the
+// brokers authenticating as their own user and checking each other's
+// certificate against a CA the test makes (internal/auth/authtest). Every
+// client connects so: the franz-go producers, the live consumer, the admin
+// client and the final read over TLS with the clients' SCRAM-SHA-512 user,
+// and the Java producer with security.protocol=SASL_SSL, sasl.jaas.config
+// and a PEM truststore (a client properties file,
+// java/ChaosProducer.java's sixth argument). Once the cluster is up, a
+// plaintext ApiVersions to each node must go unanswered. The metadata
+// quorum's raft transport is not a Kafka listener and stays plain TCP.
+// Short form 4 rounds, long form 50, or WEIR_CHAOS_SASL_KILL_ROUNDS.
+//
 // After the loop the producers flush, the cluster heals, a fresh
 // consumer reads every partition from offset 0 to its high watermark and
 // Check (ledger.go) proves that every acknowledged record is in the log
@@ -26,7 +42,8 @@
 // no value is there twice, that nothing unsent is there, that every
 // record the live consumer read is still there at the same offset, and
 // that each producer's acknowledged records on a partition are in send
-// order. The test logs the ack stall of each round (the longest gap in
+// order; every producer that ran must have had records acknowledged. The
+// test logs the ack stall of each round (the longest gap in
 // acknowledgements on any partition after the fault, per client family):
 // a measurement, never an assertion.
 //
@@ -69,9 +86,10 @@
 // without them.
 //
 // Short form (the default, in scripts/test): 8 kill rounds and 3 pause
-// rounds, about a minute each. Long form: WEIR_CHAOS_LONG=1 (50 kill
-// rounds, 12 pause rounds), or set WEIR_CHAOS_KILL_ROUNDS and
-// WEIR_CHAOS_PAUSE_ROUNDS. WEIR_CHAOS_SEED repeats a run's choice of
+// rounds, about a minute each, and 4 SASL_SSL kill rounds, about 35 s.
+// Long form: WEIR_CHAOS_LONG=1 (50 kill rounds, 50 SASL_SSL kill rounds,
+// 12 pause rounds), or set WEIR_CHAOS_KILL_ROUNDS,
+// WEIR_CHAOS_SASL_KILL_ROUNDS and WEIR_CHAOS_PAUSE_ROUNDS. WEIR_CHAOS_SEED repeats a run's choice of
 // victims, WEIR_CHAOS_KEEP=DIR keeps the nodes' logs,
 // WEIR_CHAOS_KEEP_DATA=DIR the cluster's directory (every node's
 // partition logs, for inspection with internal/log) when a test failed,

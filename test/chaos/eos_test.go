@@ -63,7 +63,7 @@ func TestExactlyOnceLoop(t *testing.T) {
 		// Transactions a killed coordinator or a dead client left open
 		// are aborted within a second of their timeout.
 		"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
-	}, s.seed, nil)
+	}, s.seed, nil, nil)
 	c := r.c
 	for _, name := range []string{eosIn, eosOut} {
 		eventually(t, ctx, 30*time.Second, "topic "+name+" created", func(ctx context.Context) error {

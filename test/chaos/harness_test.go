@@ -2,9 +2,11 @@ package chaos
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -57,34 +59,39 @@ const (
 type chaosCluster struct {
 	*localcluster.Cluster
 	t   *testing.T
+	sec *saslSSL // nil: PLAINTEXT
 	cl  *kgo.Client
 	adm *kadm.Client
 }
 
 // startCluster starts the cluster with the given broker properties and
-// creates the topic (RF 3, min.insync.replicas 2). The cluster stops
-// when the test ends; its logs are kept (WEIR_CHAOS_KEEP, or a temporary
-// directory when the test failed), and its directory when the test failed
-// and WEIR_CHAOS_KEEP_DATA names where.
-func startCluster(t *testing.T, ctx context.Context, props map[string]string, lab *netLab) *chaosCluster {
+// creates the topic (RF 3, min.insync.replicas 2). With sec, every
+// node's listener (the inter-broker one too) is SASL_SSL, and the
+// cluster must refuse plaintext clients. The cluster stops when the test
+// ends; its logs are kept (WEIR_CHAOS_KEEP, or a temporary directory when
+// the test failed), and its directory when the test failed and
+// WEIR_CHAOS_KEEP_DATA names where.
+func startCluster(t *testing.T, ctx context.Context, props map[string]string, lab *netLab, sec *saslSSL) *chaosCluster {
 	t.Helper()
 	dir := t.TempDir()
 	args := []string{"--shutdown-timeout", "5s"}
+	protocol := ""
+	if sec != nil {
+		if lab != nil {
+			t.Fatal("the SASL_SSL cluster's certificate is for 127.0.0.1, not for nodes in network namespaces")
+		}
+		merged := maps.Clone(sec.props)
+		maps.Copy(merged, props) // the test's own properties win
+		props = merged
+		args, protocol = append(args, sec.args...), "SASL_SSL"
+	}
 	if len(props) > 0 {
-		var b strings.Builder
-		for k, v := range props {
-			fmt.Fprintf(&b, "%s=%s\n", k, v)
-		}
-		path := filepath.Join(dir, "server.properties")
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		args = append(args, "--config", path)
+		args = append(args, "--config", writeProps(t, dir, props))
 	}
 	var c *localcluster.Cluster
 	var lastErr error
 	for range 4 { // a free port can be taken between the check and the bind
-		spec := localcluster.Spec{Nodes: nodes, Binary: weirBin, Args: args}
+		spec := localcluster.Spec{Nodes: nodes, Binary: weirBin, Args: args, Protocol: protocol}
 		if lab != nil {
 			// Every node at its own address in its namespace, the same
 			// ports everywhere.
@@ -103,7 +110,7 @@ func startCluster(t *testing.T, ctx context.Context, props map[string]string, la
 	if c == nil {
 		t.Fatalf("no cluster: %v", lastErr)
 	}
-	cc := &chaosCluster{Cluster: c, t: t}
+	cc := &chaosCluster{Cluster: c, t: t, sec: sec}
 	t.Cleanup(func() {
 		for n := 1; n <= nodes; n++ {
 			cc.signal(n, syscall.SIGCONT) // a stopped process would not stop
@@ -121,13 +128,13 @@ func startCluster(t *testing.T, ctx context.Context, props map[string]string, la
 			}
 		}
 	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cc.bootstrap()...), kgo.RetryTimeout(5*time.Second))
+	cl, err := kgo.NewClient(cc.clientOpts(kgo.RetryTimeout(5 * time.Second))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
 	cc.cl, cc.adm = cl, kadm.NewClient(cl)
-	t.Logf("cluster of %d nodes on %s in %s, broker properties %v", nodes, c.Spec.Bootstrap(), c.Dir, props)
+	t.Logf("cluster of %d nodes on %s in %s, listeners %s, broker properties %v", nodes, c.Spec.Bootstrap(), c.Dir, cmp.Or(protocol, "PLAINTEXT"), props)
 
 	eventually(t, ctx, 30*time.Second, "topic created", func(ctx context.Context) error {
 		mis := "2"
@@ -138,10 +145,32 @@ func startCluster(t *testing.T, ctx context.Context, props map[string]string, la
 		return err
 	})
 	cc.waitHealthy(ctx, 60*time.Second)
+	if sec != nil {
+		cc.refusesPlaintext(ctx)
+	}
 	return cc
 }
 
 func (c *chaosCluster) bootstrap() []string { return strings.Split(c.Spec.Bootstrap(), ",") }
+
+// clientOpts are how a franz-go client reaches the cluster (its seeds
+// and, on a SASL_SSL cluster, TLS and SCRAM), then extra.
+func (c *chaosCluster) clientOpts(extra ...kgo.Opt) []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(c.bootstrap()...)}
+	if c.sec != nil {
+		opts = append(opts, c.sec.clientOpts()...)
+	}
+	return append(opts, extra...)
+}
+
+// javaProps is the Java client's properties file for this cluster ("" on
+// a PLAINTEXT one).
+func (c *chaosCluster) javaProps() string {
+	if c.sec == nil {
+		return ""
+	}
+	return c.sec.javaProps
+}
 
 // layout is a partition's leader and in-sync replicas.
 type layout struct {

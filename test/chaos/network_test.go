@@ -33,7 +33,7 @@ func TestNetworkFaultLoop(t *testing.T) {
 	s := loadSettings(t)
 	lab := newNetLab(t, nodes)
 	ctx := testContext(t, time.Duration(s.netRounds)*75*time.Second+5*time.Minute)
-	r := newRun(t, ctx, map[string]string{"replica.lag.time.max.ms": "3000"}, s.seed, lab)
+	r := newRun(t, ctx, map[string]string{"replica.lag.time.max.ms": "3000"}, s.seed, lab, nil)
 	stop := r.clients(ctx)
 	round := 0
 	counts := map[string]int{}

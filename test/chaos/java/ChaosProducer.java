@@ -1,5 +1,7 @@
+import java.io.FileReader;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.Reader;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.Properties;
@@ -20,12 +22,17 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *   ACK partition offset value epochMillis   (acknowledged)
  *   FAIL value reason                          (the client gave up)
  *
- * Usage: ChaosProducer BOOTSTRAP TOPIC PARTITIONS ID EVERY_MS
+ * Usage: ChaosProducer BOOTSTRAP TOPIC PARTITIONS ID EVERY_MS [CLIENT_PROPERTIES]
+ *
+ * CLIENT_PROPERTIES, a client properties file, adds settings such as
+ * security.protocol, sasl.* and ssl.*; the producer's own settings
+ * (bootstrap, acks, idempotence, linger, delivery timeout, serializers)
+ * win over it.
  */
 public final class ChaosProducer {
     public static void main(String[] args) throws Exception {
-        if (args.length != 5) {
-            System.err.println("usage: ChaosProducer BOOTSTRAP TOPIC PARTITIONS ID EVERY_MS");
+        if (args.length != 5 && args.length != 6) {
+            System.err.println("usage: ChaosProducer BOOTSTRAP TOPIC PARTITIONS ID EVERY_MS [CLIENT_PROPERTIES]");
             System.exit(2);
         }
         String topic = args[1];
@@ -34,6 +41,11 @@ public final class ChaosProducer {
         long everyMs = Long.parseLong(args[4]);
 
         Properties props = new Properties();
+        if (args.length == 6) {
+            try (Reader r = new FileReader(args[5])) {
+                props.load(r);
+            }
+        }
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
         props.put(ProducerConfig.ACKS_CONFIG, "all");
         props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
