@@ -13,19 +13,29 @@ type RoleChange struct {
 // replicas), with one call into the fetchers for all of them: new leaders
 // leave their fetchers first, then lead; followers follow, then join the
 // fetchers of their leaders; replicas left without a leader leave theirs.
-// Refusals other than ErrStaleState are logged, and a follower that
-// refused its state is left out of the fetchers' changes. The broker's
+// A state older than the replica's is skipped whole; other refusals are
+// logged, and a follower that refused its state is left out of the
+// fetchers' changes. The broker's
 // metadata loop calls it: the one caller of BecomeLeader and
 // BecomeFollower.
 func (m *Manager) ApplyRoles(changes []RoleChange) {
 	var leading []*Replica
 	var stopping []*Replica
 	var follows []Follow
+	fresh := changes[:0:0]
 	for _, c := range changes {
+		// A state older than the replica's (a smaller leader epoch)
+		// leaves the replica, and its fetcher, as the newer one made
+		// them: not even a new leader's leaving its fetcher happens.
+		if _, _, epoch := c.Replica.State(); c.State.LeaderEpoch < epoch {
+			continue
+		}
+		fresh = append(fresh, c)
 		if c.State.Leader == m.cfg.LocalID {
 			leading = append(leading, c.Replica)
 		}
 	}
+	changes = fresh
 	if len(leading) > 0 {
 		m.RemovePartitions(leading)
 	}
@@ -37,8 +47,10 @@ func (m *Manager) ApplyRoles(changes []RoleChange) {
 			}
 			continue
 		}
-		if err := r.BecomeFollower(st); err != nil && !errors.Is(err, ErrStaleState) {
-			m.logger.Warn("cannot follow", "topic", r.Topic(), "partition", r.Partition(), "err", err)
+		if err := r.BecomeFollower(st); err != nil {
+			if !errors.Is(err, ErrStaleState) {
+				m.logger.Warn("cannot follow", "topic", r.Topic(), "partition", r.Partition(), "err", err)
+			}
 			continue
 		}
 		if st.Leader >= 0 {

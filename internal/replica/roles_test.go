@@ -57,6 +57,14 @@ func TestApplyRoles(t *testing.T) {
 	}
 	c.converged(2, 1, 3)
 
+	// A state older than the replica's (epoch 1, leader 1) changes
+	// nothing: node 3 keeps fetching from node 2.
+	apply(PartitionState{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: all, ISR: all}, 3)
+	check("stale state", 2, 2, map[int32]map[int32]int{1: {2: 1}, 2: {}, 3: {2: 1}})
+	// Nor does an older state naming node 3 leader.
+	apply(PartitionState{Leader: 3, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: all, ISR: all}, 3)
+	check("stale leadership", 2, 2, map[int32]map[int32]int{1: {2: 1}, 2: {}, 3: {2: 1}})
+
 	// No leader: every node stops fetching.
 	apply(PartitionState{Leader: -1, LeaderEpoch: 3, PartitionEpoch: 3, Replicas: all, ISR: []int32{2}}, 1, 2, 3)
 	check("leaderless", -1, 3, map[int32]map[int32]int{1: {}, 2: {}, 3: {}})
