@@ -284,7 +284,9 @@ func (s *shard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	if c.regexRefreshDue(now, s.cfg.RegexRefreshInterval) && c.refreshRegexes(s.cfg.Topics, client.Describable, now) {
 		bump = true
 	}
-	c.dropUnusedRegexes()
+	if subChanged {
+		c.dropUnusedRegexes()
+	}
 	if bump || now.Sub(c.subscribedAt) >= s.cfg.MetadataRefreshInterval {
 		if c.resolveSubscription(s.cfg.Topics, now) {
 			bump = true

@@ -54,12 +54,15 @@ func (c *consumerGroup) subscribedRegexes() map[string]*regexp.Regexp {
 
 // regexRefreshDue reports whether a heartbeat must resolve the group's
 // regexes again: one is not resolved yet, topics changed since the last
-// refresh, or the last one is interval old.
+// refresh, or the last one is interval old. It allocates nothing: every
+// heartbeat asks.
 func (c *consumerGroup) regexRefreshDue(now time.Time, interval time.Duration) bool {
-	if len(c.subscribedRegexes()) == 0 {
-		return false
+	for _, m := range c.members {
+		if m.re != nil {
+			return c.regexesStale || now.Sub(c.regexesAt) >= interval || c.unresolvedRegex()
+		}
 	}
-	return c.unresolvedRegex() || c.regexesStale || now.Sub(c.regexesAt) >= interval
+	return false
 }
 
 // refreshRegexes resolves every regex the members subscribe to: the
@@ -111,6 +114,9 @@ func (c *consumerGroup) refreshRegexes(topics Topics, describable func([]string)
 // dropUnusedRegexes forgets the resolution of the regexes no member
 // subscribes to any more.
 func (c *consumerGroup) dropUnusedRegexes() {
+	if len(c.regexes) == 0 {
+		return
+	}
 	subs := c.subscribedRegexes()
 	for r := range c.regexes {
 		if _, ok := subs[r]; !ok {
@@ -144,8 +150,11 @@ func (c *consumerGroup) regexRecords(groupID string) []Record {
 // unresolvedRegex reports whether a member subscribes to a regex the
 // group has no resolution of.
 func (c *consumerGroup) unresolvedRegex() bool {
-	for r := range c.subscribedRegexes() {
-		if _, ok := c.regexes[r]; !ok {
+	for _, m := range c.members {
+		if m.re == nil {
+			continue
+		}
+		if _, ok := c.regexes[m.regex]; !ok {
 			return true
 		}
 	}
