@@ -17,8 +17,7 @@ import (
 //     at once, keeping the topics its client's principal may DESCRIBE
 //     (Client.Describable). With members of different principals the
 //     group therefore holds what the principal of the last heartbeat
-//     that refreshed may describe; Kafka logs it as the regexes "based on
-//     the context of member" so-and-so.
+//     that refreshed may describe (Kafka's log names that member).
 //   - A heartbeat refreshes when a member brings a regex the group has
 //     not resolved, when topics changed since the last refresh, or when
 //     the last one is RegexRefreshInterval old
@@ -32,7 +31,8 @@ import (
 // Kafka refreshes at most once per 10 s per group, after the heartbeat
 // that asked (the resolution runs on an executor); here a heartbeat that
 // finds a refresh due runs it at once, and any topic change (Kafka: a
-// created topic) makes one due.
+// created topic) makes one due. Internal topics never match here; Kafka
+// 4.3 matches every topic of its image.
 
 // resolvedRegex is what one regex resolved to.
 type resolvedRegex struct {
