@@ -43,6 +43,7 @@
 //	limit := gate.FetchLimit(ctx)              // in Fetch, before reading
 //	d, throttled := gate.FetchQuota(ctx, n)    // in Fetch, before answering
 //	admission.VerdictOf(ctx).Finish(resp)      // Fetch and ShareFetch encode their own answer
+//	admission.DescribableTopics(ctx)           // ConsumerGroupHeartbeat: the filter of regex topics
 //
 // # Concurrency
 //

@@ -122,7 +122,7 @@ func (g *Gate) Serve(ctx context.Context, req *server.Request, serve func(contex
 		cp.Body = v.Request
 		req = &cp
 	}
-	ctx = context.WithValue(ctx, verdictKey{}, v)
+	ctx = context.WithValue(ctx, admittedKey{}, admitted{verdict: v, checker: chk})
 	if f, ok := req.Body.(*kmsg.FetchRequest); ok && !followerFetch(f) {
 		ctx = context.WithValue(ctx, fetchQuotaKey{}, quotaClient(req, s))
 	}
@@ -199,15 +199,33 @@ func followerFetch(r *kmsg.FetchRequest) bool {
 	return r.ReplicaID >= 0
 }
 
-type verdictKey struct{}
+// admitted is what Serve hands a handler through its context: the
+// request's verdict and the checker that decided it.
+type admitted struct {
+	verdict authz.Verdict
+	checker *authz.Checker
+}
+
+type admittedKey struct{}
 
 // VerdictOf is the authorization of the request a handler serves, for
 // handlers that encode their answer themselves (Fetch, ShareFetch): they
 // pass their response through its Finish before encoding it. Without
 // authorization its Finish returns its argument.
 func VerdictOf(ctx context.Context) authz.Verdict {
-	if v, ok := ctx.Value(verdictKey{}).(authz.Verdict); ok {
-		return v
+	if a, ok := ctx.Value(admittedKey{}).(admitted); ok {
+		return a.verdict
 	}
 	return authz.Verdict{Finish: func(r kmsg.Response) kmsg.Response { return r }}
+}
+
+// DescribableTopics is the DESCRIBE filter of the principal a request
+// comes from (authz.Checker.DescribableTopics), for what a handler's
+// service must filter itself: the topics a consumer group's
+// subscription regex resolves to. It is nil when no authorizer is on.
+func DescribableTopics(ctx context.Context) func(names []string) []string {
+	if a, ok := ctx.Value(admittedKey{}).(admitted); ok && a.checker.Enabled() {
+		return a.checker.DescribableTopics
+	}
+	return nil
 }

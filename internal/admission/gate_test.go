@@ -259,6 +259,39 @@ func TestAuthorization(t *testing.T) {
 	}
 }
 
+// A handler finds its principal's DESCRIBE filter in the context when an
+// authorizer is on (alice's WRITE on t implies DESCRIBE; super users
+// describe everything), and none without one, client quotas or not.
+func TestDescribableTopics(t *testing.T) {
+	img := image(t, acl(authz.ResourceTopic, "t", "User:alice", "*", authz.OpWrite))
+	for _, tc := range []struct {
+		name        string
+		opts        gateOpts
+		principal   string
+		describable []string // nil: no filter
+	}{
+		{"authorizer", gateOpts{authorizer: true, img: img}, "User:alice", []string{"t"}},
+		{"super user", gateOpts{authorizer: true, img: img}, "User:admin", []string{"t", "u", "v"}},
+		{"no authorizer", gateOpts{img: img}, "User:alice", nil},
+		{"no authorizer, client quotas", gateOpts{img: image(t, aliceQuota)}, "User:alice", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			filtered := false
+			g := newGate(t, tc.opts, &fakeQuotas{})
+			g.Serve(context.Background(), request(tc.principal, "c1", produce("t")), func(ctx context.Context, req *server.Request) *server.Reply {
+				if f := DescribableTopics(ctx); f != nil {
+					filtered, got = true, f([]string{"t", "u", "v"})
+				}
+				return server.Ready(req.Body.ResponseKind())
+			})
+			if filtered != (tc.describable != nil) || !slices.Equal(got, tc.describable) {
+				t.Fatalf("filter %v keeps %q, want %q", filtered, got, tc.describable)
+			}
+		})
+	}
+}
+
 // A whole-request denial is answered without the handler.
 func TestRejectedRequestSkipsTheHandler(t *testing.T) {
 	g := newGate(t, gateOpts{authorizer: true, img: metadata.Empty()}, nil)

@@ -17,11 +17,6 @@ import (
 // or by ACL. A node's requests to itself are not authorized: the broker
 // serves them without a connection.
 
-// kafkaInternalTopics are the topics Kafka's Topic.isInternal names: a
-// producer may never add their partitions to a transaction itself
-// (AddOffsetsToTxn adds the group's __consumer_offsets partition).
-var kafkaInternalTopics = []string{"__consumer_offsets", "__transaction_state", "__share_group_state"}
-
 // firstAddPartitionsBrokerVersion is the first AddPartitionsToTxn version
 // of the brokers' batches (KIP-890); producers send versions 0 to 3.
 const firstAddPartitionsBrokerVersion = 4
@@ -77,7 +72,9 @@ func AddPartitionsToTxn(c *Checker, env Env, req *kmsg.AddPartitionsToTxnRequest
 		return reject(req, answer(func(string, int32) int16 { return errTxn.Code }))
 	}
 	write := c.can(OpWrite, ResourceTopic)
-	denied := func(topic string) bool { return slices.Contains(kafkaInternalTopics, topic) || !write(topic) }
+	// A producer never adds an internal topic's partitions itself
+	// (AddOffsetsToTxn adds the group's __consumer_offsets partition).
+	denied := func(topic string) bool { return metadata.InternalTopic(topic) || !write(topic) }
 	if !slices.ContainsFunc(req.Topics, func(t kmsg.AddPartitionsToTxnRequestTopic) bool { return denied(t.Topic) }) {
 		return serve[*kmsg.AddPartitionsToTxnRequest, *kmsg.AddPartitionsToTxnResponse](req)
 	}

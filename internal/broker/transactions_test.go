@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"weir/client"
 	"weir/internal/config"
@@ -308,5 +311,107 @@ func TestClassicTransactionsWithoutVerification(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+// TestAddPartitionsToTxnRefusesInternalTopics: without an authorizer, a
+// producer's AddPartitionsToTxn (v0-3) naming an internal topic gets
+// Kafka's answer: TOPIC_AUTHORIZATION_FAILED for the internal topic's
+// partition, OPERATION_NOT_ATTEMPTED for the others, and the open
+// transaction keeps its partitions. A partition leader's batch (v4+) is
+// not refused so: a verification of an internal partition answers as
+// for any partition outside the transaction. A client's Produce to an
+// internal topic is refused too, with INVALID_TOPIC_EXCEPTION.
+func TestAddPartitionsToTxnRefusesInternalTopics(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), nil)
+	ctx := testCtx(t)
+	adm := kadm.NewClient(newClient(t, tb.addr))
+	for _, name := range []string{"tu", "tv"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := newClient(t, tb.addr, kgo.TransactionalID("itx"), kgo.DefaultProduceTopic("tu"), kgo.TransactionTimeout(5*time.Minute))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, kgo.StringRecord("open")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	describe := func() kadm.DescribedTransaction {
+		t.Helper()
+		d, err := adm.DescribeTransactions(ctx, "itx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d["itx"]
+	}
+	open := describe()
+	if open.State != "Ongoing" {
+		t.Fatalf("transaction: %+v, want Ongoing", open)
+	}
+	before := fmt.Sprint(open.Topics.Sorted())
+
+	for _, internal := range []string{"__consumer_offsets", "__transaction_state"} {
+		for v := int16(0); v <= 3; v++ {
+			mv := kversion.Stable()
+			mv.SetMaxKeyVersion(kmsg.AddPartitionsToTxn.Int16(), v)
+			cl := newClient(t, tb.addr, kgo.MaxVersions(mv))
+			req := kmsg.NewPtrAddPartitionsToTxnRequest()
+			req.TransactionalID, req.ProducerID, req.ProducerEpoch = "itx", open.ProducerID, open.ProducerEpoch
+			req.Topics = []kmsg.AddPartitionsToTxnRequestTopic{
+				{Topic: "tv", Partitions: []int32{0}},
+				{Topic: internal, Partitions: []int32{0}},
+			}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatalf("%s v%d: %v", internal, v, err)
+			}
+			if resp.Version != v {
+				t.Fatalf("sent v%d, want v%d", resp.Version, v)
+			}
+			got := map[string]int16{}
+			for _, rt := range resp.Topics {
+				for _, rp := range rt.Partitions {
+					got[rt.Topic] = rp.ErrorCode
+				}
+			}
+			want := map[string]int16{"tv": kerr.OperationNotAttempted.Code, internal: kerr.TopicAuthorizationFailed.Code}
+			if !maps.Equal(got, want) {
+				t.Errorf("%s v%d: codes %v, want %v", internal, v, got, want)
+			}
+			if after := describe(); after.State != "Ongoing" || fmt.Sprint(after.Topics.Sorted()) != before {
+				t.Fatalf("%s v%d changed the transaction: %+v, was %s", internal, v, after, before)
+			}
+		}
+	}
+
+	// Nor may a client write to an internal topic: Kafka answers
+	// INVALID_TOPIC_EXCEPTION (ReplicaManager.appendToLocalLog).
+	offsets := partitionAt(tb.b, "__consumer_offsets", 0).log
+	end := offsets.EndOffset()
+	if sp := rawProduce(t, ctx, newClient(t, tb.addr), tb, "__consumer_offsets", idempotentBatch(-1, -1, -1, "x")); sp.ErrorCode != kerr.InvalidTopicException.Code {
+		t.Fatalf("produce to __consumer_offsets: %v, want INVALID_TOPIC_EXCEPTION", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if got := offsets.EndOffset(); got != end {
+		t.Fatalf("__consumer_offsets-0 end %d after a refused produce, was %d", got, end)
+	}
+
+	// A partition leader's verification (v4+) of an internal partition
+	// is answered as for any partition outside the transaction.
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = "itx", open.ProducerID, open.ProducerEpoch, true
+	tr.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "__consumer_offsets", Partitions: []int32{0}}}
+	req.Transactions = append(req.Transactions, tr)
+	resp, err := req.RequestWith(ctx, newClient(t, tb.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Version < 4 || len(resp.Transactions) != 1 || resp.Transactions[0].Topics[0].Partitions[0].ErrorCode != kerr.TransactionAbortable.Code {
+		t.Fatalf("verification: %+v, want TRANSACTION_ABORTABLE", resp)
+	}
+	if after := describe(); fmt.Sprint(after.Topics.Sorted()) != before {
+		t.Fatalf("verification changed the transaction: %+v", after)
 	}
 }

@@ -61,6 +61,11 @@ type Config struct {
 	// re-resolves the group's subscribed topics even without a
 	// TopicsChanged call (10s).
 	MetadataRefreshInterval time.Duration
+	// RegexRefreshInterval is group.consumer.regex.refresh.interval.ms
+	// (10m): how old a consumer group's regex resolution may grow before
+	// a heartbeat resolves the regexes again, with no topic changed
+	// (this is when ACL changes reach a group's regexes).
+	RegexRefreshInterval time.Duration
 
 	// OffsetMetadataMaxBytes is offset.metadata.max.bytes (4096).
 	OffsetMetadataMaxBytes int
@@ -103,6 +108,7 @@ func (c *Config) withDefaults() (Config, error) {
 	setDefault(&cfg.ConsumerHeartbeatInterval, 5*time.Second)
 	setDefault(&cfg.ConsumerSessionTimeout, 45*time.Second)
 	setDefault(&cfg.MetadataRefreshInterval, 10*time.Second)
+	setDefault(&cfg.RegexRefreshInterval, 10*time.Minute)
 	setDefault(&cfg.OffsetMetadataMaxBytes, 4096)
 	setDefault(&cfg.OffsetsRetention, 7*24*time.Hour)
 	setDefault(&cfg.OffsetsRetentionCheckInterval, 10*time.Minute)

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -123,17 +124,26 @@ type consumerGroup struct {
 	holders map[topicID]map[int32]string
 
 	// subscription is the resolved metadata of every subscribed topic, by
-	// name; regexTopics the topics each regex matched. A change bumps the
-	// group epoch.
+	// name. A change bumps the group epoch.
 	subscription  map[string]TopicInfo
-	regexTopics   map[string][]string
 	subscribedAt  time.Time
 	subscribedSet bool
+
+	// regexes is what each regex the members subscribe to resolved to
+	// (Kafka's resolved regular expressions, regex.go): shared by every
+	// member subscribed to it, refreshed only by a heartbeat, filtered by
+	// that heartbeat's principal. regexesAt is when the last refresh
+	// ran, regexesStale that topics changed since.
+	regexes      map[string]resolvedRegex
+	regexesAt    time.Time
+	regexesStale bool
 
 	// Changes not yet persisted.
 	dirtyMeta    bool
 	dirtyMembers map[string]bool
 	goneMembers  map[string]bool
+	dirtyRegexes bool // every regex record is written again
+	goneRegexes  map[string]bool
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -142,9 +152,10 @@ func newConsumerGroup() *consumerGroup {
 		static:       make(map[string]string),
 		holders:      make(map[topicID]map[int32]string),
 		subscription: make(map[string]TopicInfo),
-		regexTopics:  make(map[string][]string),
+		regexes:      make(map[string]resolvedRegex),
 		dirtyMembers: make(map[string]bool),
 		goneMembers:  make(map[string]bool),
+		goneRegexes:  make(map[string]bool),
 	}
 }
 
@@ -285,6 +296,7 @@ func (c *consumerGroup) pendingRecords(groupID string) []Record {
 			recs = append(recs, encodeRecord(decodedRecord{kind: recConsumerMember, group: groupID, member: id, cmember: m.value()}))
 		}
 	}
+	recs = append(recs, c.regexRecords(groupID)...)
 	c.dirtyMeta = false
 	clear(c.dirtyMembers)
 	clear(c.goneMembers)
@@ -296,6 +308,9 @@ func (c *consumerGroup) tombstones(groupID string) []Record {
 	var recs []Record
 	for _, id := range c.sortedMemberIDs() {
 		recs = append(recs, encodeRecord(decodedRecord{kind: recConsumerMember, group: groupID, member: id}))
+	}
+	for _, regex := range slices.Sorted(maps.Keys(c.regexes)) {
+		recs = append(recs, encodeRecord(decodedRecord{kind: recConsumerRegex, group: groupID, regex: regex}))
 	}
 	return append(recs, encodeRecord(decodedRecord{kind: recConsumerGroup, group: groupID}))
 }
@@ -310,13 +325,13 @@ func sortedKeysStr(m map[string]bool) []string {
 }
 
 // resolveSubscription looks up every topic the members subscribe to, by
-// name or regex. It reports whether the result differs from the last one.
+// name or through the resolution of their regex (the topics a regex
+// resolved to that still exist). It reports whether the result differs
+// from the last one.
 func (c *consumerGroup) resolveSubscription(topics Topics, now time.Time) bool {
 	sub := make(map[string]TopicInfo)
-	regexTopics := make(map[string][]string)
-	var regexes []*consumerMember
-	for _, m := range c.members {
-		for _, n := range m.names {
+	lookup := func(names []string) {
+		for _, n := range names {
 			if _, done := sub[n]; done {
 				continue
 			}
@@ -324,28 +339,11 @@ func (c *consumerGroup) resolveSubscription(topics Topics, now time.Time) bool {
 				sub[n] = ti
 			}
 		}
-		if m.re != nil {
-			if _, done := regexTopics[m.regex]; !done {
-				regexTopics[m.regex] = nil
-				regexes = append(regexes, m)
-			}
-		}
 	}
-	if len(regexes) > 0 {
-		topics.EachTopic(func(ti TopicInfo) bool {
-			if ti.Internal {
-				return true
-			}
-			for _, m := range regexes {
-				if m.re.MatchString(ti.Name) {
-					regexTopics[m.regex] = append(regexTopics[m.regex], ti.Name)
-					sub[ti.Name] = ti
-				}
-			}
-			return true
-		})
-		for k := range regexTopics {
-			slices.Sort(regexTopics[k])
+	for _, m := range c.members {
+		lookup(m.names)
+		if m.re != nil {
+			lookup(c.regexes[m.regex].topics)
 		}
 	}
 	changed := !c.subscribedSet || len(sub) != len(c.subscription)
@@ -358,7 +356,6 @@ func (c *consumerGroup) resolveSubscription(topics Topics, now time.Time) bool {
 		}
 	}
 	c.subscription = sub
-	c.regexTopics = regexTopics
 	c.subscribedAt = now
 	c.subscribedSet = true
 	return changed
@@ -373,8 +370,8 @@ func (c *consumerGroup) memberTopics(m *consumerMember) []string {
 		}
 	}
 	if m.re != nil {
-		for _, n := range c.regexTopics[m.regex] {
-			if !containsSorted(m.names, n) {
+		for _, n := range c.regexes[m.regex].topics {
+			if _, ok := c.subscription[n]; ok && !containsSorted(m.names, n) {
 				out = append(out, n)
 			}
 		}

@@ -277,9 +277,16 @@ func (s *shard) consumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest, clien
 	}
 
 	// 1. Bump the group epoch if membership, subscriptions or the
-	// subscribed topics changed.
+	// subscribed topics changed. A heartbeat also resolves the group's
+	// regexes when due, with its client's DESCRIBE filter (regex.go).
 	bump := c.epoch == 0 || subChanged
 	now := s.now()
+	if c.regexRefreshDue(now, s.cfg.RegexRefreshInterval) && c.refreshRegexes(s.cfg.Topics, client.Describable, now) {
+		bump = true
+	}
+	if subChanged {
+		c.dropUnusedRegexes()
+	}
 	if bump || now.Sub(c.subscribedAt) >= s.cfg.MetadataRefreshInterval {
 		if c.resolveSubscription(s.cfg.Topics, now) {
 			bump = true
@@ -399,6 +406,7 @@ func (s *shard) fenceConsumerMember(g *group, m *consumerMember) {
 	s.cancel(sessionKey(g.id, m.id))
 	s.cancel(revokeKey(g.id, m.id))
 	s.bumpConsumerEpoch(g)
+	c.dropUnusedRegexes()
 	c.resolveSubscription(s.cfg.Topics, s.now())
 	c.computeTarget(s.cfg.DefaultAssignor)
 }
@@ -522,8 +530,10 @@ func (s *shard) dropEmptyConsumerGroup(g *group) {
 }
 
 // topicsChanged re-resolves every consumer group's subscriptions and
-// reassigns the groups whose topics changed. It also drops the committed
-// offsets of deleted topics, as Kafka does when partitions are deleted.
+// reassigns the groups whose topics changed. Regexes keep their
+// resolution, less deleted topics; the next heartbeat resolves them
+// again (regex.go). It also drops the committed offsets of deleted
+// topics, as Kafka does when partitions are deleted.
 func (s *shard) topicsChanged() {
 	now := s.now()
 	for _, g := range s.groups {
@@ -532,6 +542,7 @@ func (s *shard) topicsChanged() {
 		if c == nil || len(c.members) == 0 {
 			continue
 		}
+		c.regexesStale = true
 		if !c.resolveSubscription(s.cfg.Topics, now) {
 			continue
 		}

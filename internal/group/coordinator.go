@@ -20,6 +20,11 @@ type Client struct {
 	// Host is the client's address as Kafka reports it in DescribeGroups,
 	// e.g. "/127.0.0.1".
 	Host string
+	// Describable, when an authorizer is on, returns the topics of names
+	// the client's principal may DESCRIBE. A consumer group heartbeat
+	// that resolves the group's subscription regexes keeps only those
+	// (regex.go); nil keeps every topic.
+	Describable func(names []string) []string
 }
 
 const (

@@ -97,7 +97,12 @@
 // heartbeating for group.consumer.session.timeout.ms, is fenced. Static
 // members may leave with epoch -2 and come back under a new member id.
 // Subscription regexes (v1) are Go RE2 patterns matched against whole topic
-// names, internal topics excluded. Commits with a member epoch older than
+// names, internal topics excluded. As in Kafka, a regex is resolved for the
+// whole group by a heartbeat, to the topics that heartbeat's principal may
+// DESCRIBE (Client.Describable), and the resolution is stored and shared by
+// every member subscribed to it until a later heartbeat resolves again:
+// when a member brings a new regex, after topics changed, or
+// RegexRefreshInterval after the last time (regex.go). Commits with a member epoch older than
 // the member's are accepted for partitions it held at that epoch
 // (KIP-1251).
 //
@@ -115,8 +120,9 @@
 //   - Prometheus metrics: Stats exposes the counters for the broker to
 //     export.
 //   - The persisted state does not record which topics a consumer group
-//     was subscribed to; after a restart each group's target is recomputed
-//     and the epoch bumped only if it changed.
+//     was subscribed to (only what its regexes resolved to); after a
+//     restart each group's target is recomputed and the epoch bumped only
+//     if it changed.
 //   - If Store.Append fails during a consumer heartbeat the member is told
 //     so but the in-memory change stays; the durable state catches up with
 //     the next successful write of that member.

@@ -415,6 +415,9 @@ type cgMember struct {
 	epoch    int32
 	owned    map[[16]byte][]int32
 	version  int16
+	// describable is the DESCRIBE filter of the member's principal
+	// (Client.Describable); nil: no authorizer.
+	describable func([]string) []string
 }
 
 func (h *harness) newCGMember(group, id string, topics ...string) *cgMember {
@@ -455,7 +458,7 @@ func (m *cgMember) ownedTopics() []kmsg.ConsumerGroupHeartbeatRequestTopic {
 
 func (m *cgMember) send(req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	m.h.t.Helper()
-	resp, err := m.h.c.ConsumerGroupHeartbeat(ctxb, Client{ID: "cg-" + m.id, Host: "/127.0.0.1"}, req)
+	resp, err := m.h.c.ConsumerGroupHeartbeat(ctxb, Client{ID: "cg-" + m.id, Host: "/127.0.0.1", Describable: m.describable}, req)
 	if err != nil {
 		m.h.t.Fatal(err)
 	}

@@ -22,12 +22,16 @@ import (
 //	type 1 classic group         key: group
 //	type 2 consumer group        key: group
 //	type 3 consumer group member key: group, member id
+//	type 4 consumer group regex  key: group, regex
 
 const (
 	recOffset         int16 = 0
 	recClassicGroup   int16 = 1
 	recConsumerGroup  int16 = 2
 	recConsumerMember int16 = 3
+	// recConsumerRegex: what a subscription regex of a consumer group
+	// resolved to (Kafka's ConsumerGroupRegularExpression record).
+	recConsumerRegex int16 = 4
 	// recShareGroup: a share group exists (key: group; value: the value
 	// version alone). The broker's share coordinator writes and reads
 	// these; this package keeps them apart from its own groups.
@@ -117,6 +121,14 @@ type consumerMemberValue struct {
 	target             []targetTopic
 }
 
+// regexValue is a subscription regex's resolution: the topics it matched
+// that the resolving member's principal may describe, sorted, and when it
+// was resolved.
+type regexValue struct {
+	topics     []string
+	resolvedMs int64
+}
+
 // decodedRecord is one record read back. Exactly one value pointer is set,
 // unless the record is a tombstone, in which case all are nil.
 type decodedRecord struct {
@@ -125,15 +137,17 @@ type decodedRecord struct {
 	topic     string // offset records
 	partition int32  // offset records
 	member    string // consumer member records
+	regex     string // consumer group regex records
 
 	offset   *offsetValue
 	classic  *classicGroupValue
 	consumer *consumerGroupValue
 	cmember  *consumerMemberValue
+	resolved *regexValue
 }
 
 func (r decodedRecord) tombstone() bool {
-	return r.offset == nil && r.classic == nil && r.consumer == nil && r.cmember == nil
+	return r.offset == nil && r.classic == nil && r.consumer == nil && r.cmember == nil && r.resolved == nil
 }
 
 // encodeRecord is the inverse of decodeRecord.
@@ -147,6 +161,8 @@ func encodeRecord(r decodedRecord) Record {
 		k.i32(r.partition)
 	case recConsumerMember:
 		k.str(r.member)
+	case recConsumerRegex:
+		k.str(r.regex)
 	}
 	rec := Record{Key: k.b}
 	if r.tombstone() {
@@ -164,6 +180,12 @@ func encodeRecord(r decodedRecord) Record {
 		v.i32(r.consumer.assignmentEpoch)
 	case r.cmember != nil:
 		encodeConsumerMember(&v, r.cmember)
+	case r.resolved != nil:
+		v.i32(int32(len(r.resolved.topics)))
+		for _, t := range r.resolved.topics {
+			v.str(t)
+		}
+		v.i64(r.resolved.resolvedMs)
 	}
 	rec.Value = v.b
 	return rec
@@ -255,6 +277,8 @@ func decodeRecord(key, value []byte) (decodedRecord, error) {
 	case recClassicGroup, recConsumerGroup:
 	case recConsumerMember:
 		r.member = k.str()
+	case recConsumerRegex:
+		r.regex = k.str()
 	case recShareGroup:
 		if err := k.done(); err != nil {
 			return r, fmt.Errorf("group: record key: %w", err)
@@ -284,6 +308,14 @@ func decodeRecord(key, value []byte) (decodedRecord, error) {
 		r.consumer = &consumerGroupValue{epoch: d.i32(), assignmentEpoch: d.i32()}
 	case recConsumerMember:
 		r.cmember = decodeConsumerMember(&d)
+	case recConsumerRegex:
+		rv := &regexValue{}
+		n := d.count(4)
+		for range n {
+			rv.topics = append(rv.topics, d.str())
+		}
+		rv.resolvedMs = d.i64()
+		r.resolved = rv
 	}
 	if err := d.done(); err != nil {
 		return decodedRecord{}, fmt.Errorf("group: record value (type %d): %w", r.kind, err)

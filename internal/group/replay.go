@@ -85,6 +85,19 @@ func (s *shard) replay(r decodedRecord) {
 		c := s.replayConsumerGroup(r.group)
 		c.members[r.member] = s.memberFromValue(r.group, r.member, r.cmember)
 		s.groups[r.group].recorded = true
+	case recConsumerRegex:
+		if r.resolved == nil {
+			if g != nil && g.consumer != nil {
+				delete(g.consumer.regexes, r.regex)
+			}
+			return
+		}
+		c := s.replayConsumerGroup(r.group)
+		at := time.UnixMilli(r.resolved.resolvedMs)
+		c.regexes[r.regex] = resolvedRegex{topics: r.resolved.topics, at: at}
+		if at.After(c.regexesAt) {
+			c.regexesAt = at
+		}
 	}
 }
 
@@ -189,7 +202,18 @@ func (s *shard) loaded() {
 		if len(c.members) == 0 {
 			continue
 		}
+		// Topics may have come while the coordinator was away: the next
+		// heartbeat resolves the regexes again (Kafka's first image after
+		// a load counts as one with new topics).
+		c.regexesStale = true
+		c.dropUnusedRegexes()
 		c.resolveSubscription(s.cfg.Topics, s.now())
+		if c.unresolvedRegex() {
+			// A regex without a stored resolution (a store written before
+			// regexes were recorded) would assign its members nothing;
+			// the stored targets stand until a heartbeat resolves it.
+			continue
+		}
 		before := make(map[string]tps, len(c.members))
 		for id, m := range c.members {
 			before[id] = m.target

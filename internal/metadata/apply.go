@@ -230,6 +230,18 @@ func ValidTopicName(name string) error {
 	return nil
 }
 
+// InternalTopic reports whether a topic is one of Kafka's internal topics
+// (Topic.isInternal): __consumer_offsets, __transaction_state and
+// __share_group_state. Clients may not write to them nor add their
+// partitions to a transaction themselves.
+func InternalTopic(name string) bool {
+	switch name {
+	case "__consumer_offsets", "__transaction_state", "__share_group_state":
+		return true
+	}
+	return false
+}
+
 func (b *Builder) createTopic(r *TopicRecord) error {
 	if err := ValidTopicName(r.Name); err != nil {
 		return invalidf("%v", err)

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/metadata"
 	"weir/internal/txn"
 )
 
@@ -15,7 +16,9 @@ import (
 // request handlers answer them. Each method takes a decoded request
 // (Version set) and returns the response for that version; an error only
 // means ctx ended before the answer existed (send nothing, close the
-// connection). Authorization is not checked here.
+// connection). ACLs are not checked here (internal/authz does, before);
+// the rule Kafka applies with or without an authorizer, that a producer
+// may not add an internal topic to its transaction, is.
 
 // OffsetsTopic is the topic a group's offsets partition belongs to, added
 // to a transaction by AddOffsetsToTxn.
@@ -97,14 +100,19 @@ func (c *Coordinator) partitionExists(tp txn.TopicPartition) bool {
 // from producers (the classic protocol); v4+ from partition leaders, in
 // batches of transactions: VerifyOnly ones ask whether partitions are in
 // the transaction (KIP-890 part 1), the others add them (part 2, under
-// transaction version 2). A transaction naming a partition that does not
-// exist gets UNKNOWN_TOPIC_OR_PARTITION for it and OPERATION_NOT_ATTEMPTED
-// for its other partitions.
+// transaction version 2). A producer's transaction (v0-3) naming an
+// internal topic gets TOPIC_AUTHORIZATION_FAILED for its partitions,
+// authorizer or not, as Kafka leaves internal topics out of the topics a
+// producer may write; a partition leader's (v4+) is not checked so. A
+// transaction naming a partition that does not exist gets
+// UNKNOWN_TOPIC_OR_PARTITION for it. Either failure fails the whole add:
+// the other partitions answer OPERATION_NOT_ATTEMPTED and nothing is
+// added.
 func (c *Coordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if req.Version < 4 {
 		parts := flatten(req.Topics, func(t kmsg.AddPartitionsToTxnRequestTopic) (string, []int32) { return t.Topic, t.Partitions })
-		codes, err := c.addOne(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts, false, txn.V0, req.Version >= 2)
+		codes, err := c.addOne(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts, false, txn.V0, req.Version >= 2, true)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +128,7 @@ func (c *Coordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddParti
 	}
 	for _, t := range req.Transactions {
 		parts := flatten(t.Topics, func(t kmsg.AddPartitionsToTxnRequestTransactionTopic) (string, []int32) { return t.Topic, t.Partitions })
-		codes, err := c.addOne(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, parts, t.VerifyOnly, txn.V2, true)
+		codes, err := c.addOne(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, parts, t.VerifyOnly, txn.V2, true, false)
 		if err != nil {
 			return nil, err
 		}
@@ -177,8 +185,9 @@ func flatten[T any](topics []T, each func(T) (string, []int32)) []txn.TopicParti
 }
 
 // addOne adds (or verifies) one transaction's partitions and returns each
-// partition's code.
-func (c *Coordinator) addOne(ctx context.Context, id string, pid int64, epoch int16, parts []txn.TopicPartition, verify bool, v txn.Version, modern bool) (map[txn.TopicPartition]int16, error) {
+// partition's code. fromProducer marks a producer's own request (v0-3),
+// which may not name internal topics.
+func (c *Coordinator) addOne(ctx context.Context, id string, pid int64, epoch int16, parts []txn.TopicPartition, verify bool, v txn.Version, modern, fromProducer bool) (map[txn.TopicPartition]int16, error) {
 	codes := make(map[txn.TopicPartition]int16, len(parts))
 	all := func(code int16) map[txn.TopicPartition]int16 {
 		for _, tp := range parts {
@@ -186,14 +195,19 @@ func (c *Coordinator) addOne(ctx context.Context, id string, pid int64, epoch in
 		}
 		return codes
 	}
-	missing := false
+	failed := false
 	for _, tp := range parts {
-		if !c.partitionExists(tp) {
+		switch {
+		case fromProducer && metadata.InternalTopic(tp.Topic):
+			codes[tp] = kerr.TopicAuthorizationFailed.Code
+		case !c.partitionExists(tp):
 			codes[tp] = kerr.UnknownTopicOrPartition.Code
-			missing = true
+		default:
+			continue
 		}
+		failed = true
 	}
-	if missing {
+	if failed {
 		for _, tp := range parts {
 			if codes[tp] == 0 {
 				codes[tp] = kerr.OperationNotAttempted.Code

@@ -69,15 +69,8 @@ func TestEndTxnV5BumpsEpoch(t *testing.T) {
 	e.loadAll(0)
 	e.init("t", 5, 60000)
 	// The partition leader's implicit add (AddPartitionsToTxn v5).
-	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.Version = 5
-	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch = "t", 1000, 0
-	tr.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "a", Partitions: []int32{0}}}
-	req.Transactions = append(req.Transactions, tr)
-	resp, err := e.c.AddPartitionsToTxn(ctx(t), req)
-	if err != nil || resp.Transactions[0].Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("implicit add: %+v %v", resp, err)
+	if code := e.leaderAdd("t", 1000, 0, tp("a", 0)); code != 0 {
+		t.Fatalf("implicit add: %v", kerr.ErrorForCode(code))
 	}
 	er := e.end("t", 1000, 0, true, 5)
 	if er.ErrorCode != 0 || er.ProducerID != 1000 || er.ProducerEpoch != 1 {
@@ -187,6 +180,54 @@ func TestAddUnknownPartition(t *testing.T) {
 	}
 	if d := e.describe("t"); d.State != "Empty" {
 		t.Fatalf("state %+v", d)
+	}
+}
+
+// A producer (v0-3) may not add an internal topic's partitions to its
+// transaction, with or without an authorizer: they answer
+// TOPIC_AUTHORIZATION_FAILED (before the existence check), the rest of
+// the add is OPERATION_NOT_ATTEMPTED or UNKNOWN_TOPIC_OR_PARTITION, and
+// nothing is added. A partition leader's add (v4+) is not checked so,
+// as in Kafka.
+func TestAddInternalTopicRefusedFromProducers(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	e.loadAll(0)
+	e.init("t", 4, 60000)
+	e.h.with(func(h *fakeHost) {
+		h.deleted[tp("gone", 0)] = true
+		h.deleted[tp("__consumer_offsets", 999)] = true
+	})
+	denied, skipped, unknown := kerr.TopicAuthorizationFailed.Code, kerr.OperationNotAttempted.Code, kerr.UnknownTopicOrPartition.Code
+	for _, tc := range []struct {
+		name  string
+		parts []txn.TopicPartition
+		want  []int16
+	}{
+		{"offsets", []txn.TopicPartition{tp("__consumer_offsets", 0)}, []int16{denied}},
+		{"with a topic", []txn.TopicPartition{tp("a", 0), tp("__transaction_state", 1)}, []int16{skipped, denied}},
+		{"with a missing topic", []txn.TopicPartition{tp("__share_group_state", 0), tp("gone", 0)}, []int16{denied, unknown}},
+		{"missing internal partition", []txn.TopicPartition{tp("__consumer_offsets", 999), tp("a", 1)}, []int16{denied, skipped}},
+	} {
+		for v := int16(0); v <= 3; v++ {
+			if got := addCodes(e.add("t", 1000, 0, v, tc.parts...)); !slices.Equal(got, tc.want) {
+				t.Errorf("%s v%d: %v, want %v", tc.name, v, got, tc.want)
+			}
+		}
+	}
+	if d := e.describe("t"); d.State != "Empty" || len(d.Topics) != 0 {
+		t.Fatalf("refused adds changed the transaction: %+v", d)
+	}
+	// A topic named like one but not internal is a topic like any other.
+	if got := addCodes(e.add("t", 1000, 0, 3, tp("__consumer_offsets_copy", 0))); !slices.Equal(got, []int16{0}) {
+		t.Fatalf("look-alike: %v", got)
+	}
+
+	e.init("b", 5, 60000) // pid 1001
+	if code := e.leaderAdd("b", 1001, 0, tp("__consumer_offsets", 0)); code != 0 {
+		t.Fatalf("partition leader's add: %v", kerr.ErrorForCode(code))
+	}
+	if d := e.describe("b"); d.State != "Ongoing" || len(d.Topics) != 1 || d.Topics[0].Topic != "__consumer_offsets" {
+		t.Fatalf("partition leader's add not applied: %+v", d)
 	}
 }
 

@@ -382,6 +382,24 @@ func (e *env) add(id string, pid int64, epoch int16, v int16, parts ...txn.Topic
 	return resp
 }
 
+// leaderAdd adds one partition to a transaction as a partition leader
+// does under transaction version 2 (AddPartitionsToTxn v5, not
+// VerifyOnly) and returns its code.
+func (e *env) leaderAdd(id string, pid int64, epoch int16, part txn.TopicPartition) int16 {
+	e.t.Helper()
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 5
+	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch = id, pid, epoch
+	tr.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: part.Topic, Partitions: []int32{part.Partition}}}
+	req.Transactions = append(req.Transactions, tr)
+	resp, err := e.c.AddPartitionsToTxn(ctx(e.t), req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.Transactions[0].Topics[0].Partitions[0].ErrorCode
+}
+
 func (e *env) end(id string, pid int64, epoch int16, commit bool, v int16) *kmsg.EndTxnResponse {
 	e.t.Helper()
 	req := kmsg.NewPtrEndTxnRequest()

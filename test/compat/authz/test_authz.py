@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
 from compat_helpers import eventually, unique  # noqa: E402
-from kafka_tools import CONFIGS, TOPICS, Tools  # noqa: E402
+from kafka_tools import CONFIGS, GROUPS, TOPICS, Tools  # noqa: E402
 
 ACLS = "org.apache.kafka.tools.AclCommand"
 PERF = "org.apache.kafka.tools.ProducerPerformance"
@@ -351,3 +351,32 @@ def test_transactional_id_acls(tools, admin, tmp_path):
     out = tools.run(TRANSACTIONS, "--command-config", user_properties(tmp_path, user, "secret"), "describe",
                     "--transactional-id", txn_id).stdout
     assert txn_id in out and "CompleteCommit" in out, out
+
+
+def test_regex_subscription_sees_only_describable_topics(tools, admin):
+    """A consumer-protocol (KIP-848) member subscribing by regex is assigned only the matching topics
+    its user may describe: the group coordinator resolves the regex and filters it with the member's
+    principal (Kafka's TopicRegexResolver). The admin describes the group's assignment."""
+    user = unique("rx")
+    prefix, group = unique("rx-topic"), unique("rx-group")
+    readable, hidden = f"{prefix}-open", f"{prefix}-closed"
+    add_scram_user(tools, admin, user, "secret")
+    for topic in (readable, hidden):
+        create_topic(tools, admin, topic)
+    tools.run(ACLS, "--command-config", admin, "--add", "--allow-principal", f"User:{user}", "--consumer",
+              "--topic", readable, "--group", group)
+    c = Consumer(rdkafka(user, "secret", **{"group.id": group, "group.protocol": "consumer"}))
+    try:
+        c.subscribe([f"^{prefix}-.*"])
+
+        def assigned():
+            c.poll(0.5)
+            out = tools.run(GROUPS, "--command-config", admin, "--describe", "--group", group, "--members",
+                            "--verbose").stdout
+            assert readable in out, out
+            return out
+        out = eventually(assigned, timeout=60)
+        assert hidden not in out, out
+        assert {tp.topic for tp in c.assignment()} == {readable}, c.assignment()
+    finally:
+        c.close()
