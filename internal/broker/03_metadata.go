@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -161,7 +160,7 @@ func topicMetadata(img *metadata.Image, t *metadata.Topic) kmsg.MetadataResponse
 	name := t.Name()
 	mt.Topic = &name
 	mt.TopicID = t.ID()
-	mt.IsInternal = strings.HasPrefix(name, "__")
+	mt.IsInternal = metadata.InternalTopic(name)
 	t.EachPartition(func(i int32, s metadata.Partition) bool {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = i

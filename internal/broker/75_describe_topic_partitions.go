@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"sort"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -64,7 +63,7 @@ func (b *Broker) handleDescribeTopicPartitions(_ context.Context, req *server.Re
 			resp.Topics = append(resp.Topics, st)
 			continue
 		}
-		st.TopicID, st.IsInternal = t.ID(), strings.HasPrefix(name, "__")
+		st.TopicID, st.IsInternal = t.ID(), metadata.InternalTopic(name)
 		for p := max(first, 0); p < t.NumPartitions(); p++ {
 			if limit == 0 {
 				resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: p}

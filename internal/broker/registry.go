@@ -4,7 +4,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strings"
 
 	"weir/internal/configadmin"
 	"weir/internal/kraft"
@@ -198,7 +197,7 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 	b.mu.RUnlock()
 	t := old
 	if t == nil {
-		t = &topic{name: mt.Name(), id: mt.ID(), internal: strings.HasPrefix(mt.Name(), "__"),
+		t = &topic{name: mt.Name(), id: mt.ID(), internal: metadata.InternalTopic(mt.Name()),
 			configs: configadmin.TopicOverrides(img, mt.Name())}
 	}
 	cfg, err := b.topicLogConfig(t.configs)

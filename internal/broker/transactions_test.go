@@ -415,3 +415,44 @@ func TestAddPartitionsToTxnRefusesInternalTopics(t *testing.T) {
 		t.Fatalf("verification changed the transaction: %+v", after)
 	}
 }
+
+// TestUnderscoreTopicIsNotInternal: only Kafka's three internal topics
+// are internal; a user topic whose name starts with "__" is an ordinary
+// topic: Metadata and DescribeTopicPartitions say so, and a client may
+// produce to it (Kafka's Topic.isInternal is that list, not a prefix).
+func TestUnderscoreTopicIsNotInternal(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), nil)
+	ctx := testCtx(t)
+	cl := newClient(t, tb.addr, kgo.DefaultProduceTopic("__mine"))
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "__mine"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("x")).FirstErr(); err != nil {
+		t.Fatalf("produce to __mine: %v", err)
+	}
+	for _, name := range []string{"__mine", "__consumer_offsets"} {
+		mreq := kmsg.NewPtrMetadataRequest()
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(name)
+		mreq.Topics = append(mreq.Topics, mt)
+		mresp, err := mreq.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dreq := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		dt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		dt.Topic = name
+		dreq.Topics = append(dreq.Topics, dt)
+		dresp, err := dreq.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := name == "__consumer_offsets"
+		if got := mresp.Topics[0].IsInternal; got != want {
+			t.Errorf("Metadata says %s internal %v, want %v", name, got, want)
+		}
+		if got := dresp.Topics[0].IsInternal; got != want {
+			t.Errorf("DescribeTopicPartitions says %s internal %v, want %v", name, got, want)
+		}
+	}
+}
