@@ -141,6 +141,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			cfg.Quorum.ControllerBootstrap = append(cfg.Quorum.ControllerBootstrap, a)
 		}
 	}
+	if len(voters) > 1 || len(nonVoters) > 0 {
+		// A cluster whose inter-broker listener uses TLS runs its raft
+		// transport over mutual TLS with that listener's certificates.
+		server, client, ok, err := auth.InterBrokerTLS(settings)
+		if err != nil {
+			return fmt.Errorf("invalid configuration: the metadata quorum's transport: %w", err)
+		}
+		if ok {
+			cfg.Quorum.RaftTLS = &quorum.TransportTLS{Server: server, Client: client}
+		}
+	}
 	if len(voters) == 0 && len(nonVoters) == 0 {
 		cfg.Quorum.RaftAddr = ""
 	}

@@ -329,3 +329,27 @@ func InterBrokerClient(b *config.Broker, l config.Listener, mechanism string) (*
 	}
 	return c, nil
 }
+
+// InterBrokerTLS is the TLS of a node's links to the other nodes outside
+// Kafka's protocol (the metadata quorum's raft transport) when the
+// inter-broker listener uses SSL or SASL_SSL: that listener's keystore
+// certificate, presented on both sides, and its truststore, with the
+// inter-broker client's endpoint identification. ok is false when the
+// inter-broker listener has no TLS. The certificates are read once:
+// altering the listener's configs does not reload them here.
+func InterBrokerTLS(b *config.Broker) (server *tls.Config, client func(host string) (*tls.Config, error), ok bool, err error) {
+	l := b.InterBrokerListener()
+	if l.SecurityProtocol != "SSL" && l.SecurityProtocol != "SASL_SSL" {
+		return nil, nil, false, nil
+	}
+	s := listenerTLSSettings(b, l.Name)
+	if server, err = ServerTLS(s); err != nil {
+		return nil, nil, false, fmt.Errorf("listener %s: %w", l.Name, err)
+	}
+	s.ClientAuth = ""
+	s.EndpointIdentification = b.ListenerValue(l.Name, config.SslEndpointIdentAlg).Str()
+	if _, err := ClientTLS(s, "check"); err != nil {
+		return nil, nil, false, fmt.Errorf("listener %s: %w", l.Name, err)
+	}
+	return server, func(host string) (*tls.Config, error) { return ClientTLS(s, host) }, true, nil
+}

@@ -541,3 +541,40 @@ func TestSASLSSLClientAuthIsPerListener(t *testing.T) {
 		t.Fatal("the listener's ssl.client.auth=required let a client without a certificate in")
 	}
 }
+
+// TestInterBrokerTLS: an inter-broker listener with TLS gives the raft
+// transport the listener's certificate on both sides and its truststore;
+// one without TLS gives nothing; a TLS listener without a keystore is an
+// error.
+func TestInterBrokerTLS(t *testing.T) {
+	pki := authtest.NewPKI(t)
+	c := pki.Issue(pkix.Name{CommonName: "broker"}, true)
+	tlsProps := map[string]string{config.Listeners: "SSL://127.0.0.1:9093", config.InterBrokerListenerName: "SSL",
+		config.SslKeystoreType: "PEM", config.SslKeystoreChain: string(c.CertPEM), config.SslKeystoreKey: string(c.KeyPEM),
+		config.SslTruststoreType: "PEM", config.SslTruststoreCerts: string(pki.CAPEM)}
+	server, client, ok, err := InterBrokerTLS(brokerConfig(t, tlsProps))
+	if err != nil || !ok {
+		t.Fatalf("SSL listener: ok %v, err %v", ok, err)
+	}
+	if len(server.Certificates) != 1 || server.ClientCAs == nil {
+		t.Fatalf("server side: %d certificates, truststore %v", len(server.Certificates), server.ClientCAs != nil)
+	}
+	cc, err := client("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cc.Certificates) != 1 || cc.RootCAs == nil || cc.ServerName != "127.0.0.1" {
+		t.Fatalf("client side: %d certificates, roots %v, server name %q", len(cc.Certificates), cc.RootCAs != nil, cc.ServerName)
+	}
+
+	if _, _, ok, err := InterBrokerTLS(brokerConfig(t, map[string]string{config.Listeners: "PLAINTEXT://127.0.0.1:9092"})); ok || err != nil {
+		t.Fatalf("PLAINTEXT listener: ok %v, err %v; want neither", ok, err)
+	}
+	noKeystore := cloneMap(tlsProps)
+	delete(noKeystore, config.SslKeystoreChain)
+	delete(noKeystore, config.SslKeystoreKey)
+	delete(noKeystore, config.SslKeystoreType)
+	if _, _, _, err := InterBrokerTLS(brokerConfig(t, noKeystore)); err == nil {
+		t.Fatal("an SSL inter-broker listener without a keystore gave raft TLS")
+	}
+}

@@ -49,6 +49,9 @@ type QuorumConfig struct {
 	// StartTimeout bounds how long a broker's start waits for the
 	// controller to unfence it (default 30 s).
 	StartTimeout time.Duration
+	// RaftTLS, when set, secures the raft transport of a multi-node
+	// quorum with mutual TLS (quorum.TransportTLS).
+	RaftTLS *quorum.TransportTLS
 }
 
 // Single reports whether the quorum is node self alone.
@@ -117,7 +120,7 @@ func Join(cfg JoinConfig) (Joined, error) {
 	ctl := cfg.Controller
 	ctl.ClusterID, ctl.SessionTimeout = id, cc.SessionTimeout
 	n, err := Open(Config{
-		ID: cfg.NodeID, Dir: dir, RaftAddr: raftAddr, Voters: voters, NonVoters: cc.NonVoters,
+		ID: cfg.NodeID, Dir: dir, RaftAddr: raftAddr, Voters: voters, NonVoters: cc.NonVoters, RaftTLS: cc.RaftTLS,
 		Logger:           cfg.Logger,
 		HeartbeatTimeout: timeout, ElectionTimeout: timeout, LeaderLeaseTimeout: timeout,
 		Controller: ctl,

@@ -24,6 +24,8 @@ type Config struct {
 	// Empty for a single node whose only voter is itself: it then needs
 	// no port and elects itself within tens of milliseconds.
 	RaftAddr string
+	// RaftTLS, when set, secures the raft transport (quorum.Config.TLS).
+	RaftTLS *quorum.TransportTLS
 	// Voters are the quorum's voters (1 or 3). A node listed here is a
 	// voter and bootstraps the quorum with this list when its directory is
 	// empty; a node not listed is a non-voter that follows the log once a
@@ -136,6 +138,7 @@ func Open(cfg Config) (*Node, error) {
 		ID:                 cfg.ID,
 		Dir:                cfg.Dir,
 		Addr:               cfg.RaftAddr,
+		TLS:                cfg.RaftTLS,
 		Bootstrap:          cfg.Voters,
 		Logger:             log,
 		HeartbeatTimeout:   cfg.HeartbeatTimeout,
@@ -151,7 +154,7 @@ func Open(cfg Config) (*Node, error) {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.wg.Add(1)
 	go n.watchLeadership()
-	log.Info("metadata node started", "voter", n.IsVoter(), "raft_addr", cfg.RaftAddr)
+	log.Info("metadata node started", "voter", n.IsVoter(), "raft_addr", cfg.RaftAddr, "raft_tls", cfg.RaftTLS != nil)
 	return n, nil
 }
 

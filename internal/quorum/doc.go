@@ -5,7 +5,8 @@
 //
 // # What it owns
 //
-// The raft node: its transport (TCP on its own address), its durable log
+// The raft node: its transport (TCP on its own address, or mutual TLS
+// when Config.TLS is set: tls.go), its durable log
 // and stable store (raft-wal in the node's directory), its snapshot store
 // (files), bootstrap of the first configuration, membership changes and
 // leadership observation. Entries are opaque bytes; the state machine

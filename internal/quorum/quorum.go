@@ -67,6 +67,9 @@ type Config struct {
 	// 10240). A node further behind is sent the snapshot.
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
+	// TLS, when set, secures a multi-node quorum's raft transport with
+	// mutual TLS (tls.go); nil means plain TCP.
+	TLS *TransportTLS
 }
 
 // ErrNotLeader is returned by Propose on a node that is not the leader.
@@ -165,9 +168,12 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 		// No pipelining (MaxRPCsInFlight 1): it brings little with
 		// batching, and its send loop can park for good when a follower
 		// refuses an entry, which hung Shutdown of a leader under load.
-		tcp, err = raft.NewTCPTransportWithConfig(cfg.Addr, addr, &raft.NetworkTransportConfig{
-			MaxPool: 8, Timeout: 5 * time.Second, Logger: rc.Logger, MaxRPCsInFlight: 1,
-		})
+		tc := &raft.NetworkTransportConfig{MaxPool: 8, Timeout: 5 * time.Second, Logger: rc.Logger, MaxRPCsInFlight: 1}
+		if cfg.TLS == nil {
+			tcp, err = raft.NewTCPTransportWithConfig(cfg.Addr, addr, tc)
+		} else if tc.Stream, err = newTLSStream(cfg.Addr, addr, cfg.TLS); err == nil {
+			tcp = raft.NewNetworkTransportWithConfig(tc)
+		}
 		if err != nil {
 			logs.Close()
 			meta.Close()

@@ -121,6 +121,13 @@ type cluster struct {
 
 func startCluster(t *testing.T, voters int) *cluster {
 	t.Helper()
+	return startClusterWith(t, voters, nil)
+}
+
+// startClusterWith is startCluster with each node's Config changed by
+// change (when given) before it opens.
+func startClusterWith(t *testing.T, voters int, change func(i int, cfg *Config)) *cluster {
+	t.Helper()
 	c := &cluster{}
 	var peers []Peer
 	for i := range voters {
@@ -128,6 +135,9 @@ func startCluster(t *testing.T, voters int) *cluster {
 	}
 	for i := range voters {
 		cfg := Config{ID: int32(i + 1), Dir: t.TempDir(), Addr: peers[i].Addr, Bootstrap: peers, TrailingLogs: 5, SnapshotThreshold: 20}
+		if change != nil {
+			change(i, &cfg)
+		}
 		fsm := &listFSM{}
 		n, err := Open(cfg, fsm)
 		if err != nil {

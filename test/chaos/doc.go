@@ -32,7 +32,9 @@
 // and a PEM truststore (a client properties file,
 // java/ChaosProducer.java's sixth argument). Once the cluster is up, a
 // plaintext ApiVersions to each node must go unanswered. The metadata
-// quorum's raft transport is not a Kafka listener and stays plain TCP.
+// quorum's raft transport runs over mutual TLS with the brokers'
+// certificates (internal/quorum's TestTLSQuorum checks that a peer
+// without a trusted certificate gets no answer).
 // Short form 4 rounds, long form 50, or WEIR_CHAOS_SASL_KILL_ROUNDS.
 //
 // After the loop the producers flush, the cluster heals, a fresh
