@@ -92,8 +92,8 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		s := c.shardFor(dr.group)
 		if r.Transactional && dr.kind == recOffset && dr.offset != nil {
 			s.addPending(s.replayGroup(dr.group), r.ProducerID, dr.topic, dr.partition, dr.offset)
-		} else {
-			s.replay(dr)
+		} else if err := s.replay(dr); err != nil {
+			return fmt.Errorf("group %s: %w", dr.group, err)
 		}
 		n++
 		return nil

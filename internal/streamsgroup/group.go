@@ -35,7 +35,8 @@ type Config struct {
 	TaskOffsetInterval    time.Duration
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with Kafka's defaults in its zero fields.
+func (c Config) WithDefaults() Config {
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = 5 * time.Second
 	}
@@ -83,11 +84,11 @@ type Group struct {
 
 // New returns an empty group.
 func New(id string, cfg Config) *Group {
-	return &Group{ID: id, ValidatedTopologyEpoch: -1, Members: make(map[string]*Member), cfg: cfg.withDefaults()}
+	return &Group{ID: id, ValidatedTopologyEpoch: -1, Members: make(map[string]*Member), cfg: cfg.WithDefaults()}
 }
 
 // SetConfig changes the settings, as after a restart with new ones.
-func (g *Group) SetConfig(cfg Config) { g.cfg = cfg.withDefaults() }
+func (g *Group) SetConfig(cfg Config) { g.cfg = cfg.WithDefaults() }
 
 // Changes lists what a call changed, for the owner to persist: the group
 // record, the records of the members named, and tombstones of the
@@ -551,9 +552,8 @@ func (g *Group) State() string {
 	return StateStable
 }
 
-// HoldsActive reports whether member id at epoch may commit offsets of
-// the group: Kafka accepts commits of streams group members at their
-// current epoch only (STALE_MEMBER_EPOCH otherwise).
+// MemberEpoch returns a member's epoch, which its offset commits and
+// fetches must carry.
 func (g *Group) MemberEpoch(id string) (int32, bool) {
 	m := g.Members[id]
 	if m == nil {
