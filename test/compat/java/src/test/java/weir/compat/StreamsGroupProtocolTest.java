@@ -1,0 +1,120 @@
+package weir.compat;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.ListGroupsOptions;
+import org.apache.kafka.common.GroupType;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.Topology;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Kafka Streams with group.protocol=streams (KIP-1071) and exactly_once_v2 on one broker: the
+ * broker creates the repartition and changelog topics the topology declares, assigns the tasks,
+ * and the word count (StreamsEos) comes out exact; then the application restarts with its local
+ * state wiped while input keeps coming, and the counts stay exact.
+ */
+class StreamsGroupProtocolTest {
+    static final int N = 3000;
+    static final int PARTITIONS = 3;
+
+    @Test
+    @Timeout(240)
+    void exactCountsWithStreamsProtocol(@TempDir Path first, @TempDir Path second) throws Exception {
+        Compat.Phases log = new Compat.Phases("streams protocol");
+        try (Admin admin = Compat.admin()) {
+            String in = Compat.createTopic(admin, "sp-words", PARTITIONS, Map.of());
+            String out = Compat.createTopic(admin, "sp-counts", PARTITIONS, Map.of());
+            String app = Compat.name("sp-app");
+            Topology topology = StreamsEos.topology(in, out);
+
+            KafkaStreams a = StreamsEos.start(topology, app, first, 1, "streams");
+            log.mark("started");
+            // The broker made the internal topics, with the source's partition count.
+            Set<String> names = admin.listTopics().names().get();
+            for (String internal : List.of(app + "-by-word-repartition", app + "-counts-changelog")) {
+                assertTrue(names.contains(internal), internal + " created; topics " + names);
+                assertEquals(PARTITIONS, admin.describeTopics(List.of(internal)).allTopicNames().get()
+                        .get(internal).partitions().size(), internal + " partitions");
+            }
+            Collection<GroupListing> groups = admin.listGroups(ListGroupsOptions.forStreamsGroups()).all().get();
+            assertTrue(groups.stream().anyMatch(g -> g.groupId().equals(app) && g.type().equals(java.util.Optional.of(GroupType.STREAMS))),
+                    "listed as a streams group: " + groups);
+
+            StreamsEos.produce(in, 0, N / 2);
+            StreamsEos.checkExactCounts(out, PARTITIONS, N / 2, Duration.ofSeconds(90));
+            log.mark("first half counted");
+            StreamsEos.produce(in, N / 2, 3 * N / 4);
+            a.close(Duration.ofSeconds(30));
+            KafkaStreams b = StreamsEos.start(topology, app, second, 1, "streams");
+            try {
+                StreamsEos.produce(in, 3 * N / 4, N);
+                StreamsEos.checkExactCounts(out, PARTITIONS, N, Duration.ofSeconds(120));
+            } finally {
+                b.close(Duration.ofSeconds(30));
+                b.cleanUp();
+            }
+            a.cleanUp();
+            log.mark("all counted after the restart");
+        }
+    }
+
+    /**
+     * Two instances at once: the broker splits the tasks between them (the first revokes half
+     * before the second takes them), then the first leaves while input keeps coming and the
+     * second takes everything over; the counts stay exact throughout.
+     */
+    @Test
+    @Timeout(240)
+    void exactCountsAcrossRebalances(@TempDir Path first, @TempDir Path second) throws Exception {
+        Compat.Phases log = new Compat.Phases("streams protocol rebalance");
+        try (Admin admin = Compat.admin()) {
+            String in = Compat.createTopic(admin, "spr-words", PARTITIONS, Map.of());
+            String out = Compat.createTopic(admin, "spr-counts", PARTITIONS, Map.of());
+            String app = Compat.name("spr-app");
+            Topology topology = StreamsEos.topology(in, out);
+
+            KafkaStreams a = StreamsEos.start(topology, app, first, 1, "streams");
+            StreamsEos.produce(in, 0, N / 3);
+            KafkaStreams b = StreamsEos.start(topology, app, second, 1, "streams");
+            try {
+                // Both instances end up with tasks (3 partitions, 2 subtopologies: 6 tasks).
+                Compat.eventually(Duration.ofSeconds(60), () -> {
+                    int ta = activeTasks(a), tb = activeTasks(b);
+                    assertEquals(6, ta + tb, "tasks of both instances");
+                    assertEquals(3, ta, "tasks of the first instance");
+                });
+                log.mark("tasks split");
+                StreamsEos.produce(in, N / 3, 2 * N / 3);
+                StreamsEos.checkExactCounts(out, PARTITIONS, 2 * N / 3, Duration.ofSeconds(90));
+                log.mark("counted with two instances");
+                StreamsEos.produce(in, 2 * N / 3, 5 * N / 6);
+                a.close(Duration.ofSeconds(30));
+                Compat.eventually(Duration.ofSeconds(60), () -> assertEquals(6, activeTasks(b), "tasks after the first left"));
+                StreamsEos.produce(in, 5 * N / 6, N);
+                StreamsEos.checkExactCounts(out, PARTITIONS, N, Duration.ofSeconds(120));
+                log.mark("counted after the first instance left");
+            } finally {
+                a.close(Duration.ofSeconds(30));
+                b.close(Duration.ofSeconds(30));
+                a.cleanUp();
+                b.cleanUp();
+            }
+        }
+    }
+
+    private static int activeTasks(KafkaStreams s) {
+        return s.metadataForLocalThreads().stream().mapToInt(t -> t.activeTasks().size()).sum();
+    }
+}
