@@ -5,9 +5,10 @@ import (
 )
 
 // Describe returns the group as StreamsGroupDescribe reports it (the
-// caller fills AuthorizedOperations). The topology's subtopologies are
-// listed once it is configured, null while source topics are missing or
-// incorrectly partitioned, as Kafka lists them.
+// caller fills AuthorizedOperations). Once the topology is configured its
+// internal topics carry the partition counts decided for them; before,
+// they carry what the topology declares (0 for undecided), as Kafka
+// reports them.
 func (g *Group) Describe() kmsg.StreamsGroupDescribeResponseGroup {
 	d := kmsg.NewStreamsGroupDescribeResponseGroup()
 	d.Group = g.ID
@@ -19,17 +20,20 @@ func (g *Group) Describe() kmsg.StreamsGroupDescribeResponseGroup {
 	if g.Topology != nil {
 		t := kmsg.NewStreamsGroupDescribeResponseGroupTopology()
 		t.Epoch = g.Topology.Epoch
-		if g.configured != nil && g.configured.tasks != nil {
-			t.Subtopologies = []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology{}
-			for _, s := range g.Topology.Subtopologies {
-				ds := kmsg.NewStreamsGroupDescribeResponseGroupTopologySubtopology()
-				ds.SubtopologyID = s.ID
-				ds.SourceTopics = append([]string{}, s.SourceTopics...)
-				ds.RepartitionSinkTopics = append([]string{}, s.RepartitionSinkTopics...)
-				ds.StateChangelogTopics = g.describeTopics(s.StateChangelogTopics, g.configured.tasks[s.ID])
-				ds.RepartitionSourceTopics = g.describeTopics(s.RepartitionSourceTopics, -1)
-				t.Subtopologies = append(t.Subtopologies, ds)
+		ready := g.configured != nil && g.configured.ready
+		t.Subtopologies = []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology{}
+		for _, s := range g.Topology.Subtopologies {
+			ds := kmsg.NewStreamsGroupDescribeResponseGroupTopologySubtopology()
+			ds.SubtopologyID = s.ID
+			ds.SourceTopics = append([]string{}, s.SourceTopics...)
+			ds.RepartitionSinkTopics = append([]string{}, s.RepartitionSinkTopics...)
+			changelogs, repartitions := int32(-2), int32(-2)
+			if ready {
+				changelogs, repartitions = g.configured.tasks[s.ID], -1
 			}
+			ds.StateChangelogTopics = g.describeTopics(s.StateChangelogTopics, changelogs)
+			ds.RepartitionSourceTopics = g.describeTopics(s.RepartitionSourceTopics, repartitions)
+			t.Subtopologies = append(t.Subtopologies, ds)
 		}
 		d.Topology = &t
 	}
@@ -60,16 +64,21 @@ func (g *Group) Describe() kmsg.StreamsGroupDescribeResponseGroup {
 	return d
 }
 
+// describeTopics lists internal topics with partitions, or with their
+// decided partition counts for -1, or as declared for -2.
 func (g *Group) describeTopics(ts []InternalTopic, partitions int32) []kmsg.TopicInfo {
 	out := []kmsg.TopicInfo{}
 	for _, it := range ts {
 		ti := kmsg.NewTopicInfo()
 		ti.Topic = it.Name
 		ti.NumPartitions = it.Partitions
-		if partitions >= 0 {
+		switch {
+		case partitions >= 0:
 			ti.NumPartitions = partitions
-		} else if p, ok := g.configured.partitions[it.Name]; ok {
-			ti.NumPartitions = p
+		case partitions == -1:
+			if p, ok := g.configured.partitions[it.Name]; ok {
+				ti.NumPartitions = p
+			}
 		}
 		ti.ReplicationFactor = it.ReplicationFactor
 		ti.Configs = []kmsg.TopicInfoConfig{}
