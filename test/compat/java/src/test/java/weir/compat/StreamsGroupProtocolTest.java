@@ -117,4 +117,36 @@ class StreamsGroupProtocolTest {
     private static int activeTasks(KafkaStreams s) {
         return s.metadataForLocalThreads().stream().mapToInt(t -> t.activeTasks().size()).sum();
     }
+
+    /**
+     * The broker is killed (SIGKILL) and restarted while the application runs: the streams group
+     * comes back from __consumer_offsets with its members and epochs, the application carries on
+     * without rejoining from scratch, and the counts stay exact.
+     */
+    @Test
+    @Timeout(300)
+    void exactCountsAcrossBrokerKill(@TempDir Path dir) throws Exception {
+        String restart = ShareGroupTest.restartCommand();
+        Compat.Phases log = new Compat.Phases("streams protocol broker kill");
+        try (Admin admin = Compat.admin()) {
+            String in = Compat.createTopic(admin, "spk-words", PARTITIONS, Map.of());
+            String out = Compat.createTopic(admin, "spk-counts", PARTITIONS, Map.of());
+            String app = Compat.name("spk-app");
+            KafkaStreams a = StreamsEos.start(StreamsEos.topology(in, out), app, dir, 1, "streams");
+            try {
+                StreamsEos.produce(in, 0, N / 2);
+                StreamsEos.checkExactCounts(out, PARTITIONS, N / 2, Duration.ofSeconds(90));
+                log.mark("first half counted, killing the broker");
+                ShareGroupTest.run(restart + " kill");
+                log.mark("broker back");
+                StreamsEos.produce(in, N / 2, N);
+                StreamsEos.checkExactCounts(out, PARTITIONS, N, Duration.ofSeconds(150));
+                log.mark("all counted after the kill");
+                assertEquals(KafkaStreams.State.RUNNING, a.state(), "streams state after the kill");
+            } finally {
+                a.close(Duration.ofSeconds(30));
+                a.cleanUp();
+            }
+        }
+    }
 }
