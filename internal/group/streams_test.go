@@ -284,3 +284,53 @@ func (h *harness) deleteGroup(group string) int16 {
 	}
 	return resp.Groups[0].ErrorCode
 }
+
+// TestStreamsRevocationTimeout: a member that keeps reporting tasks it
+// was told to give up is removed after its rebalance timeout, and the
+// waiting member gets them.
+func TestStreamsRevocationTimeout(t *testing.T) {
+	h := newHarness(t)
+	h.addTopic("words", 1, 2)
+	h.addTopic("wc-repartition", 2, 2)
+	h.addTopic("wc-changelog", 3, 2)
+	a := &sgMember{h: h, group: "wc", id: "a"}
+	a.beat()
+	if taskCount(a.active) != 4 {
+		t.Fatalf("a holds %v", a.active)
+	}
+	all := a.active
+	b := &sgMember{h: h, group: "wc", id: "b"}
+	b.beat()
+	stubborn := func() {
+		a.active = all // keeps reporting everything
+		resp, _ := a.beat()
+		expectCode(t, "stubborn heartbeat", resp.ErrorCode, 0)
+		a.active = all
+	}
+	stubborn()
+	h.inspect("wc", func(g *group) {
+		if st := g.streams.Members["a"].State; st != streamsgroup.UnrevokedTasks {
+			t.Fatalf("a is %v, want UNREVOKED_TASKS", st)
+		}
+	})
+	// Heartbeats keep a's session alive; the rebalance timeout (60s)
+	// still ends it.
+	for range 3 {
+		h.advance(25 * time.Second)
+		b.beat()
+		if h.streamsDescribe("wc").Members[0].MemberID != "a" {
+			break
+		}
+		stubborn()
+	}
+	d := h.streamsDescribe("wc")
+	if len(d.Members) != 1 || d.Members[0].MemberID != "b" {
+		t.Fatalf("members after the rebalance timeout: %+v", d.Members)
+	}
+	b.beat()
+	if taskCount(b.active) != 4 {
+		t.Fatalf("b holds %v after a was removed", b.active)
+	}
+	resp, _ := a.beat()
+	expectCode(t, "heartbeat of the removed member", resp.ErrorCode, kerr.UnknownMemberID.Code)
+}

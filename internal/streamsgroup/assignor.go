@@ -23,12 +23,15 @@ type assignMember struct {
 // kept by the member that holds it when that fits the balance; then
 // standbys replicas of each task on members of other processes than its
 // active one, preferring members that held it before, then the least
-// loaded. It is a pure function of its input: members are visited in id
-// order and tasks in id order, so the same input gives the same answer.
+// loaded. Only tasks of stateful subtopologies (those with a state store,
+// stateful[id]) get standbys: a standby keeps a store warm and a
+// stateless task has none. It is a pure function of its input: members
+// are visited in id order and tasks in id order, so the same input gives
+// the same answer.
 //
 // Warmup tasks are not produced (Kafka's sticky assignor does not
 // either); members keep reporting and reconciling them.
-func assign(members []assignMember, tasks map[string]int32, standbys int) map[string]Assignment {
+func assign(members []assignMember, tasks map[string]int32, stateful map[string]bool, standbys int) map[string]Assignment {
 	out := make(map[string]Assignment, len(members))
 	if len(members) == 0 {
 		return out
@@ -129,6 +132,9 @@ func assign(members []assignMember, tasks map[string]int32, standbys int) map[st
 	}
 	total := func(id string) int { return len(out[id].Active) + len(out[id].Standby) }
 	for _, t := range all {
+		if !stateful[t.Subtopology] {
+			continue
+		}
 		used := map[string]bool{activeProcess[t]: true}
 		for range standbys {
 			best := ""

@@ -7,6 +7,7 @@ import (
 
 func TestAssignBalancedAndSticky(t *testing.T) {
 	tasks := map[string]int32{"0": 5, "1": 3}
+	stateful := map[string]bool{"0": true, "1": true}
 	for _, tc := range []struct {
 		name     string
 		members  int
@@ -23,7 +24,7 @@ func TestAssignBalancedAndSticky(t *testing.T) {
 			for i := range tc.members {
 				ms = append(ms, assignMember{id: fmt.Sprintf("m%d", i), process: fmt.Sprintf("p%d", i), previous: emptyAssignment()})
 			}
-			out := assign(ms, tasks, tc.standbys)
+			out := assign(ms, tasks, stateful, tc.standbys)
 			checkAssignment(t, ms, out, 8, tc.standbys)
 
 			// Run again with the answer as what members hold, plus one
@@ -36,7 +37,7 @@ func TestAssignBalancedAndSticky(t *testing.T) {
 				return
 			}
 			survivors := ms[1:]
-			again := assign(survivors, tasks, tc.standbys)
+			again := assign(survivors, tasks, stateful, tc.standbys)
 			checkAssignment(t, survivors, again, 8, tc.standbys)
 			quota := (8 + len(survivors) - 1) / len(survivors)
 			for _, m := range survivors {
@@ -83,5 +84,21 @@ func checkAssignment(t *testing.T, ms []assignMember, out map[string]Assignment,
 		if n != replicas {
 			t.Fatalf("task %v has %d standbys, want %d", tk, n, replicas)
 		}
+	}
+}
+
+// Stateless tasks get no standbys, however many are asked for.
+func TestAssignStandbysOnlyForStatefulTasks(t *testing.T) {
+	ms := []assignMember{{id: "a", process: "p1", previous: emptyAssignment()}, {id: "b", process: "p2", previous: emptyAssignment()}}
+	out := assign(ms, map[string]int32{"stateless": 2, "stateful": 2}, map[string]bool{"stateful": true}, 1)
+	for _, m := range ms {
+		for tk := range out[m.id].Standby {
+			if tk.Subtopology != "stateful" {
+				t.Fatalf("%s got a standby of stateless task %v", m.id, tk)
+			}
+		}
+	}
+	if n := len(out["a"].Standby) + len(out["b"].Standby); n != 2 {
+		t.Fatalf("%d standbys, want one per stateful task", n)
 	}
 }

@@ -419,8 +419,12 @@ func (g *Group) bumpEpoch(ch *Changes) {
 	g.Epoch++
 	ch.Group = true
 	var tasks map[string]int32
+	stateful := make(map[string]bool)
 	if g.configured != nil && g.configured.ready {
 		tasks = g.configured.tasks
+		for _, s := range g.Topology.Subtopologies {
+			stateful[s.ID] = len(s.StateChangelogTopics) > 0
+		}
 	}
 	ms := make([]assignMember, 0, len(g.Members))
 	for _, m := range g.Members {
@@ -430,7 +434,7 @@ func (g *Group) bumpEpoch(ch *Changes) {
 		}
 		ms = append(ms, assignMember{id: m.ID, process: process, previous: m.Assigned.union(m.Pending)})
 	}
-	target := assign(ms, tasks, g.cfg.NumStandbyReplicas)
+	target := assign(ms, tasks, stateful, g.cfg.NumStandbyReplicas)
 	for id, m := range g.Members {
 		if !m.Target.equal(target[id]) {
 			m.Target = target[id]
