@@ -69,6 +69,12 @@ final class StreamsEos {
      * the internal topics).
      */
     static KafkaStreams start(Topology topology, String app, Path stateDir, int replication, String groupProtocol) {
+        return start(topology, app, stateDir, replication, groupProtocol, Map.of());
+    }
+
+    /** start with extra Streams configs (application.server and the like). */
+    static KafkaStreams start(Topology topology, String app, Path stateDir, int replication, String groupProtocol,
+            Map<String, Object> extra) {
         Properties p = new Properties();
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, app);
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, Compat.bootstrap());
@@ -83,6 +89,7 @@ final class StreamsEos {
             p.put(StreamsConfig.consumerPrefix(ConsumerConfig.GROUP_PROTOCOL_CONFIG), "classic");
             p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 6000);
         }
+        p.putAll(extra);
         KafkaStreams s = new KafkaStreams(topology, p);
         s.start();
         Compat.eventually(Duration.ofSeconds(90),

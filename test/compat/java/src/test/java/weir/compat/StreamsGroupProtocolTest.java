@@ -14,6 +14,8 @@ import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.common.GroupType;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.StreamsMetadata;
 import org.apache.kafka.streams.Topology;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -85,9 +87,11 @@ class StreamsGroupProtocolTest {
             String app = Compat.name("spr-app");
             Topology topology = StreamsEos.topology(in, out);
 
-            KafkaStreams a = StreamsEos.start(topology, app, first, 1, "streams");
+            KafkaStreams a = StreamsEos.start(topology, app, first, 1, "streams",
+                    Map.of(StreamsConfig.APPLICATION_SERVER_CONFIG, "host-a:7001"));
             StreamsEos.produce(in, 0, N / 3);
-            KafkaStreams b = StreamsEos.start(topology, app, second, 1, "streams");
+            KafkaStreams b = StreamsEos.start(topology, app, second, 1, "streams",
+                    Map.of(StreamsConfig.APPLICATION_SERVER_CONFIG, "host-b:7002"));
             try {
                 // Both instances end up with tasks (3 partitions, 2 subtopologies: 6 tasks).
                 Compat.eventually(Duration.ofSeconds(60), () -> {
@@ -96,6 +100,21 @@ class StreamsGroupProtocolTest {
                     assertEquals(3, ta, "tasks of the first instance");
                 });
                 log.mark("tasks split");
+                // Interactive queries: the broker's endpoint-to-partitions map tells each instance
+                // where the other's tasks run, and every input partition has one active host.
+                Compat.eventually(Duration.ofSeconds(30), () -> {
+                    for (KafkaStreams s : List.of(a, b)) {
+                        Set<String> hosts = new java.util.TreeSet<>();
+                        Set<Integer> inputs = new java.util.TreeSet<>();
+                        for (StreamsMetadata md : s.metadataForAllStreamsClients()) {
+                            hosts.add(md.host() + ":" + md.port());
+                            md.topicPartitions().stream().filter(tp -> tp.topic().equals(in)).forEach(tp -> inputs.add(tp.partition()));
+                        }
+                        assertEquals(Set.of("host-a:7001", "host-b:7002"), hosts, "endpoints");
+                        assertEquals(Set.of(0, 1, 2), inputs, "input partitions with an active host");
+                    }
+                });
+                log.mark("endpoints known");
                 StreamsEos.produce(in, N / 3, 2 * N / 3);
                 StreamsEos.checkExactCounts(out, PARTITIONS, 2 * N / 3, Duration.ofSeconds(90));
                 log.mark("counted with two instances");
