@@ -514,9 +514,11 @@ func (g *Group) Remove(id string, ch *Changes) {
 // RecheckTopics reconfigures the topology against the topics as they are
 // now, bumping the epoch if their partition counts changed (a source
 // topic created or grown, an internal topic created).
+//
+// An empty group is left alone: its next member's heartbeat configures it.
 func (g *Group) RecheckTopics(topics TopicView) Changes {
 	var ch Changes
-	if g.Topology == nil {
+	if g.Topology == nil || len(g.Members) == 0 {
 		return ch
 	}
 	fp := fingerprint(g.Topology, topics)
