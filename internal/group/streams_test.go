@@ -235,11 +235,7 @@ func TestStreamsHeartbeatErrors(t *testing.T) {
 // streams group: ILLEGAL_GENERATION for a stale epoch.
 func TestStreamsTxnCommit(t *testing.T) {
 	h := newHarness(t)
-	h.addTopic("words", 1, 2)
-	h.addTopic("wc-repartition", 2, 2)
-	h.addTopic("wc-changelog", 3, 2)
-	a := &sgMember{h: h, group: "wc", id: "a"}
-	a.beat()
+	a := wordCountGroup(h)
 	for _, tc := range []struct {
 		epoch int32
 		want  int16
@@ -290,11 +286,7 @@ func (h *harness) deleteGroup(group string) int16 {
 // waiting member gets them.
 func TestStreamsRevocationTimeout(t *testing.T) {
 	h := newHarness(t)
-	h.addTopic("words", 1, 2)
-	h.addTopic("wc-repartition", 2, 2)
-	h.addTopic("wc-changelog", 3, 2)
-	a := &sgMember{h: h, group: "wc", id: "a"}
-	a.beat()
+	a := wordCountGroup(h)
 	if taskCount(a.active) != 4 {
 		t.Fatalf("a holds %v", a.active)
 	}
@@ -333,4 +325,19 @@ func TestStreamsRevocationTimeout(t *testing.T) {
 	}
 	resp, _ := a.beat()
 	expectCode(t, "heartbeat of the removed member", resp.ErrorCode, kerr.UnknownMemberID.Code)
+}
+
+// wordCountGroup makes the word count's topics (two partitions, the
+// internal topics included) and a member that joined and holds every
+// task.
+func wordCountGroup(h *harness) *sgMember {
+	h.t.Helper()
+	h.addTopic("words", 1, 2)
+	h.addTopic("wc-repartition", 2, 2)
+	h.addTopic("wc-changelog", 3, 2)
+	a := &sgMember{h: h, group: "wc", id: "a"}
+	if resp, _ := a.beat(); resp.ErrorCode != 0 || taskCount(a.active) != 4 {
+		h.t.Fatalf("join: %s, tasks %v", codeName(resp.ErrorCode), a.active)
+	}
+	return a
 }

@@ -1,6 +1,9 @@
 package streamsgroup
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -52,7 +55,7 @@ func (g *Group) Describe() kmsg.StreamsGroupDescribeResponseGroup {
 			dm.UserEndpoint = &kmsg.StreamsGroupDescribeResponseGroupMemberUserEndpoint{Host: m.UserEndpoint.Host, Port: m.UserEndpoint.Port}
 		}
 		dm.ClientTags = []kmsg.StreamsGroupDescribeResponseGroupMemberClientTag{}
-		for _, k := range sortedKeys(m.ClientTags) {
+		for _, k := range slices.Sorted(maps.Keys(m.ClientTags)) {
 			dm.ClientTags = append(dm.ClientTags, kmsg.StreamsGroupDescribeResponseGroupMemberClientTag{Key: k, Value: m.ClientTags[k]})
 		}
 		dm.TaskOffsets = taskOffsetsWire(m.TaskOffsets)

@@ -2,6 +2,7 @@ package streamsgroup
 
 import (
 	"errors"
+	"maps"
 	"fmt"
 	"slices"
 	"strings"
@@ -584,14 +585,7 @@ func (g *Group) SubscribedTo(topic string) bool {
 }
 
 // SortedMemberIDs returns the member ids in order.
-func (g *Group) SortedMemberIDs() []string {
-	ids := make([]string, 0, len(g.Members))
-	for id := range g.Members {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
+func (g *Group) SortedMemberIDs() []string { return slices.Sorted(maps.Keys(g.Members)) }
 
 // endpointsToPartitions maps every member with an endpoint to the input
 // partitions of its active and standby tasks, the member asking last.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // The group's durable state is two kinds of values, which the owner
@@ -132,7 +133,7 @@ func (g *Group) ReplayGroup(b []byte) error {
 		return fmt.Errorf("%w: epochs %d/%d", ErrBadValue, v.Epoch, v.AssignmentEpoch)
 	}
 	if v.Topology != nil {
-		if !slices.IsSortedFunc(v.Topology.Subtopologies, func(a, b Subtopology) int { return compareStrings(a.ID, b.ID) }) {
+		if !slices.IsSortedFunc(v.Topology.Subtopologies, func(a, b Subtopology) int { return strings.Compare(a.ID, b.ID) }) {
 			return fmt.Errorf("%w: subtopologies out of order", ErrBadValue)
 		}
 		if err := v.Topology.Validate(); err != nil {
@@ -172,21 +173,3 @@ func (g *Group) ReplayMember(id string, b []byte) error {
 	return nil
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
