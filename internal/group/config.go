@@ -31,6 +31,10 @@ type Config struct {
 	// every group is taken to share one partition.
 	PartitionOf func(group string) int32
 
+	// Partitions are the __consumer_offsets partitions whose groups this
+	// coordinator loaded and serves (Serves); nil: every partition.
+	Partitions []int32
+
 	// Shards is the number of owner goroutines; groups are hashed over
 	// them. Default 8.
 	Shards int

@@ -341,3 +341,24 @@ func wordCountGroup(h *harness) *sgMember {
 	}
 	return a
 }
+
+func TestServes(t *testing.T) {
+	for _, tc := range []struct {
+		partitions []int32
+		p          int32
+		want       bool
+	}{
+		{nil, 7, true},
+		{[]int32{}, 0, false},
+		{[]int32{1, 3}, 3, true},
+		{[]int32{1, 3}, 2, false},
+	} {
+		c, err := New(Config{Store: NewMemStore(), Partitions: tc.partitions})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Serves(tc.p); got != tc.want {
+			t.Errorf("Partitions %v: Serves(%d) = %v", tc.partitions, tc.p, got)
+		}
+	}
+}
