@@ -2,8 +2,8 @@ package streamsgroup
 
 import (
 	"errors"
-	"maps"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"

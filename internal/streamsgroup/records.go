@@ -172,4 +172,3 @@ func (g *Group) ReplayMember(id string, b []byte) error {
 	g.Members[id] = m
 	return nil
 }
-
