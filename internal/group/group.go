@@ -20,7 +20,10 @@ type group struct {
 	classic  *classicGroup       // non-nil for classic groups
 	consumer *consumerGroup      // non-nil for consumer-protocol groups
 	streams  *streamsgroup.Group // non-nil for streams groups (KIP-1071)
-	offsets  map[string]map[int32]*offsetValue
+	// streamsEpoch is the streams group epoch last persisted, to count
+	// the bumps a call made.
+	streamsEpoch int32
+	offsets      map[string]map[int32]*offsetValue
 	// recorded is set while replaying if the group's own record (not just
 	// offsets) was stored.
 	recorded bool

@@ -182,6 +182,11 @@ func (s *shard) dropOtherProtocol(g *group) {
 // successful write of the group catches the log up).
 func (s *shard) applyStreams(g *group, ch streamsgroup.Changes) int16 {
 	sg := g.streams
+	if sg.Epoch > g.streamsEpoch {
+		s.stats.streamsEpochBumps.Add(uint64(sg.Epoch - g.streamsEpoch))
+		s.log.Debug("streams group epoch bumped", attrGroup, g.id, attrEpoch, sg.Epoch, "members", len(sg.Members))
+	}
+	g.streamsEpoch = sg.Epoch
 	for _, id := range ch.Gone {
 		s.cancel(streamsSessionKey(g.id, id))
 		s.cancel(streamsRevokeKey(g.id, id))
@@ -360,6 +365,7 @@ func (s *shard) replayStreams(r decodedRecord) error {
 // streamsLoaded restarts a replayed streams group's member sessions and
 // revocation timers, and reconfigures it against today's topics.
 func (s *shard) streamsLoaded(g *group) {
+	g.streamsEpoch = g.streams.Epoch
 	for _, id := range g.streams.SortedMemberIDs() {
 		s.scheduleStreamsSession(g.id, id)
 		if m := g.streams.Members[id]; m.State == streamsgroup.UnrevokedTasks {

@@ -325,6 +325,10 @@ func TestStreamsRevocationTimeout(t *testing.T) {
 	}
 	resp, _ := a.beat()
 	expectCode(t, "heartbeat of the removed member", resp.ErrorCode, kerr.UnknownMemberID.Code)
+	// Epochs 1 (a joined), 2 (b joined), 3 (a removed).
+	if n := h.c.Stats().StreamsEpochBumps; n != 3 {
+		t.Fatalf("%d streams epoch bumps counted, want 3", n)
+	}
 }
 
 // wordCountGroup makes the word count's topics (two partitions, the
