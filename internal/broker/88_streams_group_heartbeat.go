@@ -2,10 +2,13 @@ package broker
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"weir/internal/admission"
 	"weir/internal/config"
 	"weir/internal/feature"
 	"weir/internal/kraft"
@@ -17,8 +20,10 @@ import (
 // speak): internal/group. The coordinator answers with the repartition
 // and changelog topics the group lacks; they are created here in the
 // background, as Kafka's broker does after its coordinator answers, and
-// the group sees them through TopicsChanged. Refused with
-// UNSUPPORTED_VERSION while streams.version is 0.
+// the group sees them through TopicsChanged. Only those the principal
+// may CREATE (on the cluster or the topic) are created; the others are
+// named in a MISSING_INTERNAL_TOPICS status, as Kafka names them.
+// Refused with UNSUPPORTED_VERSION while streams.version is 0.
 var _ = register(handler{key: 88, min: 0, max: 0, serve: groupCall(func(b *Broker, ctx context.Context, req *server.Request, r *kmsg.StreamsGroupHeartbeatRequest) (kmsg.Response, error) {
 	if feature.LevelOf(b.image().FeatureLevels(), feature.StreamsVersion) < 1 {
 		return streamsgroup.ErrorResponse(r.Version, kerr.UnsupportedVersion.Code, "The streams group protocol is disabled (streams.version 0)."), nil
@@ -27,8 +32,22 @@ var _ = register(handler{key: 88, min: 0, max: 0, serve: groupCall(func(b *Broke
 	if err != nil {
 		return nil, err
 	}
+	if len(create) == 0 {
+		return resp, nil
+	}
+	names := make([]string, len(create))
+	for i, t := range create {
+		names[i] = t.Name
+	}
+	allowed, denied := admission.VerdictOf(ctx).Checker.Creatable(names)
 	for _, t := range create {
-		b.autoTopics.EnsureAsync(b.streamsInternalTopic(t))
+		if slices.Contains(allowed, t.Name) {
+			b.autoTopics.EnsureAsync(b.streamsInternalTopic(t))
+		}
+	}
+	if len(denied) > 0 {
+		resp.Status = append(resp.Status, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: streamsgroup.StatusMissingInternalTopics,
+			StatusDetail: "Unauthorized to CREATE on topics " + strings.Join(denied, ",") + "."})
 	}
 	return resp, nil
 })})

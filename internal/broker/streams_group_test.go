@@ -2,10 +2,13 @@ package broker
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/feature"
@@ -119,4 +122,69 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// With the authorizer on, a streams group's internal topics are created
+// only with CREATE (on the cluster or the topic): a member that may read
+// the group and describe the topics, but not create them, is told which
+// it may not create, and they are not created; with CREATE on one of
+// them, that one is.
+func TestStreamsGroupInternalTopicsNeedCreate(t *testing.T) {
+	tb := startAuthorizedBroker(t, nil)
+	ctx := testCtx(t)
+	adm := kadm.NewClient(newClient(t, tb.addr, kgo.ClientID("admin")))
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	acls := kadm.NewACLs().Allow("User:app").Groups("app").Operations(kadm.OpRead).
+		Topics("in", "app-store-changelog", "app-rep-repartition").ResourcePatternType(kadm.ACLPatternLiteral)
+	if res, err := adm.CreateACLs(ctx, acls); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	describe := kadm.NewACLs().Allow("User:app").Topics("in", "app-store-changelog", "app-rep-repartition").Operations(kadm.OpDescribe)
+	if res, err := adm.CreateACLs(ctx, describe); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	app := newClient(t, tb.addr, kgo.ClientID("app"))
+	join := func() *kmsg.StreamsGroupHeartbeatResponse {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = "app", "m1", 30000
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+		top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+		s0 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+		s0.SubtopologyID, s0.SourceTopics, s0.RepartitionSinkTopics = "0", []string{"in"}, []string{"app-rep-repartition"}
+		s1 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+		s1.SubtopologyID = "1"
+		rt, ct := kmsg.NewTopicInfo(), kmsg.NewTopicInfo()
+		rt.Topic, ct.Topic = "app-rep-repartition", "app-store-changelog"
+		s1.RepartitionSourceTopics, s1.StateChangelogTopics = []kmsg.TopicInfo{rt}, []kmsg.TopicInfo{ct}
+		top.Subtopologies = append(top.Subtopologies, s0, s1)
+		req.Topology = &top
+		return request[*kmsg.StreamsGroupHeartbeatResponse](t, ctx, app, req)
+	}
+	resp := join()
+	if resp.ErrorCode != 0 {
+		t.Fatalf("join: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	details := ""
+	for _, s := range resp.Status {
+		details += s.StatusDetail + "|"
+	}
+	if want := "Unauthorized to CREATE on topics app-rep-repartition,app-store-changelog."; !strings.Contains(details, want) {
+		t.Fatalf("status %q, want %q", details, want)
+	}
+	create := kadm.NewACLs().Allow("User:app").Topics("app-store-changelog").Operations(kadm.OpCreate)
+	if res, err := adm.CreateACLs(ctx, create); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	eventually(t, 10*time.Second, func() error {
+		join()
+		if tb.b.lookupTopic("app-store-changelog") == nil {
+			return fmt.Errorf("app-store-changelog not created")
+		}
+		return nil
+	})
+	if tb.b.lookupTopic("app-rep-repartition") != nil {
+		t.Fatal("app-rep-repartition created without CREATE")
+	}
 }

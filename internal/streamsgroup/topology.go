@@ -140,6 +140,9 @@ func (t *Topology) Validate() error {
 	if len(t.Subtopologies) > maxSubtopologies {
 		return invalid("Topology has %d subtopologies, more than %d.", len(t.Subtopologies), maxSubtopologies)
 	}
+	if prohibited := t.kafkaInternalTopics(); len(prohibited) > 0 {
+		return invalid("Use of Kafka internal topics %s in a Kafka Streams topology is prohibited.", strings.Join(prohibited, ","))
+	}
 	sources := make(map[string]string)      // topic -> subtopology reading it
 	repartitions := make(map[string]string) // repartition source topic -> subtopology
 	changelogs := make(map[string]struct{})
@@ -249,4 +252,35 @@ func validTopicName(name string) error {
 		}
 	}
 	return nil
+}
+
+// kafkaInternal are the topics Kafka keeps its own state in, which
+// no topology may read or write.
+var kafkaInternal = []string{"__consumer_offsets", "__transaction_state", "__share_group_state"}
+
+// kafkaInternalTopics returns the Kafka internal topics the topology
+// names, in the order it names them.
+func (t *Topology) kafkaInternalTopics() []string {
+	var out []string
+	add := func(name string) {
+		if slices.Contains(kafkaInternal, name) && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	for i := range t.Subtopologies {
+		s := &t.Subtopologies[i]
+		for _, n := range s.SourceTopics {
+			add(n)
+		}
+		for _, n := range s.RepartitionSinkTopics {
+			add(n)
+		}
+		for _, it := range s.RepartitionSourceTopics {
+			add(it.Name)
+		}
+		for _, it := range s.StateChangelogTopics {
+			add(it.Name)
+		}
+	}
+	return out
 }
