@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,9 +19,10 @@ import (
 // speak): internal/group. The coordinator answers with the repartition
 // and changelog topics the group lacks; they are created here in the
 // background, as Kafka's broker does after its coordinator answers, and
-// the group sees them through TopicsChanged. Only those the principal
-// may CREATE (on the cluster or the topic) are created; the others are
-// named in a MISSING_INTERNAL_TOPICS status, as Kafka names them.
+// the group sees them through TopicsChanged. They are created only if
+// the principal may CREATE all of them (on the cluster, or on each
+// topic), as Kafka checks the whole set; otherwise the ones it may not
+// are named in a MISSING_INTERNAL_TOPICS status and none is created.
 // Refused with UNSUPPORTED_VERSION while streams.version is 0.
 var _ = register(handler{key: 88, min: 0, max: 0, serve: groupCall(func(b *Broker, ctx context.Context, req *server.Request, r *kmsg.StreamsGroupHeartbeatRequest) (kmsg.Response, error) {
 	if feature.LevelOf(b.image().FeatureLevels(), feature.StreamsVersion) < 1 {
@@ -39,15 +39,13 @@ var _ = register(handler{key: 88, min: 0, max: 0, serve: groupCall(func(b *Broke
 	for i, t := range create {
 		names[i] = t.Name
 	}
-	allowed, denied := admission.VerdictOf(ctx).Checker.Creatable(names)
-	for _, t := range create {
-		if slices.Contains(allowed, t.Name) {
-			b.autoTopics.EnsureAsync(b.streamsInternalTopic(t))
-		}
-	}
-	if len(denied) > 0 {
+	if _, denied := admission.VerdictOf(ctx).Checker.Creatable(names); len(denied) > 0 {
 		resp.Status = append(resp.Status, kmsg.StreamsGroupHeartbeatResponseStatus{StatusCode: streamsgroup.StatusMissingInternalTopics,
-			StatusDetail: "Unauthorized to CREATE on topics " + strings.Join(denied, ",") + "."})
+			StatusDetail: "Unauthorized to CREATE on topics " + strings.Join(denied, ", ") + "."})
+		return resp, nil
+	}
+	for _, t := range create {
+		b.autoTopics.EnsureAsync(b.streamsInternalTopic(t))
 	}
 	return resp, nil
 })})

@@ -125,10 +125,10 @@ func TestStreamsGroupHeartbeat(t *testing.T) {
 }
 
 // With the authorizer on, a streams group's internal topics are created
-// only with CREATE (on the cluster or the topic): a member that may read
-// the group and describe the topics, but not create them, is told which
-// it may not create, and they are not created; with CREATE on one of
-// them, that one is.
+// only with CREATE on all of them (on the cluster or on each topic): a
+// member that may read the group and describe the topics but not create
+// them all is told which it may not create, and none is created; with
+// CREATE on the cluster, both are.
 func TestStreamsGroupInternalTopicsNeedCreate(t *testing.T) {
 	tb := startAuthorizedBroker(t, nil)
 	ctx := testCtx(t)
@@ -170,21 +170,36 @@ func TestStreamsGroupInternalTopicsNeedCreate(t *testing.T) {
 	for _, s := range resp.Status {
 		details += s.StatusDetail + "|"
 	}
-	if want := "Unauthorized to CREATE on topics app-rep-repartition,app-store-changelog."; !strings.Contains(details, want) {
+	if want := "Unauthorized to CREATE on topics app-rep-repartition, app-store-changelog."; !strings.Contains(details, want) {
 		t.Fatalf("status %q, want %q", details, want)
 	}
-	create := kadm.NewACLs().Allow("User:app").Topics("app-store-changelog").Operations(kadm.OpCreate)
-	if res, err := adm.CreateACLs(ctx, create); err != nil || res[0].Err != nil {
+	// CREATE on one of the two holds both back.
+	one := kadm.NewACLs().Allow("User:app").Topics("app-store-changelog").Operations(kadm.OpCreate)
+	if res, err := adm.CreateACLs(ctx, one); err != nil || res[0].Err != nil {
+		t.Fatalf("CreateACLs: %v %+v", err, res)
+	}
+	resp = join()
+	details = ""
+	for _, s := range resp.Status {
+		details += s.StatusDetail + "|"
+	}
+	if want := "Unauthorized to CREATE on topics app-rep-repartition."; !strings.Contains(details, want) {
+		t.Fatalf("status %q, want %q", details, want)
+	}
+	if tb.b.lookupTopic("app-store-changelog") != nil {
+		t.Fatal("app-store-changelog created while app-rep-repartition may not be")
+	}
+	all := kadm.NewACLs().Allow("User:app").Clusters().Operations(kadm.OpCreate)
+	if res, err := adm.CreateACLs(ctx, all); err != nil || res[0].Err != nil {
 		t.Fatalf("CreateACLs: %v %+v", err, res)
 	}
 	eventually(t, 10*time.Second, func() error {
 		join()
-		if tb.b.lookupTopic("app-store-changelog") == nil {
-			return fmt.Errorf("app-store-changelog not created")
+		for _, name := range []string{"app-store-changelog", "app-rep-repartition"} {
+			if tb.b.lookupTopic(name) == nil {
+				return fmt.Errorf("%s not created", name)
+			}
 		}
 		return nil
 	})
-	if tb.b.lookupTopic("app-rep-repartition") != nil {
-		t.Fatal("app-rep-repartition created without CREATE")
-	}
 }
