@@ -112,7 +112,7 @@
 // A streams group's membership, topology and task assignment are
 // internal/streamsgroup's pure state machine (group.streams); this package
 // gives it its place in the id namespace, stores its values as records of
-// types 4 and 5, runs its session (Config.Streams.SessionTimeout) and
+// types 5 and 6, runs its session (Config.Streams.SessionTimeout) and
 // revocation timers, and reconfigures it when TopicsChanged is called.
 // StreamsGroupHeartbeat returns, beside the answer, the repartition and
 // changelog topics the group lacks, for the broker to create. Offsets of

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/metadata"
 )
 
 // TopicConfig is one topic-level configuration of an internal topic.
@@ -254,16 +256,12 @@ func validTopicName(name string) error {
 	return nil
 }
 
-// kafkaInternal are the topics Kafka keeps its own state in, which
-// no topology may read or write.
-var kafkaInternal = []string{"__consumer_offsets", "__transaction_state", "__share_group_state"}
-
 // kafkaInternalTopics returns the Kafka internal topics the topology
 // names, in the order it names them.
 func (t *Topology) kafkaInternalTopics() []string {
 	var out []string
 	add := func(name string) {
-		if slices.Contains(kafkaInternal, name) && !slices.Contains(out, name) {
+		if metadata.InternalTopic(name) && !slices.Contains(out, name) {
 			out = append(out, name)
 		}
 	}
