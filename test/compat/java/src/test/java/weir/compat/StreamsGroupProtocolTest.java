@@ -28,7 +28,8 @@ import org.junit.jupiter.api.io.TempDir;
  * the broker creates the repartition and changelog topics the topology declares and lists the
  * group as a streams group; two instances split the tasks, know each other's endpoints, and one
  * takes everything over when the other leaves; a SIGKILL of the broker leaves the application
- * running. The counts stay exact throughout.
+ * running; at_least_once commits its offsets with the member's epoch. The counts stay exact
+ * throughout.
  */
 class StreamsGroupProtocolTest {
     static final int N = 3000;
@@ -134,6 +135,35 @@ class StreamsGroupProtocolTest {
                 StreamsEos.checkExactCounts(out, PARTITIONS, N, Duration.ofSeconds(150));
                 log.mark("all counted after the kill");
                 assertEquals(KafkaStreams.State.RUNNING, a.state(), "streams state after the kill");
+            } finally {
+                a.close(Duration.ofSeconds(30));
+                a.cleanUp();
+            }
+        }
+    }
+
+    /**
+     * at_least_once commits with OffsetCommit (v9+, the member's epoch) rather than inside
+     * transactions: the counts come out exact (no failure, no rebalance) and the group's committed
+     * offsets reach the end of every input partition.
+     */
+    @Test
+    @Timeout(180)
+    void atLeastOnceCommitsOffsets(@TempDir Path dir) throws Exception {
+        try (Admin admin = Compat.admin()) {
+            String in = Compat.createTopic(admin, "spa-words", PARTITIONS, Map.of());
+            String out = Compat.createTopic(admin, "spa-counts", PARTITIONS, Map.of());
+            String app = Compat.name("spa-app");
+            KafkaStreams a = StreamsEos.start(StreamsEos.topology(in, out), app, dir, 1, "streams",
+                    Map.of(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE));
+            try {
+                StreamsEos.produce(in, 0, N / 2);
+                StreamsEos.checkExactCounts(out, PARTITIONS, N / 2, Duration.ofSeconds(90));
+                Compat.eventually(Duration.ofSeconds(30), () -> {
+                    long committed = admin.listConsumerGroupOffsets(app).partitionsToOffsetAndMetadata().get().entrySet().stream()
+                            .filter(e -> e.getKey().topic().equals(in)).mapToLong(e -> e.getValue().offset()).sum();
+                    assertEquals(N / 2, committed, "offsets committed on " + in);
+                });
             } finally {
                 a.close(Duration.ofSeconds(30));
                 a.cleanUp();
