@@ -28,19 +28,29 @@ func FuzzHeartbeat(f *testing.F) {
 	top.Subtopologies = append(top.Subtopologies, s, s2)
 	seed.Topology = &top
 	seed.ActiveTasks, seed.StandbyTasks, seed.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
-	f.Add(seed.AppendTo(nil))
+	f.Add(seed.AppendTo(nil), []byte{3, 3, 0})
 	seed.Topology = nil
 	seed.MemberEpoch = 1
 	seed.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0, 5, -1}}}
-	f.Add(seed.AppendTo(nil))
-	topics := memTopics{"in": 3, "r": 3}
-	f.Fuzz(func(t *testing.T, body []byte) {
+	f.Add(seed.AppendTo(nil), []byte{3, 2})
+	f.Fuzz(func(t *testing.T, body, counts []byte) {
 		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 		if err := req.ReadFrom(body); err != nil {
 			return
 		}
 		if code, _ := ValidateRequest(req); code != 0 {
 			return
+		}
+		// The topics the topology names exist with the partition counts
+		// the second input gives them in turn (0: missing), so that
+		// configuring meets missing, mismatched and copartitioned topics.
+		topics := memTopics{}
+		if req.Topology != nil {
+			for i, name := range topologyNames(TopologyFromRequest(req.Topology)) {
+				if i < len(counts) && counts[i] > 0 {
+					topics[name] = int32(counts[i] % 64)
+				}
+			}
 		}
 		g := New("app", Config{NumStandbyReplicas: 1})
 		join := *req
@@ -84,4 +94,19 @@ func FuzzReplay(f *testing.F) {
 			_ = ng.Describe()
 		}
 	})
+}
+
+// topologyNames lists every topic a topology names, in order.
+func topologyNames(t *Topology) []string {
+	var out []string
+	for _, s := range t.Subtopologies {
+		out = append(out, s.SourceTopics...)
+		for _, it := range s.RepartitionSourceTopics {
+			out = append(out, it.Name)
+		}
+		for _, it := range s.StateChangelogTopics {
+			out = append(out, it.Name)
+		}
+	}
+	return out
 }
