@@ -36,10 +36,15 @@
 //   - Source topic regexes are refused with INVALID_REQUEST ("not supported
 //     yet"), as in Kafka.
 //   - Warmup tasks are never assigned (members' reports of them are still
-//     reconciled); rack- and client-tag-aware standby placement is not done.
+//     reconciled; Streams 4.3 itself warns that the streams protocol does
+//     not use them); rack- and client-tag-aware standby placement is not
+//     done. Standbys go only to tasks of subtopologies with a state store.
 //   - Topology updates of a group with other live members are refused
 //     ("Topology updates are not supported yet."); a group that is empty,
 //     or whose only member rejoins, takes the new topology.
 //   - Per-group configuration (streams.num.standby.replicas and friends as
-//     group configs): the Config values apply to every group.
+//     group configs): the Config values (the broker's group.streams.*)
+//     apply to every group.
+//   - Version 1 of the heartbeat and describe (KIP-1331's topology
+//     description): Kafka 4.3 clients speak version 0.
 package streamsgroup
