@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"weir/internal/metadata"
 )
 
 // topologyTopics returns every topic a streams topology names: source,
@@ -26,17 +28,24 @@ func topologyTopics(t *kmsg.StreamsGroupHeartbeatRequestTopology) []string {
 
 // StreamsGroupHeartbeat (API 88): READ on the group, else
 // GROUP_AUTHORIZATION_FAILED; with a topology (a member joining), DESCRIBE
-// on every topic it names, else TOPIC_AUTHORIZATION_FAILED. The internal
-// topics the broker creates for the group need CREATE on the cluster or
-// on each topic (Creatable).
+// on every topic it names, else TOPIC_AUTHORIZATION_FAILED. A topology
+// naming one of Kafka's internal topics or an invalid name is served
+// without that check: Kafka refuses it first, and so does the group
+// coordinator (STREAMS_INVALID_TOPOLOGY), having changed nothing. The
+// internal topics the broker creates for the group need CREATE on the
+// cluster or on each topic (Creatable).
 func StreamsGroupHeartbeat(c *Checker, _ Env, req *kmsg.StreamsGroupHeartbeatRequest) *Outcome[*kmsg.StreamsGroupHeartbeatRequest, *kmsg.StreamsGroupHeartbeatResponse] {
 	resp := kmsg.NewPtrStreamsGroupHeartbeatResponse()
 	switch {
 	case !groupRead(c, req.Group):
 		resp.ErrorCode, resp.ErrorMessage = errGroup.Code, message(errGroup)
 	case req.Topology != nil:
+		names := topologyTopics(req.Topology)
+		if slices.ContainsFunc(names, func(t string) bool { return metadata.InternalTopic(t) || metadata.ValidTopicName(t) != nil }) {
+			return serve[*kmsg.StreamsGroupHeartbeatRequest, *kmsg.StreamsGroupHeartbeatResponse](req)
+		}
 		var denied []string
-		for _, t := range topologyTopics(req.Topology) {
+		for _, t := range names {
 			if !c.Allowed(OpDescribe, ResourceTopic, t) && !slices.Contains(denied, t) {
 				denied = append(denied, t)
 			}

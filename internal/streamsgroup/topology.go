@@ -124,9 +124,8 @@ func TopologyFromRequest(rt *kmsg.StreamsGroupHeartbeatRequestTopology) *Topolog
 // Limits on a registered topology, so a hostile heartbeat cannot make the
 // coordinator hold or persist unbounded state.
 const (
-	maxSubtopologies  = 10000
-	maxTopicsPerRole  = 10000
-	maxTopicNameBytes = 249
+	maxSubtopologies = 10000
+	maxTopicsPerRole = 10000
 )
 
 // Validate checks a topology as Kafka's coordinator does before it
@@ -168,18 +167,18 @@ func (t *Topology) Validate() error {
 			return invalid("Subtopology %s lists more than %d topics.", s.ID, maxTopicsPerRole)
 		}
 		for _, name := range s.SourceTopics {
-			if err := validTopicName(name); err != nil {
+			if err := metadata.ValidTopicName(name); err != nil {
 				return invalid("Source topic of subtopology %s: %v", s.ID, err)
 			}
 			sources[name] = s.ID
 		}
 		for _, name := range s.RepartitionSinkTopics {
-			if err := validTopicName(name); err != nil {
+			if err := metadata.ValidTopicName(name); err != nil {
 				return invalid("Repartition sink topic of subtopology %s: %v", s.ID, err)
 			}
 		}
 		for _, rt := range s.RepartitionSourceTopics {
-			if err := validTopicName(rt.Name); err != nil {
+			if err := metadata.ValidTopicName(rt.Name); err != nil {
 				return invalid("Repartition source topic of subtopology %s: %v", s.ID, err)
 			}
 			if rt.Partitions < 0 {
@@ -194,7 +193,7 @@ func (t *Topology) Validate() error {
 			repartitions[rt.Name] = s.ID
 		}
 		for _, ct := range s.StateChangelogTopics {
-			if err := validTopicName(ct.Name); err != nil {
+			if err := metadata.ValidTopicName(ct.Name); err != nil {
 				return invalid("Changelog topic of subtopology %s: %v", s.ID, err)
 			}
 			if ct.Partitions != 0 {
@@ -234,23 +233,6 @@ func (t *Topology) Validate() error {
 			if _, ok := repartitions[name]; !ok {
 				return invalid("Repartition sink topic %s of subtopology %s is no subtopology's repartition source topic.", name, t.Subtopologies[i].ID)
 			}
-		}
-	}
-	return nil
-}
-
-func validTopicName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("topic name is empty")
-	case name == "." || name == "..":
-		return fmt.Errorf("topic name %q is not allowed", name)
-	case len(name) > maxTopicNameBytes:
-		return fmt.Errorf("topic name is longer than %d characters", maxTopicNameBytes)
-	}
-	for _, c := range []byte(name) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("topic name %q contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
 		}
 	}
 	return nil
