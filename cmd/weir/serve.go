@@ -352,6 +352,10 @@ func brokerConfig(s *config.Broker) broker.Config {
 	}
 	cfg.Group.MinSessionTimeout = s.Millis(config.GroupMinSessionTimeout)
 	cfg.Group.MaxSessionTimeout = s.Millis(config.GroupMaxSessionTimeout)
+	cfg.Group.Streams.SessionTimeout = s.Millis(config.GroupStreamsSession)
+	cfg.Group.Streams.HeartbeatInterval = s.Millis(config.GroupStreamsHeartbeat)
+	cfg.Group.Streams.NumStandbyReplicas = int(s.Int(config.GroupStreamsStandbys))
+	cfg.Group.Streams.MaxSize = int(s.Int(config.GroupStreamsMaxSize))
 	return cfg
 }
 

@@ -114,6 +114,9 @@ func (g *Gate) Serve(ctx context.Context, req *server.Request, serve func(contex
 		return serve(ctx, req)
 	}
 	v := authz.Authorize(chk, authz.Env{Topics: authz.ImageTopics(img), AutoCreateTopics: g.autoTopic}, req.Body)
+	if g.authz.Enabled() {
+		v.Checker = chk
+	}
 	if v.Reject != nil {
 		return g.throttle(server.Ready(v.Reject), req, s, start, 0)
 	}

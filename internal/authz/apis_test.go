@@ -358,6 +358,22 @@ func samples() map[int16][]sample {
 				return &kmsg.ConsumerGroupDescribeResponse{Groups: []kmsg.ConsumerGroupDescribeResponseGroup{g}}
 			}, shown: func(r kmsg.Response) int { return one(r.(*kmsg.ConsumerGroupDescribeResponse).Groups[0].Members) }},
 		},
+		88: {
+			{req: &kmsg.StreamsGroupHeartbeatRequest{Group: "g", MemberID: "m", MemberEpoch: 1}},
+			{req: &kmsg.StreamsGroupHeartbeatRequest{Group: "g", MemberID: "m", Topology: &kmsg.StreamsGroupHeartbeatRequestTopology{
+				Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{SubtopologyID: "0", SourceTopics: strs("t")}}}}},
+		},
+		89: {
+			{req: &kmsg.StreamsGroupDescribeRequest{Groups: strs("g")}, items: func(r kmsg.Request) int { return one(r.(*kmsg.StreamsGroupDescribeRequest).Groups) }},
+			{req: &kmsg.StreamsGroupDescribeRequest{Groups: strs("g")}, resp: func() kmsg.Response {
+				g := kmsg.NewStreamsGroupDescribeResponseGroup()
+				g.Group = "g"
+				g.Topology = &kmsg.StreamsGroupDescribeResponseGroupTopology{Subtopologies: []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology{{
+					SubtopologyID: "0", StateChangelogTopics: []kmsg.TopicInfo{{Topic: "t"}}}}}
+				g.Members = append(g.Members, kmsg.NewStreamsGroupDescribeResponseGroupMember())
+				return &kmsg.StreamsGroupDescribeResponse{Groups: []kmsg.StreamsGroupDescribeResponseGroup{g}}
+			}, shown: func(r kmsg.Response) int { return one(r.(*kmsg.StreamsGroupDescribeResponse).Groups[0].Members) }},
+		},
 		75: {
 			{req: &kmsg.DescribeTopicPartitionsRequest{Topics: []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "t"}}}},
 			{req: &kmsg.DescribeTopicPartitionsRequest{}, resp: func() kmsg.Response {

@@ -108,6 +108,11 @@ type Verdict struct {
 	// it does anything (else it returns its argument).
 	Finish   func(kmsg.Response) kmsg.Response
 	Finishes bool
+	// Checker is the principal's checker, for the rare handler that must
+	// authorize what the request only leads to (the internal topics a
+	// streams group heartbeat creates); nil when authorization is off,
+	// which allows everything.
+	Checker *Checker
 }
 
 func identity(r kmsg.Response) kmsg.Response { return r }

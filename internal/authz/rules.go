@@ -198,6 +198,12 @@ var APIs = []API{
 	{Key: 81, Checks: []Check{clusterCheck(OpAlter)}},
 	{Key: 84, Checks: []Check{clusterCheck(OpClusterAction)}},
 	{Key: 85, Checks: []Check{clusterCheck(OpClusterAction)}},
+	{Key: 88, Checks: []Check{groupCheck(OpRead),
+		check(OpDescribe, ResourceTopic, "each topic of the topology", errTopic, Whole).when("a topology is sent (joining)")},
+		Also: "the internal topics the broker creates for the group need CREATE on the cluster or on each topic (Checker.Creatable); the others are reported in the MISSING_INTERNAL_TOPICS status"},
+	{Key: 89, Checks: []Check{groupsCheck(OpDescribe),
+		check(OpDescribe, ResourceTopic, "each topic of a described topology", errTopic, Hidden)},
+		Also: "a group whose topology names an undescribed topic answers TOPIC_AUTHORIZATION_FAILED without topology and members; authorized operations when asked"},
 	{Key: 90, Checks: []Check{
 		groupsCheck(OpDescribe),
 		topicsCheck(OpDescribe).when("topics are named"),
@@ -327,6 +333,10 @@ func Authorize(c *Checker, env Env, req kmsg.Request) Verdict {
 		return verdict(ConsumerGroupHeartbeat(c, env, r))
 	case *kmsg.ConsumerGroupDescribeRequest:
 		return verdict(ConsumerGroupDescribe(c, env, r))
+	case *kmsg.StreamsGroupHeartbeatRequest:
+		return verdict(StreamsGroupHeartbeat(c, env, r))
+	case *kmsg.StreamsGroupDescribeRequest:
+		return verdict(StreamsGroupDescribe(c, env, r))
 	case *kmsg.DescribeTopicPartitionsRequest:
 		return verdict(DescribeTopicPartitions(c, env, r))
 	case *kmsg.ShareGroupHeartbeatRequest:

@@ -317,6 +317,11 @@ func TestDenialMatrix(t *testing.T) {
 		{"consumer group heartbeat", &kmsg.ConsumerGroupHeartbeatRequest{Group: "g", MemberID: "m", MemberEpoch: 0, RebalanceTimeoutMillis: 1000,
 			SubscribedTopicNames: []string{"t"}}, groupDenied, ""},
 		{"consumer group describe", &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g"}}, groupDenied, ""},
+		{"streams group heartbeat", &kmsg.StreamsGroupHeartbeatRequest{Group: "g", MemberID: "m", RebalanceTimeoutMillis: 1000,
+			Topology: &kmsg.StreamsGroupHeartbeatRequestTopology{Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{{
+				SubtopologyID: "0", SourceTopics: []string{"t"}}}},
+			ActiveTasks: []kmsg.TaskIDs{}, StandbyTasks: []kmsg.TaskIDs{}, WarmupTasks: []kmsg.TaskIDs{}}, groupDenied, ""},
+		{"streams group describe", &kmsg.StreamsGroupDescribeRequest{Groups: []string{"g"}}, groupDenied, ""},
 		{"describe topic partitions", &kmsg.DescribeTopicPartitionsRequest{Topics: []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "t"}}, ResponsePartitionLimit: 100}, topicDenied, ""},
 		{"describe all topic partitions", &kmsg.DescribeTopicPartitionsRequest{ResponsePartitionLimit: 100}, 0, `"Topic":"t"`},
 		{"share group heartbeat", &kmsg.ShareGroupHeartbeatRequest{GroupID: "sg", MemberID: "m", SubscribedTopicNames: []string{"t"}}, groupDenied, ""},

@@ -315,6 +315,9 @@ func (b *Broker) newGroupCoordinator() (*group.Coordinator, error) {
 	gcfg := b.cfg.Group
 	gcfg.Logger = b.logger
 	gcfg.Store = b.offsetsStore()
+	// The partitions led now, no more: Replay reads those (and perhaps
+	// one that comes to lead meanwhile, which a reload then serves).
+	gcfg.Partitions = append([]int32{}, b.ledOffsetsPartitions()...)
 	gcfg.Topics = topicsView{b: b}
 	gcfg.PartitionOf = func(groupID string) int32 {
 		p, ok := b.coordinatorPartition(groupID)

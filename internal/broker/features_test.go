@@ -46,10 +46,10 @@ func TestFeatures(t *testing.T) {
 	}
 	fin := finalized(r)
 	if fin["metadata.version"] != feature.MetadataVersion || fin["group.version"] != 1 || fin["share.version"] != 1 ||
-		fin["transaction.version"] != feature.TransactionVersion {
+		fin["transaction.version"] != feature.TransactionVersion || fin[feature.StreamsVersion] != 1 {
 		t.Fatalf("finalized %v", fin)
 	}
-	if _, ok := fin["streams.version"]; ok {
+	if _, ok := fin["eligible.leader.replicas.version"]; ok {
 		t.Fatal("a feature at level 0 is listed as finalized")
 	}
 	if r.FinalizedFeaturesEpoch != tb.b.image().Offset() {

@@ -408,8 +408,12 @@ func (b *Broker) coordinatorPartition(groupID string) (*partition, bool) {
 	return t.partitions[groupPartition(groupID, len(t.partitions))], true
 }
 
-// coordinates reports whether this node coordinates the group.
+// coordinates reports whether this node coordinates the group: it leads
+// the group's __consumer_offsets partition and its group coordinator has
+// loaded that partition (between a partition's election here and the
+// reload that follows, the coordinator in place knows none of its groups).
 func (b *Broker) coordinates(groupID string) bool {
 	p, ok := b.coordinatorPartition(groupID)
-	return ok && p.isLeader()
+	c := b.coord()
+	return ok && p.isLeader() && c != nil && c.Serves(p.index)
 }

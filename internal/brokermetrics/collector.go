@@ -69,6 +69,7 @@ var (
 	descParkedS   = prometheus.NewDesc("weir_share_fetch_parked_seconds_total", "Time parked ShareFetch requests waited.", nil, nil)
 	descRebal     = prometheus.NewDesc("weir_group_classic_rebalances_total", "Classic group generations completed.", nil, nil)
 	descEpochs    = prometheus.NewDesc("weir_group_consumer_epoch_bumps_total", "KIP-848 group epoch increments (new target assignments).", nil, nil)
+	descStreams   = prometheus.NewDesc("weir_group_streams_epoch_bumps_total", "KIP-1071 streams group epoch increments (new task assignments).", nil, nil)
 	descExpired   = prometheus.NewDesc("weir_group_members_expired_total", "Group members removed after their session timed out.", nil, nil)
 	descCommitted = prometheus.NewDesc("weir_group_offsets_committed_total", "Partitions whose offset was committed.", nil, nil)
 
@@ -85,7 +86,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descHosted, descLed, descDirOff, descLEO, descHW, descLogStart, descLogSize, descFsyncs, descInFlight, descAcquired, descAvailable,
-		descArchived, descExpiries, descRedeliv, descAcked, descParked, descParkedE, descParkedS, descRebal, descEpochs, descExpired, descCommitted,
+		descArchived, descExpiries, descRedeliv, descAcked, descParked, descParkedE, descParkedS, descRebal, descEpochs, descStreams, descExpired, descCommitted,
 		descSessions, descSessParts, descEvictions, descFetchReqs, descFetchNamed, descFetchReads, descFetchAns} {
 		ch <- d
 	}
@@ -142,6 +143,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gs := c.src.GroupStats()
 	counter(descRebal, float64(gs.ClassicRebalances))
 	counter(descEpochs, float64(gs.ConsumerEpochBumps))
+	counter(descStreams, float64(gs.StreamsEpochBumps))
 	counter(descExpired, float64(gs.MembersExpired))
 	counter(descCommitted, float64(gs.OffsetsCommitted))
 	fs := c.src.FetchSessionStats()

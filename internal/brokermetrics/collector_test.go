@@ -56,7 +56,7 @@ func (fakeSource) ShareStats() sharegroup.Stats {
 }
 
 func (fakeSource) GroupStats() group.Stats {
-	return group.Stats{ClassicRebalances: 31, ConsumerEpochBumps: 32, MembersExpired: 33, OffsetsCommitted: 34}
+	return group.Stats{ClassicRebalances: 31, ConsumerEpochBumps: 32, MembersExpired: 33, OffsetsCommitted: 34, StreamsEpochBumps: 35}
 }
 
 func (fakeSource) FetchSessionStats() fetchsession.Stats {
@@ -149,6 +149,9 @@ weir_group_members_expired_total 33
 # HELP weir_group_offsets_committed_total Partitions whose offset was committed.
 # TYPE weir_group_offsets_committed_total counter
 weir_group_offsets_committed_total 34
+# HELP weir_group_streams_epoch_bumps_total KIP-1071 streams group epoch increments (new task assignments).
+# TYPE weir_group_streams_epoch_bumps_total counter
+weir_group_streams_epoch_bumps_total 35
 `
 
 const wantFetches = `
@@ -191,7 +194,7 @@ func TestCollectorFamilies(t *testing.T) {
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
 	}
-	if n, d := testutil.CollectAndCount(c), strings.Count(want, "# TYPE"); n != strings.Count(want, "\nweir_") || d != 29 {
+	if n, d := testutil.CollectAndCount(c), strings.Count(want, "# TYPE"); n != strings.Count(want, "\nweir_") || d != 30 {
 		t.Fatalf("%d series, %d families", n, d)
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {

@@ -21,6 +21,10 @@ const (
 	GroupInitialRebalance     = "group.initial.rebalance.delay.ms"
 	GroupMinSessionTimeout    = "group.min.session.timeout.ms"
 	GroupMaxSessionTimeout    = "group.max.session.timeout.ms"
+	GroupStreamsSession       = "group.streams.session.timeout.ms"
+	GroupStreamsHeartbeat     = "group.streams.heartbeat.interval.ms"
+	GroupStreamsStandbys      = "group.streams.num.standby.replicas"
+	GroupStreamsMaxSize       = "group.streams.max.size"
 	BrokerRack                = "broker.rack"
 	ReplicaLagTimeMax         = "replica.lag.time.max.ms"
 	CleanerEnable             = "log.cleaner.enable"
@@ -126,6 +130,10 @@ var coreBrokerDefs = []Def{
 	{Name: GroupInitialRebalance, Type: Int, Default: "3000", Support: Honoured, Doc: "How long the first rebalance of an empty classic group waits for more members."},
 	{Name: GroupMinSessionTimeout, Type: Int, Default: "6000", Support: Honoured, Doc: "Smallest session timeout a classic group member may ask for."},
 	{Name: GroupMaxSessionTimeout, Type: Int, Default: "1800000", Support: Honoured, Doc: "Largest session timeout a classic group member may ask for."},
+	{Name: GroupStreamsSession, Type: Int, Default: "45000", valid: atLeast(1), Support: Honoured, Doc: "How long a streams group member may go without a heartbeat before it is removed."},
+	{Name: GroupStreamsHeartbeat, Type: Int, Default: "5000", valid: atLeast(1), Support: Honoured, Doc: "How often streams group members heartbeat."},
+	{Name: GroupStreamsStandbys, Type: Int, Default: "0", valid: atLeast(0), Support: Honoured, Doc: "Standby replicas of each stateful task the streams group assignor places on other processes."},
+	{Name: GroupStreamsMaxSize, Type: Int, Default: "2147483647", valid: atLeast(1), Support: Honoured, Doc: "Most members a streams group may have (GROUP_MAX_SIZE_REACHED beyond)."},
 
 	// Authorization and client quotas (internal/authz, internal/quota).
 	{Name: AuthorizerClassName, Type: String, Default: "", valid: oneOf{"", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, Support: Honoured, Doc: "The authorizer: Kafka's StandardAuthorizer (ACLs in the metadata log, deny by default), or none (every request allowed)."},

@@ -44,9 +44,23 @@ var Supported = []Feature{
 	{Name: "metadata.version", Min: MetadataVersion, Max: MetadataVersion, Default: MetadataVersion},
 	// Share groups (KIP-932): served.
 	{Name: "share.version", Min: 1, Max: 1, Default: 1},
-	// Streams groups (KIP-1071): not served.
-	{Name: "streams.version", Min: 0, Max: 0, Default: 0},
+	// Streams groups (KIP-1071): served at level 1; UpdateFeatures may
+	// turn them off (level 0), and StreamsGroupHeartbeat is then refused.
+	{Name: StreamsVersion, Min: 0, Max: 1, Default: 1},
 	{Name: "transaction.version", Min: 0, Max: TransactionVersion, Default: TransactionVersion},
+}
+
+// StreamsVersion is the feature that enables streams groups.
+const StreamsVersion = "streams.version"
+
+// LevelOf returns the level a feature runs at: the recorded one, else
+// its default (0 for unknown features).
+func LevelOf(recorded map[string]int16, name string) int16 {
+	if l, ok := recorded[name]; ok {
+		return l
+	}
+	f, _ := Lookup(name)
+	return f.Default
 }
 
 // Lookup returns a supported feature by name.

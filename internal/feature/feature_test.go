@@ -32,7 +32,7 @@ func TestFinalized(t *testing.T) {
 		return m
 	}
 	def := names(Finalized(nil))
-	want := map[string]int16{"group.version": 1, "kraft.version": 1, "metadata.version": MetadataVersion, "share.version": 1}
+	want := map[string]int16{"group.version": 1, "kraft.version": 1, "metadata.version": MetadataVersion, "share.version": 1, StreamsVersion: 1}
 	if TransactionVersion > 0 {
 		want["transaction.version"] = TransactionVersion
 	}
@@ -82,5 +82,22 @@ func TestCheckUpdate(t *testing.T) {
 				t.Fatalf("err %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestLevelOf(t *testing.T) {
+	for _, tc := range []struct {
+		recorded map[string]int16
+		name     string
+		want     int16
+	}{
+		{nil, StreamsVersion, 1},
+		{map[string]int16{StreamsVersion: 0}, StreamsVersion, 0},
+		{nil, "eligible.leader.replicas.version", 0},
+		{nil, "unknown.version", 0},
+	} {
+		if got := LevelOf(tc.recorded, tc.name); got != tc.want {
+			t.Errorf("LevelOf(%v, %s) = %d, want %d", tc.recorded, tc.name, got, tc.want)
+		}
 	}
 }

@@ -20,7 +20,7 @@ func (s *shard) describeGroup(version int16, id string) kmsg.DescribeGroupsRespo
 	dg := kmsg.NewDescribeGroupsResponseGroup()
 	dg.Group = id
 	g := s.groups[id]
-	if g == nil || g.consumer != nil {
+	if g == nil || g.classic == nil {
 		dg.State = classicDead.String()
 		if version >= 6 {
 			dg.ErrorCode = kerr.GroupIDNotFound.Code
@@ -143,6 +143,9 @@ func (s *shard) deleteGroup(version int16, id string) kmsg.DeleteGroupsResponseG
 
 // groupTombstones deletes the group's own records (not its offsets).
 func (s *shard) groupTombstones(g *group) []Record {
+	if g.streams != nil {
+		return streamsTombstones(g)
+	}
 	if g.consumer != nil {
 		return g.consumer.tombstones(g.id)
 	}

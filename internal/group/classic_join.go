@@ -35,6 +35,13 @@ func rebalanceTimeoutOf(req *kmsg.JoinGroupRequest) int32 {
 func (s *shard) joinGroup(req *kmsg.JoinGroupRequest, client Client, reply func(*kmsg.JoinGroupResponse)) {
 	v := req.Version
 	g := s.groups[req.Group]
+	if g != nil && g.streams != nil {
+		if len(g.streams.Members) > 0 {
+			reply(joinError(v, kerr.InconsistentGroupProtocol.Code, req.MemberID))
+			return
+		}
+		s.dropEmptyStreamsGroup(g)
+	}
 	if g != nil && g.consumer != nil {
 		if len(g.consumer.members) > 0 {
 			// Classic members can not join a group run by the

@@ -18,7 +18,7 @@ func inconsistent(req *string, group string) bool {
 func (s *shard) syncGroup(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGroupResponse)) {
 	v := req.Version
 	g := s.groups[req.Group]
-	if g == nil || g.consumer != nil || g.classic.state == classicEmpty {
+	if g == nil || g.classic == nil || g.classic.state == classicEmpty {
 		reply(syncError(v, kerr.UnknownMemberID.Code))
 		return
 	}
@@ -125,7 +125,7 @@ func (s *shard) propagateAssignment(g *group, code int16) {
 
 func (s *shard) heartbeat(req *kmsg.HeartbeatRequest) int16 {
 	g := s.groups[req.Group]
-	if g == nil || g.consumer != nil {
+	if g == nil || g.classic == nil {
 		return kerr.UnknownMemberID.Code
 	}
 	cg := g.classic
@@ -160,7 +160,7 @@ func (s *shard) leaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse
 		mr := kmsg.NewLeaveGroupResponseMember()
 		mr.MemberID = rm.MemberID
 		mr.InstanceID = rm.InstanceID
-		if g == nil || g.consumer != nil {
+		if g == nil || g.classic == nil {
 			mr.ErrorCode = kerr.UnknownMemberID.Code
 		} else {
 			mr.ErrorCode = s.leaveOne(g, rm)

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"weir/internal/streamsgroup"
 )
 
 // Assignor names accepted in ConsumerGroupHeartbeat.ServerAssignor.
@@ -28,6 +30,10 @@ type Config struct {
 	// pending transactional offsets of that partition's groups only. nil:
 	// every group is taken to share one partition.
 	PartitionOf func(group string) int32
+
+	// Partitions are the __consumer_offsets partitions whose groups this
+	// coordinator loaded and serves (Serves); nil: every partition.
+	Partitions []int32
 
 	// Shards is the number of owner goroutines; groups are hashed over
 	// them. Default 8.
@@ -79,6 +85,10 @@ type Config struct {
 
 	// Random fills b with random bytes for member ids. Default crypto/rand.
 	Random func(b []byte)
+
+	// Streams holds the group.streams.* settings of streams groups
+	// (KIP-1071); zero fields take Kafka's defaults.
+	Streams streamsgroup.Config
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -119,6 +129,7 @@ func (c *Config) withDefaults() (Config, error) {
 	if !validAssignor(cfg.DefaultAssignor) {
 		return cfg, fmt.Errorf("group: unknown default assignor %q", cfg.DefaultAssignor)
 	}
+	cfg.Streams = cfg.Streams.WithDefaults()
 	if cfg.Random == nil {
 		cfg.Random = func(b []byte) { _, _ = rand.Read(b) }
 	}

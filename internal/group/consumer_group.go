@@ -216,17 +216,30 @@ func (c *consumerGroup) preferredAssignor(def string) string {
 // validateFetch checks the member id and epoch of an OffsetFetch v9+. An
 // admin fetch carries neither.
 func (c *consumerGroup) validateFetch(memberID *string, epoch int32) int16 {
+	return validateMemberFetch(memberID, epoch, func(id string) (int32, bool) {
+		m := c.members[id]
+		if m == nil {
+			return 0, false
+		}
+		return m.epoch, true
+	})
+}
+
+// validateMemberFetch checks the member id and epoch of an OffsetFetch
+// v9+ against a group whose members' epochs memberEpoch knows: an admin
+// fetch carries neither; a member must be known and at its epoch.
+func validateMemberFetch(memberID *string, epoch int32, memberEpoch func(string) (int32, bool)) int16 {
 	if memberID == nil && epoch < 0 {
 		return 0
 	}
 	if memberID == nil {
 		return kerr.UnknownMemberID.Code
 	}
-	m := c.members[*memberID]
-	if m == nil {
+	cur, ok := memberEpoch(*memberID)
+	if !ok {
 		return kerr.UnknownMemberID.Code
 	}
-	if epoch != m.epoch {
+	if epoch != cur {
 		return kerr.StaleMemberEpoch.Code
 	}
 	return 0

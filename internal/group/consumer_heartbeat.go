@@ -503,6 +503,9 @@ func (s *shard) flushConsumer(g *group) int16 {
 // convertToConsumer turns an empty classic group into a consumer group;
 // its offsets stay.
 func (s *shard) convertToConsumer(g *group) {
+	if g.streams != nil {
+		s.dropEmptyStreamsGroup(g)
+	}
 	if g.classic.protocolType != "" || g.classic.generation > 0 {
 		if err := s.append(g.id, []Record{encodeRecord(decodedRecord{kind: recClassicGroup, group: g.id})}); err != nil {
 			s.stats.appendErrors.Add(1)
@@ -538,6 +541,10 @@ func (s *shard) topicsChanged() {
 	now := s.now()
 	for _, g := range s.groups {
 		s.dropDeletedTopicOffsets(g)
+		if g.streams != nil {
+			s.streamsTopicsChanged(g)
+			continue
+		}
 		c := g.consumer
 		if c == nil || len(c.members) == 0 {
 			continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -92,8 +93,8 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		s := c.shardFor(dr.group)
 		if r.Transactional && dr.kind == recOffset && dr.offset != nil {
 			s.addPending(s.replayGroup(dr.group), r.ProducerID, dr.topic, dr.partition, dr.offset)
-		} else {
-			s.replay(dr)
+		} else if err := s.replay(dr); err != nil {
+			return fmt.Errorf("group %s: %w", dr.group, err)
 		}
 		n++
 		return nil
@@ -130,6 +131,16 @@ func (c *Coordinator) Close() {
 		}
 		c.wg.Wait()
 	})
+}
+
+// Serves reports whether the coordinator loaded and serves the groups of
+// a __consumer_offsets partition (Config.Partitions). A partition this
+// node came to lead after the coordinator was made is not served: its
+// groups are not loaded, and a request for one must not be answered as
+// if the group did not exist. The broker answers such requests
+// NOT_COORDINATOR until it has made a coordinator that loaded it.
+func (c *Coordinator) Serves(partition int32) bool {
+	return c.cfg.Partitions == nil || slices.Contains(c.cfg.Partitions, partition)
 }
 
 // Stats returns the cumulative event counters.

@@ -1,6 +1,7 @@
 // Package group is the broker's group coordinator: classic consumer groups
 // (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), consumer-protocol groups
-// (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe), committed
+// (KIP-848: ConsumerGroupHeartbeat, ConsumerGroupDescribe), streams groups
+// (KIP-1071: StreamsGroupHeartbeat, StreamsGroupDescribe), committed
 // offsets (OffsetCommit, OffsetFetch, OffsetDelete, and TxnOffsetCommit
 // inside transactions) and group administration (DescribeGroups,
 // ListGroups, DeleteGroups). It behaves like Apache Kafka's group
@@ -106,6 +107,22 @@
 // the member's are accepted for partitions it held at that epoch
 // (KIP-1251).
 //
+// # Streams groups
+//
+// A streams group's membership, topology and task assignment are
+// internal/streamsgroup's pure state machine (group.streams); this package
+// gives it its place in the id namespace, stores its values as records of
+// types 5 and 6, runs its session (Config.Streams.SessionTimeout) and
+// revocation timers, and reconfigures it when TopicsChanged is called.
+// StreamsGroupHeartbeat returns, beside the answer, the repartition and
+// changelog topics the group lacks, for the broker to create. Offsets of
+// a streams group are committed by members at their current epoch only
+// (OffsetCommit v9+; STALE_MEMBER_EPOCH, or ILLEGAL_GENERATION for
+// TxnOffsetCommit). Like consumer groups, an empty streams group gives
+// way to a JoinGroup or a ConsumerGroupHeartbeat, an empty group of
+// another protocol to a streams group, and a live one answers the other
+// protocols with INCONSISTENT_GROUP_PROTOCOL or GROUP_ID_NOT_FOUND.
+//
 // # Left out
 //
 //   - Online migration between protocols: an empty group switches protocol
@@ -114,7 +131,7 @@
 //     to a live classic group gets GROUP_ID_NOT_FOUND (Kafka can convert
 //     such groups member by member).
 //   - Rack-aware assignment: RackId is stored and described, not used.
-//   - Share groups and streams groups (other packages' business).
+//   - Share groups (another package's business).
 //   - Per-group configuration overrides (consumer.session.timeout.ms and
 //     friends as group configs): the Config values apply to every group.
 //   - Prometheus metrics: Stats exposes the counters for the broker to

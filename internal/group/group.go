@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"weir/internal/streamsgroup"
 )
 
 // group is everything the coordinator knows under one group id: either a
@@ -15,9 +17,13 @@ import (
 // belong to the id whatever its protocol.
 type group struct {
 	id       string
-	classic  *classicGroup  // non-nil for classic groups
-	consumer *consumerGroup // non-nil for consumer-protocol groups
-	offsets  map[string]map[int32]*offsetValue
+	classic  *classicGroup       // non-nil for classic groups
+	consumer *consumerGroup      // non-nil for consumer-protocol groups
+	streams  *streamsgroup.Group // non-nil for streams groups (KIP-1071)
+	// streamsEpoch is the streams group epoch last persisted, to count
+	// the bumps a call made.
+	streamsEpoch int32
+	offsets      map[string]map[int32]*offsetValue
 	// recorded is set while replaying if the group's own record (not just
 	// offsets) was stored.
 	recorded bool
@@ -34,9 +40,13 @@ func newClassicGroupEntry(id string) *group {
 const (
 	typeClassic  = "classic"
 	typeConsumer = "consumer"
+	typeStreams  = "streams"
 )
 
 func (g *group) typeName() string {
+	if g.streams != nil {
+		return typeStreams
+	}
 	if g.consumer != nil {
 		return typeConsumer
 	}
@@ -44,6 +54,9 @@ func (g *group) typeName() string {
 }
 
 func (g *group) stateName() string {
+	if g.streams != nil {
+		return g.streams.State()
+	}
 	if g.consumer != nil {
 		return g.consumer.state().String()
 	}
@@ -51,6 +64,9 @@ func (g *group) stateName() string {
 }
 
 func (g *group) protocolTypeName() string {
+	if g.streams != nil {
+		return typeStreams
+	}
 	if g.consumer != nil {
 		return consumerProtocolType
 	}
@@ -60,6 +76,9 @@ func (g *group) protocolTypeName() string {
 // isEmpty reports whether the group has no members, which is when it may
 // be deleted or change protocol.
 func (g *group) isEmpty() bool {
+	if g.streams != nil {
+		return len(g.streams.Members) == 0
+	}
 	if g.consumer != nil {
 		return len(g.consumer.members) == 0
 	}
@@ -73,6 +92,9 @@ const consumerProtocolType = "consumer"
 // subscribedTo reports whether the group's members consume topic, which
 // forbids deleting the topic's committed offsets.
 func (g *group) subscribedTo(topic string) bool {
+	if g.streams != nil {
+		return g.streams.SubscribedTo(topic)
+	}
 	if g.consumer != nil {
 		return g.consumer.subscribedTo(topic)
 	}

@@ -49,6 +49,13 @@ func NotCoordinated(body kmsg.Request, coordinates func(group string) bool) (res
 		out := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		out.ErrorCode = code
 		return out, true
+	case *kmsg.StreamsGroupHeartbeatRequest:
+		if coordinates(r.Group) {
+			return nil, false
+		}
+		out := r.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+		out.ErrorCode = code
+		return out, true
 	case *kmsg.OffsetDeleteRequest:
 		if coordinates(r.Group) {
 			return nil, false

@@ -63,6 +63,8 @@ func (s *shard) offsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitRe
 		default:
 			code = kerr.IllegalGeneration.Code
 		}
+	} else if g.streams != nil {
+		code = validateStreamsCommit(g.streams, req.MemberID, req.Generation, req.Version)
 	} else if g.consumer != nil {
 		code, check = s.validateConsumerCommit(g, req)
 	} else {
@@ -266,6 +268,12 @@ func (s *shard) offsetFetch(version int16, requireStable bool, rg *kmsg.OffsetFe
 			return out
 		}
 	}
+	if g != nil && g.streams != nil && version >= 9 {
+		if code := validateStreamsFetch(g.streams, rg.MemberID, rg.MemberEpoch); code != 0 {
+			out.ErrorCode = code
+			return out
+		}
+	}
 	if rg.Topics == nil {
 		if g == nil {
 			return out
@@ -441,7 +449,7 @@ func (s *shard) expireOffsets() {
 // the time an offset's retention counts from.
 func (g *group) expiryBase() (ok bool, base func(*offsetValue) int64) {
 	fromCommit := func(v *offsetValue) int64 { return v.commitMs }
-	if g.consumer != nil {
+	if g.consumer != nil || g.streams != nil {
 		return true, fromCommit
 	}
 	cg := g.classic

@@ -23,6 +23,11 @@ import (
 //	type 2 consumer group        key: group
 //	type 3 consumer group member key: group, member id
 //	type 4 consumer group regex  key: group, regex
+//	type 5 streams group         key: group
+//	type 6 streams group member  key: group, member id
+//
+// The values of types 5 and 6 are internal/streamsgroup's own encoding,
+// carried as one byte string after the value version.
 
 const (
 	recOffset         int16 = 0
@@ -32,6 +37,8 @@ const (
 	// recConsumerRegex: what a subscription regex of a consumer group
 	// resolved to (Kafka's ConsumerGroupRegularExpression record).
 	recConsumerRegex int16 = 4
+	recStreamsGroup  int16 = 5
+	recStreamsMember int16 = 6
 	// recShareGroup: a share group exists (key: group; value: the value
 	// version alone). The broker's share coordinator writes and reads
 	// these; this package keeps them apart from its own groups.
@@ -144,10 +151,14 @@ type decodedRecord struct {
 	consumer *consumerGroupValue
 	cmember  *consumerMemberValue
 	resolved *regexValue
+	// streams groups: streamsgroup's encoded values
+	sgroup  []byte
+	smember []byte
 }
 
 func (r decodedRecord) tombstone() bool {
-	return r.offset == nil && r.classic == nil && r.consumer == nil && r.cmember == nil && r.resolved == nil
+	return r.offset == nil && r.classic == nil && r.consumer == nil && r.cmember == nil && r.resolved == nil &&
+		r.sgroup == nil && r.smember == nil
 }
 
 // encodeRecord is the inverse of decodeRecord.
@@ -159,7 +170,7 @@ func encodeRecord(r decodedRecord) Record {
 	case recOffset:
 		k.str(r.topic)
 		k.i32(r.partition)
-	case recConsumerMember:
+	case recConsumerMember, recStreamsMember:
 		k.str(r.member)
 	case recConsumerRegex:
 		k.str(r.regex)
@@ -186,6 +197,10 @@ func encodeRecord(r decodedRecord) Record {
 			v.str(t)
 		}
 		v.i64(r.resolved.resolvedMs)
+	case r.sgroup != nil:
+		v.bytes(r.sgroup)
+	case r.smember != nil:
+		v.bytes(r.smember)
 	}
 	rec.Value = v.b
 	return rec
@@ -274,8 +289,8 @@ func decodeRecord(key, value []byte) (decodedRecord, error) {
 	case recOffset:
 		r.topic = k.str()
 		r.partition = k.i32()
-	case recClassicGroup, recConsumerGroup:
-	case recConsumerMember:
+	case recClassicGroup, recConsumerGroup, recStreamsGroup:
+	case recConsumerMember, recStreamsMember:
 		r.member = k.str()
 	case recConsumerRegex:
 		r.regex = k.str()
@@ -316,6 +331,10 @@ func decodeRecord(key, value []byte) (decodedRecord, error) {
 		}
 		rv.resolvedMs = d.i64()
 		r.resolved = rv
+	case recStreamsGroup:
+		r.sgroup = nonNil(d.bytes())
+	case recStreamsMember:
+		r.smember = nonNil(d.bytes())
 	}
 	if err := d.done(); err != nil {
 		return decodedRecord{}, fmt.Errorf("group: record value (type %d): %w", r.kind, err)
@@ -445,4 +464,12 @@ func ShareGroupOf(key, value []byte) (group string, exists, ok bool) {
 		return "", false, false
 	}
 	return group, value != nil, true
+}
+
+// nonNil keeps a present but empty value apart from a tombstone.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }

@@ -39,6 +39,10 @@ func sampleRecords() []decodedRecord {
 		{kind: recConsumerRegex, group: "cg", regex: "x.*", resolved: &regexValue{topics: []string{"xa", "xb"}, resolvedMs: 1767225600000}},
 		{kind: recConsumerRegex, group: "cg", regex: "none", resolved: &regexValue{resolvedMs: 1}},
 		{kind: recConsumerRegex, group: "cg", regex: "x.*"},
+		{kind: recStreamsGroup, group: "sg", sgroup: []byte("\x00{\"epoch\":2}")},
+		{kind: recStreamsGroup, group: "sg"},
+		{kind: recStreamsMember, group: "sg", member: "m", smember: []byte("\x00{}")},
+		{kind: recStreamsMember, group: "sg", member: "m"},
 	}
 }
 

@@ -21,7 +21,7 @@ func (s *shard) replayGroup(id string) *group {
 func (s *shard) replayConsumerGroup(id string) *consumerGroup {
 	g := s.replayGroup(id)
 	if g.consumer == nil {
-		g.classic = nil
+		g.classic, g.streams = nil, nil
 		g.consumer = newConsumerGroup()
 	}
 	return g.consumer
@@ -34,9 +34,11 @@ func (s *shard) forgetIfBare(g *group) {
 	}
 }
 
-func (s *shard) replay(r decodedRecord) {
+func (s *shard) replay(r decodedRecord) error {
 	g := s.groups[r.group]
 	switch r.kind {
+	case recStreamsGroup, recStreamsMember:
+		return s.replayStreams(r)
 	case recOffset:
 		if r.offset == nil {
 			if g != nil {
@@ -44,7 +46,7 @@ func (s *shard) replay(r decodedRecord) {
 				s.dropPending(g, r.topic, r.partition)
 				s.forgetIfBare(g)
 			}
-			return
+			return nil
 		}
 		r.offset.seq = s.nextSeq()
 		s.replayGroup(r.group).setOffset(r.topic, r.partition, r.offset)
@@ -55,10 +57,10 @@ func (s *shard) replay(r decodedRecord) {
 				g.recorded = false
 				s.forgetIfBare(g)
 			}
-			return
+			return nil
 		}
 		g = s.replayGroup(r.group)
-		g.consumer = nil
+		g.consumer, g.streams = nil, nil
 		g.classic = classicFromValue(r.classic)
 		g.recorded = true
 	case recConsumerGroup:
@@ -69,7 +71,7 @@ func (s *shard) replay(r decodedRecord) {
 				g.recorded = false
 				s.forgetIfBare(g)
 			}
-			return
+			return nil
 		}
 		c := s.replayConsumerGroup(r.group)
 		c.epoch = r.consumer.epoch
@@ -80,7 +82,7 @@ func (s *shard) replay(r decodedRecord) {
 			if g != nil && g.consumer != nil {
 				delete(g.consumer.members, r.member)
 			}
-			return
+			return nil
 		}
 		c := s.replayConsumerGroup(r.group)
 		c.members[r.member] = s.memberFromValue(r.group, r.member, r.cmember)
@@ -90,7 +92,7 @@ func (s *shard) replay(r decodedRecord) {
 			if g != nil && g.consumer != nil {
 				delete(g.consumer.regexes, r.regex)
 			}
-			return
+			return nil
 		}
 		c := s.replayConsumerGroup(r.group)
 		at := time.UnixMilli(r.resolved.resolvedMs)
@@ -99,6 +101,7 @@ func (s *shard) replay(r decodedRecord) {
 			c.regexesAt = at
 		}
 	}
+	return nil
 }
 
 func classicFromValue(v *classicGroupValue) *classicGroup {
@@ -183,6 +186,10 @@ func (s *shard) loaded() {
 			for _, m := range cg.members {
 				s.rescheduleClassicHeartbeat(g, m)
 			}
+			continue
+		}
+		if g.streams != nil {
+			s.streamsLoaded(g)
 			continue
 		}
 		c := g.consumer

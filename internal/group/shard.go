@@ -141,6 +141,8 @@ const (
 	timerConsumerSession
 	timerConsumerRebalance
 	timerOffsetExpiry
+	timerStreamsSession
+	timerStreamsRebalance
 )
 
 type timerKey struct {

@@ -18,8 +18,11 @@ type Stats struct {
 	// ConsumerEpochBumps counts consumer-group epoch increments, each of
 	// which computes a new target assignment.
 	ConsumerEpochBumps uint64
+	// StreamsEpochBumps counts streams-group epoch increments, each of
+	// which computes a new task assignment.
+	StreamsEpochBumps uint64
 	// MembersExpired counts members removed because their session timed
-	// out (classic and consumer).
+	// out (classic, consumer and streams).
 	MembersExpired uint64
 	// OffsetsCommitted counts committed partitions.
 	OffsetsCommitted uint64
@@ -32,6 +35,7 @@ type Stats struct {
 type stats struct {
 	classicRebalances  atomic.Uint64
 	consumerEpochBumps atomic.Uint64
+	streamsEpochBumps  atomic.Uint64
 	membersExpired     atomic.Uint64
 	offsetsCommitted   atomic.Uint64
 	offsetsExpired     atomic.Uint64
@@ -42,6 +46,7 @@ func (s *stats) snapshot() Stats {
 	return Stats{
 		ClassicRebalances:  s.classicRebalances.Load(),
 		ConsumerEpochBumps: s.consumerEpochBumps.Load(),
+		StreamsEpochBumps:  s.streamsEpochBumps.Load(),
 		MembersExpired:     s.membersExpired.Load(),
 		OffsetsCommitted:   s.offsetsCommitted.Load(),
 		OffsetsExpired:     s.offsetsExpired.Load(),

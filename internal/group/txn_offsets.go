@@ -203,6 +203,10 @@ func (s *shard) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffse
 	case g == nil:
 		// A producer committing for a consumer that manages its own
 		// partitions: a simple group holds the offsets.
+	case g.streams != nil:
+		if code := validateStreamsTxnCommit(g.streams, req); code != 0 {
+			return failAll(code)
+		}
 	case g.consumer != nil:
 		var code int16
 		code, check = s.validateConsumerTxnCommit(g, req)

@@ -30,7 +30,8 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
 
 /**
- * A Kafka Streams word count under processing.guarantee=exactly_once_v2 (group.protocol=classic):
+ * A Kafka Streams word count under processing.guarantee=exactly_once_v2 (group.protocol classic,
+ * or streams where a test asks for it):
  * records keyed by their sequence number carry a word; the topology re-keys them by word (a
  * repartition topic), counts per word in a state store (its changelog) and writes every count
  * update to the output topic. With the record cache off each update is written, so exactly once
@@ -59,6 +60,21 @@ final class StreamsEos {
     }
 
     static KafkaStreams start(Topology topology, String app, Path stateDir, int replication) {
+        return start(topology, app, stateDir, replication, "classic");
+    }
+
+    /**
+     * Starts the application with group.protocol classic (its consumers in a classic group,
+     * the leader assigning tasks) or streams (KIP-1071: the broker assigns tasks and creates
+     * the internal topics).
+     */
+    static KafkaStreams start(Topology topology, String app, Path stateDir, int replication, String groupProtocol) {
+        return start(topology, app, stateDir, replication, groupProtocol, Map.of());
+    }
+
+    /** start with extra Streams configs (application.server and the like). */
+    static KafkaStreams start(Topology topology, String app, Path stateDir, int replication, String groupProtocol,
+            Map<String, Object> extra) {
         Properties p = new Properties();
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, app);
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, Compat.bootstrap());
@@ -67,8 +83,13 @@ final class StreamsEos {
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, replication);
-        p.put(StreamsConfig.consumerPrefix(ConsumerConfig.GROUP_PROTOCOL_CONFIG), "classic");
-        p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 6000);
+        if (groupProtocol.equals("streams")) {
+            p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+        } else {
+            p.put(StreamsConfig.consumerPrefix(ConsumerConfig.GROUP_PROTOCOL_CONFIG), "classic");
+            p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 6000);
+        }
+        p.putAll(extra);
         KafkaStreams s = new KafkaStreams(topology, p);
         s.start();
         Compat.eventually(Duration.ofSeconds(90),
