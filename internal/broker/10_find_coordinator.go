@@ -2,14 +2,13 @@ package broker
 
 import (
 	"context"
-	"encoding/base64"
-	"fmt"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/server"
+	"weir/internal/share"
 )
 
 // FindCoordinator v0-6 (v4+ batches keys). A group (key type 0) is
@@ -93,40 +92,13 @@ func (b *Broker) endpointOf(node int32, listener string) (string, int32, bool) {
 // shareKeyLeader finds the leader of the partition a share key
 // ("group:topicId:partition") names, or -1.
 func (b *Broker) shareKeyLeader(key string) int32 {
-	i := strings.LastIndexByte(key, ':')
-	if i < 0 {
-		return -1
-	}
-	j := strings.LastIndexByte(key[:i], ':')
-	if j < 0 {
-		return -1
-	}
-	n, ok := parseNodeID(key[i+1:])
-	if !ok {
-		return -1
-	}
-	id, err := parseUUID(key[j+1 : i])
+	k, err := share.ParseCoordinatorKey(key)
 	if err != nil {
 		return -1
 	}
-	s, ok := b.image().Partition(id, n)
+	s, ok := b.image().Partition(k.TopicID, k.Partition)
 	if !ok {
 		return -1
 	}
 	return s.Leader()
-}
-
-// parseUUID decodes a Kafka UUID as it prints one: 22 characters of
-// unpadded URL-safe base64.
-func parseUUID(s string) ([16]byte, error) {
-	var id [16]byte
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return id, err
-	}
-	if len(raw) != 16 {
-		return id, fmt.Errorf("broker: a topic id has 16 bytes, not %d", len(raw))
-	}
-	copy(id[:], raw)
-	return id, nil
 }

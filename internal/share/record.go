@@ -1,11 +1,14 @@
 package share
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/bits"
+	"strconv"
+	"strings"
 )
 
 // RecordKind tells a snapshot from a delta.
@@ -401,4 +404,31 @@ func (p *Partition) apply(rec *StateRecord) {
 		p.overwrite(b)
 	}
 	p.moveStart(rec.StartOffset)
+}
+
+// ParseCoordinatorKey reads a share coordinator key as FindCoordinator
+// carries it (key type 2): "group:topicId:partition", the topic id in
+// Kafka's printed form (22 characters of unpadded URL-safe base64). The
+// group may itself hold colons; the last two fields are the topic id
+// and the partition.
+func ParseCoordinatorKey(key string) (StateKey, error) {
+	i := strings.LastIndexByte(key, ':')
+	if i < 0 {
+		return StateKey{}, fmt.Errorf("share: coordinator key %q is not group:topicId:partition", key)
+	}
+	j := strings.LastIndexByte(key[:i], ':')
+	if j < 0 {
+		return StateKey{}, fmt.Errorf("share: coordinator key %q is not group:topicId:partition", key)
+	}
+	n, err := strconv.ParseInt(key[i+1:], 10, 32)
+	if err != nil || n < 0 {
+		return StateKey{}, fmt.Errorf("share: coordinator key %q: bad partition", key)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(key[j+1 : i])
+	if err != nil || len(raw) != 16 {
+		return StateKey{}, fmt.Errorf("share: coordinator key %q: bad topic id", key)
+	}
+	k := StateKey{Group: key[:j], Partition: int32(n)}
+	copy(k.TopicID[:], raw)
+	return k, nil
 }
