@@ -8,9 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/admission"
-	"weir/internal/config"
 	"weir/internal/feature"
-	"weir/internal/kraft"
+	"weir/internal/internaltopics"
 	"weir/internal/server"
 	"weir/internal/streamsgroup"
 )
@@ -45,23 +44,7 @@ var _ = register(handler{key: 88, min: 0, max: 0, serve: groupCall(func(b *Broke
 		return resp, nil
 	}
 	for _, t := range create {
-		b.autoTopics.EnsureAsync(b.streamsInternalTopic(t))
+		b.autoTopics.EnsureAsync(internaltopics.Streams(b.settings(), t))
 	}
 	return resp, nil
 })})
-
-// streamsInternalTopic is how a streams group's repartition or changelog
-// topic is created: the partitions and configs the topology asks for,
-// default.replication.factor replicas unless it names a factor.
-func (b *Broker) streamsInternalTopic(t streamsgroup.NewTopic) kraft.InternalTopic {
-	rf := t.ReplicationFactor
-	if rf <= 0 {
-		rf = int16(b.settings().Int(config.DefaultReplicationFactor))
-	}
-	configs := make(map[string]string, len(t.Configs))
-	for _, c := range t.Configs {
-		configs[c.Key] = c.Value
-	}
-	return kraft.InternalTopic{Name: t.Name, Partitions: t.Partitions, ReplicationFactor: rf,
-		Configs: func(int16) map[string]string { return configs }}
-}

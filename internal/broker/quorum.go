@@ -11,9 +11,9 @@ import (
 
 	"weir/internal/config"
 	"weir/internal/controller"
+	"weir/internal/internaltopics"
 	"weir/internal/kraft"
 	"weir/internal/metadata"
-	"weir/internal/sharestate"
 )
 
 // QuorumConfig says how the broker takes part in the metadata quorum
@@ -214,50 +214,14 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 // ensureOffsetsTopicAsync starts creating __consumer_offsets unless a
 // creation is under way.
 func (b *Broker) ensureOffsetsTopicAsync() {
-	b.autoTopics.EnsureAsync(b.internalTopic(offsetsTopic, b.cfg.OffsetsPartitions))
+	b.autoTopics.EnsureAsync(internaltopics.Group(b.settings(), offsetsTopic, b.cfg.OffsetsPartitions))
 }
 
 // ensureInternalTopic creates an internal topic through the controller
 // unless it exists, and waits until the registry has it
 // (kraft.AutoTopicCreationManager).
 func (b *Broker) ensureInternalTopic(ctx context.Context, name string, partitions int32) error {
-	return b.autoTopics.Ensure(ctx, b.internalTopic(name, partitions))
-}
-
-// minSegmentBytes is segment.bytes' lower bound: the broker settings for
-// the internal topics' segments accept less, as Kafka's do.
-const minSegmentBytes = 1 << 20
-
-// internalTopic is how __consumer_offsets and __share_group_state are
-// created: offsets.topic.replication.factor replicas (at most the active
-// brokers) and Kafka's topic configs: __consumer_offsets compacted, with
-// offsets.topic.segment.bytes segments; __share_group_state with
-// cleanup.policy=delete (KIP-932: its coordinator trims it, and
-// compaction would keep a key's latest delta without the snapshot it
-// applies to) and, unlike Kafka, no time retention, since weir's
-// coordinator does not rewrite the snapshots of idle share partitions;
-// with three or more replicas it takes min.insync.replicas 2, Kafka's
-// share.coordinator.state.topic.min.isr.
-func (b *Broker) internalTopic(name string, partitions int32) kraft.InternalTopic {
-	s := b.settings()
-	configs := func(rf int16) map[string]string {
-		if name != sharestate.Topic {
-			return map[string]string{
-				"cleanup.policy": "compact",
-				"segment.bytes":  itoa(max(s.Int(config.OffsetsTopicSegmentBytes), minSegmentBytes)),
-			}
-		}
-		c := map[string]string{
-			"cleanup.policy": "delete",
-			"retention.ms":   "-1",
-			"segment.bytes":  itoa(max(s.Int(config.ShareStateSegmentBytes), minSegmentBytes)),
-		}
-		if rf >= 3 {
-			c["min.insync.replicas"] = "2"
-		}
-		return c
-	}
-	return kraft.InternalTopic{Name: name, Partitions: partitions, ReplicationFactor: int16(s.Int(config.OffsetsTopicReplication)), Configs: configs}
+	return b.autoTopics.Ensure(ctx, internaltopics.Group(b.settings(), name, partitions))
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -3,13 +3,12 @@ package broker
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/clock"
 	"weir/internal/config"
-	"weir/internal/kraft"
+	"weir/internal/internaltopics"
 	wlog "weir/internal/log"
 	"weir/internal/producer"
 	"weir/internal/server"
@@ -133,26 +132,9 @@ func (b *Broker) txnLeadershipChanged() {
 func (b *Broker) txnCoordinatorNode(id string) int32 {
 	node, exists := b.txn.CoordinatorNode(id)
 	if !exists {
-		b.autoTopics.EnsureAsync(b.txnInternalTopic())
+		b.autoTopics.EnsureAsync(internaltopics.Transactions(b.settings()))
 	}
 	return node
-}
-
-// txnInternalTopic is __transaction_state as Kafka creates it:
-// transaction.state.log.num.partitions partitions,
-// transaction.state.log.replication.factor replicas (at most the active
-// brokers), min.insync.replicas transaction.state.log.min.isr (at most
-// the replication factor), compacted.
-func (b *Broker) txnInternalTopic() kraft.InternalTopic {
-	s := b.settings()
-	configs := func(rf int16) map[string]string {
-		c := coordinator.TopicConfigs()
-		c["min.insync.replicas"] = strconv.Itoa(int(min(s.Int(config.TransactionStateMinISR), int32(rf))))
-		c["segment.bytes"] = strconv.Itoa(int(s.Int(config.TransactionStateSegmentBytes)))
-		return c
-	}
-	return kraft.InternalTopic{Name: txnTopic, Partitions: s.Int(config.TransactionStatePartitions),
-		ReplicationFactor: int16(s.Int(config.TransactionStateReplication)), Configs: configs}
 }
 
 // verifyProduce verifies a transactional Produce request's batches with
