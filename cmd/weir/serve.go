@@ -352,6 +352,9 @@ func brokerConfig(s *config.Broker) broker.Config {
 	}
 	cfg.Group.MinSessionTimeout = s.Millis(config.GroupMinSessionTimeout)
 	cfg.Group.MaxSessionTimeout = s.Millis(config.GroupMaxSessionTimeout)
+	cfg.Group.MaxGroupSize = int(s.Int(config.GroupMaxSize))
+	cfg.Group.ConsumerSessionTimeout = s.Millis(config.GroupConsumerSession)
+	cfg.Group.ConsumerHeartbeatInterval = s.Millis(config.GroupConsumerHeartbeat)
 	cfg.Group.Streams.SessionTimeout = s.Millis(config.GroupStreamsSession)
 	cfg.Group.Streams.HeartbeatInterval = s.Millis(config.GroupStreamsHeartbeat)
 	cfg.Group.Streams.NumStandbyReplicas = int(s.Int(config.GroupStreamsStandbys))

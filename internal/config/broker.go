@@ -115,6 +115,9 @@ func (b *Broker) resolve() error {
 	ret := b.topicDefault(RetentionMs).i
 	req(ret >= 1 || ret == -1, "log.retention.ms", "log.retention.ms must be unlimited (-1) or, greater than or equal to 1")
 	req(len(b.LogDirs()) > 0, LogDirs, "At least one log directory must be defined via log.dirs or log.dir.")
+	for _, g := range [][2]string{{GroupConsumerHeartbeat, GroupConsumerSession}, {GroupStreamsHeartbeat, GroupStreamsSession}} {
+		req(b.mustValue(g[0]).i < b.mustValue(g[1]).i, g[0], g[0]+" must be less than "+g[1])
+	}
 	if err := b.parseListeners(); err != nil {
 		errs = append(errs, err)
 	} else {

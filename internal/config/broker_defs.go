@@ -21,6 +21,9 @@ const (
 	GroupInitialRebalance     = "group.initial.rebalance.delay.ms"
 	GroupMinSessionTimeout    = "group.min.session.timeout.ms"
 	GroupMaxSessionTimeout    = "group.max.session.timeout.ms"
+	GroupMaxSize              = "group.max.size"
+	GroupConsumerSession      = "group.consumer.session.timeout.ms"
+	GroupConsumerHeartbeat    = "group.consumer.heartbeat.interval.ms"
 	GroupStreamsSession       = "group.streams.session.timeout.ms"
 	GroupStreamsHeartbeat     = "group.streams.heartbeat.interval.ms"
 	GroupStreamsStandbys      = "group.streams.num.standby.replicas"
@@ -130,6 +133,9 @@ var coreBrokerDefs = []Def{
 	{Name: GroupInitialRebalance, Type: Int, Default: "3000", Support: Honoured, Doc: "How long the first rebalance of an empty classic group waits for more members."},
 	{Name: GroupMinSessionTimeout, Type: Int, Default: "6000", Support: Honoured, Doc: "Smallest session timeout a classic group member may ask for."},
 	{Name: GroupMaxSessionTimeout, Type: Int, Default: "1800000", Support: Honoured, Doc: "Largest session timeout a classic group member may ask for."},
+	{Name: GroupMaxSize, Type: Int, Default: "2147483647", valid: atLeast(1), Support: Honoured, Doc: "Most members a classic or consumer group may have (GROUP_MAX_SIZE_REACHED beyond)."},
+	{Name: GroupConsumerSession, Type: Int, Default: "45000", valid: atLeast(1), Support: Honoured, Doc: "How long a consumer group (KIP-848) member may go without a heartbeat before it is removed."},
+	{Name: GroupConsumerHeartbeat, Type: Int, Default: "5000", valid: atLeast(1), Support: Honoured, Doc: "How often consumer group (KIP-848) members heartbeat."},
 	{Name: GroupStreamsSession, Type: Int, Default: "45000", valid: atLeast(1), Support: Honoured, Doc: "How long a streams group member may go without a heartbeat before it is removed."},
 	{Name: GroupStreamsHeartbeat, Type: Int, Default: "5000", valid: atLeast(1), Support: Honoured, Doc: "How often streams group members heartbeat."},
 	{Name: GroupStreamsStandbys, Type: Int, Default: "0", valid: atLeast(0), Support: Honoured, Doc: "Standby replicas of each stateful task the streams group assignor places on other processes."},
