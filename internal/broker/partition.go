@@ -35,7 +35,9 @@ type partition struct {
 	// in the high 32 bits), for answers that name both (KIP-951 hints).
 	leadership atomic.Int64
 	hw         atomic.Int64
-	null       nullstore.Partition // NullStorage: offsets handed out, the batch fetches repeat
+	// null is, in NullStorage mode only, the offsets handed out and the
+	// batch fetches repeat; nil otherwise.
+	null *nullstore.Partition
 
 	// producers is the idempotent-producer state, touched only inside the
 	// log's append hooks (see internal/producer).
