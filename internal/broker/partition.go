@@ -80,8 +80,11 @@ func (p *partition) Unwatch(m fetchsession.Mark) {
 	p.wmu.Lock()
 	if w := p.watchers; w != nil {
 		if i := slices.Index(w.marks, m); i >= 0 {
+			// The slot left past the end is cleared: a mark kept there
+			// would keep its closed session, and all its entries, alive.
 			last := len(w.marks) - 1
 			w.marks[i] = w.marks[last]
+			w.marks[last] = fetchsession.Mark{}
 			w.marks = w.marks[:last]
 		}
 		p.dropIfEmptyLocked()
