@@ -95,7 +95,7 @@ func (r *Replica) leaderLEOChanged() bool {
 	if r.ls == nil {
 		return false
 	}
-	r.ls.minISR = int(r.minISR.Load())
+	r.ls.minISR = r.minISR.Load()
 	r.ls.noteLEO(leo, r.lastFetch)
 	moved := r.ls.advanceHW(leo, r.now())
 	r.afterHWLocked(moved)
@@ -250,7 +250,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	r.mu.Lock()
 	r.ls.follower(f.ReplicaID).update(f.FetchOffset, leo, f.BrokerEpoch, now)
 	change := r.ls.maybeExpand(f.ReplicaID)
-	r.ls.minISR = int(r.minISR.Load())
+	r.ls.minISR = r.minISR.Load()
 	moved := r.ls.advanceHW(r.log.EndOffset(), now)
 	r.afterHWLocked(moved)
 	res.HighWatermark = r.ls.hw

@@ -121,6 +121,10 @@ type Env struct {
 	// Now is the clock for lag decisions; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+
+	// rules are LocalID and the settings above as every leaderState of
+	// the broker reads them, made by NewEnv.
+	rules *leaderRules
 }
 
 // NewEnv returns e with its defaults filled: DefaultMaxLag, time.Now, a
@@ -135,6 +139,7 @@ func NewEnv(e Env) *Env {
 	if e.Logger == nil {
 		e.Logger = slog.New(slog.DiscardHandler)
 	}
+	e.rules = &leaderRules{self: e.LocalID, maxLag: e.MaxLag, eligible: e.Eligible, holdUnderMinISR: e.HoldHWUnderMinISR}
 	return &e
 }
 
@@ -258,8 +263,11 @@ func (r *Replica) Stats() Stats {
 // value, clamped into the log).
 func Open(l *wlog.Log, hw int64, cfg Config) (*Replica, error) {
 	env := cfg.Env
-	if env == nil {
+	switch {
+	case env == nil:
 		env = defaultEnv
+	case env.rules == nil: // not made by NewEnv: this replica's own
+		env = NewEnv(*env)
 	}
 	r := &Replica{env: env, owner: cfg.Owner, ident: unique.Make(identity{cfg.Topic, cfg.TopicID}), partition: cfg.Partition,
 		log: l, leader: -1, leaderEpoch: -1, partitionEpoch: -1, fetchLeader: -1}
@@ -449,10 +457,8 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 	}
 	r.role, r.leader, r.leaderEpoch, r.partitionEpoch = RoleLeader, st.Leader, st.LeaderEpoch, st.PartitionEpoch
 	r.mu.Lock()
-	r.ls = newLeaderState(r.env.LocalID, st, leo, r.hw.Load(), now, r.env.MaxLag)
-	r.ls.eligible = r.env.Eligible
-	r.ls.holdUnderMinISR = r.env.HoldHWUnderMinISR
-	r.ls.minISR = int(r.minISR.Load())
+	r.ls = newLeaderState(r.env.rules, st, leo, r.hw.Load(), now)
+	r.ls.minISR = r.minISR.Load()
 	moved := r.ls.advanceHW(leo, now)
 	r.afterHWLocked(moved)
 	r.wakeLocked()
