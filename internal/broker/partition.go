@@ -52,11 +52,16 @@ type partition struct {
 type watchers struct {
 	marks   []fetchsession.Mark // fetch sessions (internal/fetchsession)
 	waiters []*replica.Waiter   // parked ShareFetches
+	// inline holds marks while they fit: a led partition is watched by
+	// its followers' sessions, so the common case is one allocation.
+	inline [2]fetchsession.Mark
 }
 
 func (p *partition) watchersLocked() *watchers {
 	if p.watchers == nil {
-		p.watchers = &watchers{}
+		w := &watchers{}
+		w.marks = w.inline[:0]
+		p.watchers = w
 	}
 	return p.watchers
 }
@@ -72,6 +77,13 @@ func (p *partition) dropIfEmptyLocked() {
 func (p *partition) Watch(m fetchsession.Mark) {
 	p.wmu.Lock()
 	w := p.watchersLocked()
+	if n := len(w.marks); n == cap(w.marks) && n <= len(w.inline) {
+		// Out of inline, which keeps no copy.
+		grown := make([]fetchsession.Mark, n, 2*len(w.inline))
+		copy(grown, w.marks)
+		clear(w.inline[:])
+		w.marks = grown
+	}
 	w.marks = append(w.marks, m)
 	p.wmu.Unlock()
 }
@@ -86,6 +98,11 @@ func (p *partition) Unwatch(m fetchsession.Mark) {
 			w.marks[i] = w.marks[last]
 			w.marks[last] = fetchsession.Mark{}
 			w.marks = w.marks[:last]
+			if n := len(w.marks); n <= len(w.inline) && cap(w.marks) > len(w.inline) {
+				// Back into inline: the grown array is let go.
+				copy(w.inline[:], w.marks)
+				w.marks = w.inline[:n]
+			}
 		}
 		p.dropIfEmptyLocked()
 	}
