@@ -69,6 +69,9 @@ type leaderState struct {
 	hw             int64
 	// minISR is min.insync.replicas, for the KIP-966 rule (rules).
 	minISR int32
+	// hwCh is closed on high watermark, ISR or role changes; nil until
+	// an acks=all waiter needs it (Replica.waitChLocked).
+	hwCh chan struct{}
 }
 
 // leaderRules are what the leaderStates of a broker share (Env.rules):

@@ -186,25 +186,25 @@ type ISRChangeResult struct {
 // read-held across appends so an append is stamped with, and checked
 // against, one leader epoch.
 type Replica struct {
-	env       *Env
-	owner     any
-	ident     unique.Handle[identity] // topic name and id, shared by the topic's replicas
+	env   *Env
+	owner any
+	ident unique.Handle[identity] // topic name and id, shared by the topic's replicas
+	// cache is the leader-epoch cache. Its log is the replica's log (the
+	// checkpoint lives in the log's directory): the replica keeps no
+	// second pointer to it.
+	cache EpochCache
+	hw    atomic.Int64
+
+	mu sync.Mutex
+	ls *leaderState // nil unless leader; its hwCh wakes WaitForHW callers
+
+	roleMu      sync.RWMutex
+	role        Role
+	leader      int32
+	leaderEpoch int32
+
 	partition int32
 	minISR    atomic.Int32
-	log       *wlog.Log
-	cache     EpochCache
-
-	roleMu         sync.RWMutex
-	role           Role
-	leader         int32
-	leaderEpoch    int32
-	partitionEpoch int32
-
-	mu   sync.Mutex
-	ls   *leaderState  // nil unless leader
-	hwCh chan struct{} // closed on high watermark, ISR or role changes; nil until a waiter needs it
-
-	hw atomic.Int64
 
 	// fetchLeader is the leader whose fetcher has the replica (-1: none),
 	// guarded by the Manager's mu.
@@ -251,7 +251,7 @@ func (r *Replica) Stats() Stats {
 	r.mu.Unlock()
 	r.roleMu.RUnlock()
 	st.HighWatermark = r.hw.Load()
-	st.LogStartOffset, st.LogEndOffset = r.log.StartOffset(), r.log.EndOffset()
+	st.LogStartOffset, st.LogEndOffset = r.cache.log.StartOffset(), r.cache.log.EndOffset()
 	st.ISRShrinks, st.ISRExpands, st.Truncations = uint64(r.isrShrinks.Load()), uint64(r.isrExpands.Load()), uint64(r.truncations.Load())
 	return st
 }
@@ -270,7 +270,7 @@ func Open(l *wlog.Log, hw int64, cfg Config) (*Replica, error) {
 		env = NewEnv(*env)
 	}
 	r := &Replica{env: env, owner: cfg.Owner, ident: unique.Make(identity{cfg.Topic, cfg.TopicID}), partition: cfg.Partition,
-		log: l, leader: -1, leaderEpoch: -1, partitionEpoch: -1, fetchLeader: -1}
+		leader: -1, leaderEpoch: -1, fetchLeader: -1}
 	r.SetMinISR(cfg.MinISR)
 	cache := &r.cache
 	ok, err := cache.load(l)
@@ -350,7 +350,7 @@ func epochsFromLog(l *wlog.Log) ([]EpochEntry, error) {
 }
 
 // Log is the replica's log.
-func (r *Replica) Log() *wlog.Log { return r.log }
+func (r *Replica) Log() *wlog.Log { return r.cache.log }
 
 // EpochCache is the replica's leader-epoch cache.
 func (r *Replica) EpochCache() *EpochCache { return &r.cache }
@@ -432,7 +432,7 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 		return fmt.Errorf("%w: leader epoch %d, have %d", ErrStaleState, st.LeaderEpoch, r.leaderEpoch)
 	}
 	now := r.now()
-	leo := r.log.EndOffset()
+	leo := r.cache.log.EndOffset()
 	if r.role == RoleLeader && st.LeaderEpoch == r.leaderEpoch {
 		r.mu.Lock()
 		// An AlterPartition answer may already have brought the leader
@@ -442,7 +442,6 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 			r.roleMu.Unlock()
 			return nil
 		}
-		r.partitionEpoch = st.PartitionEpoch
 		r.ls.setAssignment(st, now)
 		moved := r.ls.advanceHW(leo, now)
 		r.afterHWLocked(moved)
@@ -455,8 +454,9 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 		r.roleMu.Unlock()
 		return err
 	}
-	r.role, r.leader, r.leaderEpoch, r.partitionEpoch = RoleLeader, st.Leader, st.LeaderEpoch, st.PartitionEpoch
+	r.role, r.leader, r.leaderEpoch = RoleLeader, st.Leader, st.LeaderEpoch
 	r.mu.Lock()
+	r.wakeLocked() // the previous epoch's waiters
 	r.ls = newLeaderState(r.env.rules, st, leo, r.hw.Load(), now)
 	r.ls.minISR = r.minISR.Load()
 	moved := r.ls.advanceHW(leo, now)
@@ -485,13 +485,13 @@ func (r *Replica) BecomeFollower(st PartitionState) error {
 		return fmt.Errorf("%w: leader epoch %d, have %d", ErrStaleState, st.LeaderEpoch, r.leaderEpoch)
 	}
 	changed := r.role != RoleFollower || r.leaderEpoch != st.LeaderEpoch || r.leader != st.Leader
-	r.role, r.leader, r.leaderEpoch, r.partitionEpoch = RoleFollower, st.Leader, st.LeaderEpoch, st.PartitionEpoch
+	r.role, r.leader, r.leaderEpoch = RoleFollower, st.Leader, st.LeaderEpoch
 	r.mu.Lock()
-	r.ls = nil
 	r.wakeLocked()
+	r.ls = nil
 	r.mu.Unlock()
 	if changed {
-		r.debug("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.log.EndOffset(), "hw", r.hw.Load())
+		r.debug("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.cache.log.EndOffset(), "hw", r.hw.Load())
 	}
 	return nil
 }
@@ -506,8 +506,8 @@ func (r *Replica) Stop() {
 	defer r.roleMu.Unlock()
 	r.role, r.leader = RoleNone, -1
 	r.mu.Lock()
-	r.ls = nil
 	r.wakeLocked()
+	r.ls = nil
 	r.mu.Unlock()
 }
 
@@ -525,22 +525,25 @@ func checkLeaderEpoch(requested, current int32) error {
 	}
 }
 
-// wakeLocked wakes every WaitForHW caller so they re-check. The channel
-// is made only when someone waits, so an append nobody waits on (acks=0
-// or 1) allocates nothing here. mu held.
+// wakeLocked wakes every WaitForHW caller so they re-check. Only a
+// leader has waiters (WaitForHW returns at once otherwise), so the
+// channel is its leaderState's, made only when someone waits: an append
+// nobody waits on (acks=0 or 1) allocates nothing here. Whatever replaces
+// or drops the leaderState wakes its waiters first. mu held.
 func (r *Replica) wakeLocked() {
-	if r.hwCh != nil {
-		close(r.hwCh)
-		r.hwCh = nil
+	if ls := r.ls; ls != nil && ls.hwCh != nil {
+		close(ls.hwCh)
+		ls.hwCh = nil
 	}
 }
 
-// waitChLocked returns the channel wakeLocked closes next. mu held.
+// waitChLocked returns the channel wakeLocked closes next. mu held, and
+// the replica leads.
 func (r *Replica) waitChLocked() chan struct{} {
-	if r.hwCh == nil {
-		r.hwCh = make(chan struct{})
+	if r.ls.hwCh == nil {
+		r.ls.hwCh = make(chan struct{})
 	}
-	return r.hwCh
+	return r.ls.hwCh
 }
 
 // afterHWLocked publishes a moved leader high watermark. mu held.
