@@ -87,9 +87,7 @@ type Log struct {
 	// free; appends and rolls never take it.
 	segMu sync.Mutex
 
-	mu       sync.Mutex
-	logStart int64
-	leo      int64
+	mu sync.Mutex
 	// hw is the latest high watermark noted (NoteHighWatermark), written
 	// with every checkpoint.
 	hw      atomic.Int64
@@ -113,9 +111,14 @@ type Log struct {
 // transactions, checkpoint and syncer bookkeeping. Its fields are
 // guarded by Log.mu unless noted.
 type body struct {
-	dir           string     // the partition directory, whole
-	segs          []*segment // copy-on-write: never modified in place
-	recoveryPoint int64      // as last written to the checkpoint file
+	dir  string     // the partition directory, whole
+	segs []*segment // copy-on-write: never modified in place
+	// logStart and leo are the log start and end offsets: both 0 in
+	// emptyBody (a never-written log is the empty log at offset 0; one
+	// started elsewhere has a body of its own).
+	logStart      int64
+	leo           int64
+	recoveryPoint int64 // as last written to the checkpoint file
 	// openHW is the high watermark the checkpoint held when the log was
 	// opened (-1: none).
 	openHW int64
@@ -840,6 +843,8 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if l.body == &emptyBody {
 		// Never written: nothing to drop; the directory and its first
 		// segment start at offset, as an append there would make them.
+		// The offsets are the log's own from now on, files or not.
+		l.materialize(now)
 		l.leo, l.logStart = offset, offset
 		return l.createLocked(now)
 	}
