@@ -35,7 +35,9 @@ type partition struct {
 	// in the high 32 bits), for answers that name both (KIP-951 hints).
 	leadership atomic.Int64
 	hw         atomic.Int64
-	null       nullstore.Partition // NullStorage: offsets handed out, the batch fetches repeat
+	// null is, in NullStorage mode only, the offsets handed out and the
+	// batch fetches repeat; nil otherwise.
+	null *nullstore.Partition
 
 	// producers is the idempotent-producer state, touched only inside the
 	// log's append hooks (see internal/producer).
@@ -50,11 +52,16 @@ type partition struct {
 type watchers struct {
 	marks   []fetchsession.Mark // fetch sessions (internal/fetchsession)
 	waiters []*replica.Waiter   // parked ShareFetches
+	// inline holds marks while they fit: a led partition is watched by
+	// its followers' sessions, so the common case is one allocation.
+	inline [2]fetchsession.Mark
 }
 
 func (p *partition) watchersLocked() *watchers {
 	if p.watchers == nil {
-		p.watchers = &watchers{}
+		w := &watchers{}
+		w.marks = w.inline[:0]
+		p.watchers = w
 	}
 	return p.watchers
 }
@@ -70,6 +77,13 @@ func (p *partition) dropIfEmptyLocked() {
 func (p *partition) Watch(m fetchsession.Mark) {
 	p.wmu.Lock()
 	w := p.watchersLocked()
+	if n := len(w.marks); n == cap(w.marks) && n <= len(w.inline) {
+		// Out of inline, which keeps no copy.
+		grown := make([]fetchsession.Mark, n, 2*len(w.inline))
+		copy(grown, w.marks)
+		clear(w.inline[:])
+		w.marks = grown
+	}
 	w.marks = append(w.marks, m)
 	p.wmu.Unlock()
 }
@@ -78,9 +92,17 @@ func (p *partition) Unwatch(m fetchsession.Mark) {
 	p.wmu.Lock()
 	if w := p.watchers; w != nil {
 		if i := slices.Index(w.marks, m); i >= 0 {
+			// The slot left past the end is cleared: a mark kept there
+			// would keep its closed session, and all its entries, alive.
 			last := len(w.marks) - 1
 			w.marks[i] = w.marks[last]
+			w.marks[last] = fetchsession.Mark{}
 			w.marks = w.marks[:last]
+			if n := len(w.marks); n <= len(w.inline) && cap(w.marks) > len(w.inline) {
+				// Back into inline: the grown array is let go.
+				copy(w.inline[:], w.marks)
+				w.marks = w.inline[:n]
+			}
 		}
 		p.dropIfEmptyLocked()
 	}

@@ -8,6 +8,7 @@ import (
 	"weir/internal/configadmin"
 	"weir/internal/kraft"
 	"weir/internal/metadata"
+	"weir/internal/nullstore"
 	"weir/internal/replica"
 )
 
@@ -221,6 +222,9 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 				stopped = append(stopped, p) // a placeholder
 			}
 			np, err := b.openPartition(t, i, cfg, true)
+			if err == nil && b.cfg.NullStorage {
+				np.null = new(nullstore.Partition)
+			}
 			if err == nil {
 				if err = b.openReplica(np, minISR); err != nil {
 					np.log.Close()

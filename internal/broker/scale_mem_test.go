@@ -23,7 +23,8 @@ import (
 // for real processes. A warm-up topic opens the connections and sessions
 // first, so the figure is the growth per hosted replica.
 // WEIR_HEAP_PARTITIONS sets the partitions (default 6,000, in topics of
-// 50); WEIR_HEAP_PROFILE names a file for a heap profile.
+// 50); WEIR_HEAP_PROFILE names a file for a heap profile (and, with
+// ".before" added, one taken before the partitions are created).
 //
 //	go test -run XXX -bench BenchmarkHostedReplicaHeap -benchtime 1x ./internal/broker
 func BenchmarkHostedReplicaHeap(b *testing.B) {
@@ -57,6 +58,7 @@ func BenchmarkHostedReplicaHeap(b *testing.B) {
 		create("warm", 3)
 		settle(b, tc)
 		before := liveHeap()
+		writeHeapProfile(b, ".before")
 		start := time.Now()
 		for i := 0; i < n/50; i++ {
 			create(fmt.Sprintf("t%d", i), 50)
@@ -66,14 +68,26 @@ func BenchmarkHostedReplicaHeap(b *testing.B) {
 		b.Logf("%d partitions created in %v, followers settled %v later", n/50*50, created.Round(time.Millisecond), (time.Since(start) - created).Round(time.Millisecond))
 		after := liveHeap()
 		b.ReportMetric(float64(after-before)/float64(3*(n/50)*50), "heap-B/hosted-replica")
-		if path := os.Getenv("WEIR_HEAP_PROFILE"); path != "" {
-			f, err := os.Create(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_ = pprof.WriteHeapProfile(f)
-			f.Close()
-		}
+		writeHeapProfile(b, "")
+	}
+}
+
+// writeHeapProfile writes a heap profile to WEIR_HEAP_PROFILE plus
+// suffix, when set: the one taken before the partitions are created
+// (".before") is the base for pprof -diff_base, which leaves what they
+// cost. GODEBUG=memprofilerate=1 makes the profiles exact.
+func writeHeapProfile(b *testing.B, suffix string) {
+	path := os.Getenv("WEIR_HEAP_PROFILE")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path + suffix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -19,6 +19,10 @@ import (
 // of every partition of a large cluster is the biggest).
 const maxResponseSize = 256 << 20
 
+// maxKeptRequestBuf is the largest request buffer a connection keeps for
+// its next request.
+const maxKeptRequestBuf = 64 << 10
+
 var errCorrelation = errors.New("kraft: response correlation id does not match")
 
 // kconn is one plaintext Kafka connection used by one goroutine at a
@@ -124,7 +128,13 @@ func (c *kconn) send(ctx context.Context, req kmsg.Request) (kmsg.Response, bool
 	id := c.nextID
 	c.nextID++
 	c.buf = c.fmt.AppendRequest(c.buf[:0], req, id)
-	if _, err := c.nc.Write(c.buf); err != nil {
+	_, err := c.nc.Write(c.buf)
+	if cap(c.buf) > maxKeptRequestBuf {
+		// A full follower fetch names every partition followed: its
+		// buffer is not kept for the idle requests that follow.
+		c.buf = nil
+	}
+	if err != nil {
 		return nil, true, c.ioErr(ctx, "write", err)
 	}
 	resp, err := readResponse(c.br, req, id)

@@ -101,7 +101,7 @@ func (l *Log) CleanerView() (CleanerView, error) {
 		HighWatermark: l.hw.Load(),
 		Truncations:   l.truncations,
 		TruncatedTo:   l.truncatedTo,
-		Config:        *l.cfg.Load(),
+		Config:        *l.cfg.Load().Config,
 	}
 	var views []view
 	for i, s := range l.segs {

@@ -192,7 +192,7 @@ func (l *Log) AppendMarker(m TxnMarker, opts AppendOptions) (AppendResult, error
 		return AppendResult{}, fmt.Errorf("%w: control type %d is not a transaction marker", kerr.InvalidRecord, int16(m.Type))
 	}
 	cfg := l.cfg.Load()
-	now := l.env.now()
+	now := l.env().now()
 	b := MarkerBatch(m.ProducerID, m.ProducerEpoch, m.Marker, now.UnixMilli())
 	info, err := ValidateBatch(b, nil, now)
 	if err != nil {

@@ -118,9 +118,11 @@
 // a shared empty body; its own body (segments, durability, transactions,
 // syncer bookkeeping) comes with the first append. Logs opened with one
 // Options.Env share their logger, clock and Syncer, logs with equal
-// settings share one Config, and a topic's logs share their directory's
-// prefix, so a never-written log costs 112 bytes of heap
-// (BenchmarkManyLogs, with an Env of its own: 160).
+// settings share one Config (and, with one Env, one pointer to it and the
+// Env, which a log holds as one field; a topic config change keeps them
+// shared), and a topic's logs share their directory's prefix, so a
+// never-written log costs 80 bytes of heap (BenchmarkManyLogs, with an
+// Env of its own: 160).
 //
 // # Concurrency
 //

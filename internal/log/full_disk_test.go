@@ -138,7 +138,7 @@ func TestFailedFsyncFailsWaiters(t *testing.T) {
 	defer l.Close()
 	var failing atomic.Bool
 	failing.Store(true)
-	l.env.fsync = func(f *os.File) error {
+	l.env().fsync = func(f *os.File) error {
 		if failing.Load() {
 			return &os.PathError{Op: "fsync", Path: f.Name(), Err: syscall.EIO}
 		}

@@ -55,7 +55,7 @@ func TestLazyOpenCreatesNothingAndStartsNoGoroutine(t *testing.T) {
 				t.Fatalf("%d lazy logs added %d goroutines", n, after-before)
 			}
 			for _, l := range logs {
-				if l.env.private && l.env.syncer.started {
+				if l.env().private && l.env().syncer.started {
 					t.Fatal("private syncer of a never-written lazy log was started")
 				}
 			}
@@ -267,7 +267,7 @@ func TestLazyExistingDirectoryRecovers(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "00000000000000000000.log")); err != nil {
 		t.Fatalf("existing directory not opened as usual: %v", err)
 	}
-	if l.env.private && !l.env.syncer.started {
+	if l.env().private && !l.env().syncer.started {
 		t.Fatal("private syncer not started for an existing directory")
 	}
 }

@@ -77,8 +77,9 @@ type Options struct {
 // detaches the log from it, waiting for a pass in progress.
 type Log struct {
 	name dirName // the partition directory, split so logs share its prefix
-	env  *Env
-	cfg  atomic.Pointer[Config] // shared with every log of the same settings
+	// cfg is the settings in force and the environment, shared with
+	// every log of the same settings and Env (Env.settingsOf).
+	cfg atomic.Pointer[settings]
 
 	// segMu serialises the changes that remove or rewrite closed
 	// segments (truncation, retention, DeleteRecords, the cleaner's swap,
@@ -86,14 +87,14 @@ type Log struct {
 	// free; appends and rolls never take it.
 	segMu sync.Mutex
 
-	mu       sync.Mutex
-	logStart int64
-	leo      int64
+	mu sync.Mutex
 	// hw is the latest high watermark noted (NoteHighWatermark), written
 	// with every checkpoint.
 	hw      atomic.Int64
 	closing bool // Close has started
 	closed  bool
+	// live is stored once the log has a body of its own (see body).
+	live atomic.Bool
 
 	// producers is Options.Producers.
 	producers ProducerState
@@ -103,7 +104,6 @@ type Log struct {
 	// nothing writes, and costs only the fields above; the first append
 	// gives it its own. live is stored once it has, so a reader without
 	// mu that sees live true sees that body.
-	live atomic.Bool
 	*body
 }
 
@@ -111,9 +111,14 @@ type Log struct {
 // transactions, checkpoint and syncer bookkeeping. Its fields are
 // guarded by Log.mu unless noted.
 type body struct {
-	dir           string     // the partition directory, whole
-	segs          []*segment // copy-on-write: never modified in place
-	recoveryPoint int64      // as last written to the checkpoint file
+	dir  string     // the partition directory, whole
+	segs []*segment // copy-on-write: never modified in place
+	// logStart and leo are the log start and end offsets: both 0 in
+	// emptyBody (a never-written log is the empty log at offset 0; one
+	// started elsewhere has a body of its own).
+	logStart      int64
+	leo           int64
+	recoveryPoint int64 // as last written to the checkpoint file
 	// openHW is the high watermark the checkpoint held when the log was
 	// opened (-1: none).
 	openHW int64
@@ -184,13 +189,50 @@ type Env struct {
 	// fsync replaces (*os.File).Sync in tests that make it fail (set on a
 	// log's private Env only).
 	fsync func(*os.File) error
+	// settings interns the settings of this Env's logs, so that the
+	// logs of a topic share one; nil for the Env Open makes for a
+	// single log.
+	settings *sync.Map // *Config -> *settings
 }
+
+// settings are a log's Config and Env: the logs of a topic share them.
+type settings struct {
+	*Config
+	env *Env
+}
+
+// configs interns log settings across Envs: equal Configs are one.
+var configs sync.Map // Config -> *Config
+
+func internConfig(c Config) *Config {
+	if v, ok := configs.Load(c); ok {
+		return v.(*Config)
+	}
+	v, _ := configs.LoadOrStore(c, &c)
+	return v.(*Config)
+}
+
+// settingsOf returns the settings of a log of e with c.
+func (e *Env) settingsOf(c Config) *settings {
+	ic := internConfig(c)
+	if e.settings == nil {
+		return &settings{Config: ic, env: e}
+	}
+	if v, ok := e.settings.Load(ic); ok {
+		return v.(*settings)
+	}
+	v, _ := e.settings.LoadOrStore(ic, &settings{Config: ic, env: e})
+	return v.(*settings)
+}
+
+// env is the log's environment.
+func (l *Log) env() *Env { return l.cfg.Load().env }
 
 // NewEnv returns the shared environment of the logs opened with opts
 // (Logger, Now, CheckpointInterval, Syncer, OnIOError; nil Syncer: each
 // log makes a private one).
 func NewEnv(opts Options) *Env {
-	e := &Env{logger: opts.Logger, now: opts.Now, ckpt: opts.CheckpointInterval, syncer: opts.Syncer, onIOError: opts.OnIOError}
+	e := &Env{logger: opts.Logger, now: opts.Now, ckpt: opts.CheckpointInterval, syncer: opts.Syncer, onIOError: opts.OnIOError, settings: new(sync.Map)}
 	if e.logger == nil {
 		e.logger = discardLogger
 	}
@@ -230,17 +272,6 @@ func (d dirName) String() string {
 		return d.prefix.Value()
 	}
 	return d.prefix.Value() + strconv.Itoa(int(d.n))
-}
-
-// configs interns log settings: the logs of a topic share one Config.
-var configs sync.Map // Config -> *Config
-
-func internConfig(c Config) *Config {
-	if v, ok := configs.Load(c); ok {
-		return v.(*Config)
-	}
-	v, _ := configs.LoadOrStore(c, &c)
-	return v.(*Config)
 }
 
 type retiredSegment struct {
@@ -298,23 +329,25 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 			return nil, err
 		}
 	}
-	l := &Log{name: splitDir(dir), env: opts.Env, producers: opts.Producers, body: &emptyBody}
-	if l.env == nil {
-		l.env = NewEnv(opts)
-		if l.env.syncer == nil {
-			l.env.syncer, l.env.private = newSyncer(1), true
+	env := opts.Env
+	if env == nil {
+		env = NewEnv(opts)
+		env.settings = nil // one log: nothing to share
+		if env.syncer == nil {
+			env.syncer, env.private = newSyncer(1), true
 		}
 	}
+	l := &Log{name: splitDir(dir), producers: opts.Producers, body: &emptyBody}
 	l.hw.Store(-1)
-	l.cfg.Store(internConfig(cfg))
+	l.cfg.Store(env.settingsOf(cfg))
 	if !lazy {
-		l.materialize(l.env.now())
+		l.materialize(l.env().now())
 		if err := l.recover(); err != nil {
 			l.closeFiles()
 			return nil, err
 		}
-		if l.env.private {
-			l.env.syncer.start()
+		if l.env().private {
+			l.env().syncer.start()
 		}
 	}
 	return l, nil
@@ -355,10 +388,10 @@ func (l *Log) createLocked(now time.Time) error {
 	}
 	l.segs = []*segment{seg}
 	l.recoveryPoint = l.leo
-	if l.env.private {
-		l.env.syncer.start()
+	if l.env().private {
+		l.env().syncer.start()
 	}
-	l.env.logger.Debug("log: created", "dir", l.dir)
+	l.env().logger.Debug("log: created", "dir", l.dir)
 	return nil
 }
 
@@ -384,13 +417,13 @@ func (l *Log) SetConfig(cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	l.cfg.Store(&cfg)
+	l.cfg.Store(l.env().settingsOf(cfg))
 	l.signal()
 	return nil
 }
 
 // Config returns the settings in force.
-func (l *Log) Config() Config { return *l.cfg.Load() }
+func (l *Log) Config() Config { return *l.cfg.Load().Config }
 
 // Dir is the partition directory.
 func (l *Log) Dir() string {
@@ -448,7 +481,7 @@ func (l *Log) DurableOffset() int64 {
 // LastOffset+1 before acknowledging.
 func (l *Log) Append(b []byte, opts AppendOptions) (AppendResult, error) {
 	cfg := l.cfg.Load()
-	now := l.env.now()
+	now := l.env().now()
 	rules := cfg.rules()
 	info, err := ValidateBatch(b, &rules, now)
 	if err != nil {
@@ -463,7 +496,7 @@ func (l *Log) Append(b []byte, opts AppendOptions) (AppendResult, error) {
 	return l.append(b, &info, opts, cfg, now, true)
 }
 
-func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config, now time.Time, assign bool) (AppendResult, error) {
+func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *settings, now time.Time, assign bool) (AppendResult, error) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -534,7 +567,7 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *Config,
 // structure and must start at the log end offset.
 func (l *Log) AppendReplicated(batches []byte) (int64, error) {
 	cfg := l.cfg.Load()
-	now := l.env.now()
+	now := l.env().now()
 	for len(batches) > 0 {
 		h, err := ParseBatchHeader(batches)
 		if err != nil {
@@ -560,7 +593,7 @@ func (l *Log) AppendReplicated(batches []byte) (int64, error) {
 // the current one, the current one is older than segment.ms, or its
 // relative offsets would overflow (last is the batch's last offset).
 // Called with mu held.
-func (l *Log) maybeRoll(size int, last int64, cfg *Config, now time.Time) error {
+func (l *Log) maybeRoll(size int, last int64, cfg *settings, now time.Time) error {
 	active := l.segs[len(l.segs)-1]
 	if active.empty() {
 		return nil
@@ -583,12 +616,12 @@ func (l *Log) roll(now time.Time) error {
 	}
 	prev := l.segs[len(l.segs)-1]
 	if err := prev.trim(); err != nil {
-		l.env.logger.Warn("log: could not free blocks reserved past a sealed segment", "dir", l.dir, "base", prev.base, "err", err)
+		l.env().logger.Warn("log: could not free blocks reserved past a sealed segment", "dir", l.dir, "base", prev.base, "err", err)
 	}
 	l.toFlush = append(l.toFlush, prev)
 	l.segs = append(l.segs[:len(l.segs):len(l.segs)], seg)
 	l.snapshotProducersLocked(false)
-	l.env.logger.Debug("log: rolled segment", "dir", l.dir, "base", seg.base)
+	l.env().logger.Debug("log: rolled segment", "dir", l.dir, "base", seg.base)
 	l.signal()
 	return nil
 }
@@ -742,7 +775,7 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	l.truncations++
 	l.truncatedTo = min(l.truncatedTo, offset)
-	now := l.env.now()
+	now := l.env().now()
 	if offset <= l.segs[0].base || offset < l.logStart {
 		return l.restartAt(max(offset, 0), now)
 	}
@@ -806,10 +839,12 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if l.closed {
 		return ErrClosed
 	}
-	now := l.env.now()
+	now := l.env().now()
 	if l.body == &emptyBody {
 		// Never written: nothing to drop; the directory and its first
 		// segment start at offset, as an append there would make them.
+		// The offsets are the log's own from now on, files or not.
+		l.materialize(now)
 		l.leo, l.logStart = offset, offset
 		return l.createLocked(now)
 	}
@@ -921,7 +956,7 @@ func (l *Log) AdvanceStartOffset(offset, hw int64) (int64, error) {
 		return l.logStart, nil
 	}
 	l.logStart = offset
-	now := l.env.now()
+	now := l.env().now()
 	if err := l.deleteBelow(now, func(s *segment) bool { return s.next <= offset }); err != nil {
 		return l.logStart, err
 	}
@@ -967,7 +1002,7 @@ func (l *Log) EnforceRetention(hw int64) (int, error) {
 	if l.closed {
 		return 0, ErrClosed
 	}
-	now := l.env.now()
+	now := l.env().now()
 	var total int64
 	for _, s := range l.segs {
 		total += s.size
@@ -987,7 +1022,7 @@ func (l *Log) EnforceRetention(hw int64) (int, error) {
 	})
 	deleted := len(l.retired) - retiredBefore
 	if deleted > 0 {
-		l.env.logger.Info("log: retention deleted segments", "dir", l.dir, "segments", deleted, "log_start_offset", l.logStart)
+		l.env().logger.Info("log: retention deleted segments", "dir", l.dir, "segments", deleted, "log_start_offset", l.logStart)
 		if werr := l.writeCheckpointLocked(); werr != nil && err == nil {
 			err = werr
 		}
@@ -1056,8 +1091,8 @@ func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 
 // ioFailed tells the owner of an I/O failure (never with mu held).
 func (l *Log) ioFailed(err error) {
-	if l.env.onIOError != nil && err != nil {
-		l.env.onIOError(err)
+	if l.env().onIOError != nil && err != nil {
+		l.env().onIOError(err)
 	}
 }
 
@@ -1084,7 +1119,7 @@ func (l *Log) signal() {
 		return // nothing to flush
 	}
 	l.syncAsked.Store(true)
-	l.env.syncer.request(l)
+	l.env().syncer.request(l)
 }
 
 // Close flushes the log, writes the final checkpoint and closes its files.
@@ -1116,10 +1151,10 @@ func (l *Log) Close() error {
 // progress), stops a private Syncer, and fails WaitDurable callers.
 func (l *Log) stopSyncing() {
 	if l.live.Load() {
-		l.env.syncer.detach(l)
+		l.env().syncer.detach(l)
 	}
-	if l.env.private {
-		l.env.syncer.Close()
+	if l.env().private {
+		l.env().syncer.Close()
 	}
 	l.wakeWaiters(true)
 }
@@ -1132,7 +1167,7 @@ func (l *Log) closeFiles() {
 	}
 	for _, s := range l.segs {
 		if err := s.trim(); err != nil {
-			l.env.logger.Warn("log: could not free blocks reserved past the log end", "dir", l.dir, "base", s.base, "err", err)
+			l.env().logger.Warn("log: could not free blocks reserved past the log end", "dir", l.dir, "base", s.base, "err", err)
 		}
 		s.f.Close()
 	}

@@ -210,7 +210,7 @@ func (l *Log) restoreProducersLocked(upTo int64) error {
 			from = off
 			break
 		}
-		l.env.logger.Warn("log: producer snapshot unusable; an older one or the log is replayed", "dir", l.dir, "offset", off, "err", err)
+		l.env().logger.Warn("log: producer snapshot unusable; an older one or the log is replayed", "dir", l.dir, "offset", off, "err", err)
 		l.producers.Reset()
 	}
 	return l.replayLocked(from, upTo)
@@ -273,7 +273,7 @@ func (l *Log) recoverProducers(rp int64) error {
 	for i, s := range l.segs {
 		entries, err := loadTxnIndex(s.prefix, s.base, s.next)
 		if err != nil {
-			l.env.logger.Warn("log: aborted-transaction index does not check out; rebuilding it", "dir", l.dir, "segment", s.base, "err", err)
+			l.env().logger.Warn("log: aborted-transaction index does not check out; rebuilding it", "dir", l.dir, "segment", s.base, "err", err)
 			s.dirty = true
 		}
 		s.ix.aborted = entries
@@ -356,7 +356,7 @@ func (l *Log) snapshotProducersLocked(sync bool) {
 	}
 	l.snapBuf = l.producers.AppendSnapshot(l.snapBuf[:0])
 	if err := writeSnapshot(l.dir, l.leo, l.snapBuf, sync); err != nil {
-		l.env.logger.Warn("log: producer snapshot not written", "dir", l.dir, "offset", l.leo, "err", err)
+		l.env().logger.Warn("log: producer snapshot not written", "dir", l.dir, "offset", l.leo, "err", err)
 	}
 	removeSnapshotsOutside(l.dir, l.segs[0].base, l.leo)
 }

@@ -56,14 +56,14 @@ func (l *Log) recover() error {
 	if haveCk {
 		rp = ck.recoveryPoint
 	}
-	now := l.env.now()
+	now := l.env().now()
 	var buf []byte
 	var cut bool
 	for i, base := range bases {
 		prefix := segmentPrefix(l.dir, base)
 		if cut || (len(l.segs) > 0 && base != l.segs[len(l.segs)-1].next) {
 			if !cut {
-				l.env.logger.Warn("log: segment does not continue the log; deleting it and later segments", "dir", l.dir, "base", base)
+				l.env().logger.Warn("log: segment does not continue the log; deleting it and later segments", "dir", l.dir, "base", base)
 			}
 			cut = true
 			(&segment{prefix: prefix}).removeFiles()
@@ -102,9 +102,9 @@ func (l *Log) recover() error {
 		}
 		if r.validEnd < size {
 			if r.next < rp {
-				l.env.logger.Error("log: data below the recovery point is unreadable; truncating", "dir", l.dir, "segment", base, "offset", r.next, "recovery_point", rp)
+				l.env().logger.Error("log: data below the recovery point is unreadable; truncating", "dir", l.dir, "segment", base, "offset", r.next, "recovery_point", rp)
 			} else {
-				l.env.logger.Warn("log: truncating torn or corrupt tail", "dir", l.dir, "segment", base, "valid_bytes", r.validEnd, "file_bytes", size, "end_offset", r.next)
+				l.env().logger.Warn("log: truncating torn or corrupt tail", "dir", l.dir, "segment", base, "valid_bytes", r.validEnd, "file_bytes", size, "end_offset", r.next)
 			}
 			if err := f.Truncate(r.validEnd); err != nil {
 				return fmt.Errorf("log: truncate torn tail: %w", err)
@@ -150,7 +150,7 @@ func (l *Log) recover() error {
 		return err
 	}
 	l.ckptHW = l.hw.Load()
-	l.env.logger.Debug("log: opened", "dir", l.dir, "segments", len(l.segs), "log_start_offset", l.logStart, "log_end_offset", l.leo)
+	l.env().logger.Debug("log: opened", "dir", l.dir, "segments", len(l.segs), "log_start_offset", l.logStart, "log_end_offset", l.leo)
 	return nil
 }
 

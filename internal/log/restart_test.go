@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -85,5 +86,55 @@ func TestTruncateFullyAndStartAt(t *testing.T) {
 	}
 	if err := leader.TruncateFullyAndStartAt(-1); err == nil {
 		t.Fatal("a restart at -1 was accepted")
+	}
+}
+
+// TestStartAtLeavesOtherLazyLogsAtZero: never-written lazy logs share one
+// empty body; starting one of them elsewhere, even when its directory
+// cannot be made yet, moves that log only. The log keeps its new offsets
+// through the failure, and its first append, once the directory can be
+// made, lands there.
+func TestStartAtLeavesOtherLazyLogsAtZero(t *testing.T) {
+	clock := newFakeClock()
+	root := t.TempDir()
+	syncer := NewSyncer(1)
+	defer syncer.Close()
+	env := NewEnv(Options{Now: clock.now, Syncer: syncer})
+	open := func(dir string) *Log {
+		l, err := Open(dir, DefaultConfig(), Options{Env: env, Lazy: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	blocked := filepath.Join(root, "blocked")
+	moved, other := open(filepath.Join(blocked, "t-0")), open(filepath.Join(root, "t-1"))
+	// The parent of "blocked/t-0" is a file for now: the directory
+	// cannot be made.
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := moved.TruncateFullyAndStartAt(12); err == nil {
+		t.Fatal("started a log whose directory cannot be made")
+	}
+	if moved.StartOffset() != 12 || moved.EndOffset() != 12 {
+		t.Fatalf("the started log: start %d end %d, want 12 12", moved.StartOffset(), moved.EndOffset())
+	}
+	if other.StartOffset() != 0 || other.EndOffset() != 0 {
+		t.Fatalf("another never-written log: start %d end %d, want 0 0", other.StartOffset(), other.EndOffset())
+	}
+	if err := os.Remove(blocked); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(blocked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := moved.Append(simpleBatch(t, 2, clock.now().UnixMilli(), 10), AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BaseOffset != 12 || moved.EndOffset() != 14 {
+		t.Fatalf("first append at %d, end %d, want 12 and 14", res.BaseOffset, moved.EndOffset())
 	}
 }

@@ -115,7 +115,7 @@ func (l *Log) NewCleanedSegment(base, end int64) (*CleanedSegment, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.seg = &segment{base: base, prefix: prefix, f: f, next: base, maxTs: -1, created: l.env.now()}
+	w.seg = &segment{base: base, prefix: prefix, f: f, next: base, maxTs: -1, created: l.env().now()}
 	return w, nil
 }
 
@@ -238,7 +238,7 @@ func (w *CleanedSegment) Commit() error {
 	if err := w.swapFiles(); err != nil {
 		w.seg.f.Close()
 		if !errors.Is(err, errSwapFault) {
-			l.env.logger.Error("log: swap of a cleaned segment failed; reopening the log finishes it", "dir", l.dir, "base", w.seg.base, "err", err)
+			l.env().logger.Error("log: swap of a cleaned segment failed; reopening the log finishes it", "dir", l.dir, "base", w.seg.base, "err", err)
 		}
 		return err
 	}
@@ -248,7 +248,7 @@ func (w *CleanedSegment) Commit() error {
 	}
 	if err := w.seg.writeIndex(); err != nil {
 		// Index files are a cache: a missing one is rebuilt at open.
-		l.env.logger.Warn("log: could not write a cleaned segment's index", "dir", l.dir, "base", w.seg.base, "err", err)
+		l.env().logger.Warn("log: could not write a cleaned segment's index", "dir", l.dir, "base", w.seg.base, "err", err)
 		return nil
 	}
 	return l.fault(stepIndexed)
@@ -327,7 +327,7 @@ func (l *Log) install(w *CleanedSegment) {
 	segs = append(segs, l.segs[j+1:]...)
 	l.segs = segs
 	l.toFlush = keepSegments(l.toFlush, l.segs)
-	now := l.env.now()
+	now := l.env().now()
 	for _, s := range w.old {
 		l.retired = append(l.retired, retiredSegment{seg: s, deadline: now.Add(l.cfg.Load().FileDeleteDelay)})
 	}
@@ -355,7 +355,7 @@ func (l *Log) finishSwaps() error {
 		name := e.Name()
 		switch {
 		case strings.HasSuffix(name, cleanedSuffix):
-			l.env.logger.Warn("log: removing the output of an unfinished cleaning", "dir", l.dir, "file", name)
+			l.env().logger.Warn("log: removing the output of an unfinished cleaning", "dir", l.dir, "file", name)
 			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
 				return err
 			}
@@ -396,7 +396,7 @@ func (l *Log) finishSwap(base int64) error {
 	if r.stopped || r.validEnd != size {
 		// It was fsynced before it was named .swap, so this is damage
 		// from outside; keep what the old segments still hold.
-		l.env.logger.Error("log: a committed cleaned segment does not read back; dropping it", "dir", l.dir, "base", base, "valid_bytes", r.validEnd, "file_bytes", size)
+		l.env().logger.Error("log: a committed cleaned segment does not read back; dropping it", "dir", l.dir, "base", base, "valid_bytes", r.validEnd, "file_bytes", size)
 		return os.Remove(swap)
 	}
 	entries, err := os.ReadDir(l.dir)
@@ -423,7 +423,7 @@ func (l *Log) finishSwap(base int64) error {
 			return err
 		}
 	}
-	l.env.logger.Info("log: finished the swap of a cleaned segment", "dir", l.dir, "base", base, "end_offset", r.next)
+	l.env().logger.Info("log: finished the swap of a cleaned segment", "dir", l.dir, "base", base, "end_offset", r.next)
 	return os.Rename(swap, prefix+logSuffix)
 }
 

@@ -12,12 +12,12 @@ import (
 // checkpoint, closes the files of retired segments, and asks to be visited
 // again while any of that work is left. Passes over one log never overlap.
 func (l *Log) syncPass() {
-	now := l.env.now()
+	now := l.env().now()
 	cfg := l.cfg.Load()
 	periodic := cfg.FlushInterval >= 0 && now.Sub(l.lastFlush) >= cfg.FlushInterval
-	writeCkpt := now.Sub(l.lastCkpt) >= l.env.ckpt
+	writeCkpt := now.Sub(l.lastCkpt) >= l.env().ckpt
 	if err := l.flush(writeCkpt || periodic, periodic); err != nil {
-		l.env.logger.Error("log: flush failed", "dir", l.dir, "err", err)
+		l.env().logger.Error("log: flush failed", "dir", l.dir, "err", err)
 		l.lastSyncErr.Store(&err)
 		l.syncFailures.Add(1)
 		l.wakeWaiters(false)
@@ -43,7 +43,7 @@ func (l *Log) syncPass() {
 // interval is up, so that a written-then-idle log is not visited every
 // second until its checkpoint. Only syncPass may call it (it reads
 // lastCkpt). mu held.
-func (l *Log) nextPassLocked(now time.Time, cfg *Config) time.Duration {
+func (l *Log) nextPassLocked(now time.Time, cfg *settings) time.Duration {
 	d := l.tickInterval()
 	if len(l.retired) > 0 || len(l.toFlush) > 0 || cfg.FlushInterval >= 0 || len(l.segs) == 0 {
 		return d
@@ -51,7 +51,7 @@ func (l *Log) nextPassLocked(now time.Time, cfg *Config) time.Duration {
 	if active := l.segs[len(l.segs)-1]; active.synced < active.size && cfg.BackgroundSync {
 		return d
 	}
-	return max(d, l.env.ckpt-now.Sub(l.lastCkpt))
+	return max(d, l.env().ckpt-now.Sub(l.lastCkpt))
 }
 
 // armLocked makes sure the Syncer visits the log again within
@@ -69,7 +69,7 @@ func (l *Log) armAfterLocked(d time.Duration) {
 		return
 	}
 	l.armed = true
-	l.env.syncer.schedule(l, time.Now().Add(d))
+	l.env().syncer.schedule(l, time.Now().Add(d))
 }
 
 func (l *Log) hasBackgroundWorkLocked() bool {
@@ -251,8 +251,8 @@ func (l *Log) flush(checkpointToo, force bool) error {
 func (l *Log) syncFile(f *os.File) error {
 	l.fsyncs.Add(1)
 	sync := (*os.File).Sync
-	if l.env.fsync != nil {
-		sync = l.env.fsync
+	if l.env().fsync != nil {
+		sync = l.env().fsync
 	}
 	if err := sync(f); err != nil && !errors.Is(err, os.ErrClosed) {
 		return err

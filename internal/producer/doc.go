@@ -60,6 +60,11 @@
 // (Kafka's guard against that race). Verifications are not snapshotted
 // and expire with producer.id.expiration.ms.
 //
+// A State holds only its settings (24 bytes) until its first write (an
+// idempotent producer's batch, a snapshot with producers, a
+// verification): a broker hosting many partitions that no idempotent
+// producer writes pays nothing more for them.
+//
 // # Concurrency
 //
 // State has no lock of its own. The checks run inside the log's

@@ -33,15 +33,16 @@ const (
 
 // AppendSnapshot appends the encoding of the state to dst.
 func (s *State) AppendSnapshot(dst []byte) []byte {
-	ids := make([]int64, 0, len(s.producers))
-	for id := range s.producers {
+	t := s.read()
+	ids := make([]int64, 0, len(t.producers))
+	for id := range t.producers {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	dst = append(dst, snapshotVersion)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(ids)))
 	for _, id := range ids {
-		e := s.producers[id]
+		e := t.producers[id]
 		dst = binary.BigEndian.AppendUint64(dst, uint64(id))
 		dst = binary.BigEndian.AppendUint16(dst, uint16(e.epoch))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(e.lastTs))
@@ -116,13 +117,16 @@ func (s *State) loadSnapshot(b []byte) error {
 		}
 		s.put(id, e)
 		if e.txnFirst >= 0 {
-			s.ongoing = append(s.ongoing, ongoingTxn{first: e.txnFirst, pid: id})
+			t := s.write()
+			t.ongoing = append(t.ongoing, ongoingTxn{first: e.txnFirst, pid: id})
 		}
 	}
 	if len(b) != 0 {
 		return fmt.Errorf("%w: %d bytes trail the producers", ErrBadSnapshot, len(b))
 	}
-	slices.SortFunc(s.ongoing, func(a, b ongoingTxn) int { return cmpOngoing(a, b) })
+	if s.t != nil {
+		slices.SortFunc(s.t.ongoing, func(a, b ongoingTxn) int { return cmpOngoing(a, b) })
+	}
 	return nil
 }
 

@@ -106,10 +106,18 @@ type Options struct {
 // State is the producer state of one partition: idempotence, epochs and
 // transactions. It has no lock: its owner serialises every call with the
 // partition's appends (see the package documentation).
+//
+// A partition that never sees an idempotent producer holds only the
+// settings: its tables are made by the first write (most partitions of a
+// broker hosting many never see one).
 type State struct {
 	expiration time.Duration
 	now        func() time.Time
-	producers  map[int64]*entry
+	t          *tables // nil until the first producer or verification
+}
+
+type tables struct {
+	producers map[int64]*entry
 	// ongoing are the producers with an ongoing transaction, by the
 	// transaction's first offset (appends and replays start transactions
 	// in offset order, so appending keeps it sorted).
@@ -118,6 +126,25 @@ type State struct {
 	// snapshots: a restarted broker's produce requests verify again.
 	verifications map[int64]*verification
 	lastGuard     uint64
+}
+
+// noTables is what a State without tables reads; nothing writes it.
+var noTables tables
+
+// read returns the tables for reading: noTables while there are none.
+func (s *State) read() *tables {
+	if s.t == nil {
+		return &noTables
+	}
+	return s.t
+}
+
+// write returns the tables for writing, making them on first use.
+func (s *State) write() *tables {
+	if s.t == nil {
+		s.t = &tables{}
+	}
+	return s.t
 }
 
 type ongoingTxn struct {
@@ -143,10 +170,11 @@ func newEntry() *entry {
 // put adds producer id. The map is made on first use: most partitions of
 // a broker with many never see an idempotent producer.
 func (s *State) put(id int64, e *entry) {
-	if s.producers == nil {
-		s.producers = map[int64]*entry{}
+	t := s.write()
+	if t.producers == nil {
+		t.producers = map[int64]*entry{}
 	}
-	s.producers[id] = e
+	t.producers[id] = e
 }
 
 // NewState returns an empty state.
@@ -210,7 +238,7 @@ func (s *State) check(h *log.BatchHeader, verified bool) error {
 	if h.BaseSequence < 0 {
 		return fmt.Errorf("%w: producer %d sent base sequence %d", kerr.InvalidRecord, h.ProducerID, h.BaseSequence)
 	}
-	e := s.producers[h.ProducerID]
+	e := s.read().producers[h.ProducerID]
 	if e != nil && e.epoch == h.ProducerEpoch {
 		if b, ok := e.find(h.BaseSequence, lastSequence(h)); ok {
 			return &DuplicateError{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, Batch: b}
@@ -278,7 +306,7 @@ func (s *State) CheckMarker(h *log.BatchHeader, m log.Marker, transactionVersion
 	if h.ProducerID < 0 {
 		return fmt.Errorf("%w: marker without a producer id", kerr.InvalidRecord)
 	}
-	e := s.producers[h.ProducerID]
+	e := s.read().producers[h.ProducerID]
 	if e == nil {
 		e = newEntry()
 	}
@@ -310,7 +338,7 @@ func (s *State) Apply(h *log.BatchHeader, m *log.Marker) (log.CompletedTxn, bool
 	if h.ProducerID < 0 {
 		return log.CompletedTxn{}, false
 	}
-	e := s.producers[h.ProducerID]
+	e := s.read().producers[h.ProducerID]
 	if e == nil {
 		e = newEntry()
 		s.put(h.ProducerID, e)
@@ -346,16 +374,18 @@ func (s *State) Apply(h *log.BatchHeader, m *log.Marker) (log.CompletedTxn, bool
 	e.n++
 	if h.IsTransactional() && e.txnFirst < 0 {
 		e.txnFirst = h.BaseOffset
-		s.ongoing = append(s.ongoing, ongoingTxn{first: h.BaseOffset, pid: h.ProducerID})
+		t := s.write()
+		t.ongoing = append(t.ongoing, ongoingTxn{first: h.BaseOffset, pid: h.ProducerID})
 	}
 	return log.CompletedTxn{}, false
 }
 
 func (s *State) endTxn(pid int64, e *entry) {
 	e.txnFirst = -1
-	for i, t := range s.ongoing {
-		if t.pid == pid {
-			s.ongoing = slices.Delete(s.ongoing, i, i+1)
+	t := s.write()
+	for i, o := range t.ongoing {
+		if o.pid == pid {
+			t.ongoing = slices.Delete(t.ongoing, i, i+1)
 			return
 		}
 	}
@@ -369,10 +399,11 @@ func (s *State) Record(h *log.BatchHeader) { s.Apply(h, nil) }
 // FirstUnstableOffset is the first offset of the oldest ongoing
 // transaction, -1 when none is ongoing.
 func (s *State) FirstUnstableOffset() int64 {
-	if len(s.ongoing) == 0 {
+	t := s.read()
+	if len(t.ongoing) == 0 {
 		return -1
 	}
-	return s.ongoing[0].first
+	return t.ongoing[0].first
 }
 
 // Guard has the signature of log.AppendOptions.Guard and runs Check.
@@ -397,7 +428,7 @@ func (s *State) CoordinatorGuard(info log.BatchInfo, _ int64) error {
 	if h.ProducerID < 0 || !h.IsTransactional() {
 		return fmt.Errorf("%w: a coordinator's batch must be transactional with a producer id", kerr.InvalidRecord)
 	}
-	if e := s.producers[h.ProducerID]; e != nil && h.ProducerEpoch < e.epoch {
+	if e := s.read().producers[h.ProducerID]; e != nil && h.ProducerEpoch < e.epoch {
 		return fmt.Errorf("%w: producer %d sent epoch %d, current epoch is %d", kerr.InvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.epoch)
 	}
 	return nil
@@ -424,9 +455,12 @@ func (s *State) ExpireProducers() int {
 	now := s.now().UnixMilli()
 	limit := s.expiration.Milliseconds()
 	n := 0
-	for id, e := range s.producers {
+	if s.t == nil {
+		return 0
+	}
+	for id, e := range s.t.producers {
 		if e.txnFirst < 0 && now-e.lastTs >= limit {
-			delete(s.producers, id)
+			delete(s.t.producers, id)
 			n++
 		}
 	}
@@ -436,17 +470,19 @@ func (s *State) ExpireProducers() int {
 
 // Reset forgets every producer, as before a Rebuild.
 func (s *State) Reset() {
-	clear(s.producers)
-	s.ongoing = s.ongoing[:0]
-	clear(s.verifications)
+	if t := s.t; t != nil {
+		clear(t.producers)
+		t.ongoing = t.ongoing[:0]
+		clear(t.verifications)
+	}
 }
 
 // Len is the number of producers the partition knows.
-func (s *State) Len() int { return len(s.producers) }
+func (s *State) Len() int { return len(s.read().producers) }
 
 // Entry returns a copy of one producer's state.
 func (s *State) Entry(producerID int64) (Entry, bool) {
-	e := s.producers[producerID]
+	e := s.read().producers[producerID]
 	if e == nil {
 		return Entry{}, false
 	}
@@ -456,8 +492,9 @@ func (s *State) Entry(producerID int64) (Entry, bool) {
 // Entries returns a copy of every producer's state, by producer id (for
 // tests and snapshots).
 func (s *State) Entries() []Entry {
-	out := make([]Entry, 0, len(s.producers))
-	for id, e := range s.producers {
+	t := s.read()
+	out := make([]Entry, 0, len(t.producers))
+	for id, e := range t.producers {
 		out = append(out, e.export(id))
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.ProducerID, b.ProducerID) })

@@ -37,19 +37,20 @@ type verification struct {
 // verification in progress for the producer is reused. Like every call on
 // a State it must be serialised with the appends (log.Log.WithProducers).
 func (s *State) StartVerification(pid int64, epoch int16) VerificationGuard {
-	if e := s.producers[pid]; e != nil && e.txnFirst >= 0 && e.epoch == epoch {
+	if e := s.read().producers[pid]; e != nil && e.txnFirst >= 0 && e.epoch == epoch {
 		return NoVerification
 	}
-	if v := s.verifications[pid]; v != nil {
+	if v := s.read().verifications[pid]; v != nil {
 		v.epoch = max(v.epoch, epoch)
 		return v.guard
 	}
-	if s.verifications == nil {
-		s.verifications = make(map[int64]*verification)
+	t := s.write()
+	if t.verifications == nil {
+		t.verifications = make(map[int64]*verification)
 	}
-	s.lastGuard++
-	v := &verification{guard: VerificationGuard(s.lastGuard), epoch: epoch, started: s.now().UnixMilli()}
-	s.verifications[pid] = v
+	t.lastGuard++
+	v := &verification{guard: VerificationGuard(t.lastGuard), epoch: epoch, started: s.now().UnixMilli()}
+	t.verifications[pid] = v
 	return v.guard
 }
 
@@ -60,7 +61,7 @@ func (s *State) StartVerification(pid int64, epoch int16) VerificationGuard {
 // progress, otherwise INVALID_TXN_STATE. The other checks are Check's.
 func (s *State) CheckGuarded(h *log.BatchHeader, g VerificationGuard) error {
 	if h.IsTransactional() && h.ProducerID >= 0 && !s.hasOngoing(h.ProducerID, h.ProducerEpoch) {
-		v := s.verifications[h.ProducerID]
+		v := s.read().verifications[h.ProducerID]
 		if g == NoVerification || v == nil || v.guard != g {
 			return fmt.Errorf("%w: transactional batch from producer %d epoch %d: its verification on this partition is missing or ended", kerr.InvalidTxnState, h.ProducerID, h.ProducerEpoch)
 		}
@@ -75,24 +76,27 @@ func (s *State) GuardWith(g VerificationGuard) func(log.BatchInfo, int64) error 
 }
 
 func (s *State) hasOngoing(pid int64, epoch int16) bool {
-	e := s.producers[pid]
+	e := s.read().producers[pid]
 	return e != nil && e.txnFirst >= 0 && e.epoch == epoch
 }
 
 // endVerification forgets a producer's verification in progress (a marker
 // was written for it).
 func (s *State) endVerification(pid int64) {
-	if s.verifications != nil {
-		delete(s.verifications, pid)
+	if s.t != nil {
+		delete(s.t.verifications, pid)
 	}
 }
 
 // expireVerifications forgets verifications started at least the
 // expiration ago (a broker that never heard back). now in milliseconds.
 func (s *State) expireVerifications(now, limit int64) {
-	for pid, v := range s.verifications {
+	if s.t == nil {
+		return
+	}
+	for pid, v := range s.t.verifications {
 		if now-v.started >= limit {
-			delete(s.verifications, pid)
+			delete(s.t.verifications, pid)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	wlog "weir/internal/log"
 )
 
 // UndefinedEpoch and UndefinedOffset are Kafka's UNDEFINED_EPOCH and
@@ -50,26 +52,16 @@ var errBadCheckpoint = errors.New("replica: malformed leader-epoch checkpoint")
 // Concurrency: a leaf mutex; methods are safe for concurrent use.
 type EpochCache struct {
 	mu      sync.Mutex
-	dir     dirSource // nil: not persisted (tests)
+	log     *wlog.Log // the checkpoint is in its directory; nil: not persisted (tests)
 	entries []EpochEntry
 }
 
-// dirSource names the partition directory the checkpoint lives in: the
-// replica's log, which builds the path of a never-written lazy log only
-// when asked, so the cache holds no copy of it.
-type dirSource interface{ Dir() string }
-
-// fixedDir is a dirSource for a directory given as a path.
-type fixedDir string
-
-func (d fixedDir) Dir() string { return string(d) }
-
-// openEpochCache loads the checkpoint in dir. ok is false when the file is
-// missing or does not decode; the caller then rebuilds the cache from the
-// log.
-func openEpochCache(dir string) (*EpochCache, bool, error) {
+// openEpochCache loads the checkpoint in l's directory. ok is false when
+// the file is missing or does not decode; the caller then rebuilds the
+// cache from the log.
+func openEpochCache(l *wlog.Log) (*EpochCache, bool, error) {
 	c := &EpochCache{}
-	ok, err := c.load(fixedDir(dir))
+	ok, err := c.load(l)
 	if err != nil {
 		return nil, false, err
 	}
@@ -77,9 +69,9 @@ func openEpochCache(dir string) (*EpochCache, bool, error) {
 }
 
 // load is openEpochCache into c, which a Replica holds by value.
-func (c *EpochCache) load(dir dirSource) (bool, error) {
-	c.dir = dir
-	b, err := os.ReadFile(filepath.Join(dir.Dir(), epochCheckpointFile))
+func (c *EpochCache) load(l *wlog.Log) (bool, error) {
+	c.log = l
+	b, err := os.ReadFile(filepath.Join(l.Dir(), epochCheckpointFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -213,10 +205,12 @@ func (c *EpochCache) reset(entries []EpochEntry) error {
 // persistLocked writes the checkpoint. c.mu held, so checkpoints land in
 // the order the cache changed.
 func (c *EpochCache) persistLocked() error {
-	if c.dir == nil {
+	if c.log == nil {
 		return nil
 	}
-	dir := c.dir.Dir()
+	// The log builds the path of a never-written lazy log only when
+	// asked, so the cache holds no copy of it.
+	dir := c.log.Dir()
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		// A lazy log not written yet (internal/log Options.Lazy): there
 		// is nothing the entries could describe. The next change after

@@ -78,7 +78,7 @@ func TestEpochCacheChanges(t *testing.T) {
 
 func TestEpochCheckpointPersists(t *testing.T) {
 	dir := t.TempDir()
-	c, ok, err := openEpochCache(dir)
+	c, ok, err := openEpochCache(openLog(t, dir))
 	if err != nil || ok {
 		t.Fatalf("fresh dir: ok=%v err=%v", ok, err)
 	}
@@ -90,7 +90,7 @@ func TestEpochCheckpointPersists(t *testing.T) {
 	if err := c.TruncateFromEnd(99); err != nil {
 		t.Fatal(err)
 	}
-	again, ok, err := openEpochCache(dir)
+	again, ok, err := openEpochCache(openLog(t, dir))
 	if err != nil || !ok {
 		t.Fatalf("reopen: ok=%v err=%v", ok, err)
 	}
@@ -104,7 +104,7 @@ func TestEpochCheckpointPersists(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, epochCheckpointFile), []byte("v1\n2\n0 0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := openEpochCache(dir); err != nil || ok {
+	if _, ok, err := openEpochCache(openLog(t, dir)); err != nil || ok {
 		t.Fatalf("damaged checkpoint: ok=%v err=%v", ok, err)
 	}
 }

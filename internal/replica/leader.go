@@ -29,7 +29,7 @@ type AppendResult struct {
 // watermark, else OnAppend.
 func (r *Replica) Append(batch []byte, acks int16, opts wlog.AppendOptions) (AppendResult, error) {
 	return r.leaderAppend(acks, opts, func(opts wlog.AppendOptions) (wlog.AppendResult, error) {
-		return r.log.Append(batch, opts)
+		return r.cache.log.Append(batch, opts)
 	})
 }
 
@@ -42,7 +42,7 @@ func (r *Replica) Append(batch []byte, acks int16, opts wlog.AppendOptions) (App
 // their log applies them to the producer state it drives.
 func (r *Replica) AppendMarker(m wlog.TxnMarker, opts wlog.AppendOptions) (AppendResult, error) {
 	return r.leaderAppend(-1, opts, func(opts wlog.AppendOptions) (wlog.AppendResult, error) {
-		return r.log.AppendMarker(m, opts)
+		return r.cache.log.AppendMarker(m, opts)
 	})
 }
 
@@ -50,7 +50,7 @@ func (r *Replica) AppendMarker(m wlog.TxnMarker, opts wlog.AppendOptions) (Appen
 // the replica's high watermark (read_committed reads stop below it,
 // ListOffsets latest with read_committed answers it, and Fetch answers
 // carry it). On a leader and a follower alike.
-func (r *Replica) LastStableOffset() int64 { return r.log.LastStableOffset(r.hw.Load()) }
+func (r *Replica) LastStableOffset() int64 { return r.cache.log.LastStableOffset(r.hw.Load()) }
 
 // leaderAppend runs one append as leader: role and acks checks, the
 // leader epoch stamped, the high watermark moved.
@@ -89,13 +89,13 @@ func (r *Replica) leaderAppend(acks int16, opts wlog.AppendOptions, write func(w
 // leaderLEOChanged re-derives the high watermark after the leader's log
 // grew (a one-replica ISR commits at once). roleMu held, role leader.
 func (r *Replica) leaderLEOChanged() bool {
-	leo := r.log.EndOffset()
+	leo := r.cache.log.EndOffset()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ls == nil {
 		return false
 	}
-	r.ls.minISR = int(r.minISR.Load())
+	r.ls.minISR = r.minISR.Load()
 	r.ls.noteLEO(leo, r.lastFetch)
 	moved := r.ls.advanceHW(leo, r.now())
 	r.afterHWLocked(moved)
@@ -209,7 +209,7 @@ func (e EpochEntryEnd) Diverged() bool { return e.Epoch >= 0 }
 // watermark. The result's high watermark is the one after that update.
 // dst is reused for the ranges.
 func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) FollowerFetchResult {
-	res := FollowerFetchResult{HighWatermark: r.hw.Load(), LogStartOffset: r.log.StartOffset(), LogEndOffset: r.log.EndOffset(), DivergingEpoch: EpochEntryEnd{UndefinedEpoch, UndefinedOffset}}
+	res := FollowerFetchResult{HighWatermark: r.hw.Load(), LogStartOffset: r.cache.log.StartOffset(), LogEndOffset: r.cache.log.EndOffset(), DivergingEpoch: EpochEntryEnd{UndefinedEpoch, UndefinedOffset}}
 	r.roleMu.RLock()
 	if err := checkLeaderEpoch(f.CurrentLeaderEpoch, r.leaderEpoch); err != nil {
 		r.roleMu.RUnlock()
@@ -229,7 +229,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 		res.Err = fmt.Errorf("%w: broker %d is not a follower of this partition", kerr.NotLeaderForPartition, f.ReplicaID)
 		return res
 	}
-	leo := r.log.EndOffset()
+	leo := r.cache.log.EndOffset()
 	res.LogEndOffset = leo
 	if f.LastFetchedEpoch >= 0 {
 		epoch, end := r.cache.EndOffsetFor(f.LastFetchedEpoch, leo)
@@ -239,7 +239,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 			return res
 		}
 	}
-	read, err := r.log.Read(dst, f.FetchOffset, f.MaxBytes, leo)
+	read, err := r.cache.log.Read(dst, f.FetchOffset, f.MaxBytes, leo)
 	if err != nil {
 		r.roleMu.RUnlock()
 		res.Err = err
@@ -250,13 +250,13 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	r.mu.Lock()
 	r.ls.follower(f.ReplicaID).update(f.FetchOffset, leo, f.BrokerEpoch, now)
 	change := r.ls.maybeExpand(f.ReplicaID)
-	r.ls.minISR = int(r.minISR.Load())
-	moved := r.ls.advanceHW(r.log.EndOffset(), now)
+	r.ls.minISR = r.minISR.Load()
+	moved := r.ls.advanceHW(r.cache.log.EndOffset(), now)
 	r.afterHWLocked(moved)
 	res.HighWatermark = r.ls.hw
 	r.mu.Unlock()
 	r.roleMu.RUnlock()
-	res.LogStartOffset = r.log.StartOffset()
+	res.LogStartOffset = r.cache.log.StartOffset()
 	r.notifyHW(moved)
 	r.proposeISR(change)
 	return res
@@ -276,7 +276,7 @@ func (r *Replica) EndOffsetForEpoch(currentLeaderEpoch, epoch int32, leaderOnly 
 	if err := checkLeaderEpoch(currentLeaderEpoch, r.leaderEpoch); err != nil {
 		return EpochEntryEnd{UndefinedEpoch, UndefinedOffset}, err
 	}
-	e, end := r.cache.EndOffsetFor(epoch, r.log.EndOffset())
+	e, end := r.cache.EndOffsetFor(epoch, r.cache.log.EndOffset())
 	return EpochEntryEnd{e, end}, nil
 }
 
@@ -290,7 +290,7 @@ func (r *Replica) MaybeShrinkISR() {
 		r.roleMu.RUnlock()
 		return
 	}
-	leo := r.log.EndOffset()
+	leo := r.cache.log.EndOffset()
 	r.mu.Lock()
 	change := r.ls.maybeShrink(leo, r.now())
 	r.mu.Unlock()
@@ -354,7 +354,7 @@ func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMo
 		r.ls.isr = slices.Clone(res.ISR)
 		r.ls.partitionEpoch = res.PartitionEpoch
 		r.ls.pending = nil
-		moved := r.ls.advanceHW(r.log.EndOffset(), r.now())
+		moved := r.ls.advanceHW(r.cache.log.EndOffset(), r.now())
 		r.afterHWLocked(moved)
 		r.wakeLocked() // acks=all waiters re-check the ISR size
 		r.info("replica: ISR changed", "isr", res.ISR, "partition_epoch", res.PartitionEpoch)

@@ -57,7 +57,7 @@ func nanos(t time.Time) int64 {
 // clock; Replica feeds it the leader's log end offset and the time. Not
 // safe for concurrent use (Replica.mu guards it).
 type leaderState struct {
-	self           int32
+	rules          *leaderRules
 	leaderEpoch    int32
 	partitionEpoch int32
 	epochStart     int64 // offset the current leader epoch started at
@@ -67,30 +67,38 @@ type leaderState struct {
 	pending        *ISRChange
 	followers      []followerState // one per replica but the leader
 	hw             int64
-	maxLag         time.Duration
+	// minISR is min.insync.replicas, for the KIP-966 rule (rules).
+	minISR int32
+	// hwCh is closed on high watermark, ISR or role changes; nil until
+	// an acks=all waiter needs it (Replica.waitChLocked).
+	hwCh chan struct{}
+}
+
+// leaderRules are what the leaderStates of a broker share (Env.rules):
+// its id and the settings leadership follows.
+type leaderRules struct {
+	self   int32
+	maxLag time.Duration
 	// eligible says whether a broker, at the broker epoch its fetches
 	// carry, may join the ISR (KIP-841, KIP-903); nil means every replica
 	// may.
 	eligible func(id int32, brokerEpoch int64) bool
-	// minISR and holdUnderMinISR implement the KIP-966 rule (the high
-	// watermark does not advance while the ISR is under
-	// min.insync.replicas) when holdUnderMinISR is set.
-	minISR          int
+	// holdUnderMinISR applies the KIP-966 rule: the high watermark does
+	// not advance while the ISR is under min.insync.replicas.
 	holdUnderMinISR bool
 }
 
 // newLeaderState starts leadership: followers in the ISR count as caught
 // up now (they get replica.lag.time.max.ms to show up), the others as
 // never; no follower log end offset is known yet.
-func newLeaderState(self int32, st PartitionState, epochStart, hw int64, now time.Time, maxLag time.Duration) *leaderState {
+func newLeaderState(rules *leaderRules, st PartitionState, epochStart, hw int64, now time.Time) *leaderState {
 	s := &leaderState{
-		self:           self,
+		rules:          rules,
 		leaderEpoch:    st.LeaderEpoch,
 		partitionEpoch: st.PartitionEpoch,
 		epochStart:     epochStart,
 		leo:            epochStart,
 		hw:             hw,
-		maxLag:         maxLag,
 	}
 	s.setAssignment(st, now)
 	return s
@@ -108,7 +116,7 @@ func (s *leaderState) setAssignment(st PartitionState, now time.Time) {
 	s.pending = nil
 	s.followers = slices.DeleteFunc(s.followers, func(f followerState) bool { return !slices.Contains(s.replicas, f.id) })
 	for _, id := range s.replicas {
-		if id == s.self || s.follower(id) != nil {
+		if id == s.rules.self || s.follower(id) != nil {
 			continue
 		}
 		f := followerState{id: id, leo: UnknownOffset, lastFetchLeaderLEO: UnknownOffset, brokerEpoch: -1}
@@ -163,7 +171,7 @@ func (s *leaderState) inMaximalISR(id int32) bool {
 
 func (s *leaderState) isEligible(id int32) bool {
 	f := s.follower(id)
-	return f != nil && slices.Contains(s.replicas, id) && (s.eligible == nil || s.eligible(id, f.brokerEpoch))
+	return f != nil && slices.Contains(s.replicas, id) && (s.rules.eligible == nil || s.rules.eligible(id, f.brokerEpoch))
 }
 
 // advanceHW raises the high watermark to the smallest log end offset of
@@ -171,7 +179,7 @@ func (s *leaderState) isEligible(id int32) bool {
 // eligible), capped by the leader's own end. It never lowers it. It
 // reports whether it moved.
 func (s *leaderState) advanceHW(leaderLEO int64, now time.Time) bool {
-	if s.holdUnderMinISR && len(s.isr) < s.minISR {
+	if s.rules.holdUnderMinISR && len(s.isr) < int(s.minISR) {
 		return false
 	}
 	hw := leaderLEO
@@ -180,7 +188,7 @@ func (s *leaderState) advanceHW(leaderLEO int64, now time.Time) bool {
 		if f.leo >= hw {
 			continue
 		}
-		if s.inMaximalISR(f.id) || (f.caughtUp(leaderLEO, now, s.maxLag) && s.isEligible(f.id)) {
+		if s.inMaximalISR(f.id) || (f.caughtUp(leaderLEO, now, s.rules.maxLag) && s.isEligible(f.id)) {
 			hw = f.leo
 		}
 	}
@@ -216,7 +224,7 @@ func (s *leaderState) maybeShrink(leaderLEO int64, now time.Time) *ISRChange {
 	}
 	var out []int32
 	for _, id := range s.isr {
-		if f := s.follower(id); id != s.self && f != nil && !f.caughtUp(leaderLEO, now, s.maxLag) {
+		if f := s.follower(id); id != s.rules.self && f != nil && !f.caughtUp(leaderLEO, now, s.rules.maxLag) {
 			out = append(out, id)
 		}
 	}

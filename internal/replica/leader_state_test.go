@@ -53,10 +53,13 @@ func TestLeaderStateTranscript(t *testing.T) {
 					lag = mustDuration(t, ls)
 				}
 				st := PartitionState{Leader: int32(self), LeaderEpoch: int32(epoch), PartitionEpoch: int32(pepoch), Replicas: ids(t, d, "replicas"), ISR: ids(t, d, "isr")}
-				s = newLeaderState(int32(self), st, leo, hw, now, lag)
+				rules := &leaderRules{self: int32(self), maxLag: lag}
+				s = newLeaderState(rules, st, leo, hw, now)
 				if d.HasArg("minisr") {
-					d.ScanArgs(t, "minisr", &s.minISR)
-					s.holdUnderMinISR = d.HasArg("hold")
+					var minISR int
+					d.ScanArgs(t, "minisr", &minISR)
+					s.minISR = int32(minISR)
+					rules.holdUnderMinISR = d.HasArg("hold")
 				}
 				var out []int32
 				if d.HasArg("ineligible") {
@@ -73,7 +76,7 @@ func TestLeaderStateTranscript(t *testing.T) {
 						registered[id] = epoch
 					}
 				}
-				s.eligible = func(id int32, brokerEpoch int64) bool {
+				rules.eligible = func(id int32, brokerEpoch int64) bool {
 					if e, ok := registered[id]; ok && brokerEpoch >= 0 && e != brokerEpoch {
 						return false
 					}
@@ -121,7 +124,7 @@ func TestLeaderStateTranscript(t *testing.T) {
 			case "metadata":
 				var pepoch int
 				d.ScanArgs(t, "pepoch", &pepoch)
-				st := PartitionState{Leader: s.self, LeaderEpoch: s.leaderEpoch, PartitionEpoch: int32(pepoch), Replicas: s.replicas, ISR: ids(t, d, "isr")}
+				st := PartitionState{Leader: s.rules.self, LeaderEpoch: s.leaderEpoch, PartitionEpoch: int32(pepoch), Replicas: s.replicas, ISR: ids(t, d, "isr")}
 				if d.HasArg("replicas") {
 					st.Replicas = ids(t, d, "replicas")
 				}

@@ -121,6 +121,10 @@ type Env struct {
 	// Now is the clock for lag decisions; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+
+	// rules are LocalID and the settings above as every leaderState of
+	// the broker reads them, made by NewEnv.
+	rules *leaderRules
 }
 
 // NewEnv returns e with its defaults filled: DefaultMaxLag, time.Now, a
@@ -135,6 +139,7 @@ func NewEnv(e Env) *Env {
 	if e.Logger == nil {
 		e.Logger = slog.New(slog.DiscardHandler)
 	}
+	e.rules = &leaderRules{self: e.LocalID, maxLag: e.MaxLag, eligible: e.Eligible, holdUnderMinISR: e.HoldHWUnderMinISR}
 	return &e
 }
 
@@ -181,25 +186,25 @@ type ISRChangeResult struct {
 // read-held across appends so an append is stamped with, and checked
 // against, one leader epoch.
 type Replica struct {
-	env       *Env
-	owner     any
-	ident     unique.Handle[identity] // topic name and id, shared by the topic's replicas
+	env   *Env
+	owner any
+	ident unique.Handle[identity] // topic name and id, shared by the topic's replicas
+	// cache is the leader-epoch cache. Its log is the replica's log (the
+	// checkpoint lives in the log's directory): the replica keeps no
+	// second pointer to it.
+	cache EpochCache
+	hw    atomic.Int64
+
+	mu sync.Mutex
+	ls *leaderState // nil unless leader; its hwCh wakes WaitForHW callers
+
+	roleMu      sync.RWMutex
+	role        Role
+	leader      int32
+	leaderEpoch int32
+
 	partition int32
 	minISR    atomic.Int32
-	log       *wlog.Log
-	cache     EpochCache
-
-	roleMu         sync.RWMutex
-	role           Role
-	leader         int32
-	leaderEpoch    int32
-	partitionEpoch int32
-
-	mu   sync.Mutex
-	ls   *leaderState  // nil unless leader
-	hwCh chan struct{} // closed on high watermark, ISR or role changes; nil until a waiter needs it
-
-	hw atomic.Int64
 
 	// fetchLeader is the leader whose fetcher has the replica (-1: none),
 	// guarded by the Manager's mu.
@@ -246,7 +251,7 @@ func (r *Replica) Stats() Stats {
 	r.mu.Unlock()
 	r.roleMu.RUnlock()
 	st.HighWatermark = r.hw.Load()
-	st.LogStartOffset, st.LogEndOffset = r.log.StartOffset(), r.log.EndOffset()
+	st.LogStartOffset, st.LogEndOffset = r.cache.log.StartOffset(), r.cache.log.EndOffset()
 	st.ISRShrinks, st.ISRExpands, st.Truncations = uint64(r.isrShrinks.Load()), uint64(r.isrExpands.Load()), uint64(r.truncations.Load())
 	return st
 }
@@ -258,11 +263,14 @@ func (r *Replica) Stats() Stats {
 // value, clamped into the log).
 func Open(l *wlog.Log, hw int64, cfg Config) (*Replica, error) {
 	env := cfg.Env
-	if env == nil {
+	switch {
+	case env == nil:
 		env = defaultEnv
+	case env.rules == nil: // not made by NewEnv: this replica's own
+		env = NewEnv(*env)
 	}
 	r := &Replica{env: env, owner: cfg.Owner, ident: unique.Make(identity{cfg.Topic, cfg.TopicID}), partition: cfg.Partition,
-		log: l, leader: -1, leaderEpoch: -1, partitionEpoch: -1, fetchLeader: -1}
+		leader: -1, leaderEpoch: -1, fetchLeader: -1}
 	r.SetMinISR(cfg.MinISR)
 	cache := &r.cache
 	ok, err := cache.load(l)
@@ -342,7 +350,7 @@ func epochsFromLog(l *wlog.Log) ([]EpochEntry, error) {
 }
 
 // Log is the replica's log.
-func (r *Replica) Log() *wlog.Log { return r.log }
+func (r *Replica) Log() *wlog.Log { return r.cache.log }
 
 // EpochCache is the replica's leader-epoch cache.
 func (r *Replica) EpochCache() *EpochCache { return &r.cache }
@@ -424,7 +432,7 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 		return fmt.Errorf("%w: leader epoch %d, have %d", ErrStaleState, st.LeaderEpoch, r.leaderEpoch)
 	}
 	now := r.now()
-	leo := r.log.EndOffset()
+	leo := r.cache.log.EndOffset()
 	if r.role == RoleLeader && st.LeaderEpoch == r.leaderEpoch {
 		r.mu.Lock()
 		// An AlterPartition answer may already have brought the leader
@@ -434,7 +442,6 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 			r.roleMu.Unlock()
 			return nil
 		}
-		r.partitionEpoch = st.PartitionEpoch
 		r.ls.setAssignment(st, now)
 		moved := r.ls.advanceHW(leo, now)
 		r.afterHWLocked(moved)
@@ -447,12 +454,11 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 		r.roleMu.Unlock()
 		return err
 	}
-	r.role, r.leader, r.leaderEpoch, r.partitionEpoch = RoleLeader, st.Leader, st.LeaderEpoch, st.PartitionEpoch
+	r.role, r.leader, r.leaderEpoch = RoleLeader, st.Leader, st.LeaderEpoch
 	r.mu.Lock()
-	r.ls = newLeaderState(r.env.LocalID, st, leo, r.hw.Load(), now, r.env.MaxLag)
-	r.ls.eligible = r.env.Eligible
-	r.ls.holdUnderMinISR = r.env.HoldHWUnderMinISR
-	r.ls.minISR = int(r.minISR.Load())
+	r.wakeLocked() // the previous epoch's waiters
+	r.ls = newLeaderState(r.env.rules, st, leo, r.hw.Load(), now)
+	r.ls.minISR = r.minISR.Load()
 	moved := r.ls.advanceHW(leo, now)
 	r.afterHWLocked(moved)
 	r.wakeLocked()
@@ -479,13 +485,13 @@ func (r *Replica) BecomeFollower(st PartitionState) error {
 		return fmt.Errorf("%w: leader epoch %d, have %d", ErrStaleState, st.LeaderEpoch, r.leaderEpoch)
 	}
 	changed := r.role != RoleFollower || r.leaderEpoch != st.LeaderEpoch || r.leader != st.Leader
-	r.role, r.leader, r.leaderEpoch, r.partitionEpoch = RoleFollower, st.Leader, st.LeaderEpoch, st.PartitionEpoch
+	r.role, r.leader, r.leaderEpoch = RoleFollower, st.Leader, st.LeaderEpoch
 	r.mu.Lock()
-	r.ls = nil
 	r.wakeLocked()
+	r.ls = nil
 	r.mu.Unlock()
 	if changed {
-		r.debug("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.log.EndOffset(), "hw", r.hw.Load())
+		r.debug("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.cache.log.EndOffset(), "hw", r.hw.Load())
 	}
 	return nil
 }
@@ -500,8 +506,8 @@ func (r *Replica) Stop() {
 	defer r.roleMu.Unlock()
 	r.role, r.leader = RoleNone, -1
 	r.mu.Lock()
-	r.ls = nil
 	r.wakeLocked()
+	r.ls = nil
 	r.mu.Unlock()
 }
 
@@ -519,22 +525,25 @@ func checkLeaderEpoch(requested, current int32) error {
 	}
 }
 
-// wakeLocked wakes every WaitForHW caller so they re-check. The channel
-// is made only when someone waits, so an append nobody waits on (acks=0
-// or 1) allocates nothing here. mu held.
+// wakeLocked wakes every WaitForHW caller so they re-check. Only a
+// leader has waiters (WaitForHW returns at once otherwise), so the
+// channel is its leaderState's, made only when someone waits: an append
+// nobody waits on (acks=0 or 1) allocates nothing here. Whatever replaces
+// or drops the leaderState wakes its waiters first. mu held.
 func (r *Replica) wakeLocked() {
-	if r.hwCh != nil {
-		close(r.hwCh)
-		r.hwCh = nil
+	if ls := r.ls; ls != nil && ls.hwCh != nil {
+		close(ls.hwCh)
+		ls.hwCh = nil
 	}
 }
 
-// waitChLocked returns the channel wakeLocked closes next. mu held.
+// waitChLocked returns the channel wakeLocked closes next. mu held, and
+// the replica leads.
 func (r *Replica) waitChLocked() chan struct{} {
-	if r.hwCh == nil {
-		r.hwCh = make(chan struct{})
+	if r.ls.hwCh == nil {
+		r.ls.hwCh = make(chan struct{})
 	}
-	return r.hwCh
+	return r.ls.hwCh
 }
 
 // afterHWLocked publishes a moved leader high watermark. mu held.
