@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/client/internal/wire"
+	"weir/internal/auth"
 )
 
 // ErrClosed is returned by calls on a closed client.
@@ -284,7 +285,10 @@ func (c *core) connect(ctx context.Context, node int32, patient bool) (brokerCon
 			return nil, fmt.Errorf("client: no address known for node %d", node)
 		}
 		if wait == nil {
-			if lastErr != nil && !patient {
+			// A refused authentication is not retried: the credentials
+			// will not change (Java's AuthenticationException is fatal
+			// to the call too).
+			if lastErr != nil && (!patient || errors.Is(lastErr, auth.ErrAuthentication)) {
 				return nil, fmt.Errorf("client: node %d: %w", node, lastErr)
 			}
 			if lastErr != nil && ctx.Err() == nil {

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"crypto/x509/pkix"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"weir/internal/auth"
 	"weir/internal/auth/authtest"
 	"weir/internal/testport"
 )
@@ -116,9 +118,17 @@ listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.p
 		t.Fatal(err)
 	}
 	defer a.Close()
-	short, cancel := context.WithTimeout(ctx, 3*time.Second)
+	// A refused authentication fails the call at once, as Java's
+	// AuthenticationException does, rather than being retried until the
+	// call's deadline.
+	short, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := a.ListTopics(short); err == nil {
-		t.Fatal("a wrong PLAIN password listed topics")
+	start := time.Now()
+	_, err = a.ListTopics(short)
+	if !errors.Is(err, auth.ErrAuthentication) {
+		t.Fatalf("a wrong PLAIN password: %v, want an authentication error", err)
+	}
+	if took := time.Since(start); short.Err() != nil {
+		t.Fatalf("the refused authentication was retried until the deadline (%v)", took)
 	}
 }
