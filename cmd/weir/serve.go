@@ -237,7 +237,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer stopConsole()
 	if addr, required := consoleCfg.addr(len(voters) <= 1 && len(nonVoters) == 0); addr != "" {
-		if con, err = startConsole(addr, required, advertised.String(), int32(cfg.NodeID), reg, consoleCfg, logger, stdout); err != nil {
+		if con, err = startConsole(addr, required, settings, advertised.String(), int32(cfg.NodeID), reg, consoleCfg, logger, stdout); err != nil {
 			srv.Shutdown(context.Background())
 			<-serveErr
 			b.Close()

@@ -17,8 +17,14 @@ var assets embed.FS
 
 // Config configures a Console.
 type Config struct {
-	// Cluster is how the console reads and acts (required).
+	// Cluster is how the console reads and acts (required unless Login
+	// is set).
 	Cluster Cluster
+	// Login, when set, makes the console require a login: each person's
+	// credentials give a Cluster of their own, as their Kafka principal
+	// (with security on, so that the console shows only what the
+	// principal may describe). Cluster is then unused.
+	Login Login
 	// Metrics reads brokers' own counters; nil shows no rates.
 	Metrics Metrics
 	// Logger (default: discard).
@@ -41,15 +47,16 @@ type Config struct {
 // Console serves the web console. It holds no connection, timer or
 // goroutine besides its hub's idle loop until a page is requested.
 type Console struct {
-	cfg  Config
-	hub  *hub
-	tmpl map[string]*template.Template
-	mux  *http.ServeMux
+	cfg    Config
+	hub    *hub // nil when Login is set: each session has its own
+	logins sessions
+	tmpl   map[string]*template.Template
+	mux    *http.ServeMux
 }
 
 // New makes a console; Close stops it.
 func New(cfg Config) (*Console, error) {
-	if cfg.Cluster == nil {
+	if cfg.Cluster == nil && cfg.Login == nil {
 		return nil, errors.New("console: no cluster")
 	}
 	if cfg.Logger == nil {
@@ -69,14 +76,23 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	c := &Console{cfg: cfg, tmpl: tmpl}
-	c.hub = newHub(collector{cluster: cfg.Cluster, metrics: cfg.Metrics}, cfg.Logger, cfg.Now, cfg.Interval, cfg.Timeout)
+	if cfg.Login != nil {
+		c.logins.byID = map[string]*session{}
+	} else {
+		c.hub = newHub(collector{cluster: cfg.Cluster, metrics: cfg.Metrics}, cfg.Logger, cfg.Now, cfg.Interval, cfg.Timeout)
+	}
 	c.routes()
 	return c, nil
 }
 
 // Close stops the hub and waits for its collections; open event streams
 // end.
-func (c *Console) Close() { c.hub.close() }
+func (c *Console) Close() {
+	if c.hub != nil {
+		c.hub.close()
+	}
+	c.closeSessions()
+}
 
 // Handler serves the console.
 func (c *Console) Handler() http.Handler { return http.HandlerFunc(c.serveHTTP) }
@@ -91,6 +107,10 @@ func (c *Console) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	if c.cfg.Login != nil {
+		c.withSession(w, r)
+		return
+	}
 	c.mux.ServeHTTP(w, r)
 }
 

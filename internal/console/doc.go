@@ -20,6 +20,9 @@
 // OffsetCommit, AlterShareGroupOffsets, ElectLeaders,
 // AlterPartitionAssignments, ListPartitionReassignments, DescribeQuorum),
 // so the console is subject to the same authorization as its principal.
+// With Config.Login (security on), each person logs in and gets a Cluster
+// and a hub of their own, as their Kafka principal (login.go): the
+// console then shows and does exactly what that principal may.
 // What Kafka's protocol does not carry (bytes and requests per broker,
 // share-partition state counts, ShareFetch waits) comes from each
 // broker's Prometheus metrics through Metrics: the local broker's

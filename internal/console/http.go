@@ -72,6 +72,7 @@ type pageData struct {
 	View   any
 	Err    string
 	Extra  any
+	User   string // the logged-in user, when the console requires a login
 }
 
 func (k viewKey) stream() string {
@@ -96,12 +97,12 @@ func (c *Console) page(kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		k, err := viewKeyOf(r.URL.Query(), kind)
 		if err != nil {
-			c.render(w, http.StatusBadRequest, "error", pageData{Title: "Bad request", Err: err.Error()})
+			c.render(w, r, http.StatusBadRequest, "error", pageData{Title: "Bad request", Err: err.Error()})
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), c.cfg.Timeout)
 		defer cancel()
-		v, err := c.hub.Snapshot(ctx, k)
+		v, err := c.hubFor(ctx).Snapshot(ctx, k)
 		d := pageData{Key: k, Stream: k.stream(), View: v, Nav: k.Kind}
 		if err != nil {
 			d.Err = err.Error()
@@ -112,7 +113,7 @@ func (c *Console) page(kind string) http.HandlerFunc {
 		case kindTopic:
 			d.Title, d.Nav = "Topic "+k.Name, kindOverview
 			var x TopicExtra
-			cfgs, err := c.cfg.Cluster.Configs(ctx, k.Name)
+			cfgs, err := c.clusterFor(ctx).Configs(ctx, k.Name)
 			if err != nil {
 				x.ConfigErr = err.Error()
 			}
@@ -127,7 +128,7 @@ func (c *Console) page(kind string) http.HandlerFunc {
 		if v == nil && err != nil {
 			status = http.StatusBadGateway
 		}
-		c.render(w, status, k.Kind, d)
+		c.render(w, r, status, k.Kind, d)
 	}
 }
 
@@ -144,27 +145,30 @@ func (c *Console) opsPage(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var v OpsView
 	var errs []string
-	if ts, err := c.cfg.Cluster.Topics(ctx); err != nil {
+	if ts, err := c.clusterFor(ctx).Topics(ctx); err != nil {
 		errs = append(errs, "listing topics: "+err.Error())
 	} else {
 		for _, t := range ts {
 			v.Topics = append(v.Topics, t.Name)
 		}
 	}
-	if gs, err := c.cfg.Cluster.Groups(ctx); err != nil {
+	if gs, err := c.clusterFor(ctx).Groups(ctx); err != nil {
 		errs = append(errs, "listing groups: "+err.Error())
 	} else {
 		v.Groups = gs
 	}
-	if rs, err := c.cfg.Cluster.Reassignments(ctx); err != nil {
+	if rs, err := c.clusterFor(ctx).Reassignments(ctx); err != nil {
 		v.ReassignmentErr = err.Error()
 	} else {
 		v.Reassignments = rs
 	}
-	c.render(w, http.StatusOK, "ops", pageData{Title: "Operations", Nav: "ops", View: v, Err: strings.Join(errs, "; ")})
+	c.render(w, r, http.StatusOK, "ops", pageData{Title: "Operations", Nav: "ops", View: v, Err: strings.Join(errs, "; ")})
 }
 
-func (c *Console) render(w http.ResponseWriter, status int, name string, d pageData) {
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, d pageData) {
+	if sp, ok := r.Context().Value(spaceKey{}).(*space); ok {
+		d.User = sp.user
+	}
 	t := c.tmpl[name]
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", d); err != nil {
@@ -204,7 +208,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, "retry: 3000\n\n")
 	fl.Flush()
-	ch, cancel := c.hub.Watch(k)
+	ch, cancel := c.hubFor(r.Context()).Watch(k)
 	defer cancel()
 	for {
 		select {
@@ -244,7 +248,7 @@ func (c *Console) apiView(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.Timeout)
 	defer cancel()
-	v, err := c.hub.Snapshot(ctx, k)
+	v, err := c.hubFor(ctx).Snapshot(ctx, k)
 	if err != nil {
 		writeJSON(w, http.StatusBadGateway, result{Message: err.Error()})
 		return
@@ -346,7 +350,7 @@ func (c *Console) produce(ctx context.Context, p params) (result, error) {
 	for _, h := range hs {
 		rec.Headers = append(rec.Headers, Header{Key: h[0], Value: []byte(h[1])})
 	}
-	gotPart, off, err := c.cfg.Cluster.Produce(ctx, rec)
+	gotPart, off, err := c.clusterFor(ctx).Produce(ctx, rec)
 	if err != nil {
 		return result{}, fmt.Errorf("producing to %s: %w", topic, err)
 	}
@@ -383,7 +387,7 @@ func (c *Console) createTopic(ctx context.Context, p params) (result, error) {
 		}
 		spec.Configs[kv[0]] = kv[1]
 	}
-	if err := c.cfg.Cluster.CreateTopic(ctx, spec); err != nil {
+	if err := c.clusterFor(ctx).CreateTopic(ctx, spec); err != nil {
 		return result{}, err
 	}
 	return result{Message: "created topic " + name}, nil
@@ -397,7 +401,7 @@ func (c *Console) deleteTopic(ctx context.Context, p params) (result, error) {
 	if p.raw("confirm") != name {
 		return result{}, bad("confirm", p.raw("confirm"), "type the topic's name to confirm deleting it")
 	}
-	if err := c.cfg.Cluster.DeleteTopic(ctx, name); err != nil {
+	if err := c.clusterFor(ctx).DeleteTopic(ctx, name); err != nil {
 		return result{}, err
 	}
 	return result{Message: "deleted topic " + name}, nil
@@ -424,7 +428,7 @@ func (c *Console) alterConfig(ctx context.Context, p params) (result, error) {
 		}
 		value = &v
 	}
-	if err := c.cfg.Cluster.AlterConfig(ctx, topic, name, value); err != nil {
+	if err := c.clusterFor(ctx).AlterConfig(ctx, topic, name, value); err != nil {
 		return result{}, err
 	}
 	if value == nil {
@@ -456,7 +460,7 @@ func (c *Console) resetOffsets(ctx context.Context, p params) (result, error) {
 	if !dry && p.v.Get("confirm") != group {
 		return result{}, bad("confirm", p.raw("confirm"), "type the group's id to confirm moving its offsets")
 	}
-	gs, err := c.cfg.Cluster.Groups(ctx)
+	gs, err := c.clusterFor(ctx).Groups(ctx)
 	if err != nil && len(gs) == 0 {
 		return result{}, err
 	}
@@ -469,7 +473,7 @@ func (c *Console) resetOffsets(ctx context.Context, p params) (result, error) {
 	share := listing.Type == GroupShare
 	current := map[TP]int64{}
 	if share {
-		so, err := c.cfg.Cluster.ShareOffsets(ctx, group)
+		so, err := c.clusterFor(ctx).ShareOffsets(ctx, group)
 		if err != nil {
 			return result{}, fmt.Errorf("reading the group's offsets: %w", err)
 		}
@@ -477,21 +481,21 @@ func (c *Console) resetOffsets(ctx context.Context, p params) (result, error) {
 			current[tp] = o.StartOffset
 		}
 	} else {
-		if current, err = c.cfg.Cluster.Committed(ctx, group); err != nil {
+		if current, err = c.clusterFor(ctx).Committed(ctx, group); err != nil {
 			return result{}, fmt.Errorf("reading the group's offsets: %w", err)
 		}
 	}
-	start, err := c.cfg.Cluster.Offsets(ctx, topic, OffsetEarliest)
+	start, err := c.clusterFor(ctx).Offsets(ctx, topic, OffsetEarliest)
 	if err != nil {
 		return result{}, err
 	}
-	end, err := c.cfg.Cluster.Offsets(ctx, topic, OffsetLatest)
+	end, err := c.clusterFor(ctx).Offsets(ctx, topic, OffsetLatest)
 	if err != nil {
 		return result{}, err
 	}
 	var at map[int32]int64
 	if target.Kind == "timestamp" {
-		if at, err = c.cfg.Cluster.Offsets(ctx, topic, target.Value); err != nil {
+		if at, err = c.clusterFor(ctx).Offsets(ctx, topic, target.Value); err != nil {
 			return result{}, err
 		}
 	}
@@ -543,9 +547,9 @@ func (c *Console) resetOffsets(ctx context.Context, p params) (result, error) {
 		return res, nil
 	}
 	if share {
-		err = c.cfg.Cluster.AlterShareOffsets(ctx, group, plan)
+		err = c.clusterFor(ctx).AlterShareOffsets(ctx, group, plan)
 	} else {
-		err = c.cfg.Cluster.CommitOffsets(ctx, group, plan)
+		err = c.clusterFor(ctx).CommitOffsets(ctx, group, plan)
 	}
 	if err != nil {
 		return result{Details: []string{"a group with members refuses offsets from outside: stop its consumers first"}}, fmt.Errorf("moving %s's offsets: %w", group, err)
@@ -566,7 +570,7 @@ func (c *Console) elect(ctx context.Context, p params) (result, error) {
 			return result{}, err
 		}
 		if len(ps) == 0 {
-			ts, err := c.cfg.Cluster.Topics(ctx, topic)
+			ts, err := c.clusterFor(ctx).Topics(ctx, topic)
 			if err != nil {
 				return result{}, err
 			}
@@ -585,7 +589,7 @@ func (c *Console) elect(ctx context.Context, p params) (result, error) {
 	} else if p.raw("partitions") != "" {
 		return result{}, bad("partitions", p.raw("partitions"), "name the topic the partitions belong to")
 	}
-	out, err := c.cfg.Cluster.ElectPreferred(ctx, parts)
+	out, err := c.clusterFor(ctx).ElectPreferred(ctx, parts)
 	if err != nil {
 		return result{}, err
 	}
@@ -608,7 +612,7 @@ func (c *Console) reassign(ctx context.Context, p params) (result, error) {
 	for part, reps := range moves {
 		m[TP{topic, part}] = reps
 	}
-	out, err := c.cfg.Cluster.Reassign(ctx, m)
+	out, err := c.clusterFor(ctx).Reassign(ctx, m)
 	if err != nil {
 		return result{}, err
 	}
@@ -733,7 +737,7 @@ func (c *Console) browse(ctx context.Context, p params) (*RecordsView, error) {
 		if err != nil {
 			return nil, err
 		}
-		offs, err := c.cfg.Cluster.Offsets(ctx, topic, ts)
+		offs, err := c.clusterFor(ctx).Offsets(ctx, topic, ts)
 		if err != nil {
 			return nil, err
 		}
@@ -749,7 +753,7 @@ func (c *Console) browse(ctx context.Context, p params) (*RecordsView, error) {
 			return nil, err
 		}
 		if from < 0 { // the first retained record
-			starts, err := c.cfg.Cluster.Offsets(ctx, topic, OffsetEarliest)
+			starts, err := c.clusterFor(ctx).Offsets(ctx, topic, OffsetEarliest)
 			if err != nil {
 				return nil, err
 			}
@@ -761,7 +765,7 @@ func (c *Console) browse(ctx context.Context, p params) (*RecordsView, error) {
 		}
 		v.From = from
 	}
-	recs, err := c.cfg.Cluster.Records(ctx, RecordQuery{Topic: topic, Partition: int32(part), Offset: v.From, Limit: int(limit)})
+	recs, err := c.clusterFor(ctx).Records(ctx, RecordQuery{Topic: topic, Partition: int32(part), Offset: v.From, Limit: int(limit)})
 	if err != nil && len(recs) == 0 {
 		return nil, err
 	}
