@@ -285,22 +285,21 @@ class ShareClusterTest {
                     + " (leaders " + l + ")"));
             out.putAll(l);
         });
-        // Answered by each new leader itself. A fresh Admin: kafka-clients' Admin keeps the
-        // partition leaders its last listOffsets found and, while that node is down, holds the
-        // call until it times out (30 s) instead of looking the leaders up again.
-        try (Admin fresh = Compat.admin()) {
-            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
-            for (int p = 0; p < PARTITIONS; p++) {
-                latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
-            }
-            Compat.eventually(Duration.ofSeconds(30), () -> {
-                try {
-                    fresh.listOffsets(latest).all().get(10, TimeUnit.SECONDS);
-                } catch (Exception e) {
-                    throw new AssertionError("ListOffsets on " + topic + " (leaders " + ClusterTest.leaders(meta, topic) + "): " + e, e);
-                }
-            });
+        // Answered by each new leader itself. A fresh Admin for every attempt: kafka-clients'
+        // Admin keeps the partition leaders its last listOffsets found and, while that node is
+        // down, holds the call until it times out (30 s) instead of looking the leaders up again,
+        // so an attempt that met the old leader would hold every later one on the same Admin.
+        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        for (int p = 0; p < PARTITIONS; p++) {
+            latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
         }
+        Compat.eventually(Duration.ofSeconds(30), () -> {
+            try (Admin fresh = Compat.admin()) {
+                fresh.listOffsets(latest).all().get(10, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                throw new AssertionError("ListOffsets on " + topic + " (leaders " + ClusterTest.leaders(meta, topic) + "): " + e, e);
+            }
+        });
         return out;
     }
 
