@@ -182,13 +182,7 @@ func readRecords(t testing.TB, l *log.Log) []string {
 // withProducer stamps a producer id, epoch and base sequence (and the
 // transactional bit) into a batch, as an idempotent producer sends it.
 func withProducer(b []byte, pid int64, epoch int16, seq int32, txn bool) []byte {
-	binary.BigEndian.PutUint64(b[43:], uint64(pid))
-	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
-	binary.BigEndian.PutUint32(b[53:], uint32(seq))
-	if txn {
-		binary.BigEndian.PutUint16(b[21:], binary.BigEndian.Uint16(b[21:])|0x10)
-	}
-	fixCRC(b)
+	log.StampProducer(b, pid, epoch, seq, txn)
 	return b
 }
 

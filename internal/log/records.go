@@ -170,6 +170,20 @@ func (bb *BatchBuilder) build(attrs uint16, producerID int64, producerEpoch int1
 	return b
 }
 
+// StampProducer rewrites a built v2 batch as producer producerID sends it
+// at epoch from baseSequence (transactional sets the transactional bit)
+// and recomputes its CRC: the idempotent and transactional batches of
+// tests and tools.
+func StampProducer(b []byte, producerID int64, epoch int16, baseSequence int32, transactional bool) {
+	binary.BigEndian.PutUint64(b[offProducerID:], uint64(producerID))
+	binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(epoch))
+	binary.BigEndian.PutUint32(b[offBaseSequence:], uint32(baseSequence))
+	if transactional {
+		binary.BigEndian.PutUint16(b[offAttributes:], binary.BigEndian.Uint16(b[offAttributes:])|attrTransactional)
+	}
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+}
+
 func appendNullable(b, v []byte) []byte {
 	if v == nil {
 		return binary.AppendVarint(b, -1)

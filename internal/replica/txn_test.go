@@ -2,8 +2,6 @@ package replica
 
 import (
 	"context"
-	"encoding/binary"
-	"hash/crc32"
 	"reflect"
 	"testing"
 	"time"
@@ -14,11 +12,7 @@ import (
 // txnBatch is batch(tag, n) from a transactional producer.
 func txnBatch(pid int64, epoch int16, seq int32, tag string, n int) []byte {
 	b := batch(tag, n)
-	binary.BigEndian.PutUint16(b[21:], binary.BigEndian.Uint16(b[21:])|0x10)
-	binary.BigEndian.PutUint64(b[43:], uint64(pid))
-	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
-	binary.BigEndian.PutUint32(b[53:], uint32(seq))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	wlog.StampProducer(b, pid, epoch, seq, true)
 	return b
 }
 
