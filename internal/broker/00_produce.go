@@ -174,7 +174,28 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16, txn ve
 	if txn.Append != nil && h.IsTransactional() {
 		opts.Guard = txn.Append
 	}
-	return p.rep.Append(records, acks, opts)
+	if h.ProducerID < 0 || h.BaseSequence == 0 {
+		return p.rep.Append(records, acks, opts)
+	}
+	// An idempotent batch past sequence 0 from a producer the partition
+	// does not know is accepted, as Kafka does, but says the producer's
+	// state was lost here (or expired): worth a line when ordering is in
+	// question. The check runs under the log's lock, the line after it.
+	unseen, guard := false, opts.Guard
+	opts.Guard = func(info wlog.BatchInfo, base int64) error {
+		if err := guard(info, base); err != nil {
+			return err
+		}
+		unseen = !p.producers.Knows(info.ProducerID, info.ProducerEpoch)
+		return nil
+	}
+	res, err := p.rep.Append(records, acks, opts)
+	if unseen {
+		b.logger.Info("produce: accepted a producer the partition did not know at a sequence past 0",
+			"topic", p.topic.name, "partition", p.index, "producer_id", h.ProducerID, "epoch", h.ProducerEpoch,
+			"sequence", h.BaseSequence, "offset", res.BaseOffset, "err", err)
+	}
+	return res, err
 }
 
 // markPartition sets the error of p's answer, unless it has one, and

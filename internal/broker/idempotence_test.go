@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"bytes"
 	"context"
-	"encoding/binary"
-	"hash/crc32"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,10 +24,7 @@ func idempotentBatch(pid int64, epoch int16, seq int32, value string) []byte {
 	bb.Reset(now)
 	bb.Add(now, nil, []byte(value), nil)
 	b := append([]byte(nil), bb.Build()...)
-	binary.BigEndian.PutUint64(b[43:], uint64(pid))
-	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
-	binary.BigEndian.PutUint32(b[53:], uint32(seq))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	wlog.StampProducer(b, pid, epoch, seq, false)
 	return b
 }
 
@@ -110,5 +109,59 @@ func TestIdempotentProduce(t *testing.T) {
 	again, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, c)
 	if err != nil || again.ProducerID == pid {
 		t.Fatalf("producer id reused after restart: %d", again.ProducerID)
+	}
+}
+
+// lineBuffer collects log output safely across goroutines.
+type lineBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lineBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lineBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestUnknownProducerPastZeroIsLogged: a leader accepts a batch past
+// sequence 0 from a producer the partition does not know (Kafka does:
+// its state may have expired), and says so in its log, once; a producer
+// it knows, or one starting at 0, is not logged.
+func TestUnknownProducerPastZeroIsLogged(t *testing.T) {
+	var logs lineBuffer
+	tb := startBroker(t, t.TempDir(), func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr)
+	createTopic(t, ctx, c, "unseen", 1, nil)
+	const line = "accepted a producer the partition did not know"
+	steps := []struct {
+		pid    int64
+		seq    int32
+		logged int // lines so far
+	}{
+		{pid: 7, seq: 0, logged: 0}, // a new producer at 0
+		{pid: 7, seq: 1, logged: 0}, // known
+		{pid: 8, seq: 5, logged: 1}, // unknown, past 0: accepted and logged
+		{pid: 8, seq: 6, logged: 1}, // known now
+	}
+	for i, s := range steps {
+		if sp := rawProduce(t, ctx, c, tb, "unseen", idempotentBatch(s.pid, 0, s.seq, "v")); sp.ErrorCode != 0 || sp.BaseOffset != int64(i) {
+			t.Fatalf("step %d: %v at offset %d", i, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+		}
+		if got := strings.Count(logs.String(), line); got != s.logged {
+			t.Fatalf("step %d (producer %d sequence %d): %d lines, want %d:\n%s", i, s.pid, s.seq, got, s.logged, logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), "producer_id=8") || !strings.Contains(logs.String(), "sequence=5") {
+		t.Fatalf("the line does not name the producer and sequence:\n%s", logs.String())
 	}
 }

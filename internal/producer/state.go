@@ -477,6 +477,16 @@ func (s *State) Reset() {
 	}
 }
 
+// Knows reports whether the partition knows producer pid at epoch. A
+// leader that accepts a batch at a sequence other than 0 from a producer
+// it does not know has lost (or never had) that producer's state: Kafka
+// accepts it all the same, and the producer's ordering then rests on
+// the client.
+func (s *State) Knows(pid int64, epoch int16) bool {
+	e := s.read().producers[pid]
+	return e != nil && e.epoch == epoch
+}
+
 // Len is the number of producers the partition knows.
 func (s *State) Len() int { return len(s.read().producers) }
 
