@@ -124,7 +124,9 @@ func (r *chaosRun) clients(ctx context.Context) (stop func() []error) {
 		return kgoProducer(pctx, "kgo1", "kgo-meta250ms", r.c.clientOpts(), r.ledger, 2*time.Minute, kgo.MetadataMinAge(250*time.Millisecond))
 	})
 	if r.javaCP != "" {
-		logPath := filepath.Join(r.javaDir, "java0.log")
+		// In the cluster's directory: kept with the node logs when the
+		// test fails (keepLogs).
+		logPath := filepath.Join(r.c.Dir, "java0.log")
 		producer(func() error {
 			return javaProducer(pctx, "java0", r.javaDir, r.javaCP, r.c.bootstrap(), r.c.javaProps(), r.ledger, logPath)
 		})

@@ -107,7 +107,10 @@ func javaProducer(ctx context.Context, id, classes, cp string, seeds []string, p
 		return err
 	}
 	defer logf.Close()
-	args := []string{"-Xmx256m", "-cp", classes + string(os.PathListSeparator) + cp, "ChaosProducer",
+	// The client's own log at INFO (log4j's default configuration logs
+	// only errors): retries, epoch bumps and sequence errors are what a
+	// failed ledger check needs to be read.
+	args := []string{"-Xmx256m", "-Dorg.apache.logging.log4j.level=INFO", "-cp", classes + string(os.PathListSeparator) + cp, "ChaosProducer",
 		strings.Join(seeds, ","), topic, strconv.Itoa(partitions), id, strconv.Itoa(int(sendEvery / time.Millisecond))}
 	if propsFile != "" {
 		args = append(args, propsFile)

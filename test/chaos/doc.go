@@ -92,7 +92,9 @@
 // Long form: WEIR_CHAOS_LONG=1 (50 kill rounds, 50 SASL_SSL kill rounds,
 // 12 pause rounds), or set WEIR_CHAOS_KILL_ROUNDS,
 // WEIR_CHAOS_SASL_KILL_ROUNDS and WEIR_CHAOS_PAUSE_ROUNDS. WEIR_CHAOS_SEED repeats a run's choice of
-// victims, WEIR_CHAOS_KEEP=DIR keeps the nodes' logs,
+// victims, WEIR_CHAOS_KEEP=DIR keeps the nodes' logs and the Java
+// producer's (its client log at INFO: retries, epoch bumps, sequence
+// errors; kept in a temporary directory when a test fails),
 // WEIR_CHAOS_KEEP_DATA=DIR the cluster's directory (every node's
 // partition logs, for inspection with internal/log) when a test failed,
 // WEIR_CHAOS_JAVA=0

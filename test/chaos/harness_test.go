@@ -301,8 +301,8 @@ func (c *chaosCluster) signal(n int, sig syscall.Signal) error {
 	return nil
 }
 
-// keepLogs copies every node's log to dir (a new temporary directory if
-// empty) and prints the end of each.
+// keepLogs copies every node's log and the Java producer's to dir (a new
+// temporary directory if empty) and prints the end of each node's.
 func (c *chaosCluster) keepLogs(dir string) {
 	if dir == "" {
 		var err error
@@ -328,6 +328,14 @@ func (c *chaosCluster) keepLogs(dir string) {
 		c.t.Logf("node %d log kept in %s", n, dst)
 		if c.t.Failed() {
 			c.t.Logf("node %d's log ends with:\n%s", n, b[max(0, len(b)-4096):])
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(c.Dir, "java0.log")); err == nil {
+		dst := filepath.Join(dir, c.t.Name()+"-java0.log")
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			c.t.Logf("keeping the Java producer's log: %v", err)
+		} else {
+			c.t.Logf("the Java producer's log kept in %s", dst)
 		}
 	}
 }

@@ -10,4 +10,6 @@
 // failing. They do not assert that every acknowledged record survives a
 // change of leader (that belongs to the replication tests); they log how
 // many acknowledged records the consumer read past without receiving.
+// One asserts what a new leader must know: the idempotent producers'
+// sequences, after a SIGKILL and after a restart (sequence_test.go).
 package cluster

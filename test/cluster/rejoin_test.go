@@ -24,14 +24,7 @@ func TestOldLeaderRejoinsAsFollower(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	c := startCluster(t, ctx, 3)
 	all := c.live()
-	eventually(t, ctx, 20*time.Second, "create "+topic, func(ctx context.Context) error {
-		return c.createTopic(ctx, all, topic, 1, 3)
-	})
-	var views []view
-	eventually(t, ctx, 20*time.Second, "every broker reports the same leader", func(ctx context.Context) (err error) {
-		views, err = c.agreement(ctx, all, topic, 1)
-		return err
-	})
+	views := c.onePartitionTopic(ctx, all, topic)
 	old := leaderNotController(t, views[0], all, "stopping")
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap(all)...), kgo.DefaultProduceTopic(topic),

@@ -151,6 +151,22 @@ func (c *testCluster) createTopic(ctx context.Context, nodes []int, topic string
 	return nil
 }
 
+// onePartitionTopic creates topic with one partition on three replicas
+// and waits until every node of all reports the same leader; it returns
+// their views.
+func (c *testCluster) onePartitionTopic(ctx context.Context, all []int, topic string) []view {
+	c.t.Helper()
+	eventually(c.t, ctx, 20*time.Second, "create "+topic, func(ctx context.Context) error {
+		return c.createTopic(ctx, all, topic, 1, 3)
+	})
+	var views []view
+	eventually(c.t, ctx, 20*time.Second, "every broker reports the same leader", func(ctx context.Context) (err error) {
+		views, err = c.agreement(ctx, all, topic, 1)
+		return err
+	})
+	return views
+}
+
 // leadersOf counts the partitions each node leads.
 func leadersOf(v view) map[int32][]int32 {
 	out := map[int32][]int32{}
