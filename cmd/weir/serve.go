@@ -172,8 +172,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		bound.close()
 		return err
 	}
+	maxIdle := settings.Millis(config.ConnectionsMaxIdle)
+	if maxIdle <= 0 {
+		maxIdle = -1 // connections.max.idle.ms 0 or less: never (the server's 0 is its default)
+	}
 	srv, err := server.New(server.Config{Listeners: listeners, Dispatcher: b, Logger: logger,
-		MaxRequestSize: settings.Int(config.SocketRequestMaxBytes)})
+		MaxRequestSize: settings.Int(config.SocketRequestMaxBytes), MaxIdle: maxIdle})
 	if err != nil {
 		bound.close()
 		b.Close()

@@ -14,6 +14,7 @@ const (
 	LogRetentionCheckInterval = "log.retention.check.interval.ms"
 	MessageMaxBytes           = "message.max.bytes"
 	SocketRequestMaxBytes     = "socket.request.max.bytes"
+	ConnectionsMaxIdle        = "connections.max.idle.ms"
 	OffsetsTopicPartitions    = "offsets.topic.num.partitions"
 	OffsetsTopicReplication   = "offsets.topic.replication.factor"
 	OffsetsTopicSegmentBytes  = "offsets.topic.segment.bytes"
@@ -72,6 +73,7 @@ var coreBrokerDefs = []Def{
 	{Name: ListenerSecurityMap, Type: String, Default: "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT", Support: Honoured, Doc: "Security protocol of each listener name."},
 	{Name: BrokerRack, Type: String, NullDefault: true, Support: Honoured, Doc: "Rack of this broker, used for rack-aware placement and reported in metadata."},
 	{Name: SocketRequestMaxBytes, Type: Int, Default: "104857600", valid: atLeast(1), Support: Honoured, Doc: "Largest request frame accepted."},
+	{Name: ConnectionsMaxIdle, Type: Long, Default: "600000", Support: Honoured, Doc: "A connection that sends no request for this long, with none unanswered, is closed; 0 or less keeps idle connections open."},
 
 	// Log directories and topic defaults.
 	{Name: LogDirs, Type: List, NullDefault: true, valid: listOf{anyStrings: true, nullOK: true}, Support: Honoured, Doc: "Directories holding partition data; log.dir is used when unset."},

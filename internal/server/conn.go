@@ -64,6 +64,15 @@ type conn struct {
 	// nothing before it.
 	mutedUntil atomic.Int64
 
+	// requests counts the frames read, answered the slots given back (a
+	// request answered, or one that needs no answer): the idle sweep's
+	// signs of life.
+	requests, answered atomic.Uint64
+	// idleSeen and idleSince are the idle sweep's alone: requests at its
+	// last look, and when it first saw that count.
+	idleSeen  uint64
+	idleSince time.Time
+
 	stopRead   chan struct{} // closed by stopReading
 	stopOnce   sync.Once
 	writerDone chan struct{}
@@ -211,6 +220,7 @@ func (c *conn) readRequests() (flush bool) {
 			return c.draining()
 		}
 		c.s.stats.bytesIn.Add(uint64(4 + len(frame)))
+		c.requests.Add(1)
 		if !c.waitUnmuted() {
 			if pooled {
 				c.s.frames.put(frame)
@@ -358,6 +368,7 @@ func (c *conn) send(out outgoing) bool {
 		if cap(c.rbuf) > maxKeptWriteBuffer {
 			c.rbuf = nil
 		}
+		c.answered.Add(1)
 		<-c.slots
 		if err != nil {
 			if !errors.Is(err, errCloseRequested) {
@@ -410,6 +421,7 @@ func (c *conn) writeLoop() {
 			buf = nil
 		}
 		c.queued.Add(-1) // written: the reader may write the next one itself
+		c.answered.Add(1)
 		<-c.slots
 	}
 }

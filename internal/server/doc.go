@@ -95,6 +95,15 @@
 // client that disconnects gets nothing more: its pending replies are
 // abandoned and the context given to Serve is cancelled.
 //
+// One more goroutine per Server sweeps idle connections
+// (Config.MaxIdle, Kafka's connections.max.idle.ms, 10 minutes by
+// default): every quarter of MaxIdle (10 ms to 30 s) it closes the
+// connections that have read no request since it last looked, for at
+// least MaxIdle, and have every request answered. It reads two counters
+// per connection that the reader and writer bump; it holds the server's
+// lock only to list the connections, and tears them down with their
+// context, as a client that disconnects does.
+//
 // Shutdown stops accepting and reading, lets queued replies complete and
 // be written, then closes; when its context ends first, or when the
 // context given to Serve is cancelled, connections are torn down at once.

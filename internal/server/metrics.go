@@ -18,11 +18,12 @@ var (
 	descConnsShut = prometheus.NewDesc("weir_server_connections_closed_total", "Connections closed.", nil, nil)
 	descProtoErrs = prometheus.NewDesc("weir_server_protocol_errors_total", "Connections closed for bad input.", nil, nil)
 	descInline    = prometheus.NewDesc("weir_server_inline_replies_total", "Replies written by a connection's reader because nothing was queued before them.", nil, nil)
+	descIdleShut  = prometheus.NewDesc("weir_server_idle_connections_closed_total", "Connections closed for sending no request for connections.max.idle.ms.", nil, nil)
 	descAuthFails = prometheus.NewDesc("weir_server_authentication_failures_total", "Connections closed by their listener's security: failed TLS handshakes and authentications, requests before authentication, expired sessions.", nil, nil)
 )
 
 func (c serverCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRequests, descBytesIn, descBytesOut, descConnsOpen, descConnsShut, descProtoErrs, descInline, descAuthFails} {
+	for _, d := range []*prometheus.Desc{descRequests, descBytesIn, descBytesOut, descConnsOpen, descConnsShut, descProtoErrs, descInline, descAuthFails, descIdleShut} {
 		ch <- d
 	}
 }
@@ -33,7 +34,7 @@ func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(n), kmsg.NameForKey(key))
 	}
 	for d, v := range map[*prometheus.Desc]uint64{descBytesIn: st.BytesIn, descBytesOut: st.BytesOut, descConnsOpen: st.ConnectionsOpened,
-		descConnsShut: st.ConnectionsClosed, descProtoErrs: st.ProtocolErrors, descInline: st.InlineReplies, descAuthFails: st.AuthFailures} {
+		descConnsShut: st.ConnectionsClosed, descProtoErrs: st.ProtocolErrors, descInline: st.InlineReplies, descAuthFails: st.AuthFailures, descIdleShut: st.IdleClosed} {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 	}
 }

@@ -33,6 +33,12 @@ type Config struct {
 	// MaxRequestSize is socket.request.max.bytes: frames above it close
 	// the connection. Zero means DefaultMaxRequestSize.
 	MaxRequestSize int32
+	// MaxIdle is connections.max.idle.ms: a connection that has sent no
+	// request for this long, with none unanswered, is closed (clients
+	// reconnect when they need to; Kafka's clients close theirs first,
+	// after their own 9 minutes). Zero means DefaultMaxIdle; negative
+	// never closes an idle connection.
+	MaxIdle time.Duration
 	// MaxInFlight bounds the requests read but not yet answered per
 	// connection; at the bound the reader stops reading. Zero means
 	// DefaultMaxInFlight.
@@ -52,6 +58,7 @@ type Server struct {
 	maxRequestSize int32
 	maxInFlight    int
 	handshake      time.Duration
+	maxIdle        time.Duration  // <= 0: never
 	reusable       map[int16]bool // keys whose frames come from frames
 	frames         framePool
 	stats          *counters
@@ -62,6 +69,7 @@ type Server struct {
 	mu      sync.Mutex
 	serving bool
 	closing bool
+	closed  chan struct{} // closed with closing set: stops the idle sweep
 	conns   map[*conn]struct{}
 	nextID  uint64
 	wg      sync.WaitGroup // connection goroutines
@@ -107,6 +115,8 @@ func newServer(cfg Config) (*Server, error) {
 		maxRequestSize: cfg.MaxRequestSize,
 		maxInFlight:    cfg.MaxInFlight,
 		handshake:      cfg.HandshakeTimeout,
+		maxIdle:        cfg.MaxIdle,
+		closed:         make(chan struct{}),
 		conns:          make(map[*conn]struct{}),
 		reusable:       map[int16]bool{},
 	}
@@ -145,6 +155,9 @@ func newServer(cfg Config) (*Server, error) {
 	}
 	if s.maxInFlight <= 0 {
 		s.maxInFlight = DefaultMaxInFlight
+	}
+	if s.maxIdle == 0 {
+		s.maxIdle = DefaultMaxIdle
 	}
 	if s.handshake <= 0 {
 		s.handshake = DefaultHandshakeTimeout
@@ -209,6 +222,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	})
 	defer stop()
 
+	if s.maxIdle > 0 {
+		s.wg.Add(1)
+		go s.sweepIdle()
+	}
 	errs := make(chan error, len(s.listeners))
 	for _, l := range s.listeners {
 		s.log.Info("serving", "listener", l.Name, "addr", l.ln.Addr().String())
@@ -294,6 +311,7 @@ func (s *Server) beginClose() []*conn {
 	defer s.mu.Unlock()
 	if !s.closing {
 		s.closing = true
+		close(s.closed)
 		s.closeListeners()
 	}
 	conns := make([]*conn, 0, len(s.conns))

@@ -14,6 +14,9 @@ type Stats struct {
 
 	ConnectionsOpened uint64
 	ConnectionsClosed uint64
+	// IdleClosed counts connections closed for sending nothing for
+	// connections.max.idle.ms (Config.MaxIdle).
+	IdleClosed uint64
 	// ProtocolErrors counts connections closed for bad input: bad frame
 	// sizes, unknown keys, unsupported versions, undecodable requests.
 	ProtocolErrors uint64
@@ -44,6 +47,7 @@ type counters struct {
 
 	bytesIn, bytesOut              atomic.Uint64
 	connsOpened, connsClosed       atomic.Uint64
+	idleClosed                     atomic.Uint64
 	protocolErrors, inFlightStalls atomic.Uint64
 	sendfileBytes, copiedFileBytes atomic.Uint64
 	inlineReplies                  atomic.Uint64
@@ -66,6 +70,7 @@ func (c *counters) snapshot() Stats {
 		BytesOut:          c.bytesOut.Load(),
 		ConnectionsOpened: c.connsOpened.Load(),
 		ConnectionsClosed: c.connsClosed.Load(),
+		IdleClosed:        c.idleClosed.Load(),
 		ProtocolErrors:    c.protocolErrors.Load(),
 		InFlightStalls:    c.inFlightStalls.Load(),
 		SendfileBytes:     c.sendfileBytes.Load(),
