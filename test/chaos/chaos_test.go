@@ -205,6 +205,9 @@ func (r *chaosRun) finish(ctx context.Context, name string, stop func() []error,
 	v := Check(acks, failed, seen, final)
 	t.Logf("chaos %s: %d rounds; %d acknowledged, %d failed sends (%d of them in the log anyway), live consumer read %d, final read %d",
 		name, len(r.faults), v.Acked, v.FailedSends, v.FailedPresent, v.Seen, v.Final)
+	if reasons := r.ledger.FailureReasons(); len(reasons) > 0 {
+		t.Logf("chaos %s: failed sends by producer and reason: %s", name, strings.Join(reasons, "; "))
+	}
 	for _, client := range []string{"kgo", "kgo-meta250ms", "java"} {
 		n := 0
 		for _, a := range acks {

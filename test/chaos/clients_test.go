@@ -44,7 +44,7 @@ func kgoProducer(ctx context.Context, id, family string, conn []kgo.Opt, l *Ledg
 	done := func(r *kgo.Record, err error) {
 		v := string(r.Value)
 		if err != nil {
-			l.Failed(v)
+			l.Failed(v, err.Error())
 			return
 		}
 		l.Acked(Ack{Client: family, Value: v, Partition: r.Partition, Offset: r.Offset, At: time.Now()})
@@ -164,7 +164,7 @@ func readJavaOutcomes(r io.Reader, l *Ledger, other io.Writer) error {
 			}
 			l.Acked(Ack{Client: "java", Value: f[3], Partition: int32(p), Offset: o, At: time.UnixMilli(ms)})
 		case len(f) >= 2 && f[0] == "FAIL":
-			l.Failed(f[1])
+			l.Failed(f[1], strings.Join(f[2:], " "))
 		default:
 			fmt.Fprintln(other, sc.Text())
 		}

@@ -31,14 +31,15 @@ type Rec struct {
 // acknowledged, which sends failed (their records may or may not be in
 // the log) and what the consumer running during the faults read.
 type Ledger struct {
-	mu     sync.Mutex
-	acks   []Ack
-	failed map[string]bool
-	seen   []Rec
+	mu      sync.Mutex
+	acks    []Ack
+	failed  map[string]bool
+	reasons map[string]int // "producer: reason" -> failed sends
+	seen    []Rec
 }
 
 // NewLedger returns an empty ledger.
-func NewLedger() *Ledger { return &Ledger{failed: map[string]bool{}} }
+func NewLedger() *Ledger { return &Ledger{failed: map[string]bool{}, reasons: map[string]int{}} }
 
 // Acked records an acknowledged record.
 func (l *Ledger) Acked(a Ack) {
@@ -47,11 +48,27 @@ func (l *Ledger) Acked(a Ack) {
 	l.mu.Unlock()
 }
 
-// Failed records a send whose outcome is unknown: the producer gave up.
-func (l *Ledger) Failed(value string) {
+// Failed records a send whose outcome is unknown: the producer gave up,
+// for reason (the client's error).
+func (l *Ledger) Failed(value, reason string) {
+	prod, _ := splitValue(value)
 	l.mu.Lock()
 	l.failed[value] = true
+	l.reasons[prod+": "+reason]++
 	l.mu.Unlock()
+}
+
+// FailureReasons lists the failed sends by producer and reason, as
+// "producer: reason xN", sorted.
+func (l *Ledger) FailureReasons() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.reasons))
+	for r, n := range l.reasons {
+		out = append(out, fmt.Sprintf("%s x%d", r, n))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Seen records a record the live consumer read.

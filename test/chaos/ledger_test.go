@@ -110,3 +110,17 @@ func TestStalls(t *testing.T) {
 		t.Errorf("median %v, want 2", m)
 	}
 }
+
+func TestFailureReasons(t *testing.T) {
+	l := NewLedger()
+	l.Failed(Value("java0", 3), "TimeoutException")
+	l.Failed(Value("kgo0", 1), "context canceled")
+	l.Failed(Value("java0", 9), "TimeoutException")
+	want := []string{"java0: TimeoutException x2", "kgo0: context canceled x1"}
+	if got := l.FailureReasons(); !slices.Equal(got, want) {
+		t.Fatalf("FailureReasons() = %q, want %q", got, want)
+	}
+	if _, failed, _ := l.Snapshot(); len(failed) != 3 || !failed["java0-9"] {
+		t.Fatalf("failed sends %v", failed)
+	}
+}
