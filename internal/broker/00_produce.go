@@ -90,7 +90,13 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 					sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = h.leader, h.epoch
 					hints.add(h)
 				}
-				b.logger.Debug("produce rejected", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+				if sp.ErrorCode == kerr.UnknownServerError.Code {
+					// Not one of Kafka's answers: a Java producer fails
+					// the batch, and an idempotent one bumps its epoch.
+					b.logger.Warn("produce failed with an unexpected error", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+				} else {
+					b.logger.Debug("produce rejected", "topic", rt.Topic, "partition", rp.Partition, "err", err)
+				}
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

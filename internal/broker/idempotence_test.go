@@ -165,3 +165,37 @@ func TestUnknownProducerPastZeroIsLogged(t *testing.T) {
 		t.Fatalf("the line does not name the producer and sequence:\n%s", logs.String())
 	}
 }
+
+// TestUnexpectedProduceErrorIsLogged: a produce that fails with an error
+// that is none of Kafka's answers (here the partition's log closed under
+// it) is answered UNKNOWN_SERVER_ERROR and logged as a warning, with
+// nothing written; Kafka's own refusals stay at debug.
+func TestUnexpectedProduceErrorIsLogged(t *testing.T) {
+	var logs lineBuffer
+	tb := startBroker(t, t.TempDir(), func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr)
+	createTopic(t, ctx, c, "closed", 1, nil)
+	const line = "produce failed with an unexpected error"
+	if sp := rawProduce(t, ctx, c, tb, "closed", idempotentBatch(7, 0, 1, "gap")); sp.ErrorCode != 0 {
+		t.Fatalf("first batch: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if sp := rawProduce(t, ctx, c, tb, "closed", idempotentBatch(7, 0, 5, "gap")); sp.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("gap: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if strings.Contains(logs.String(), line) {
+		t.Fatalf("a Kafka refusal was logged as unexpected:\n%s", logs.String())
+	}
+	l := tb.b.lookupTopic("closed").partitions[0].log
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if sp := rawProduce(t, ctx, c, tb, "closed", idempotentBatch(7, 0, 2, "after close")); sp.ErrorCode != kerr.UnknownServerError.Code {
+		t.Fatalf("produce to a closed log: %v, want UNKNOWN_SERVER_ERROR", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if !strings.Contains(logs.String(), line) {
+		t.Fatalf("no warning for the unexpected error:\n%s", logs.String())
+	}
+}
