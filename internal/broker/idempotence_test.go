@@ -130,18 +130,25 @@ func (l *lineBuffer) String() string {
 	return l.b.String()
 }
 
+// loggedBroker starts a broker whose Info log goes to the returned
+// buffer, with a client and a one-partition topic.
+func loggedBroker(t *testing.T, topic string) (*testBroker, *lineBuffer, context.Context, *kgo.Client) {
+	logs := &lineBuffer{}
+	tb := startBroker(t, t.TempDir(), func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr)
+	createTopic(t, ctx, c, topic, 1, nil)
+	return tb, logs, ctx, c
+}
+
 // TestUnknownProducerPastZeroIsLogged: a leader accepts a batch past
 // sequence 0 from a producer the partition does not know (Kafka does:
 // its state may have expired), and says so in its log, once; a producer
 // it knows, or one starting at 0, is not logged.
 func TestUnknownProducerPastZeroIsLogged(t *testing.T) {
-	var logs lineBuffer
-	tb := startBroker(t, t.TempDir(), func(c *Config) {
-		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	})
-	ctx := testCtx(t)
-	c := newClient(t, tb.addr)
-	createTopic(t, ctx, c, "unseen", 1, nil)
+	tb, logs, ctx, c := loggedBroker(t, "unseen")
 	const line = "accepted a producer the partition did not know"
 	steps := []struct {
 		pid    int64
@@ -171,13 +178,7 @@ func TestUnknownProducerPastZeroIsLogged(t *testing.T) {
 // it) is answered UNKNOWN_SERVER_ERROR and logged as a warning, with
 // nothing written; Kafka's own refusals stay at debug.
 func TestUnexpectedProduceErrorIsLogged(t *testing.T) {
-	var logs lineBuffer
-	tb := startBroker(t, t.TempDir(), func(c *Config) {
-		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	})
-	ctx := testCtx(t)
-	c := newClient(t, tb.addr)
-	createTopic(t, ctx, c, "closed", 1, nil)
+	tb, logs, ctx, c := loggedBroker(t, "closed")
 	const line = "produce failed with an unexpected error"
 	if sp := rawProduce(t, ctx, c, tb, "closed", idempotentBatch(7, 0, 1, "gap")); sp.ErrorCode != 0 {
 		t.Fatalf("first batch: %v", kerr.ErrorForCode(sp.ErrorCode))
