@@ -23,9 +23,11 @@
 // process is gone) and a quorum with no leader since the node opened;
 // then the reachable voters take turns, in id order, starting an election
 // at once. A closing leader hands leadership over first. Entries reach
-// followers within raft's CommitTimeout, 5 ms; the leader's heartbeat
-// appends at that pace name the newest entry's term, which raft reads
-// through a one-entry cache in memory (recentEntries), not from the log.
+// followers' state machines within raft's CommitTimeout, 20 to 40 ms
+// after they commit (a follower learns of a commit from the leader's next
+// append); the leader's idle appends at that pace name the newest entry's
+// term, which raft reads through a one-entry cache in memory
+// (recentEntries), not from the log.
 //
 // # What it does not own
 //
