@@ -60,13 +60,26 @@ def consumer(path):
 
 def load(path):
     values = {}  # (broker, metric) -> [values in pair order]
+    runs = {}  # (broker, pair) -> {metric: value}
     context = []
     for line in open(path):
         if line.startswith("M "):
             _, broker, pair, metric, value = line.split()
             values.setdefault((broker, metric), []).append(float(value))
+            runs.setdefault((broker, pair), {})[metric] = float(value)
         elif line.startswith("# ") and not line.startswith("#   "):
             context.append(line[2:].rstrip())
+    # Broker CPU per record of each phase that sent a known number of
+    # records (the fixed-rate runs count their warm-up records: the CPU
+    # is the broker's over the whole run).
+    for (broker, _), run in runs.items():
+        for metric, cpu in run.items():
+            if not metric.endswith(".broker_cpu_s"):
+                continue
+            phase = metric[: -len(".broker_cpu_s")]
+            records = run.get(f"{phase}.records")
+            if records:
+                values.setdefault((broker, f"{phase}.broker_cpu_us_per_record"), []).append(cpu / records * 1e6)
     return values, context
 
 
@@ -131,7 +144,11 @@ def report(path):
         ("broker CPU s, unthrottled acks=all produce", "produce_acksall.broker_cpu_s", "lower", None),
         ("broker CPU s, consume", "consume.broker_cpu_s", "lower", None),
     ]
-    rows += [(f"broker CPU s, {r} rec/s latency run", f"latency_{r}.broker_cpu_s", "lower", None) for r in rates]
+    for r in rates:
+        rows += [
+            (f"broker CPU s, {r} rec/s latency run", f"latency_{r}.broker_cpu_s", "lower", 0.25),
+            (f"broker CPU us per record, {r} rec/s latency run", f"latency_{r}.broker_cpu_us_per_record", "lower", None),
+        ]
 
     def unsustained(metric):
         m = re.match(r"latency_(\d+)\.", metric)
@@ -158,25 +175,35 @@ def report(path):
                     met += f" ({' and '.join(unsustained(metric))} below the rate)"
         out.append(f"| {label} | {fmt(w)} | {fmt(k)} | {fmt_ratio(ratio)} | {goal} | {met} |")
 
-    ceiling_rows = [(label, metric, better) for label, metric, better, _ in rows
-                    if metric.startswith(("produce_", "latency_", "consume.")) and not metric.endswith("broker_cpu_s")]
-    if any(values.get(("null", m)) for _, m, _ in ceiling_rows):
+    # (label, metric, better, target of weir/ceiling or None)
+    ceiling_rows = [(label, metric, better, 0.8 if better == "higher" and metric.endswith("rps") else None)
+                    for label, metric, better, _ in rows
+                    if metric.startswith(("produce_", "latency_", "consume."))
+                    and not metric.endswith(("broker_cpu_s", "broker_cpu_us_per_record"))]
+    # At a fixed rate the null broker sets the floor of the broker's CPU:
+    # weir's own work is what it spends beyond it.
+    for r in rates:
+        ceiling_rows += [
+            (f"broker CPU s, {r} rec/s latency run", f"latency_{r}.broker_cpu_s", "lower", 1.5),
+            (f"broker CPU us per record, {r} rec/s latency run", f"latency_{r}.broker_cpu_us_per_record", "lower", None),
+        ]
+    if any(values.get(("null", m)) for _, m, _, _ in ceiling_rows):
         out.append("")
         out.append("The ceiling: the same load generator against weir `--null-storage`, a broker that "
                    "acknowledges produce without storing and answers fetches from memory (medians):")
         out.append("")
         out.append("| measure | null broker | weir | weir/ceiling | target | met | Kafka/ceiling |")
         out.append("|---|---:|---:|---:|---|---|---:|")
-        for label, metric, better in ceiling_rows:
+        for label, metric, better, target in ceiling_rows:
             n, w, k = median("null", metric), median("weir", metric), median("kafka", metric)
             if n is None:
                 continue
             wr = w / n if w is not None and n else None
             kr = k / n if k is not None and n else None
             goal = met = ""
-            if better == "higher" and metric.endswith("rps"):
-                goal = ">= 0.8"
-                met = "n/a" if wr is None else ("yes" if wr >= 0.8 else "no")
+            if target is not None:
+                goal = (">= " if better == "higher" else "<= ") + f"{target:g}"
+                met = "n/a" if wr is None else ("yes" if (wr >= target if better == "higher" else wr <= target) else "no")
             if metric.endswith("_ms") and max(n, w or 0, k or 0) < 2:
                 wr = kr = None  # whole milliseconds
             out.append(f"| {label} | {fmt(n)} | {fmt(w)} | {fmt_ratio(wr)} | {goal} | {met} | {fmt_ratio(kr)} |")
@@ -213,6 +240,8 @@ def report(path):
         out[-2] = "| measure | weir runs | Kafka runs | null broker runs |"
         out[-1] = "|---|---|---|---|"
     for label, metric, _, _ in rows:
+        if metric.endswith("broker_cpu_us_per_record"):
+            continue  # the CPU seconds' runs over the records sent
         line = f"| {label} | {runs('weir', metric)} | {runs('kafka', metric)} |"
         if has_null:
             line += f" {runs('null', metric)} |"
