@@ -119,8 +119,9 @@ func (run *fetchRun) wait(ctx context.Context, maxWait time.Duration) bool {
 	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
 	woken := run.f.Wait()
-	// A change between the first read and the watch would mark nothing
-	// this request sees: read what was marked meanwhile.
+	// A session not watched before this wait has its first reads queued
+	// again (a change between them and the watch marked nothing): read
+	// them, and what was marked meanwhile.
 	run.readPending()
 	for !run.ready() {
 		select {

@@ -298,6 +298,19 @@ func (tr *transcript) fetch(t *testing.T, d *datadriven.TestData) string {
 // read reads what is pending, as the broker does, binding each read to
 // its partition.
 func (tr *transcript) read(of *openFetch) string {
+	out := "reads=" + tr.readPending(of)
+	// A request that reads may park: its partitions are watched from now
+	// on, and the broker reads at once what the watch queued again (what
+	// was read before the session watched it).
+	of.f.Wait()
+	if again := tr.readPending(of); again != "" {
+		out += "\nreread=" + again
+	}
+	return out
+}
+
+// readPending reads what the fetch hands out now, as the broker does.
+func (tr *transcript) readPending(of *openFetch) string {
 	reads := of.f.Pending(nil)
 	var names []string
 	for i := range reads {
@@ -312,8 +325,7 @@ func (tr *transcript) read(of *openFetch) string {
 		names = append(names, fmt.Sprintf("%s@%d", name, r.FetchOffset))
 	}
 	of.f.Bind(reads)
-	of.f.Wait() // a request that reads may park: its partitions are watched from now on
-	return "reads=" + strings.Join(names, " ")
+	return strings.Join(names, " ")
 }
 
 func key(ref TopicRef, p int32) string {

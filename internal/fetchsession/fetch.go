@@ -96,11 +96,21 @@ func (f *Fetch) Bind(reads []Read) {
 
 // Wait returns the channel that receives when a partition of the session
 // is marked. The first call puts the session's partitions in their
-// marks if they were not (a cached session always is).
+// marks if they were not (a cached session always is), and then queues
+// again what this request read before: a change between that read and
+// the watch marked nothing, and would otherwise stay unseen by this
+// request and every later one of the session (a follower's first fetch
+// after a leader change missed the append an acks=all produce was
+// waiting on, and the partition was never read for it again).
 func (f *Fetch) Wait() <-chan struct{} {
 	s := f.s
 	s.mu.Lock()
-	s.watch()
+	if !s.watching {
+		s.watch()
+		for _, i := range f.read {
+			s.mark(i)
+		}
+	}
 	s.mu.Unlock()
 	return s.c
 }
