@@ -80,3 +80,29 @@ func TestIdleSweepEvery(t *testing.T) {
 		}
 	}
 }
+
+// TestShutdownAsServeStarts: Shutdown called while Serve is starting
+// (the idle sweep's goroutine among what it starts) returns, and Serve
+// with it; under -race this catches a WaitGroup Add racing Shutdown's
+// Wait.
+func TestShutdownAsServeStarts(t *testing.T) {
+	d := &fakeDispatcher{versions: testVersions}
+	for range 50 {
+		s, err := New(Config{Addr: "127.0.0.1:0", Dispatcher: d, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan error, 1)
+		go func() { served <- s.Serve(context.Background()) }()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatalf("shutdown: %v", err)
+		}
+		cancel()
+		select {
+		case <-served:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Serve did not return after Shutdown")
+		}
+	}
+}

@@ -214,6 +214,12 @@ func (s *Server) Serve(ctx context.Context) error {
 		return errors.New("server: Serve called twice")
 	}
 	s.serving = true
+	if s.maxIdle > 0 && !s.closing {
+		// Under mu, as startConnOn adds its goroutines: no Add after
+		// beginClose, so none races a Shutdown's wg.Wait.
+		s.wg.Add(1)
+		go s.sweepIdle()
+	}
 	s.mu.Unlock()
 
 	stop := context.AfterFunc(ctx, func() {
@@ -222,10 +228,6 @@ func (s *Server) Serve(ctx context.Context) error {
 	})
 	defer stop()
 
-	if s.maxIdle > 0 {
-		s.wg.Add(1)
-		go s.sweepIdle()
-	}
 	errs := make(chan error, len(s.listeners))
 	for _, l := range s.listeners {
 		s.log.Info("serving", "listener", l.Name, "addr", l.ln.Addr().String())
