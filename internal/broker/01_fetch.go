@@ -119,9 +119,9 @@ func (run *fetchRun) wait(ctx context.Context, maxWait time.Duration) bool {
 	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
 	woken := run.f.Wait()
-	// A session not watched before this wait has its first reads queued
-	// again (a change between them and the watch marked nothing): read
-	// them, and what was marked meanwhile.
+	// A full request has its first reads queued again here (a change
+	// between them and the watch marked nothing): read them, and what
+	// was marked meanwhile.
 	run.readPending()
 	for !run.ready() {
 		select {

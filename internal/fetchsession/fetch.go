@@ -96,19 +96,23 @@ func (f *Fetch) Bind(reads []Read) {
 
 // Wait returns the channel that receives when a partition of the session
 // is marked. The first call puts the session's partitions in their
-// marks if they were not (a cached session always is), and then queues
-// again what this request read before: a change between that read and
-// the watch marked nothing, and would otherwise stay unseen by this
-// request and every later one of the session (a follower's first fetch
-// after a leader change missed the append an acks=all produce was
-// waiting on, and the partition was never read for it again).
+// marks if they were not (a cached session always is). For a full
+// request it then queues again what the request read before: a change
+// between that read and the watch marked nothing, and the session this
+// request opens would never read the partition again for it (a
+// follower's first fetch after a leader change missed the append an
+// acks=all produce was waiting on). A sessionless request is not
+// requeued: what it misses only makes it wait its MaxWait, and its
+// client's next request reads every partition anyway.
 func (f *Fetch) Wait() <-chan struct{} {
 	s := f.s
 	s.mu.Lock()
 	if !s.watching {
 		s.watch()
-		for _, i := range f.read {
-			s.mark(i)
+		if f.kind == Full {
+			for _, i := range f.read {
+				s.mark(i)
+			}
 		}
 	}
 	s.mu.Unlock()
