@@ -230,6 +230,7 @@ type commonConfig struct {
 	reconnectMax     time.Duration
 	metadataMaxAge   time.Duration
 	dialTimeout      time.Duration
+	maxIdle          time.Duration // connections.max.idle.ms; 0 or less: never
 	// dialer connects and runs the TLS handshake and SASL exchange
 	// security.protocol asks for; nil for PLAINTEXT.
 	dialer func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -247,6 +248,7 @@ func (p props) common() commonConfig {
 		reconnectMax:     max(p.ms("reconnect.backoff.max.ms"), p.ms("reconnect.backoff.ms")),
 		metadataMaxAge:   p.ms("metadata.max.age.ms"),
 		dialTimeout:      p.ms("socket.connection.setup.timeout.ms"),
+		maxIdle:          p.ms("connections.max.idle.ms"),
 		dialer:           p.dialer(),
 	}
 }

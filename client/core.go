@@ -78,7 +78,7 @@ func newCore(cfg commonConfig, o options, autoCreate bool) *core {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if c.o.dial == nil {
 		c.o.dial = func(ctx context.Context, _ int32, addr string, onWrite func(int)) (brokerConn, error) {
-			wc := wire.Config{ClientID: cfg.clientID, Logger: o.logger, DialTimeout: cfg.dialTimeout, MaxVersions: o.maxVersions, OnWrite: onWrite, Dialer: cfg.dialer}
+			wc := wire.Config{ClientID: cfg.clientID, Logger: o.logger, DialTimeout: cfg.dialTimeout, MaxVersions: o.maxVersions, OnWrite: onWrite, Dialer: cfg.dialer, MaxIdle: cfg.maxIdle}
 			conn, err := wire.Dial(ctx, addr, wc)
 			if err != nil {
 				return nil, err // not a typed nil in the interface
@@ -167,9 +167,12 @@ func (c *core) tryConnLocked(node int32) brokerConn {
 	if nc.conn != nil {
 		select {
 		case <-nc.conn.Done():
+			idle := closedIdle(nc.conn)
 			nc.conn = nil
-			c.wantRefresh = true // a dead connection often means a moved leader
-			c.signal()
+			if !idle {
+				c.wantRefresh = true // a dead connection often means a moved leader
+				c.signal()
+			}
 		default:
 			return nc.conn
 		}
@@ -323,11 +326,19 @@ func (c *core) doFast(ctx context.Context, node int32, req kmsg.Request) (kmsg.R
 }
 
 func (c *core) send(ctx context.Context, node int32, req kmsg.Request, patient bool) (kmsg.Response, error) {
-	conn, err := c.connect(ctx, node, patient)
-	if err != nil {
-		return nil, err
+	for {
+		conn, err := c.connect(ctx, node, patient)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := conn.Do(ctx, req, c.cfg.requestTimeout)
+		// A connection closed for idleness as the request was handed to
+		// it never wrote the request: send it on a new one.
+		if errors.Is(err, wire.ErrIdle) && ctx.Err() == nil {
+			continue
+		}
+		return resp, err
 	}
-	return conn.Do(ctx, req, c.cfg.requestTimeout)
 }
 
 // anyNodes lists nodes to try for a request any broker can answer:
@@ -689,4 +700,12 @@ func (c *core) learnBroker(b broker) {
 			return
 		}
 	}
+}
+
+// closedIdle says whether conn was closed for connections.max.idle.ms,
+// which says nothing about the cluster (a connection lost otherwise
+// often means a moved leader).
+func closedIdle(conn brokerConn) bool {
+	e, ok := conn.(interface{ Err() error })
+	return ok && errors.Is(e.Err(), wire.ErrIdle)
 }

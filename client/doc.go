@@ -255,7 +255,9 @@
 //
 // The core (core.go) owns one connection per broker
 // (internal/wire: framing, correlation ids, ApiVersions negotiation,
-// pipelined requests answered in order) and the metadata cache, an
+// pipelined requests answered in order; a connection with nothing sent or
+// awaited for connections.max.idle.ms, 9 minutes by default as in Kafka's
+// clients, is closed and opened again on next use) and the metadata cache, an
 // immutable snapshot swapped atomically and refreshed by one goroutine.
 // The producer adds one sender goroutine; appenders lock only the queue of
 // the partition they append to, and response handling runs on the

@@ -14,18 +14,27 @@ import (
 	"weir/client/partitioner"
 )
 
+// logFunc is a slog.Handler that gives every record, debug included, to
+// a function.
+type logFunc func(slog.Record)
+
+func (f logFunc) Enabled(context.Context, slog.Level) bool { return true }
+func (f logFunc) WithAttrs([]slog.Attr) slog.Handler       { return f }
+func (f logFunc) WithGroup(string) slog.Handler            { return f }
+func (f logFunc) Handle(_ context.Context, r slog.Record) error {
+	f(r)
+	return nil
+}
+
 // switchLog collects the producer's "partitioner switch" debug logs.
 type switchLog struct {
 	mu       sync.Mutex
 	produced []int64
 }
 
-func (s *switchLog) Enabled(context.Context, slog.Level) bool { return true }
-func (s *switchLog) WithAttrs([]slog.Attr) slog.Handler       { return s }
-func (s *switchLog) WithGroup(string) slog.Handler            { return s }
-func (s *switchLog) Handle(_ context.Context, r slog.Record) error {
+func (s *switchLog) record(r slog.Record) {
 	if r.Message != "partitioner switch" {
-		return nil
+		return
 	}
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "produced" {
@@ -35,7 +44,6 @@ func (s *switchLog) Handle(_ context.Context, r slog.Record) error {
 		}
 		return true
 	})
-	return nil
 }
 
 // simProducer returns a manual-mode producer against fast simulated brokers
@@ -69,7 +77,7 @@ func TestStickySwitchAccounting(t *testing.T) {
 	for _, codec := range []string{"none", "lz4"} {
 		t.Run(codec, func(t *testing.T) {
 			log := &switchLog{}
-			p, _, step := simProducer(t, map[string]string{"compression.type": codec, "linger.ms": "3"}, WithLogger(slog.New(log)))
+			p, _, step := simProducer(t, map[string]string{"compression.type": codec, "linger.ms": "3"}, WithLogger(slog.New(logFunc(log.record))))
 			r := rand.New(rand.NewPCG(1, 2))
 			ctx := context.Background()
 			n := 20_000

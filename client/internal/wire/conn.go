@@ -23,6 +23,10 @@ var (
 	ErrCorrelation      = errors.New("wire: response correlation id out of order")
 	ErrResponseTooLarge = errors.New("wire: response larger than the configured limit")
 	ErrUnsupported      = errors.New("wire: broker does not support this request")
+	// ErrIdle: the connection was closed after connections.max.idle.ms
+	// with nothing sent or awaited; no request was written to it after
+	// that, so one that gets this error can be sent again on a new one.
+	ErrIdle = errors.New("wire: connection closed after being idle")
 )
 
 // Config tunes a connection. The zero value works.
@@ -45,6 +49,11 @@ type Config struct {
 	MaxVersions map[int16]int16
 	// OnWrite, if set, is called with the size of every write.
 	OnWrite func(n int)
+	// MaxIdle is connections.max.idle.ms: a connection with no request
+	// queued or awaiting its response for this long is closed (with
+	// ErrIdle), as Kafka's clients close theirs before the broker's own
+	// idle limit would. 0 or less: never.
+	MaxIdle time.Duration
 }
 
 // Callback receives a response, or the error that prevented one. For a
@@ -60,6 +69,7 @@ type Conn struct {
 	fmt     *kmsg.RequestFormatter
 	maxRsp  int32
 	onWrite func(int)
+	maxIdle time.Duration
 
 	versions [versionSlots]int16 // highest common version per key; -1 unsupported
 
@@ -69,6 +79,7 @@ type Conn struct {
 	pending []*call // written, awaiting a response, in write order
 	err     error   // set once when the connection dies
 	wake    chan struct{}
+	active  time.Time // when a request was last handed over or answered
 
 	done chan struct{} // closed when the connection is dead
 	wg   sync.WaitGroup
@@ -115,6 +126,8 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 		fmt:     kmsg.NewRequestFormatter(kmsg.FormatterClientID(cfg.ClientID)),
 		maxRsp:  cfg.MaxResponseBytes,
 		onWrite: cfg.OnWrite,
+		maxIdle: cfg.MaxIdle,
+		active:  time.Now(),
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
@@ -280,6 +293,9 @@ func (c *Conn) sendRaw(req kmsg.Request, timeout time.Duration, noResponse bool,
 	cl.id = c.nextID
 	c.nextID++
 	c.queue = append(c.queue, cl)
+	if c.maxIdle > 0 {
+		c.active = time.Now()
+	}
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -301,9 +317,23 @@ func (c *Conn) pickVersion(req kmsg.Request) error {
 func (c *Conn) writeLoop() {
 	defer c.wg.Done()
 	var buf []byte
+	var idle *time.Timer
+	var idleC <-chan time.Time
+	if c.maxIdle > 0 {
+		idle = time.NewTimer(c.maxIdle)
+		defer idle.Stop()
+		idleC = idle.C
+	}
 	for {
 		select {
 		case <-c.wake:
+		case <-idleC:
+			left := c.closeIfIdle()
+			if left == 0 {
+				return
+			}
+			idle.Reset(left)
+			continue
 		case <-c.done:
 			return
 		}
@@ -355,6 +385,29 @@ func (c *Conn) writeLoop() {
 	}
 }
 
+// closeIfIdle closes the connection with ErrIdle if nothing was handed
+// over or answered for maxIdle and nothing is queued or awaited, and
+// returns 0; otherwise it returns how long until it may be idle enough.
+// The check and the close are one step under mu, so a request handed over
+// meanwhile is never failed by it.
+func (c *Conn) closeIfIdle() time.Duration {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return 0
+	}
+	if len(c.queue) > 0 || len(c.pending) > 0 {
+		c.mu.Unlock()
+		return c.maxIdle
+	}
+	if left := c.maxIdle - time.Since(c.active); left > 0 {
+		c.mu.Unlock()
+		return left
+	}
+	c.kill(fmt.Errorf("%w: %s, nothing sent for %v (connections.max.idle.ms)", ErrIdle, c.addr, c.maxIdle))
+	return 0
+}
+
 func (c *Conn) timedOut(cl *call) {
 	c.mu.Lock()
 	done := cl.finished
@@ -386,6 +439,9 @@ func (c *Conn) readLoop() {
 		c.pending[0] = nil
 		c.pending = c.pending[1:]
 		cl.finished = true
+		if c.maxIdle > 0 {
+			c.active = time.Now()
+		}
 		c.mu.Unlock()
 		if cl.timer != nil {
 			cl.timer.Stop()
@@ -406,6 +462,11 @@ func (c *Conn) fail(err error) {
 		c.mu.Unlock()
 		return
 	}
+	c.kill(err)
+}
+
+// kill is fail with c.mu held and the connection alive; it unlocks c.mu.
+func (c *Conn) kill(err error) {
 	c.err = err
 	calls := append(c.pending, c.queue...)
 	c.pending, c.queue = nil, nil

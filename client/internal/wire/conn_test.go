@@ -251,3 +251,67 @@ func TestDoContextLeavesConnection(t *testing.T) {
 	default:
 	}
 }
+
+// TestIdleConnectionClosed: with MaxIdle a connection that sends nothing
+// for that long is closed with ErrIdle; requests keep it open, a request
+// awaiting its answer keeps it open however long it waits, and without
+// MaxIdle nothing closes it.
+func TestIdleConnectionClosed(t *testing.T) {
+	const idle = 150 * time.Millisecond
+	t.Run("idle", func(t *testing.T) {
+		c, err := Dial(context.Background(), startFake(t, &fakeBroker{maxAPIVer: 4, silentKey: -1}), Config{MaxIdle: idle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		var quiet time.Time // when the last request was answered
+		// Busy for 3x the limit: a request every third of it.
+		for time.Since(start) < 3*idle {
+			if _, err := c.Do(context.Background(), kmsg.NewPtrMetadataRequest(), time.Second); err != nil {
+				t.Fatalf("request on a connection in use: %v", err)
+			}
+			quiet = time.Now()
+			time.Sleep(idle / 3)
+		}
+		select {
+		case <-c.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("idle connection not closed")
+		}
+		if waited := time.Since(quiet); waited < idle-10*time.Millisecond { // quiet is a little after the answer
+			t.Fatalf("closed %v after its last request, before the %v limit", waited, idle)
+		}
+		if !errors.Is(c.Err(), ErrIdle) {
+			t.Fatalf("err %v, want ErrIdle", c.Err())
+		}
+		if _, err := c.Do(context.Background(), kmsg.NewPtrMetadataRequest(), time.Second); !errors.Is(err, ErrIdle) {
+			t.Fatalf("request after the idle close: %v, want ErrIdle", err)
+		}
+	})
+	t.Run("awaiting an answer", func(t *testing.T) {
+		c, err := Dial(context.Background(), startFake(t, &fakeBroker{maxAPIVer: 4, silentKey: 3}), Config{MaxIdle: idle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Send(kmsg.NewPtrMetadataRequest(), 0, false, func(kmsg.Response, error) {})
+		select {
+		case <-c.Done():
+			t.Fatalf("closed with a request awaiting its answer: %v", c.Err())
+		case <-time.After(4 * idle):
+		}
+	})
+	t.Run("no limit", func(t *testing.T) {
+		c, err := Dial(context.Background(), startFake(t, &fakeBroker{maxAPIVer: 4, silentKey: -1}), Config{MaxIdle: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		select {
+		case <-c.Done():
+			t.Fatalf("closed without a limit: %v", c.Err())
+		case <-time.After(4 * idle):
+		}
+	})
+}

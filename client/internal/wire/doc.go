@@ -11,7 +11,11 @@
 // connection, are matched to the head of the pending queue by correlation
 // id. A mismatch, a short read or a request past its timeout closes the
 // connection and fails everything still pending with the cause; the caller
-// decides whether to retry elsewhere. Request and response bodies are kmsg
+// decides whether to retry elsewhere. With Config.MaxIdle
+// (connections.max.idle.ms) the writer also closes the connection, with
+// ErrIdle, once nothing was handed over or answered for that long and
+// nothing is queued or awaited; checked and closed under one lock, so no
+// request handed over is failed by it. Request and response bodies are kmsg
 // types; response frames are read and decoded by internal/kframe, shared
 // with the inter-broker clients and the server.
 //
