@@ -83,6 +83,16 @@ func (m *Manager) Acknowledge(ctx context.Context, r *kmsg.ShareAcknowledgeReque
 // ShareAcknowledge and waits until they are durable, filling each part's
 // result. A partition without batches succeeds.
 func (m *Manager) acknowledge(ctx context.Context, group, member string, acks []ackPart, version int16, renew bool, st groupSettings) {
+	m.applyAcks(ctx, group, member, acks, version, renew, st)()
+}
+
+// applyAcks is acknowledge in two steps: it applies the acknowledgements
+// to the share partitions' state at once (so records released or
+// accepted count as such for any acquisition that follows) and returns
+// the wait for their writes, which fills each part's result. A ShareFetch
+// acquires its next records in between, so that a round of record_limit
+// waits for one write, not for the acknowledgements' and then its own.
+func (m *Manager) applyAcks(ctx context.Context, group, member string, acks []ackPart, version int16, renew bool, st groupSettings) (wait func()) {
 	type pending struct {
 		a  *ackPart
 		sp *sharePartition
@@ -110,12 +120,14 @@ func (m *Manager) acknowledge(ctx context.Context, group, member string, acks []
 		}
 		waits = append(waits, pending{a, sp, t})
 	}
-	for _, w := range waits {
-		if err := w.t.Wait(ctx); err != nil {
-			if ctx.Err() == nil {
-				w.sp.failed()
+	return func() {
+		for _, w := range waits {
+			if err := w.t.Wait(ctx); err != nil {
+				if ctx.Err() == nil {
+					w.sp.failed()
+				}
+				w.a.code, w.a.msg = kerr.KafkaStorageError.Code, errcode.Message(err)
 			}
-			w.a.code, w.a.msg = kerr.KafkaStorageError.Code, errcode.Message(err)
 		}
 	}
 }

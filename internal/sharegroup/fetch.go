@@ -29,13 +29,14 @@ const defaultMaxBytes = 52428800
 //   - The share session (session.go): SHARE_SESSION_NOT_FOUND,
 //     INVALID_SHARE_SESSION_EPOCH, INVALID_REQUEST for acknowledgements in
 //     the opening request, SHARE_SESSION_LIMIT_REACHED after MaxWaitMs.
-//   - Piggy-backed acknowledgements are applied first, durably, and
-//     answered in AcknowledgeErrorCode. A final request (epoch -1) then
-//     closes the session, releasing what the member holds; a renew
-//     request, or one with MaxRecords 0, fetches nothing (the Java
-//     client's acknowledgement-only ShareFetch in record_limit mode sets
-//     MaxRecords, MaxBytes and MaxWaitMs to 0 for every broker but the
-//     one it takes records from that round).
+//   - Piggy-backed acknowledgements are applied first, and answered in
+//     AcknowledgeErrorCode once durable; the acquisition below runs while
+//     their writes are under way, and the answer waits for both. A final
+//     request (epoch -1) then closes the session, releasing what the
+//     member holds; a renew request, or one with MaxRecords 0, fetches
+//     nothing (the Java client's acknowledgement-only ShareFetch in
+//     record_limit mode sets MaxRecords, MaxBytes and MaxWaitMs to 0 for
+//     every broker but the one it takes records from that round).
 //   - Then the session's partitions are fetched, starting at a different
 //     one each time: each share partition acquires from its next fetch
 //     offset what MaxRecords (shared by all partitions), BatchSize, the
@@ -165,8 +166,9 @@ func (m *Manager) ShareFetch(ctx context.Context, r *kmsg.ShareFetchRequest) *Fe
 	f.full = r.ShareSessionEpoch == 0
 	f.resp.AcquisitionLockTimeoutMillis = int32(settings.part.LockDuration / time.Millisecond)
 
-	m.acknowledge(ctx, group, member, f.acks, r.Version, renew, settings)
+	waitAcks := m.applyAcks(ctx, group, member, f.acks, r.Version, renew, settings)
 	if r.ShareSessionEpoch == -1 {
+		waitAcks()
 		m.closeSession(group, member)
 		return f
 	}
@@ -174,9 +176,13 @@ func (m *Manager) ShareFetch(ctx context.Context, r *kmsg.ShareFetchRequest) *Fe
 		// MaxRecords 0 asks for no records: the Java client's
 		// acknowledgement-only ShareFetch in record_limit mode, sent to
 		// every broker but the one it takes records from this round.
+		waitAcks()
 		return f
 	}
+	// The acknowledgements' writes and the acquisition's go to the state
+	// store together; the answer waits for both.
 	f.res = f.attempt(ctx)
+	waitAcks()
 	f.ready = f.res.records > 0 || f.res.failed() || r.MaxWaitMillis <= 0 || len(f.parts) == 0
 	return f
 }

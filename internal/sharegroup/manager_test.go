@@ -288,3 +288,124 @@ func TestMaxWait(t *testing.T) {
 		})
 	}
 }
+
+// heldWrites is a state store whose writes complete only when released.
+type heldWrites struct {
+	slowState
+	mu      sync.Mutex
+	pending []func(error)
+}
+
+func (s *heldWrites) Write([]byte, []byte, bool, sharestate.Fence) *sharestate.Ticket {
+	t, done := sharestate.PendingTicket()
+	s.mu.Lock()
+	s.pending = append(s.pending, done)
+	s.mu.Unlock()
+	return t
+}
+
+// release completes every write made so far and says how many.
+func (s *heldWrites) release() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, done := range s.pending {
+		done(nil)
+	}
+	n := len(s.pending)
+	s.pending = nil
+	return n
+}
+
+// TestShareFetchAcquiresWhileItsAcknowledgementsAreWritten: a ShareFetch
+// carrying acknowledgements acquires its next records while the
+// acknowledgements' write is under way, and answers once it is durable,
+// with the acknowledgement's result and the records: a record_limit
+// round waits for one write, not two in a row.
+func TestShareFetchAcquiresWhileItsAcknowledgementsAreWritten(t *testing.T) {
+	h := newFakeHost()
+	id := h.addTopic(t, "q", 1, 20)
+	st := &heldWrites{slowState: *newSlowState()}
+	m := testManager(t, h, st)
+	ctx := context.Background()
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "g", "member-1", 0, []string{"q"}
+	if resp := m.Heartbeat(ctx, hb, share.ClientInfo{}); resp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+	}
+	request := func(epoch int32, ack bool) *kmsg.ShareFetchRequest {
+		r := kmsg.NewPtrShareFetchRequest()
+		r.Version, r.GroupID, r.MemberID = 2, kmsg.StringPtr("g"), kmsg.StringPtr("member-1")
+		r.ShareSessionEpoch, r.MaxRecords, r.BatchSize, r.MaxBytes = epoch, 4, 4, 1<<20
+		r.ShareAcquireMode = int8(share.RecordLimit)
+		tp := kmsg.NewShareFetchRequestTopicPartition()
+		if ack {
+			b := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+			b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = 0, 3, []int8{int8(share.AckAccept)}
+			tp.AcknowledgementBatches = append(tp.AcknowledgementBatches, b)
+		}
+		tpc := kmsg.NewShareFetchRequestTopic()
+		tpc.TopicID = id
+		tpc.Partitions = append(tpc.Partitions, tp)
+		r.Topics = append(r.Topics, tpc)
+		return r
+	}
+	// The first fetch loads the partition (its snapshot write held) and
+	// acquires offsets 0-3.
+	first := make(chan *Fetch, 1)
+	go func() { first <- m.ShareFetch(ctx, request(0, false)) }()
+	var f *Fetch
+	for f == nil {
+		select {
+		case f = <-first:
+		case <-time.After(time.Millisecond):
+			st.release()
+		}
+	}
+	if resp := f.Response(func(*Records) []byte { return nil }); resp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+	}
+	st.release()
+	sp, _, ok := m.partFor("g", id, 0)
+	if !ok {
+		t.Fatal("no share partition")
+	}
+	end := func() int64 {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		return sp.p.EndOffset()
+	}
+	if got := end(); got != 3 {
+		t.Fatalf("after the first fetch the partition's end is %d, want 3", got)
+	}
+	// The second acknowledges 0-3 and asks for 4 more; its
+	// acknowledgement's write is held.
+	second := make(chan *Fetch, 1)
+	go func() { second <- m.ShareFetch(ctx, request(1, true)) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for end() != 7 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the next records were not acquired while the acknowledgement was written (end %d)", end())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-second:
+		t.Fatal("answered before the acknowledgement was durable")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if n := st.release(); n == 0 {
+		t.Fatal("no write was held")
+	}
+	f = <-second
+	resp := f.Response(func(*Records) []byte { return nil })
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("answer %+v", resp)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.AcknowledgeErrorCode != 0 {
+		t.Fatalf("acknowledgement: %v", kerr.ErrorForCode(p.AcknowledgeErrorCode))
+	}
+	if len(p.AcquiredRecords) != 1 || p.AcquiredRecords[0].FirstOffset != 4 || p.AcquiredRecords[0].LastOffset != 7 {
+		t.Fatalf("acquired %+v, want 4-7", p.AcquiredRecords)
+	}
+}

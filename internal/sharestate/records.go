@@ -99,6 +99,17 @@ func (t *Ticket) Wait(ctx context.Context) error {
 
 func newTicket() *Ticket { return &Ticket{done: make(chan struct{})} }
 
+// PendingTicket is a ticket for a write done elsewhere than by this
+// package (another StateStore, such as a test's), and the function that
+// completes it with the write's outcome; call it once.
+func PendingTicket() (*Ticket, func(error)) {
+	t := newTicket()
+	return t, func(err error) {
+		t.err = err
+		close(t.done)
+	}
+}
+
 // failedTicket is a ticket already completed with err.
 func failedTicket(err error) *Ticket {
 	t := newTicket()
