@@ -473,12 +473,11 @@ func (c *Consumer) fetchDone(node int32, pss []*partState) {
 // broker: a partition is keyed by its name and, from Fetch v13, its
 // topic id (a topic deleted and made again is another partition to the
 // session).
-type fetchSession = fetchsession.Client[sessionKey, struct{}]
+type fetchSession = fetchsession.Client[fetchsession.TopicRef, struct{}]
 
-type sessionKey struct {
-	TopicPartition
-	id [16]byte
-}
+// sessionKey is a partition in a fetch session: its topic's name and,
+// from Fetch v13, id.
+type sessionKey = fetchsession.Key[fetchsession.TopicRef]
 
 // fetch sends one Fetch to node in its fetch session: pss are every
 // partition fetchable from node now; the session is told to hold exactly
@@ -502,16 +501,16 @@ func (c *Consumer) fetch(node int32, conn brokerConn, m *metadata, pss []*partSt
 	req.IsolationLevel = c.cfg.isolation
 	req.Rack = c.cfg.rack
 	key := func(tp TopicPartition) sessionKey {
-		k := sessionKey{TopicPartition: tp}
+		k := sessionKey{Topic: fetchsession.TopicRef{Name: tp.Topic}, Partition: tp.Partition}
 		if t := m.topics[tp.Topic]; t != nil && v >= 13 {
-			k.id = t.id
+			k.Topic.ID = t.id
 		}
 		return k
 	}
 	c.mu.Lock()
 	cl := c.sessions[node]
 	if cl == nil {
-		cl = fetchsession.NewClient[sessionKey, struct{}]()
+		cl = fetchsession.NewClient[fetchsession.TopicRef, struct{}]()
 		c.sessions[node] = cl
 	}
 	cl.SetSessionless(v < 7)
@@ -541,10 +540,10 @@ func (c *Consumer) fetch(node int32, conn brokerConn, m *metadata, pss []*partSt
 	}
 	rb := fetchsession.NewRequestBuilder(req, pl)
 	for _, k := range pl.Send {
-		rb.Add(fetchsession.TopicRef{ID: k.id, Name: k.Topic}, k.Partition, cl.Get(k).Data())
+		rb.Add(k.Topic, k.Partition, cl.Get(k).Data())
 	}
 	for _, k := range pl.Forget {
-		rb.Forget(fetchsession.TopicRef{ID: k.id, Name: k.Topic}, k.Partition)
+		rb.Forget(k.Topic, k.Partition)
 	}
 	c.mu.Unlock()
 	timeout := c.cfg.requestTimeout + c.cfg.fetchMaxWait
@@ -577,7 +576,7 @@ func (c *Consumer) handleFetch(node int32, m *metadata, cl *fetchSession, pl fet
 			name, id = m.byID[rt.TopicID], rt.TopicID
 		}
 		for _, rp := range rt.Partitions {
-			keys = append(keys, sessionKey{TopicPartition{name, rp.Partition}, id})
+			keys = append(keys, sessionKey{Topic: fetchsession.TopicRef{ID: id, Name: name}, Partition: rp.Partition})
 		}
 	}
 	c.mu.Lock()
@@ -601,7 +600,7 @@ func (c *Consumer) handleFetch(node int32, m *metadata, cl *fetchSession, pl fet
 	for _, rt := range resp.Topics {
 		for _, rp := range rt.Partitions {
 			i++
-			tp, from := keys[i].TopicPartition, offsets[i]
+			tp, from := TopicPartition{keys[i].Topic.Name, keys[i].Partition}, offsets[i]
 			if tp.Topic == "" || from < 0 {
 				continue // a partition dropped from the session meanwhile
 			}

@@ -31,7 +31,7 @@ func BenchmarkFetch(b *testing.B) {
 			}
 		}
 		t := tb.b.lookupTopic("t")
-		benchFetch(b, tb.b, -1, -1, []fetchTarget{{t.id, 0}}, 0)
+		benchFetch(b, tb.b, -1, -1, []fetchTarget{{Topic: t.id}}, 0)
 	})
 	b.Run("follower/1000-idle", func(b *testing.B) {
 		tc := startCluster(b, 3)
@@ -57,22 +57,19 @@ func BenchmarkFetch(b *testing.B) {
 		br, _ := leader.image().Broker(2)
 		targets := make([]fetchTarget, len(replicas))
 		for i := range targets {
-			targets[i] = fetchTarget{t.id, int32(i)}
+			targets[i] = fetchTarget{Topic: t.id, Partition: int32(i)}
 		}
 		benchFetch(b, leader, 2, br.Epoch, targets, 0)
 	})
 }
 
-type fetchTarget struct {
-	topic     [16]byte
-	partition int32
-}
+type fetchTarget = fetchsession.Key[[16]byte]
 
 // benchFetch sends b.N Fetch requests for targets (as replica, with
 // its broker epoch, or as a consumer with replica -1) straight to the
 // broker's handler, each answered at once.
 func benchFetch(b *testing.B, br *Broker, replica int32, epoch int64, targets []fetchTarget, offset int64) {
-	cl := fetchsession.NewClient[fetchTarget, struct{}]()
+	cl := fetchsession.NewClient[[16]byte, struct{}]()
 	for _, t := range targets {
 		cl.Want(t, fetchsession.PartitionData{FetchOffset: offset, LogStartOffset: -1, MaxBytes: 1 << 20, LeaderEpoch: -1, LastFetchedEpoch: -1})
 	}
@@ -85,7 +82,7 @@ func benchFetch(b *testing.B, br *Broker, replica int32, epoch int64, targets []
 		r.MaxBytes, r.MinBytes, r.MaxWaitMillis = 50<<20, 1, 0
 		rb := fetchsession.NewRequestBuilder(r, pl)
 		for _, k := range pl.Send {
-			rb.Add(fetchsession.TopicRef{ID: k.topic}, k.partition, cl.Get(k).Data())
+			rb.Add(fetchsession.TopicRef{ID: k.Topic}, k.Partition, cl.Get(k).Data())
 		}
 		reply := br.Serve(ctx, &server.Request{Key: 1, Version: 17, Body: r})
 		if !server.WaitReply(reply, 5*time.Second) {
@@ -99,7 +96,7 @@ func benchFetch(b *testing.B, br *Broker, replica int32, epoch int64, targets []
 		var keys []fetchTarget
 		for _, rt := range fr.Topics {
 			for _, rp := range rt.Partitions {
-				keys = append(keys, fetchTarget{rt.TopicID, rp.Partition})
+				keys = append(keys, fetchTarget{Topic: rt.TopicID, Partition: rp.Partition})
 			}
 		}
 		cl.Answered(pl, fr.ErrorCode, fr.SessionID, keys)

@@ -1,16 +1,25 @@
 package fetchsession
 
 import (
+	"math/bits"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
+
+// Key names a partition to a Client: its topic, as the fetcher names it
+// (a topic id, a name, or both), and its number.
+type Key[T comparable] struct {
+	Topic     T
+	Partition int32
+}
 
 // Client is a fetcher's half of a session with one broker (Kafka's
 // FetchSessionHandler): it knows what the broker's session holds, turns
 // the partitions the fetcher wants into the next request's (all of
 // them in a full request; in an incremental one only those whose data
 // changed, and the ones to forget), and moves the session's id and
-// epoch on from each answer. K identifies a partition; V is the
-// fetcher's own state of it, kept here so that one map serves both.
+// epoch on from each answer. T names a topic; V is the fetcher's own
+// state of a partition, kept here so that one table serves both.
 //
 // The fetcher calls Want with a partition's data whenever it changes
 // (a new fetch offset after an answer, a new leader epoch), Pause to
@@ -18,17 +27,38 @@ import (
 // Nothing is done for a partition that did not change: an idle fetcher
 // sends incremental requests that name nothing. Not safe for concurrent
 // use.
-type Client[K comparable, V any] struct {
+//
+// A follower's fetcher holds every partition it follows from one
+// leader, so the entries are stored by value in chunks that never move
+// (a *Partition stays valid until its partition is deleted), found
+// through one open-addressing table of 4-byte slots keyed by (topic,
+// partition); a topic's ref is stored once.
+type Client[T comparable, V any] struct {
 	id    int32
 	epoch int32 // the next request's; InitialEpoch asks for a full one
 
-	parts  map[K]*Partition[V]
-	live   int // entries of parts not gone
-	wanted int // entries wanted
-	queue  []K // wanted partitions whose data the session may not hold
-	forget []K // partitions the session holds that are no longer wanted
+	topicAt    map[T]int32
+	topics     []clientTopic[T]
+	freeTopics []int32
+
+	chunks [][]Partition[V]
+	n      int32   // slots handed out, used or free
+	free   []int32 // freed slots, for reuse
+	index  []int32 // open addressing, linear probing: slot + 1; 0 empty
+	// indexed counts the entries in index (used slots).
+	indexed int
+
+	live   int     // entries not gone
+	wanted int     // entries wanted
+	queue  []int32 // slots whose data the session may not hold
+	forget []int32 // slots the session holds that are no longer wanted
 
 	sessionless bool
+}
+
+type clientTopic[T comparable] struct {
+	ref T
+	n   int32 // slots of the topic in use
 }
 
 // Partition is one partition a Client knows of.
@@ -38,53 +68,254 @@ type Partition[V any] struct {
 	// session holds it (while inSession), until Want changes it and
 	// queues it again.
 	want      PartitionData
-	wanted    bool
-	inSession bool
-	inQueue   bool
-	inForget  bool
-	// gone: deleted while the session holds it; dropped once forgotten.
-	gone bool
+	topic     int32 // index in Client.topics
+	partition int32
+	flags     uint8
+}
+
+// The flags of a Partition.
+const (
+	fUsed      uint8 = 1 << iota // the slot holds a partition
+	fWanted                      // fetched, not paused
+	fInSession                   // the broker's session holds want
+	fInQueue                     // in Client.queue
+	fInForget                    // in Client.forget
+	// fGone: deleted while the session holds it; freed once forgotten.
+	fGone
+)
+
+func (p *Partition[V]) has(f uint8) bool { return p.flags&f != 0 }
+
+func (p *Partition[V]) set(f uint8, on bool) {
+	if on {
+		p.flags |= f
+	} else {
+		p.flags &^= f
+	}
 }
 
 // Data is what the fetcher asks of the partition.
 func (p *Partition[V]) Data() PartitionData { return p.want }
 
 // Wanted reports whether the partition is fetched (not paused).
-func (p *Partition[V]) Wanted() bool { return p.wanted }
+func (p *Partition[V]) Wanted() bool { return p.has(fWanted) }
 
 // NewClient returns a client with no session yet: its first request is
 // full and asks for one.
-func NewClient[K comparable, V any]() *Client[K, V] {
-	return &Client[K, V]{parts: map[K]*Partition[V]{}}
+func NewClient[T comparable, V any]() *Client[T, V] {
+	return &Client[T, V]{topicAt: map[T]int32{}}
 }
 
 // SetSessionless turns sessions off (Fetch before v7, or a fetcher that
 // does not want them): every request is full with epoch -1.
-func (c *Client[K, V]) SetSessionless(off bool) {
+func (c *Client[T, V]) SetSessionless(off bool) {
 	if off && !c.sessionless {
 		c.id, c.epoch = InvalidID, InitialEpoch
 	}
 	c.sessionless = off
 }
 
-// Get returns the partition, or nil.
-func (c *Client[K, V]) Get(k K) *Partition[V] {
-	if p := c.parts[k]; p != nil && !p.gone {
-		return p
+// Chunks hold 8, 8, 16, 32, 64 and 128 slots, then chunkMax each: a
+// consumer's few partitions take little, and a fetcher of many wastes
+// at most one chunk.
+const chunkMax = 256
+
+// slot returns slot i, which must have been handed out.
+func (c *Client[T, V]) slot(i int32) *Partition[V] {
+	switch {
+	case i < 8:
+		return &c.chunks[0][i]
+	case i < chunkMax:
+		ch := bits.Len32(uint32(i)) - 3
+		return &c.chunks[ch][i-1<<(ch+2)]
+	default:
+		return &c.chunks[6+(i-chunkMax)/chunkMax][(i-chunkMax)%chunkMax]
+	}
+}
+
+// newSlot hands out a slot (zeroed).
+func (c *Client[T, V]) newSlot() int32 {
+	if n := len(c.free); n > 0 {
+		i := c.free[n-1]
+		c.free = c.free[:n-1]
+		return i
+	}
+	i := c.n
+	if i == 0 || (i >= 8 && i < chunkMax && i&(i-1) == 0) || (i >= chunkMax && i%chunkMax == 0) {
+		size := chunkMax
+		switch {
+		case i == 0:
+			size = 8
+		case i < chunkMax:
+			size = int(i)
+		}
+		c.chunks = append(c.chunks, make([]Partition[V], size))
+	}
+	c.n++
+	return i
+}
+
+// hash places (topic, partition) in the index.
+func (c *Client[T, V]) hash(topic, partition int32) int {
+	x := (uint64(uint32(topic))<<32 | uint64(uint32(partition))) * 0x9e3779b97f4a7c15
+	return int(x>>32) & (len(c.index) - 1)
+}
+
+// find returns the slot of k, or -1.
+func (c *Client[T, V]) find(k Key[T]) int32 {
+	ti, ok := c.topicAt[k.Topic]
+	if !ok || len(c.index) == 0 {
+		return -1
+	}
+	mask := len(c.index) - 1
+	for s := c.hash(ti, k.Partition); ; s = (s + 1) & mask {
+		v := c.index[s]
+		if v == 0 {
+			return -1
+		}
+		if p := c.slot(v - 1); p.topic == ti && p.partition == k.Partition {
+			return v - 1
+		}
+	}
+}
+
+// place puts slot i in the index, which has room.
+func (c *Client[T, V]) place(i int32) {
+	p := c.slot(i)
+	mask := len(c.index) - 1
+	s := c.hash(p.topic, p.partition)
+	for c.index[s] != 0 {
+		s = (s + 1) & mask
+	}
+	c.index[s] = i + 1
+}
+
+// resize rebuilds the index with size slots (a power of two larger than
+// the entries).
+func (c *Client[T, V]) resize(size int) {
+	old := c.index
+	c.index = make([]int32, size)
+	for _, v := range old {
+		if v != 0 {
+			c.place(v - 1)
+		}
+	}
+}
+
+// unindex takes slot i out of the index (backward-shift deletion: the
+// entries after it in its run move back so that no probe stops early).
+func (c *Client[T, V]) unindex(i int32) {
+	mask := len(c.index) - 1
+	p := c.slot(i)
+	s := c.hash(p.topic, p.partition)
+	for c.index[s] != i+1 {
+		s = (s + 1) & mask
+	}
+	for {
+		c.index[s] = 0
+		j := s
+		for {
+			j = (j + 1) & mask
+			v := c.index[j]
+			if v == 0 {
+				c.indexed--
+				if len(c.index) > 16 && c.indexed < len(c.index)/8 {
+					c.resize(len(c.index) / 2)
+				}
+				return
+			}
+			q := c.slot(v - 1)
+			home := c.hash(q.topic, q.partition)
+			// The entry at j stays when its home is cyclically in (s, j].
+			if (s < j && s < home && home <= j) || (s > j && (home > s || home <= j)) {
+				continue
+			}
+			c.index[s] = v
+			s = j
+			break
+		}
+	}
+}
+
+// alloc adds k with value v (paused) and returns its slot.
+func (c *Client[T, V]) alloc(k Key[T], v V) int32 {
+	ti, ok := c.topicAt[k.Topic]
+	if !ok {
+		if n := len(c.freeTopics); n > 0 {
+			ti = c.freeTopics[n-1]
+			c.freeTopics = c.freeTopics[:n-1]
+		} else {
+			ti = int32(len(c.topics))
+			c.topics = append(c.topics, clientTopic[T]{})
+		}
+		c.topics[ti] = clientTopic[T]{ref: k.Topic}
+		c.topicAt[k.Topic] = ti
+	}
+	c.topics[ti].n++
+	i := c.newSlot()
+	*c.slot(i) = Partition[V]{Value: v, topic: ti, partition: k.Partition, flags: fUsed}
+	if (c.indexed+1)*4 > len(c.index)*3 {
+		c.resize(max(16, 2*len(c.index)))
+	}
+	c.place(i)
+	c.indexed++
+	c.live++
+	return i
+}
+
+// release frees slot i, which is neither live nor in the session.
+func (c *Client[T, V]) release(i int32) {
+	p := c.slot(i)
+	c.unindex(i)
+	t := &c.topics[p.topic]
+	if t.n--; t.n == 0 {
+		delete(c.topicAt, t.ref)
+		*t = clientTopic[T]{}
+		c.freeTopics = append(c.freeTopics, p.topic)
+	}
+	*p = Partition[V]{}
+	c.free = append(c.free, i)
+	if c.indexed == 0 {
+		// Empty: let the chunks go (the queues hold only stale slots).
+		c.chunks, c.n, c.free, c.index = nil, 0, nil, nil
+		c.topics, c.freeTopics = nil, nil
+		c.queue, c.forget = nil, nil
+	}
+}
+
+func (c *Client[T, V]) keyOf(p *Partition[V]) Key[T] {
+	return Key[T]{c.topics[p.topic].ref, p.partition}
+}
+
+// get returns k's live slot, or -1.
+func (c *Client[T, V]) get(k Key[T]) int32 {
+	i := c.find(k)
+	if i < 0 || c.slot(i).has(fGone) {
+		return -1
+	}
+	return i
+}
+
+// Get returns the partition, or nil. The pointer stays valid until the
+// partition is deleted.
+func (c *Client[T, V]) Get(k Key[T]) *Partition[V] {
+	if i := c.get(k); i >= 0 {
+		return c.slot(i)
 	}
 	return nil
 }
 
 // Len is the number of partitions known (wanted or paused).
-func (c *Client[K, V]) Len() int { return c.live }
+func (c *Client[T, V]) Len() int { return c.live }
 
 // Wanted is the number of partitions fetched (known and not paused).
-func (c *Client[K, V]) Wanted() int { return c.wanted }
+func (c *Client[T, V]) Wanted() int { return c.wanted }
 
-// Range calls fn for every known partition until it returns false.
-func (c *Client[K, V]) Range(fn func(K, *Partition[V]) bool) {
-	for k, p := range c.parts {
-		if !p.gone && !fn(k, p) {
+// Range calls fn for every known partition until it returns false. fn
+// must not add or delete partitions.
+func (c *Client[T, V]) Range(fn func(Key[T], *Partition[V]) bool) {
+	for i := range c.n {
+		if p := c.slot(i); p.has(fUsed) && !p.has(fGone) && !fn(c.keyOf(p), p) {
 			return
 		}
 	}
@@ -92,18 +323,18 @@ func (c *Client[K, V]) Range(fn func(K, *Partition[V]) bool) {
 
 // Add returns the partition k, adding it (paused, with value v) when it
 // is not known.
-func (c *Client[K, V]) Add(k K, v V) *Partition[V] {
-	p := c.parts[k]
-	switch {
-	case p == nil:
-		p = &Partition[V]{Value: v}
-		c.parts[k] = p
-		c.live++
-	case p.gone:
+func (c *Client[T, V]) Add(k Key[T], v V) *Partition[V] {
+	i := c.find(k)
+	if i < 0 {
+		return c.slot(c.alloc(k, v))
+	}
+	p := c.slot(i)
+	if p.has(fGone) {
 		// Deleted and added back before the session forgot it: a new
 		// partition as far as the fetcher is concerned, the same entry
 		// as far as the session is.
-		p.Value, p.gone = v, false
+		p.Value = v
+		p.set(fGone, false)
 		c.live++
 	}
 	return p
@@ -111,50 +342,61 @@ func (c *Client[K, V]) Add(k K, v V) *Partition[V] {
 
 // Want makes k fetched with d; the next request names it if the session
 // may not hold d.
-func (c *Client[K, V]) Want(k K, d PartitionData) {
-	p := c.Get(k)
-	if p == nil {
+func (c *Client[T, V]) Want(k Key[T], d PartitionData) {
+	i := c.get(k)
+	if i < 0 {
 		var zero V
-		p = c.Add(k, zero)
+		c.Add(k, zero)
+		i = c.find(k)
 	}
-	if !p.wanted {
+	p := c.slot(i)
+	if !p.has(fWanted) {
 		c.wanted++
 	}
-	changed := !p.inSession || p.want != d
-	p.want, p.wanted = d, true
-	if changed && !p.inQueue {
-		p.inQueue = true
-		c.queue = append(c.queue, k)
+	changed := !p.has(fInSession) || p.want != d
+	p.want = d
+	p.set(fWanted, true)
+	if changed && !p.has(fInQueue) {
+		p.set(fInQueue, true)
+		c.queue = append(c.queue, i)
 	}
 }
 
 // Pause stops fetching k (its Value is kept); the next request forgets
 // it.
-func (c *Client[K, V]) Pause(k K) {
-	p := c.Get(k)
-	if p == nil || !p.wanted {
+func (c *Client[T, V]) Pause(k Key[T]) {
+	if i := c.get(k); i >= 0 {
+		c.pause(i)
+	}
+}
+
+func (c *Client[T, V]) pause(i int32) {
+	p := c.slot(i)
+	if !p.has(fWanted) {
 		return
 	}
-	p.wanted = false
+	p.set(fWanted, false)
 	c.wanted--
-	if p.inSession && !p.inForget {
-		p.inForget = true
-		c.forget = append(c.forget, k)
+	if p.has(fInSession) && !p.has(fInForget) {
+		p.set(fInForget, true)
+		c.forget = append(c.forget, i)
 	}
 }
 
 // Delete drops k; the next request forgets it.
-func (c *Client[K, V]) Delete(k K) {
-	p := c.Get(k)
-	if p == nil {
+func (c *Client[T, V]) Delete(k Key[T]) {
+	i := c.get(k)
+	if i < 0 {
 		return
 	}
-	c.Pause(k)
+	c.pause(i)
+	p := c.slot(i)
 	var zero V
-	p.Value, p.gone = zero, true
+	p.Value = zero
+	p.set(fGone, true)
 	c.live--
-	if !p.inSession {
-		delete(c.parts, k)
+	if !p.has(fInSession) {
+		c.release(i)
 	}
 }
 
@@ -172,55 +414,73 @@ type Plan[K comparable] struct {
 // Next builds the next request. It assumes the request will be
 // answered: the session holds what it names from now on (a failure goes
 // through Failed, which makes the next request full).
-func (c *Client[K, V]) Next() Plan[K] {
+func (c *Client[T, V]) Next() Plan[Key[T]] {
 	if c.sessionless || c.epoch == InitialEpoch {
-		pl := Plan[K]{Full: true, SessionID: c.id, Epoch: InitialEpoch}
+		pl := Plan[Key[T]]{Full: true, SessionID: c.id, Epoch: InitialEpoch}
 		if c.sessionless {
 			pl.SessionID, pl.Epoch = InvalidID, FinalEpoch
 		}
-		for k, p := range c.parts {
-			p.inQueue, p.inForget = false, false
-			if p.gone {
-				delete(c.parts, k)
+		for i := range c.n {
+			p := c.slot(i)
+			if !p.has(fUsed) {
 				continue
 			}
-			p.inSession = p.wanted && !c.sessionless
-			if p.wanted {
-				pl.Send = append(pl.Send, k)
+			p.set(fInQueue|fInForget, false)
+			if p.has(fGone) {
+				c.release(i)
+				if c.n == 0 {
+					break // everything let go
+				}
+				continue
+			}
+			p.set(fInSession, p.has(fWanted) && !c.sessionless)
+			if p.has(fWanted) {
+				pl.Send = append(pl.Send, c.keyOf(p))
 			}
 		}
 		c.queue, c.forget = c.queue[:0], c.forget[:0]
 		return pl
 	}
-	pl := Plan[K]{SessionID: c.id, Epoch: c.epoch}
-	for _, k := range c.queue {
-		p := c.parts[k]
-		if p == nil || !p.inQueue {
+	pl := Plan[Key[T]]{SessionID: c.id, Epoch: c.epoch}
+	for _, i := range c.queue {
+		// A slot freed since it was queued has no flags, and one handed
+		// out again is queued again if it needs to be: only the flag
+		// counts, once.
+		p := c.slot(i)
+		if !p.has(fInQueue) {
 			continue
 		}
-		p.inQueue = false
-		if !p.wanted {
+		p.set(fInQueue, false)
+		if !p.has(fWanted) {
 			continue
 		}
-		p.inSession = true
-		pl.Send = append(pl.Send, k)
+		p.set(fInSession, true)
+		pl.Send = append(pl.Send, c.keyOf(p))
 	}
-	for _, k := range c.forget {
-		p := c.parts[k]
-		if p == nil || !p.inForget {
+	c.queue = c.queue[:0]
+	forget := c.forget
+	c.forget = nil
+	for _, i := range forget {
+		if i >= c.n {
+			continue // let go with everything else
+		}
+		p := c.slot(i)
+		if !p.has(fInForget) {
 			continue
 		}
-		p.inForget = false
-		if p.wanted || !p.inSession {
+		p.set(fInForget, false)
+		if p.has(fWanted) || !p.has(fInSession) {
 			continue
 		}
-		p.inSession = false
-		pl.Forget = append(pl.Forget, k)
-		if p.gone {
-			delete(c.parts, k)
+		p.set(fInSession, false)
+		pl.Forget = append(pl.Forget, c.keyOf(p))
+		if p.has(fGone) {
+			c.release(i)
 		}
 	}
-	c.queue, c.forget = c.queue[:0], c.forget[:0]
+	if c.forget == nil {
+		c.forget = forget[:0]
+	}
 	return pl
 }
 
@@ -229,7 +489,7 @@ func (c *Client[K, V]) Next() Plan[K] {
 // whether the partitions' data may be used: false after a session error
 // (the next request is full, and opens a new session) or an answer
 // naming a partition the session does not hold.
-func (c *Client[K, V]) Answered(pl Plan[K], errorCode int16, sessionID int32, keys []K) bool {
+func (c *Client[T, V]) Answered(pl Plan[Key[T]], errorCode int16, sessionID int32, keys []Key[T]) bool {
 	if c.sessionless {
 		return errorCode == 0
 	}
@@ -244,8 +504,7 @@ func (c *Client[K, V]) Answered(pl Plan[K], errorCode int16, sessionID int32, ke
 		return false
 	}
 	for _, k := range keys {
-		p := c.parts[k]
-		if p == nil || !p.inSession {
+		if i := c.find(k); i < 0 || !c.slot(i).has(fInSession) {
 			c.epoch = InitialEpoch
 			return false
 		}
@@ -267,9 +526,9 @@ func (c *Client[K, V]) Answered(pl Plan[K], errorCode int16, sessionID int32, ke
 // error, an interrupted request): whether the broker applied it is
 // unknown, so the next request is full, closing this session and
 // opening another.
-func (c *Client[K, V]) Failed() {
+func (c *Client[T, V]) Failed() {
 	c.epoch = InitialEpoch
 }
 
 // SessionID is the current session's id (InvalidID: none).
-func (c *Client[K, V]) SessionID() int32 { return c.id }
+func (c *Client[T, V]) SessionID() int32 { return c.id }

@@ -25,7 +25,7 @@ import (
 func TestClientTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/client", func(t *testing.T, path string) {
 		var c *Client[string, int]
-		var last Plan[string]
+		var last Plan[Key[string]]
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			k := ""
 			if d.HasArg("k") {
@@ -42,13 +42,13 @@ func TestClientTranscripts(t *testing.T) {
 				if d.HasArg("epoch") {
 					d.ScanArgs(t, "epoch", &epoch)
 				}
-				c.Want(k, PartitionData{FetchOffset: int64(off), LogStartOffset: -1, MaxBytes: 100, LeaderEpoch: int32(epoch), LastFetchedEpoch: -1})
+				c.Want(tk(k), PartitionData{FetchOffset: int64(off), LogStartOffset: -1, MaxBytes: 100, LeaderEpoch: int32(epoch), LastFetchedEpoch: -1})
 				return ""
 			case "pause":
-				c.Pause(k)
+				c.Pause(tk(k))
 				return ""
 			case "delete":
-				c.Delete(k)
+				c.Delete(tk(k))
 				return ""
 			case "next":
 				last = c.Next()
@@ -58,20 +58,26 @@ func TestClientTranscripts(t *testing.T) {
 				}
 				var send []string
 				for _, k := range last.Send {
-					send = append(send, fmt.Sprintf("%s@%d", k, c.parts[k].want.FetchOffset))
+					send = append(send, fmt.Sprintf("%s@%d", ks(k), c.slot(c.find(k)).want.FetchOffset))
+				}
+				var forget []string
+				for _, k := range last.Forget {
+					forget = append(forget, ks(k))
 				}
 				slices.Sort(send)
-				slices.Sort(last.Forget)
-				return fmt.Sprintf("%s id=%d epoch=%d send=[%s] forget=[%s]", kind, last.SessionID, last.Epoch, strings.Join(send, " "), strings.Join(last.Forget, " "))
+				slices.Sort(forget)
+				return fmt.Sprintf("%s id=%d epoch=%d send=[%s] forget=[%s]", kind, last.SessionID, last.Epoch, strings.Join(send, " "), strings.Join(forget, " "))
 			case "answer":
 				var code, id int
 				if d.HasArg("err") {
 					d.ScanArgs(t, "err", &code)
 				}
 				d.ScanArgs(t, "id", &id)
-				var keys []string
+				var keys []Key[string]
 				if arg, ok := d.Arg("keys"); ok {
-					keys = arg.Vals
+					for _, v := range arg.Vals {
+						keys = append(keys, tk(v))
+					}
 				}
 				ok := c.Answered(last, int16(code), int32(id), keys)
 				return fmt.Sprintf("use=%t next: id=%d epoch=%d", ok, c.id, c.epoch)
@@ -132,11 +138,11 @@ func checkClientAgainstCache(t *testing.T, ops []byte) {
 		}
 		switch op % 9 {
 		case 0, 1, 2:
-			c.Want(key(arg), PartitionData{FetchOffset: int64(arg % 5), LogStartOffset: -1, MaxBytes: 100, LeaderEpoch: -1, LastFetchedEpoch: -1})
+			c.Want(tk(key(arg)), PartitionData{FetchOffset: int64(arg % 5), LogStartOffset: -1, MaxBytes: 100, LeaderEpoch: -1, LastFetchedEpoch: -1})
 		case 3:
-			c.Pause(key(arg))
+			c.Pause(tk(key(arg)))
 		case 4:
-			c.Delete(key(arg))
+			c.Delete(tk(key(arg)))
 		case 5:
 			p := part(key(arg))
 			p.hw++
@@ -147,7 +153,7 @@ func checkClientAgainstCache(t *testing.T, ops []byte) {
 			pl := c.Next()
 			req := planRequest(c, pl)
 			f, code := cache.Begin(req, -1, testNow)
-			var keys []string
+			var keys []Key[string]
 			var sid int32
 			if code == 0 {
 				outcomes := map[int32]Outcome{}
@@ -162,7 +168,7 @@ func checkClientAgainstCache(t *testing.T, ops []byte) {
 				res := f.Finish(testNow, func(i int32) Outcome { return outcomes[i] })
 				code, sid = res.ErrorCode, res.SessionID
 				for _, in := range res.Include {
-					keys = append(keys, key2(in.Topic, in.Partition))
+					keys = append(keys, tk(key2(in.Topic, in.Partition)))
 				}
 			}
 			if op%9 == 7 {
@@ -177,7 +183,7 @@ func checkClientAgainstCache(t *testing.T, ops []byte) {
 			// evicts a consumer's): the next incremental request finds
 			// no session.
 			other := NewClient[string, int]()
-			other.Want("t0:0", PartitionData{MaxBytes: 1})
+			other.Want(tk("t0:0"), PartitionData{MaxBytes: 1})
 			f, _ := cache.Begin(planRequest(other, other.Next()), 2, testNow)
 			f.Pending(nil)
 			f.Finish(testNow, func(int32) Outcome { return Outcome{} })
@@ -194,14 +200,25 @@ func seqIDs() func() int32 {
 
 func key2(ref TopicRef, p int32) string { return nameOf(ref.ID) + ":" + strconv.Itoa(int(p)) }
 
+// tk is the Key "topic:partition" names; ks the name of a Key.
+func tk(s string) Key[string] {
+	topic, ps, _ := strings.Cut(s, ":")
+	p, err := strconv.Atoi(ps)
+	if err != nil {
+		panic("bad key " + s)
+	}
+	return Key[string]{topic, int32(p)}
+}
+
+func ks(k Key[string]) string { return k.Topic + ":" + strconv.Itoa(int(k.Partition)) }
+
 // planRequest is the v17 Fetch a plan makes.
-func planRequest(c *Client[string, int], pl Plan[string]) *kmsg.FetchRequest {
+func planRequest(c *Client[string, int], pl Plan[Key[string]]) *kmsg.FetchRequest {
 	r := kmsg.NewPtrFetchRequest()
 	r.Version = 17
 	r.SessionID, r.SessionEpoch = pl.SessionID, pl.Epoch
 	for _, k := range pl.Send {
-		topic, ps, _ := strings.Cut(k, ":")
-		p, _ := strconv.Atoi(ps)
+		topic, p := k.Topic, k.Partition
 		d := c.Get(k).Data()
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(p), d.FetchOffset, d.MaxBytes
@@ -210,8 +227,7 @@ func planRequest(c *Client[string, int], pl Plan[string]) *kmsg.FetchRequest {
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	for _, k := range pl.Forget {
-		topic, ps, _ := strings.Cut(k, ":")
-		p, _ := strconv.Atoi(ps)
+		topic, p := k.Topic, k.Partition
 		ft := kmsg.NewFetchRequestForgottenTopic()
 		ft.TopicID = idOf(topic)
 		ft.Partitions = []int32{int32(p)}
@@ -239,9 +255,9 @@ func compareSession(t *testing.T, cache *Cache, c *Client[string, int], id int32
 	}
 	s.mu.Unlock()
 	client := map[string]PartitionData{}
-	for k, p := range c.parts {
-		if p.inSession {
-			client[k] = p.want
+	for i := range c.n {
+		if p := c.slot(i); p.has(fUsed) && p.has(fInSession) {
+			client[ks(c.keyOf(p))] = p.want
 		}
 	}
 	if fmt.Sprint(server) != fmt.Sprint(client) {

@@ -36,7 +36,14 @@
 //     FetchSessionHandler): full requests that open a session,
 //     incremental ones naming only the partitions whose data changed and
 //     forgetting those no longer fetched, and the way back to a full
-//     request after a session error or a lost answer.
+//     request after a session error or a lost answer. A follower's
+//     fetcher holds every partition it follows from one leader, so the
+//     Client keeps its partitions by value in chunks that never move
+//     (64 bytes each for a follower's), found through one
+//     open-addressing table of 4-byte slots keyed by topic and
+//     partition, a topic's name or id stored once: about 75 bytes per
+//     followed partition, where a map of pointers to entries took about
+//     145.
 //
 // # What it does not own
 //
@@ -84,7 +91,10 @@
 //
 // Transcripts of the cache (testdata/cache: sessions opened, used,
 // closed, errors, eviction, parked re-reads, rotation) and the client
-// (testdata/client); a Client against a Cache through random changes,
+// (testdata/client); a Client's layout against the plain map it
+// replaces, over random adds, deletes, re-adds, pauses, topics emptied
+// and named again, and session resets (slots, index and topics checked
+// after each step); a Client against a Cache through random changes,
 // session errors, lost answers and evictions, checking after every
 // answer that the broker's session holds exactly what the client
 // believes (seeded, and a fuzz target).

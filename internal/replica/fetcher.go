@@ -69,12 +69,11 @@ func orDefault[T int32 | time.Duration](v *T, def T) {
 	}
 }
 
-type partitionKey struct {
-	topicID   [16]byte
-	partition int32
-}
+// partitionKey names a partition in a fetcher's session: its topic id
+// and number.
+type partitionKey = fetchsession.Key[[16]byte]
 
-func keyOf(r *Replica) partitionKey { return partitionKey{r.TopicID(), r.partition} }
+func keyOf(r *Replica) partitionKey { return partitionKey{Topic: r.TopicID(), Partition: r.partition} }
 
 // Manager owns one fetcher goroutine per source leader broker; each
 // fetches, in one Fetch request, every partition this broker follows from
@@ -208,7 +207,7 @@ func (m *Manager) newFetcher(leader int32) *fetcher {
 		m:        m,
 		leader:   leader,
 		logger:   m.logger.With("leader", leader),
-		session:  fetchsession.NewClient[partitionKey, fetchPartition](),
+		session:  fetchsession.NewClient[[16]byte, fetchPartition](),
 		applying: map[partitionKey]bool{},
 		kick:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
@@ -231,12 +230,17 @@ type fetcher struct {
 	logger *slog.Logger
 
 	mu      sync.Mutex
-	session *fetchsession.Client[partitionKey, fetchPartition]
+	session *fetchsession.Client[[16]byte, fetchPartition]
 	// added are partitions whose start the goroutine has not checked
-	// yet; delayed, partitions backing off (paused in the session).
-	added   []partitionKey
+	// yet (each as of its add: its gen); delayed, partitions backing off
+	// (paused in the session).
+	added   []addedPartition
 	delayed []partitionKey
 	gen     uint32 // bumped by every add: a partition's fetchPartition.gen
+	// fenced holds the partitions answered FENCED_LEADER_EPOCH (paused
+	// until metadata names a newer epoch), each with its gen then: a
+	// later add of the partition ends it. Made by the first fencing.
+	fenced map[partitionKey]uint32
 	// delays are the back-offs of the partitions in delayed.
 	delays map[partitionKey]time.Time
 	// applying holds the partition the goroutine is applying a response
@@ -261,17 +265,29 @@ type fetcher struct {
 	done   chan struct{}
 }
 
-// fetchPartition is a fetcher's view of one partition.
+// fetchPartition is a fetcher's view of one partition (16 bytes: a
+// follower holds one per partition it follows, in its session's
+// table).
 type fetchPartition struct {
 	r           *Replica
 	leaderEpoch int32
 	gen         uint32 // the fetcher's gen when added
-	fenced      bool   // FENCED_LEADER_EPOCH: wait for newer metadata
-	// added is set until the goroutine has checked the partition's start:
-	// a log with batches but no epochs cannot find a divergence point from
-	// the leader, so it first truncates to its high watermark (Kafka's
-	// rule for followers without epoch information).
-	added bool
+}
+
+// addedPartition is a partition added at gen whose start the goroutine
+// has not checked yet: a log with batches but no epochs cannot find a
+// divergence point from the leader, so it first truncates to its high
+// watermark (Kafka's rule for followers without epoch information).
+type addedPartition struct {
+	k   partitionKey
+	gen uint32
+}
+
+// isFenced reports whether k, as p, waits for newer metadata after
+// FENCED_LEADER_EPOCH. mu held.
+func (f *fetcher) isFenced(k partitionKey, p *fetchPartition) bool {
+	gen, ok := f.fenced[k]
+	return ok && gen == p.gen
 }
 
 // want puts p's current fetch position in the session (the next request
@@ -290,14 +306,15 @@ func (f *fetcher) add(fs []Follow) {
 	for _, fl := range fs {
 		k := keyOf(fl.Replica)
 		if sp := f.session.Get(k); sp != nil {
-			if p := &sp.Value; p.r == fl.Replica && p.leaderEpoch >= fl.LeaderEpoch && !p.fenced {
+			if p := &sp.Value; p.r == fl.Replica && p.leaderEpoch >= fl.LeaderEpoch && !f.isFenced(k, p) {
 				continue
 			}
 		}
 		f.gen++
 		sp := f.session.Add(k, fetchPartition{})
-		sp.Value = fetchPartition{r: fl.Replica, leaderEpoch: fl.LeaderEpoch, gen: f.gen, added: true}
-		f.added = append(f.added, k)
+		sp.Value = fetchPartition{r: fl.Replica, leaderEpoch: fl.LeaderEpoch, gen: f.gen}
+		delete(f.fenced, k)
+		f.added = append(f.added, addedPartition{k, f.gen})
 		f.want(k, &sp.Value)
 		changed = true
 	}
@@ -320,6 +337,7 @@ func (f *fetcher) remove(k partitionKey) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.session.Delete(k)
+	delete(f.fenced, k)
 	for f.applying[k] {
 		f.idle.Wait()
 	}
@@ -428,10 +446,9 @@ func (f *fetcher) truncateEpochless() {
 	}
 	f.mu.Lock()
 	var check []todo
-	for _, k := range f.added {
-		if sp := f.session.Get(k); sp != nil && sp.Value.added {
-			sp.Value.added = false
-			check = append(check, todo{k, sp.Value.gen, sp.Value})
+	for _, a := range f.added {
+		if sp := f.session.Get(a.k); sp != nil && sp.Value.gen == a.gen {
+			check = append(check, todo{a.k, a.gen, sp.Value})
 		}
 	}
 	f.added = f.added[:0]
@@ -482,7 +499,7 @@ func (f *fetcher) buildRequest() (*kmsg.FetchRequest, fetchsession.Plan[partitio
 	still := f.delayed[:0]
 	for _, k := range f.delayed {
 		sp := f.session.Get(k)
-		if sp == nil || sp.Wanted() || sp.Value.fenced {
+		if sp == nil || sp.Wanted() || f.isFenced(k, &sp.Value) {
 			continue
 		}
 		if d := f.delays[k].Sub(now); d > 0 {
@@ -511,10 +528,10 @@ func (f *fetcher) buildRequest() (*kmsg.FetchRequest, fetchsession.Plan[partitio
 	b := fetchsession.NewRequestBuilder(req, pl)
 	for _, k := range pl.Send {
 		sp := f.session.Get(k)
-		b.Add(fetchsession.TopicRef{ID: k.topicID, Name: sp.Value.r.Topic()}, k.partition, sp.Data())
+		b.Add(fetchsession.TopicRef{ID: k.Topic, Name: sp.Value.r.Topic()}, k.Partition, sp.Data())
 	}
 	for _, k := range pl.Forget {
-		b.Forget(fetchsession.TopicRef{ID: k.topicID}, k.partition)
+		b.Forget(fetchsession.TopicRef{ID: k.Topic}, k.Partition)
 	}
 	return req, pl, 0
 }
@@ -567,7 +584,7 @@ func (f *fetcher) handleResponse(ctx context.Context, pl fetchsession.Plan[parti
 	for i := range resp.Topics {
 		t := &resp.Topics[i]
 		for j := range t.Partitions {
-			keys = append(keys, partitionKey{t.TopicID, t.Partitions[j].Partition})
+			keys = append(keys, partitionKey{Topic: t.TopicID, Partition: t.Partitions[j].Partition})
 		}
 	}
 	type item struct {
@@ -609,9 +626,9 @@ func (f *fetcher) handleResponse(ctx context.Context, pl fetchsession.Plan[parti
 		f.mu.Lock()
 		if sp := f.session.Get(it.k); sp != nil && sp.Value.gen == it.p.gen && sp.Wanted() {
 			if err != nil {
-				f.logger.Debug("replica: partition fetch failed; backing off", "topic", it.p.r.Topic(), "partition", it.k.partition, "err", err)
+				f.logger.Debug("replica: partition fetch failed; backing off", "topic", it.p.r.Topic(), "partition", it.k.Partition, "err", err)
 				backoff = append(backoff, it.k)
-			} else if !sp.Value.fenced {
+			} else if !f.isFenced(it.k, &sp.Value) {
 				f.want(it.k, &sp.Value)
 			}
 		}
@@ -643,7 +660,10 @@ func (f *fetcher) apply(ctx context.Context, p fetchPartition, rp *kmsg.FetchRes
 		// the metadata to catch up (AddPartitions with the new epoch).
 		f.mu.Lock()
 		if sp := f.session.Get(keyOf(r)); sp != nil && sp.Value.gen == p.gen {
-			sp.Value.fenced = true
+			if f.fenced == nil {
+				f.fenced = map[partitionKey]uint32{}
+			}
+			f.fenced[keyOf(r)] = p.gen
 			f.session.Pause(keyOf(r))
 		}
 		f.mu.Unlock()
