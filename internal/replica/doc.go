@@ -171,12 +171,19 @@
 // until MaxWait, so this does not spin), and backs off
 // (replica.fetch.backoff.ms, 50 ms here) on other errors: a partition's
 // error backs that partition off (it leaves the session until then), a
-// failed request the whole fetcher. Partitions added to a fetcher while
-// its request is in flight interrupt that request once per
-// AddPartitions call (the leader may hold it up to MaxWait when its
-// partitions have nothing new), so the new partitions' first fetch goes
-// at once; the interrupted request's connection is closed, nothing of
-// its answer is applied, and the next request is full. A partition whose log holds batches but no epochs is first cut to its high
+// failed request the whole fetcher. An AddPartitions call interrupts a
+// fetcher's request in flight (at most once) only where waiting for it
+// would matter: a partition the session holds taking a new leader
+// epoch, replica or release from fencing (the request asked for the
+// old one), or a partition with records joining (a leadership move:
+// the leader may hold the request up to MaxWait when its partitions
+// have nothing new, and acks=all produces on the new leader wait for
+// this follower); the interrupted request's connection is closed,
+// nothing of its answer is applied, and the next request is full. A
+// never-written partition joins the next incremental request instead,
+// so creating partitions a few at a time costs no full requests; an
+// answered partition that was removed and added back since its request
+// was built is not applied, and the next request is full. A partition whose log holds batches but no epochs is first cut to its high
 // watermark, as Kafka does for followers without epoch information. The
 // broker's Transport must bound every request with a timeout:
 // RemovePartitions waits for a partition's response handling, which may

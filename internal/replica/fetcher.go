@@ -249,16 +249,26 @@ type fetcher struct {
 	applying map[partitionKey]bool
 	idle     *sync.Cond
 
-	// interrupt ends the request in flight (nil when none): a partition
-	// added while the leader holds the request parked (up to MaxWait, or
-	// until one of its partitions grows) would otherwise wait for that
-	// request to come back before its first fetch. mu guards it.
+	// interrupt ends the request in flight (nil when none). An add
+	// interrupts it only where waiting for it would matter: a partition
+	// the session holds taking a new leader epoch, replica or fencing
+	// (the answer in flight was asked for the old one), or one with
+	// records joining (a leadership move: its leader may hold acks=all
+	// produces until this follower fetches, and the leader may hold the
+	// request parked up to MaxWait). The interrupted request's answer is
+	// lost, so the next request is full. A never-written partition joins
+	// the next request instead: creating partitions a few at a time does
+	// not turn every request into a full one. mu guards it.
 	interrupt context.CancelFunc
-	// changes counts adds and builtAt is its value when the last request
-	// was built, so that a request built before an add is interrupted
-	// even when the add came before the request was sent, and an answer
-	// that arrived before an add is not applied after it.
+	// changes counts interrupting adds and builtAt is its value when the
+	// last request was built, so that a request built before such an add
+	// is interrupted even when the add came before the request was sent,
+	// and an answer that arrived before it is not applied after it.
 	changes, builtAt uint64
+	// builtGen is gen when the last request was built: an answered
+	// partition added since (its gen later) was answered for what the
+	// partition was before, and is not applied.
+	builtGen uint32
 
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -302,13 +312,16 @@ func (f *fetcher) want(k partitionKey, p *fetchPartition) {
 
 func (f *fetcher) add(fs []Follow) {
 	f.mu.Lock()
-	changed := false
+	changed, interrupt := false, false
 	for _, fl := range fs {
 		k := keyOf(fl.Replica)
 		if sp := f.session.Get(k); sp != nil {
 			if p := &sp.Value; p.r == fl.Replica && p.leaderEpoch >= fl.LeaderEpoch && !f.isFenced(k, p) {
 				continue
 			}
+			interrupt = true
+		} else if l := fl.Replica.cache.log; l.EndOffset() > l.StartOffset() {
+			interrupt = true
 		}
 		f.gen++
 		sp := f.session.Add(k, fetchPartition{})
@@ -318,7 +331,7 @@ func (f *fetcher) add(fs []Follow) {
 		f.want(k, &sp.Value)
 		changed = true
 	}
-	if changed {
+	if interrupt {
 		f.changes++
 		if f.interrupt != nil {
 			f.interrupt()
@@ -492,7 +505,7 @@ func (f *fetcher) sleep(ctx context.Context, wait time.Duration) {
 func (f *fetcher) buildRequest() (*kmsg.FetchRequest, fetchsession.Plan[partitionKey], time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.builtAt = f.changes
+	f.builtAt, f.builtGen = f.changes, f.gen
 	cfg := &f.m.cfg
 	now := time.Now()
 	var wait time.Duration
@@ -578,7 +591,11 @@ func (f *fetcher) end(k partitionKey) {
 // handleResponse applies an answer to the request of pl and reports
 // whether it was used. An answer with a session error, or one the
 // session cannot place, is not (the next request is full); one that came
-// after an add is dropped too (the session changed under it).
+// after an interrupting add is dropped too (the session changed under
+// it). A partition added since the request was built that the answer
+// carries anyway (one removed and added back) is not applied, and the
+// next request is full: the leader's session believes it told the
+// follower what that answer held.
 func (f *fetcher) handleResponse(ctx context.Context, pl fetchsession.Plan[partitionKey], resp *kmsg.FetchResponse) bool {
 	var keys []partitionKey
 	for i := range resp.Topics {
@@ -612,6 +629,10 @@ func (f *fetcher) handleResponse(ctx context.Context, pl fetchsession.Plan[parti
 			sp := f.session.Get(k)
 			if sp == nil || !sp.Wanted() {
 				continue // removed or backing off since
+			}
+			if int32(sp.Value.gen-f.builtGen) > 0 {
+				f.session.Failed()
+				continue
 			}
 			items = append(items, item{k, sp.Value, &t.Partitions[j]})
 		}

@@ -72,9 +72,15 @@ func fetchAnswer(req kmsg.Request, errCode int16) kmsg.Response {
 // batches already in its log.
 func followerOf(t *testing.T, epoch int32, batches ...[]byte) *Replica {
 	t.Helper()
+	return followerAt(t, 3, epoch, batches...)
+}
+
+// followerAt is followerOf for partition p of the same topic.
+func followerAt(t *testing.T, p, epoch int32, batches ...[]byte) *Replica {
+	t.Helper()
 	l := openLog(t, t.TempDir())
 	t.Cleanup(func() { _ = l.Close() })
-	r, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 2}), Topic: "t", TopicID: [16]byte{9}, Partition: 3})
+	r, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 2}), Topic: "t", TopicID: [16]byte{9}, Partition: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,32 +310,35 @@ func TestFetcherAsksAgainAtOnceOnUnknownLeaderEpoch(t *testing.T) {
 	eventually(t, waitLong, "a second fetch", func() bool { return len(tr.seen()) >= 2 })
 }
 
-// parkingTransport holds every Fetch, as a leader holds a follower's
-// fetch with nothing to read, until ctx ends, and records the partitions
-// of each request.
-type parkingTransport struct {
+// fetchLog records the partitions, and their leader epochs, of each
+// Fetch a transport is sent.
+type fetchLog struct {
 	mu       sync.Mutex
 	requests [][]int32
+	epochs   []map[int32]int32 // each request's partitions' leader epochs
 }
 
-func (p *parkingTransport) Send(ctx context.Context, _ int32, req kmsg.Request) (kmsg.Response, error) {
+func (l *fetchLog) record(req *kmsg.FetchRequest) []int32 {
 	var parts []int32
-	for _, t := range req.(*kmsg.FetchRequest).Topics {
+	epochs := map[int32]int32{}
+	for _, t := range req.Topics {
 		for _, rp := range t.Partitions {
 			parts = append(parts, rp.Partition)
+			epochs[rp.Partition] = rp.CurrentLeaderEpoch
 		}
 	}
-	p.mu.Lock()
-	p.requests = append(p.requests, parts)
-	p.mu.Unlock()
-	<-ctx.Done()
-	return nil, ctx.Err()
+	l.mu.Lock()
+	l.requests = append(l.requests, parts)
+	l.epochs = append(l.epochs, epochs)
+	l.mu.Unlock()
+	return parts
 }
 
-func (p *parkingTransport) sent(partition int32) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, parts := range p.requests {
+// sent reports whether a request named partition.
+func (l *fetchLog) sent(partition int32) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, parts := range l.requests {
 		if slices.Contains(parts, partition) {
 			return true
 		}
@@ -337,21 +346,26 @@ func (p *parkingTransport) sent(partition int32) bool {
 	return false
 }
 
-// TestFetcherInterruptsHeldFetchForNewPartition: a partition added to a
-// fetcher whose request the leader holds (nothing to read on the
-// partitions it names) is fetched at once, not when that request comes
-// back. The transport here holds requests forever.
+// parkingTransport holds every Fetch, as a leader holds a follower's
+// fetch with nothing to read, until ctx ends, and records the partitions
+// of each request.
+type parkingTransport struct{ fetchLog }
+
+func (p *parkingTransport) Send(ctx context.Context, _ int32, req kmsg.Request) (kmsg.Response, error) {
+	p.record(req.(*kmsg.FetchRequest))
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestFetcherInterruptsHeldFetchForNewPartition: a partition with
+// records (a leadership move) added to a fetcher whose request the
+// leader holds (nothing to read on the partitions it names) is fetched
+// at once, not when that request comes back; so is a partition the
+// session holds taking a new leader epoch. The transport here holds
+// requests forever.
 func TestFetcherInterruptsHeldFetchForNewPartition(t *testing.T) {
 	first := followerOf(t, 1)
-	l := openLog(t, t.TempDir())
-	t.Cleanup(func() { _ = l.Close() })
-	second, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 2}), Topic: "t", TopicID: [16]byte{9}, Partition: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := second.BecomeFollower(PartitionState{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
-		t.Fatal(err)
-	}
+	second := followerAt(t, 4, 1, stamped("a", 2, 0, 1))
 	tr := &parkingTransport{}
 	m := NewManager(ManagerConfig{LocalID: 2, Transport: tr, Backoff: time.Hour})
 	defer m.Close()
@@ -367,10 +381,157 @@ func TestFetcherInterruptsHeldFetchForNewPartition(t *testing.T) {
 	ft.mu.Unlock()
 	m.AddPartitions([]Follow{{Replica: first, Leader: 1, LeaderEpoch: 1}, {Replica: second, Leader: 1, LeaderEpoch: 1}})
 	ft.mu.Lock()
-	defer ft.mu.Unlock()
 	if ft.changes != before {
 		t.Fatalf("re-adding known partitions counted as %d changes", ft.changes-before)
 	}
+	ft.mu.Unlock()
+	// A new leader epoch of a partition in the session: the request in
+	// flight asked for the old one.
+	if err := first.BecomeFollower(PartitionState{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	m.AddPartitions([]Follow{{Replica: first, Leader: 1, LeaderEpoch: 2}})
+	eventually(t, waitLong, "a fetch of partition 3 in epoch 2", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return len(tr.epochs) > 0 && tr.epochs[len(tr.epochs)-1][3] == 2
+	})
+}
+
+// sessionTransport is a leader's fetch sessions as a follower sees
+// them: a full request opens session 1, every named partition is
+// answered with nothing new, and a request naming nothing is held as a
+// leader holds an idle follower's (up to a short MaxWait). It counts
+// full requests and records the partitions each request names.
+type sessionTransport struct {
+	fetchLog
+	full int // guarded by mu
+}
+
+func (s *sessionTransport) Send(ctx context.Context, _ int32, req kmsg.Request) (kmsg.Response, error) {
+	f := req.(*kmsg.FetchRequest)
+	parts := s.record(f)
+	s.mu.Lock()
+	if f.SessionEpoch == 0 {
+		s.full++
+	}
+	s.mu.Unlock()
+	if len(parts) == 0 {
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	resp := fetchAnswer(req, 0).(*kmsg.FetchResponse)
+	resp.SessionID = 1
+	return resp, nil
+}
+
+// TestFetcherAddsNeverWrittenPartitionsIncrementally: never-written
+// partitions added to a fetcher one at a time, while its requests are
+// held and answered, each join the next incremental request: the only
+// full request is the first (each add used to interrupt the request in
+// flight, and the next request, full, named every partition so far).
+func TestFetcherAddsNeverWrittenPartitionsIncrementally(t *testing.T) {
+	tr := &sessionTransport{}
+	m := NewManager(ManagerConfig{LocalID: 2, Transport: tr, Backoff: time.Hour})
+	defer m.Close()
+	const n = 40
+	for p := range int32(n) {
+		r := followerAt(t, p, 0)
+		m.AddPartitions([]Follow{{Replica: r, Leader: 1, LeaderEpoch: 0}})
+		eventually(t, waitLong, "a fetch naming the new partition", func() bool { return tr.sent(p) })
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.full != 1 {
+		t.Fatalf("%d full requests for %d partitions added one by one, want 1", tr.full, n)
+	}
+	for i, parts := range tr.requests[1:] {
+		if len(parts) > 1 {
+			t.Fatalf("incremental request %d names %v: more than the partition just added", i+1, parts)
+		}
+	}
+}
+
+// handTransport hands each Fetch to the test and returns the answer the
+// test gives.
+type handTransport struct {
+	reqs  chan *kmsg.FetchRequest
+	resps chan kmsg.Response
+}
+
+func (h *handTransport) Send(ctx context.Context, _ int32, req kmsg.Request) (kmsg.Response, error) {
+	select {
+	case h.reqs <- req.(*kmsg.FetchRequest):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-h.resps:
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (h *handTransport) next(t *testing.T) *kmsg.FetchRequest {
+	t.Helper()
+	select {
+	case r := <-h.reqs:
+		return r
+	case <-time.After(waitLong):
+		t.Fatal("no fetch request")
+		return nil
+	}
+}
+
+// TestFetcherDropsAnswerForPartitionAddedBack: a partition removed and
+// added back while a request is in flight joins without interrupting it
+// (it has no records), but the answer, which carries the partition as
+// it was (here FENCED_LEADER_EPOCH), is not applied to it: the
+// partition is not fenced, and the next request is full and names it.
+func TestFetcherDropsAnswerForPartitionAddedBack(t *testing.T) {
+	keep, back := followerAt(t, 1, 3), followerAt(t, 2, 3)
+	tr := &handTransport{reqs: make(chan *kmsg.FetchRequest), resps: make(chan kmsg.Response)}
+	m := NewManager(ManagerConfig{LocalID: 2, Transport: tr, Backoff: time.Hour})
+	defer m.Close()
+	m.AddPartitions([]Follow{{Replica: keep, Leader: 1, LeaderEpoch: 3}, {Replica: back, Leader: 1, LeaderEpoch: 3}})
+	first := tr.next(t)
+	if first.SessionEpoch != 0 {
+		t.Fatalf("first request at epoch %d", first.SessionEpoch)
+	}
+	ok := fetchAnswer(first, 0).(*kmsg.FetchResponse)
+	ok.SessionID = 1
+	tr.resps <- ok
+	held := tr.next(t)
+	if held.SessionEpoch != 1 || len(held.Topics) != 0 {
+		t.Fatalf("second request: epoch %d, %d topics", held.SessionEpoch, len(held.Topics))
+	}
+	m.RemovePartitions([]*Replica{back})
+	m.AddPartitions([]Follow{{Replica: back, Leader: 1, LeaderEpoch: 3}})
+	fenced := kmsg.NewPtrFetchResponse()
+	fenced.SessionID = 1
+	rt := kmsg.NewFetchResponseTopic()
+	rt.TopicID = [16]byte{9}
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.Partition, rp.ErrorCode = 2, kerr.FencedLeaderEpoch.Code
+	rt.Partitions = append(rt.Partitions, rp)
+	fenced.Topics = append(fenced.Topics, rt)
+	tr.resps <- fenced
+	third := tr.next(t)
+	var names []int32
+	for _, t := range third.Topics {
+		for _, p := range t.Partitions {
+			names = append(names, p.Partition)
+		}
+	}
+	slices.Sort(names)
+	if third.SessionEpoch != 0 || !slices.Equal(names, []int32{1, 2}) {
+		t.Fatalf("request after the stale answer: epoch %d naming %v, want a full one naming [1 2]", third.SessionEpoch, names)
+	}
+	tr.resps <- ok
 }
 
 // TestFetcherRestartsLogAtLeaderStart: a follower whose log ends (at 4)
