@@ -31,8 +31,8 @@ type Key[T comparable] struct {
 // A follower's fetcher holds every partition it follows from one
 // leader, so the entries are stored by value in chunks that never move
 // (a *Partition stays valid until its partition is deleted), found
-// through one open-addressing table of 4-byte slots keyed by (topic,
-// partition); a topic's ref is stored once.
+// through one slotIndex keyed by (topic, partition); a topic's ref is
+// stored once.
 type Client[T comparable, V any] struct {
 	id    int32
 	epoch int32 // the next request's; InitialEpoch asks for a full one
@@ -44,9 +44,7 @@ type Client[T comparable, V any] struct {
 	chunks [][]Partition[V]
 	n      int32   // slots handed out, used or free
 	free   []int32 // freed slots, for reuse
-	index  []int32 // open addressing, linear probing: slot + 1; 0 empty
-	// indexed counts the entries in index (used slots).
-	indexed int
+	index  slotIndex
 
 	live   int     // entries not gone
 	wanted int     // entries wanted
@@ -155,86 +153,19 @@ func (c *Client[T, V]) newSlot() int32 {
 	return i
 }
 
-// hash places (topic, partition) in the index.
-func (c *Client[T, V]) hash(topic, partition int32) int {
-	x := (uint64(uint32(topic))<<32 | uint64(uint32(partition))) * 0x9e3779b97f4a7c15
-	return int(x>>32) & (len(c.index) - 1)
+// at is the (topic, partition) slot i holds, for the index.
+func (c *Client[T, V]) at(i int32) (int32, int32) {
+	p := c.slot(i)
+	return p.topic, p.partition
 }
 
 // find returns the slot of k, or -1.
 func (c *Client[T, V]) find(k Key[T]) int32 {
 	ti, ok := c.topicAt[k.Topic]
-	if !ok || len(c.index) == 0 {
+	if !ok {
 		return -1
 	}
-	mask := len(c.index) - 1
-	for s := c.hash(ti, k.Partition); ; s = (s + 1) & mask {
-		v := c.index[s]
-		if v == 0 {
-			return -1
-		}
-		if p := c.slot(v - 1); p.topic == ti && p.partition == k.Partition {
-			return v - 1
-		}
-	}
-}
-
-// place puts slot i in the index, which has room.
-func (c *Client[T, V]) place(i int32) {
-	p := c.slot(i)
-	mask := len(c.index) - 1
-	s := c.hash(p.topic, p.partition)
-	for c.index[s] != 0 {
-		s = (s + 1) & mask
-	}
-	c.index[s] = i + 1
-}
-
-// resize rebuilds the index with size slots (a power of two larger than
-// the entries).
-func (c *Client[T, V]) resize(size int) {
-	old := c.index
-	c.index = make([]int32, size)
-	for _, v := range old {
-		if v != 0 {
-			c.place(v - 1)
-		}
-	}
-}
-
-// unindex takes slot i out of the index (backward-shift deletion: the
-// entries after it in its run move back so that no probe stops early).
-func (c *Client[T, V]) unindex(i int32) {
-	mask := len(c.index) - 1
-	p := c.slot(i)
-	s := c.hash(p.topic, p.partition)
-	for c.index[s] != i+1 {
-		s = (s + 1) & mask
-	}
-	for {
-		c.index[s] = 0
-		j := s
-		for {
-			j = (j + 1) & mask
-			v := c.index[j]
-			if v == 0 {
-				c.indexed--
-				if len(c.index) > 16 && c.indexed < len(c.index)/8 {
-					c.resize(len(c.index) / 2)
-				}
-				return
-			}
-			q := c.slot(v - 1)
-			home := c.hash(q.topic, q.partition)
-			// The entry at j stays when its home is cyclically in (s, j].
-			if (s < j && s < home && home <= j) || (s > j && (home > s || home <= j)) {
-				continue
-			}
-			c.index[s] = v
-			s = j
-			break
-		}
-	}
+	return c.index.find(ti, k.Partition, c.at)
 }
 
 // alloc adds k with value v (paused) and returns its slot.
@@ -254,11 +185,7 @@ func (c *Client[T, V]) alloc(k Key[T], v V) int32 {
 	c.topics[ti].n++
 	i := c.newSlot()
 	*c.slot(i) = Partition[V]{Value: v, topic: ti, partition: k.Partition, flags: fUsed}
-	if (c.indexed+1)*4 > len(c.index)*3 {
-		c.resize(max(16, 2*len(c.index)))
-	}
-	c.place(i)
-	c.indexed++
+	c.index.insert(i, ti, k.Partition, c.at)
 	c.live++
 	return i
 }
@@ -266,7 +193,7 @@ func (c *Client[T, V]) alloc(k Key[T], v V) int32 {
 // release frees slot i, which is neither live nor in the session.
 func (c *Client[T, V]) release(i int32) {
 	p := c.slot(i)
-	c.unindex(i)
+	c.index.remove(i, p.topic, p.partition, c.at)
 	t := &c.topics[p.topic]
 	if t.n--; t.n == 0 {
 		delete(c.topicAt, t.ref)
@@ -275,9 +202,9 @@ func (c *Client[T, V]) release(i int32) {
 	}
 	*p = Partition[V]{}
 	c.free = append(c.free, i)
-	if c.indexed == 0 {
+	if c.index.n == 0 {
 		// Empty: let the chunks go (the queues hold only stale slots).
-		c.chunks, c.n, c.free, c.index = nil, 0, nil, nil
+		c.chunks, c.n, c.free = nil, 0, nil
 		c.topics, c.freeTopics = nil, nil
 		c.queue, c.forget = nil, nil
 	}

@@ -265,13 +265,13 @@ func checkLayout(t *testing.T, step int, c *Client[string, int], ref *refClient)
 		}
 	}
 	inIndex := 0
-	for _, v := range c.index {
+	for _, v := range c.index.cells {
 		if v != 0 {
 			inIndex++
 		}
 	}
-	if used != c.indexed || inIndex != used || len(c.free) != int(c.n)-used {
-		t.Fatalf("step %d: %d slots used, %d indexed (%d counted), %d free of %d", step, used, inIndex, c.indexed, len(c.free), c.n)
+	if used != c.index.n || inIndex != used || len(c.free) != int(c.n)-used {
+		t.Fatalf("step %d: %d slots used, %d indexed (%d counted), %d free of %d", step, used, inIndex, c.index.n, len(c.free), c.n)
 	}
 	for ref, ti := range c.topicAt {
 		if c.topics[ti].ref != ref || c.topics[ti].n != perTopic[ti] || perTopic[ti] == 0 {

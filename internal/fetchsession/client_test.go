@@ -250,7 +250,7 @@ func compareSession(t *testing.T, cache *Cache, c *Client[string, int], id int32
 	s.mu.Lock()
 	for _, e := range s.entries {
 		if e.used() {
-			server[key2(s.topics[e.topic].ref, e.partition)] = e.data
+			server[key2(s.topics[e.topic], e.partition)] = e.data
 		}
 	}
 	s.mu.Unlock()

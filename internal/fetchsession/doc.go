@@ -39,11 +39,13 @@
 //     request after a session error or a lost answer. A follower's
 //     fetcher holds every partition it follows from one leader, so the
 //     Client keeps its partitions by value in chunks that never move
-//     (64 bytes each for a follower's), found through one
-//     open-addressing table of 4-byte slots keyed by topic and
-//     partition, a topic's name or id stored once: about 75 bytes per
+//     (64 bytes each for a follower's), found through one slotIndex (an
+//     open-addressing table of 4-byte cells keyed by topic and
+//     partition), a topic's name or id stored once: about 85 bytes per
 //     followed partition, where a map of pointers to entries took about
-//     145.
+//     145. A Session finds its entries (72 bytes each) through a
+//     slotIndex too, not a dense array per topic (a follower's session
+//     holds about a third of each topic's partitions at RF 3).
 //
 // # What it does not own
 //

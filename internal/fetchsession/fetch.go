@@ -76,7 +76,7 @@ func (f *Fetch) Pending(dst []Read) []Read {
 		if s.markRead(f.gen, i) {
 			f.read = append(f.read, i)
 		}
-		dst = append(dst, Read{Index: i, Topic: s.topics[e.topic].ref, Partition: e.partition, PartitionData: e.data, Src: e.src})
+		dst = append(dst, Read{Index: i, Topic: s.topics[e.topic], Partition: e.partition, PartitionData: e.data, Src: e.src})
 	}
 	return dst
 }
@@ -187,7 +187,7 @@ func (f *Fetch) all(outcome func(int32) Outcome, remember bool) Result {
 		if !e.used() {
 			continue
 		}
-		res.Include = append(res.Include, Included{Index: int32(i), Topic: s.topics[e.topic].ref, Partition: e.partition})
+		res.Include = append(res.Include, Included{Index: int32(i), Topic: s.topics[e.topic], Partition: e.partition})
 		if remember && s.wasRead(f.gen, int32(i)) {
 			e.mustRespond(outcome(int32(i)), true)
 		}
@@ -238,7 +238,7 @@ func (f *Fetch) finishIncremental(outcome func(int32) Outcome) Result {
 			continue
 		}
 		if e.mustRespond(outcome(i), true) {
-			res.Include = append(res.Include, Included{Index: i, Topic: s.topics[e.topic].ref, Partition: e.partition})
+			res.Include = append(res.Include, Included{Index: i, Topic: s.topics[e.topic], Partition: e.partition})
 		}
 	}
 	f.requeue(outcome)

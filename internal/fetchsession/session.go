@@ -108,8 +108,9 @@ type Session struct {
 	// partition or waits.
 	mu       sync.Mutex
 	epoch    int32 // the epoch the next incremental request must carry
-	topics   []sessionTopic
+	topics   []TopicRef
 	topicAt  map[TopicRef]int32
+	index    slotIndex // entries by (topic, partition)
 	entries  []entry
 	free     []int32 // indexes of removed entries, for reuse
 	size     int
@@ -123,12 +124,6 @@ type Session struct {
 	queue  []int32
 	queued []uint64 // bit per entry: in queue
 	c      chan struct{}
-}
-
-type sessionTopic struct {
-	ref   TopicRef
-	dense []int32         // partition -> entry index + 1 (0: none)
-	other map[int32]int32 // partitions too large or negative for dense
 }
 
 // entry is one partition of a session: what the fetcher asked last and
@@ -175,10 +170,11 @@ func (s *Session) Size() int {
 	return s.size
 }
 
-// denseSlack bounds how far past its current end a topic's dense index
-// grows for one partition number: a request naming partition 2^31-1 of
-// many topics must not allocate gigabytes.
-const denseSlack = 256
+// at is the (topic, partition) of entry i, for the index. mu held.
+func (s *Session) at(i int32) (int32, int32) {
+	e := &s.entries[i]
+	return e.topic, e.partition
+}
 
 // find returns the index of (topic, partition), or -1. mu held.
 func (s *Session) find(ref TopicRef, partition int32) int32 {
@@ -186,14 +182,7 @@ func (s *Session) find(ref TopicRef, partition int32) int32 {
 	if !ok {
 		return -1
 	}
-	t := &s.topics[ti]
-	if partition >= 0 && int(partition) < len(t.dense) {
-		return t.dense[partition] - 1
-	}
-	if i, ok := t.other[partition]; ok {
-		return i
-	}
-	return -1
+	return s.index.find(ti, partition, s.at)
 }
 
 // put adds or updates (topic, partition) with d, queues it for reading,
@@ -207,7 +196,7 @@ func (s *Session) put(ref TopicRef, partition int32, d PartitionData) (int32, bo
 	ti, ok := s.topicAt[ref]
 	if !ok {
 		ti = int32(len(s.topics))
-		s.topics = append(s.topics, sessionTopic{ref: ref})
+		s.topics = append(s.topics, ref)
 		s.topicAt[ref] = ti
 	}
 	var i int32
@@ -236,19 +225,7 @@ func (s *Session) put(ref TopicRef, partition int32, d PartitionData) (int32, bo
 		}
 		s.qmu.Unlock()
 	}
-	t := &s.topics[ti]
-	switch {
-	case partition >= 0 && int(partition) < len(t.dense):
-		t.dense[partition] = i + 1
-	case partition >= 0 && int(partition) < len(t.dense)+denseSlack:
-		t.dense = append(t.dense, make([]int32, int(partition)+1-len(t.dense))...)
-		t.dense[partition] = i + 1
-	default:
-		if t.other == nil {
-			t.other = map[int32]int32{}
-		}
-		t.other[partition] = i
-	}
+	s.index.insert(i, ti, partition, s.at)
 	s.size++
 	s.mark(i)
 	return i, true
@@ -265,12 +242,7 @@ func (s *Session) remove(ref TopicRef, partition int32) bool {
 	if e.src != nil && s.watching {
 		e.src.Unwatch(Mark{s, i})
 	}
-	t := &s.topics[e.topic]
-	if partition >= 0 && int(partition) < len(t.dense) {
-		t.dense[partition] = 0
-	} else {
-		delete(t.other, partition)
-	}
+	s.index.remove(i, e.topic, partition, s.at)
 	*e = entry{topic: -1}
 	s.free = append(s.free, i)
 	s.size--
