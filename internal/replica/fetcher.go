@@ -464,7 +464,7 @@ func (f *fetcher) truncateEpochless() {
 			check = append(check, todo{a.k, a.gen, sp.Value})
 		}
 	}
-	f.added = f.added[:0]
+	f.added = nil // not kept: a burst of adds (a topic creation) would hold its capacity
 	f.mu.Unlock()
 	for _, c := range check {
 		r := c.p.r
