@@ -92,8 +92,9 @@
 // # Tests
 //
 // Transcripts of the cache (testdata/cache: sessions opened, used,
-// closed, errors, eviction, parked re-reads, rotation) and the client
-// (testdata/client); a Client's layout against the plain map it
+// closed, errors, eviction, parked re-reads, rotation, the entry index
+// over partition numbers far apart and negative, forgotten and named
+// again) and the client (testdata/client); a Client's layout against the plain map it
 // replaces, over random adds, deletes, re-adds, pauses, topics emptied
 // and named again, and session resets (slots, index and topics checked
 // after each step); a Client against a Cache through random changes,
