@@ -67,6 +67,10 @@ func (l *Log) viewsFrom(from int64) ([]view, int64, error) {
 func scanViews(vs []view, from int64, markers bool, fn func(h *BatchHeader, m *Marker) bool) error {
 	w := headerWindow{buf: make([]byte, scanWindow)}
 	var buf []byte
+	// One header and marker for the whole scan: fn's pointers make them
+	// escape, and a variable per batch would cost an allocation each.
+	var h BatchHeader
+	var mk Marker
 	for _, v := range vs {
 		pos := int64(0)
 		if from > v.base {
@@ -82,8 +86,7 @@ func scanViews(vs []view, from int64, markers bool, fn func(h *BatchHeader, m *M
 			if err != nil {
 				return err
 			}
-			h, err := ParseBatchHeader(raw)
-			if err != nil {
+			if h, err = ParseBatchHeader(raw); err != nil {
 				return fmt.Errorf("log: %s at %d: %w", v.f.Name(), pos, err)
 			}
 			if h.Magic != 2 || int64(h.Length) > v.size-pos || h.LastOffsetDelta < 0 {
@@ -94,8 +97,7 @@ func scanViews(vs []view, from int64, markers bool, fn func(h *BatchHeader, m *M
 				if buf, err = readBatch(v, pos, int64(h.Length), buf); err != nil {
 					return fmt.Errorf("log: %s: read control batch at %d: %w", v.f.Name(), pos, err)
 				}
-				mk, err := ParseMarker(buf)
-				if err != nil {
+				if mk, err = ParseMarker(buf); err != nil {
 					return fmt.Errorf("log: %s: control batch at %d: %w", v.f.Name(), pos, err)
 				}
 				m = &mk

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Replacing a group of closed segments with one cleaned segment, so that
@@ -104,6 +105,7 @@ func (l *Log) NewCleanedSegment(base, end int64) (*CleanedSegment, error) {
 		markers:     map[int64]bool{},
 		truncations: l.truncations,
 		interval:    l.cfg.Load().IndexIntervalBytes,
+		buf:         cleanedBufs.Get().([]byte)[:0],
 	}
 	for _, s := range w.old {
 		w.aborted = append(w.aborted, s.ix.aborted...)
@@ -137,6 +139,19 @@ func (l *Log) groupLocked(base, end int64) (int, int) {
 
 // flushAt is how much the writer buffers before a write.
 const flushAt = 1 << 20
+
+// cleanedBufs holds cleaned segments' write buffers between segments, so
+// that a round allocates none after its first: room for a flush's worth
+// and one more batch.
+var cleanedBufs = sync.Pool{New: func() any { return make([]byte, 0, flushAt+256<<10) }}
+
+// releaseBuf hands the write buffer back once nothing is left to write.
+func (w *CleanedSegment) releaseBuf() {
+	if w.buf != nil {
+		cleanedBufs.Put(w.buf[:0])
+		w.buf = nil
+	}
+}
 
 // Append adds one batch (as written by BatchFilter.Filter or copied from
 // the old segments). Batches must come in offset order within [base, end).
@@ -187,6 +202,7 @@ func (w *CleanedSegment) Abort() {
 		return
 	}
 	w.done = true
+	w.releaseBuf()
 	w.seg.f.Close()
 	_ = os.Remove(w.path)
 }
@@ -213,6 +229,7 @@ func (w *CleanedSegment) Commit() error {
 	}
 	err := w.flush()
 	if err == nil {
+		w.releaseBuf()
 		err = w.seg.f.Sync()
 	}
 	if err == nil {
