@@ -106,6 +106,10 @@ func TestConfigValidate(t *testing.T) {
 		{"load factor 0", func(c *Config) { c.LoadFactor = 0 }, false},
 		{"load factor above 1", func(c *Config) { c.LoadFactor = 1.5 }, false},
 		{"negative backoff", func(c *Config) { c.Backoff = -1 }, false},
+		{"nice 0", func(c *Config) { c.Nice = 0 }, true},
+		{"nice 19", func(c *Config) { c.Nice = MaxNice }, true},
+		{"negative nice", func(c *Config) { c.Nice = -1 }, false},
+		{"nice past 19", func(c *Config) { c.Nice = 20 }, false},
 	}
 	for _, tc := range cases {
 		c := DefaultConfig()

@@ -387,14 +387,7 @@ func TestWorkersCleanUntilClosed(t *testing.T) {
 	cfg.Threads = 2
 	cfg.Backoff = 10 * time.Millisecond
 	e := newEnv(t, testLogConfig(), cfg, nil)
-	e.produce(val("a", "1"))
-	e.roll()
-	e.produce(val("a", "2"))
-	e.roll()
-	e.produce(val("b", "1"))
-	if err := e.l.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	e.dirtyThreeSegments()
 	e.c.Start()
 	eventually(t, 5*time.Second, func() bool { return len(e.records()) == 2 })
 	same(t, e.records(), []string{"1:a=2", "2:b=1"})

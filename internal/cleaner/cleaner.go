@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,11 @@ type Config struct {
 	// Backoff is log.cleaner.backoff.ms: how long an idle worker waits
 	// before it looks for a dirty log again.
 	Backoff time.Duration
+	// Nice is weir.log.cleaner.nice: the CPU priority of each worker's
+	// own OS thread, 0 (the broker's) to 19 (the lowest), so that the
+	// kernel runs the produce and fetch paths first when both want a
+	// core. 0: workers run on the runtime's shared threads.
+	Nice int
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -48,6 +54,7 @@ func DefaultConfig() Config {
 		IOBufferSize:        512 << 10,
 		IOMaxBytesPerSecond: math.MaxFloat64,
 		Backoff:             15 * time.Second,
+		Nice:                DefaultNice,
 	}
 }
 
@@ -64,6 +71,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cleaner: log.cleaner.io.buffer.size %d is negative", c.IOBufferSize)
 	case c.Backoff < 0:
 		return fmt.Errorf("cleaner: log.cleaner.backoff.ms is negative")
+	}
+	if err := validNice(c.Nice); err != nil {
+		return err
 	}
 	return nil
 }
@@ -113,6 +123,10 @@ type Options struct {
 	// ProducerExpiration is producer.id.expiration.ms, for partitions
 	// without a Producers hook; zero: Kafka's default, one day.
 	ProducerExpiration time.Duration
+	// SetPriority gives the calling OS thread a nice value and returns
+	// how to put its priority back; nil: the platform's (setpriority(2)
+	// on Linux).
+	SetPriority func(nice int) (restore func() error, err error)
 }
 
 // Cleaner compacts the logs added to it: a pool of log.cleaner.threads
@@ -124,6 +138,9 @@ type Cleaner struct {
 	now        func() time.Time
 	throttle   *throttle
 	expiration time.Duration
+	priority   func(nice int) (func() error, error)
+
+	priorityRefused atomic.Bool // logged once
 
 	bytesRead, bytesWritten atomic.Int64
 
@@ -176,6 +193,10 @@ func New(cfg Config, opts Options) (*Cleaner, error) {
 	}
 	if c.now == nil {
 		c.now = time.Now
+	}
+	c.priority = opts.SetPriority
+	if c.priority == nil {
+		c.priority = lowerThreadPriority
 	}
 	c.expiration = opts.ProducerExpiration
 	if c.expiration <= 0 {
@@ -278,7 +299,7 @@ func (c *Cleaner) startLocked() {
 	c.wg.Add(c.cfg.Threads)
 	for range c.cfg.Threads {
 		w := c.newWorker(c.cfg)
-		go c.run(ctx, w, c.cfg.Backoff)
+		go c.run(ctx, w, c.cfg)
 	}
 }
 
@@ -298,7 +319,7 @@ func (c *Cleaner) Close() error {
 }
 
 // Reconfigure applies new settings (a dynamic broker config change): the
-// I/O limit at once; threads, buffer sizes and backoff by restarting the
+// I/O limit at once; threads, buffer sizes, backoff and nice by restarting the
 // workers.
 func (c *Cleaner) Reconfigure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
@@ -340,8 +361,12 @@ func (c *Cleaner) newWorker(cfg Config) *worker {
 
 // run is one worker: clean the dirtiest log, or wait for the backoff (or
 // a Wake) when none is dirty enough.
-func (c *Cleaner) run(ctx context.Context, w *worker, backoff time.Duration) {
+func (c *Cleaner) run(ctx context.Context, w *worker, cfg Config) {
 	defer c.wg.Done()
+	if cfg.Nice > 0 {
+		defer c.lowerPriority(cfg.Nice)()
+	}
+	backoff := cfg.Backoff
 	t := time.NewTimer(backoff)
 	defer t.Stop()
 	for {
@@ -359,6 +384,31 @@ func (c *Cleaner) run(ctx context.Context, w *worker, backoff time.Duration) {
 		case <-c.wake:
 		case <-t.C:
 		}
+	}
+}
+
+// lowerPriority moves the calling worker to an OS thread of its own and
+// gives that thread the CPU priority nice; where the priority is refused
+// the worker runs as it is (logged once). The worker calls what it
+// returns as it stops: the thread's priority is put back and the thread
+// unlocked, or, where that fails, the thread stays locked and so ends
+// with the goroutine (Go's rule for a goroutine that exits locked)
+// instead of running the broker's goroutines at a low priority.
+func (c *Cleaner) lowerPriority(nice int) (done func()) {
+	runtime.LockOSThread()
+	restore, err := c.priority(nice)
+	if err != nil {
+		if c.priorityRefused.CompareAndSwap(false, true) {
+			c.logger.Warn("cleaner: workers keep the broker's CPU priority", "weir.log.cleaner.nice", nice, "err", err)
+		}
+		restore = func() error { return nil }
+	}
+	return func() {
+		if err := restore(); err != nil {
+			c.logger.Debug("cleaner: worker thread's priority not put back; the thread ends with the worker", "err", err)
+			return
+		}
+		runtime.UnlockOSThread()
 	}
 }
 

@@ -29,6 +29,15 @@
 //     dirty, one shared I/O throttle (log.cleaner.io.max.bytes.per.second),
 //     and the checkpoint file cleaner-offset-checkpoint in each log
 //     directory (checkpoint.go, Kafka's format).
+//   - The workers' CPU priority (priority.go, weir.log.cleaner.nice):
+//     with a positive nice each worker locks an OS thread of its own and
+//     gives it that nice value and the lowest best-effort I/O priority,
+//     so that the kernel runs the broker's produce and fetch paths first
+//     when they and a round want the same core. A worker that stops puts
+//     its thread's priority back before unlocking it; where it cannot,
+//     the thread stays locked and ends with the worker, so no broker
+//     goroutine ever runs at the cleaner's priority. Where the priority
+//     is refused the workers run as they are, logged once.
 //   - Its Prometheus metrics (metrics.go).
 //
 // # What it does not own

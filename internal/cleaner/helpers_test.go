@@ -108,6 +108,20 @@ func (e *env) produce(recs ...rec) log.AppendResult {
 // roll makes the next append start a new segment.
 func (e *env) roll() { e.clock.add(time.Hour) }
 
+// dirtyThreeSegments writes a=1, a=2 and b=1 in segments of their own
+// and flushes: a worker's round leaves "1:a=2", "2:b=1".
+func (e *env) dirtyThreeSegments() {
+	e.t.Helper()
+	e.produce(val("a", "1"))
+	e.roll()
+	e.produce(val("a", "2"))
+	e.roll()
+	e.produce(val("b", "1"))
+	if err := e.l.Flush(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // clean flushes (so that closed segments are below the recovery point)
 // and runs one round if one is due.
 func (e *env) clean() (Stats, bool) {

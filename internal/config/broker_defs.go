@@ -48,6 +48,7 @@ const (
 	WeirLogSyncBeforeAck   = "weir.log.sync.before.ack"
 	WeirLogBackgroundSync  = "weir.log.background.sync"
 	WeirLogPreallocate     = "weir.log.preallocate"
+	WeirLogCleanerNice     = "weir.log.cleaner.nice"
 	FaultProduceResponseMs = "weir.fault.produce.response.delay.ms"
 	FaultFetchResponseMs   = "weir.fault.fetch.response.delay.ms"
 	// The concurrent variants delay each response on its own, however
@@ -154,6 +155,7 @@ var coreBrokerDefs = []Def{
 	{Name: WeirLogSyncBeforeAck, Type: Boolean, Default: "false", Dynamic: true, Support: Honoured, Doc: "weir: default weir.sync.before.ack."},
 	{Name: WeirLogBackgroundSync, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "weir: default weir.background.sync."},
 	{Name: WeirLogPreallocate, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "weir: default weir.preallocate."},
+	{Name: WeirLogCleanerNice, Type: Int, Default: "0", valid: between(0, 19), Dynamic: true, Support: Honoured, Doc: "weir: the CPU priority (nice, 0 to 19) of each log cleaner worker, run on an OS thread of its own, so that the kernel runs produce and fetch first when they and the cleaner want the same core. 0 leaves the workers at the broker's priority; where the platform refuses it the workers run as they are (logged once)."},
 	{Name: FaultProduceResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: a slow broker, as a Kafka broker that takes this many milliseconds longer over each produce request: a connection's produce responses go out one after another, each this many milliseconds after the later of its own completion and the connection's previous delayed response (Kafka handles one request per connection at a time)."},
 	{Name: FaultProduceResponseConcurrentMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every produce response by this many milliseconds, each on its own (a connection with five requests in flight has five delays running at once)."},
 	{Name: FetchSessionCacheSlots, Type: Int, Default: "1000", valid: atLeast(0), Support: Honoured, Doc: "The most incremental fetch sessions (KIP-227) the broker keeps; beyond it a new session evicts an unused, a consumer's or a smaller one as Kafka does, or none is opened and that fetcher's requests stay full."},

@@ -14,6 +14,7 @@ func (b *Broker) Cleaner() cleaner.Config {
 		IOBufferSize:        int(b.Int(CleanerIOBufferSize)),
 		IOMaxBytesPerSecond: b.mustValue(CleanerIOMaxBytesPerSec).f,
 		Backoff:             b.Millis(CleanerBackoffMs),
+		Nice:                int(b.Int(WeirLogCleanerNice)),
 	}
 }
 

@@ -58,7 +58,9 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 		SslKeystoreType, SslKeystoreLocation, SslKeystorePassword, SslKeyPassword, SslKeystoreChain, SslKeystoreKey,
 		SslTruststoreType, SslTruststoreLocation, SslTruststorePassword, SslTruststoreCerts,
 		// Kafka's LogCleaner.ReconfigurableConfigs.
-		CleanerThreads, CleanerDedupeBufferSize, CleanerIOBufferSize, CleanerIOBufferLoadFactor, CleanerIOMaxBytesPerSec, CleanerBackoffMs} {
+		CleanerThreads, CleanerDedupeBufferSize, CleanerIOBufferSize, CleanerIOBufferLoadFactor, CleanerIOMaxBytesPerSec, CleanerBackoffMs,
+		// weir's cleaner settings.
+		WeirLogCleanerNice} {
 		dynamic[n] = true
 	}
 	for _, d := range BrokerDefs() {

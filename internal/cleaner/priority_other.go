@@ -1,0 +1,5 @@
+//go:build !linux
+
+package cleaner
+
+func lowerThreadPriority(int) (func() error, error) { return nil, errNoPriority }
