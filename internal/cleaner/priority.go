@@ -22,4 +22,4 @@ func validNice(nice int) error {
 }
 
 // DefaultNice is weir.log.cleaner.nice's default.
-const DefaultNice = 0
+const DefaultNice = MaxNice
