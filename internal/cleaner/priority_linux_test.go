@@ -51,8 +51,25 @@ func TestWorkersRunAtTheirNice(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Threads = 2
 	cfg.Nice = nice
-	cfg.Backoff = 10 * time.Millisecond
+	cfg.Backoff = time.Millisecond // many waits: an unlocked worker would change threads
 	e := newEnv(t, testLogConfig(), cfg, nil)
+	var moved atomic.Int32
+	e.c.priority = func(n int) (func() error, error) {
+		tid := syscall.Gettid()
+		restore, err := lowerThreadPriority(n)
+		if err != nil {
+			return nil, err
+		}
+		return func() error {
+			if syscall.Gettid() != tid {
+				moved.Add(1) // the worker left the thread it lowered
+			}
+			return restore()
+		}, nil
+	}
+	var looks atomic.Int32
+	now := e.c.now
+	e.c.now = func() time.Time { looks.Add(1); return now() }
 	e.dirtyThreeSegments()
 	e.c.Start()
 	eventually(t, 5*time.Second, func() bool { return len(threadsAt(t, nice)) == 2 })
@@ -67,10 +84,14 @@ func TestWorkersRunAtTheirNice(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, func() bool { return len(e.records()) == 2 })
 	same(t, e.records(), []string{"1:a=2", "2:b=1"})
+	eventually(t, 5*time.Second, func() bool { return looks.Load() > 500 }) // hundreds of waits each
 	if err := e.c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, func() bool { return len(threadsAt(t, nice)) == 0 })
+	if n := moved.Load(); n != 0 {
+		t.Fatalf("%d workers stopped on another thread than the one they lowered", n)
+	}
 }
 
 // TestNiceZeroLeavesThreadsAlone: without weir.log.cleaner.nice the
