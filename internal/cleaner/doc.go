@@ -35,9 +35,10 @@
 //     so that the kernel runs the broker's produce and fetch paths first
 //     when they and a round want the same core. A worker that stops puts
 //     its thread's priority back before unlocking it; where it cannot,
-//     the thread stays locked and ends with the worker, so no broker
-//     goroutine ever runs at the cleaner's priority. Where the priority
-//     is refused the workers run as they are, logged once.
+//     the thread stays locked and ends with the worker (the runtime parks
+//     the main thread for good instead), so no broker goroutine ever runs
+//     at the cleaner's priority. Where the priority is refused the
+//     workers run as they are, logged once.
 //   - Its Prometheus metrics (metrics.go).
 //
 // # What it does not own
