@@ -47,6 +47,8 @@ func clusterUp(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	basePort := fs.Int("base-port", 9092, "Kafka port of node 1; node N listens on base+N-1, raft transports on the ports after those")
 	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for every node to answer")
 	consoleAddr := fs.String("console-listen", "", "host:port where node 1 serves the web console (default: off); every node then serves metrics on the ports after the raft ones, for the console's rates")
+	metricsBase := fs.Int("metrics-base-port", 0, "node 1's metrics port; node N serves /metrics on base+N-1 (default: off, or the ports after the raft ones with --console-listen)")
+	pprofBase := fs.Int("pprof-base-port", 0, "profiling only: node 1's pprof port; node N serves /debug/pprof/ on base+N-1 (default: off)")
 	var extra []string
 	for i, a := range args {
 		if a == "--" {
@@ -74,6 +76,10 @@ func clusterUp(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *consoleAddr != "" {
 		spec.Console, spec.MetricsBasePort = *consoleAddr, *basePort+2**nodes
 	}
+	if *metricsBase != 0 {
+		spec.MetricsBasePort = *metricsBase
+	}
+	spec.PprofBasePort = *pprofBase
 	if err := spec.Validate(); err != nil {
 		fmt.Fprintf(stderr, "weir cluster up: %v\n", err)
 		return errUsage

@@ -30,6 +30,9 @@ type Spec struct {
 	// MetricsBasePort, if set, is node 1's metrics port; node N serves
 	// /metrics on MetricsBasePort+N-1.
 	MetricsBasePort int `json:"metrics_base_port,omitempty"`
+	// PprofBasePort, if set, is node 1's profiling port; node N serves
+	// net/http/pprof on PprofBasePort+N-1 (profiling only).
+	PprofBasePort int `json:"pprof_base_port,omitempty"`
 	// Console, if set, is where node 1 serves the web console, reading
 	// every node's metrics (MetricsBasePort) for its rates.
 	Console string `json:"console,omitempty"`
@@ -73,6 +76,8 @@ func (s Spec) Validate() error {
 		return errors.New("localcluster: no weir binary")
 	case s.MetricsBasePort < 0 || s.MetricsBasePort > 0 && s.MetricsBasePort+s.Nodes-1 > 65535:
 		return fmt.Errorf("localcluster: metrics ports %d..%d are not all valid", s.MetricsBasePort, s.MetricsBasePort+s.Nodes-1)
+	case s.PprofBasePort < 0 || s.PprofBasePort > 0 && s.PprofBasePort+s.Nodes-1 > 65535:
+		return fmt.Errorf("localcluster: pprof ports %d..%d are not all valid", s.PprofBasePort, s.PprofBasePort+s.Nodes-1)
 	case len(s.Hosts) != 0 && len(s.Hosts) != s.Nodes:
 		return fmt.Errorf("localcluster: %d hosts for %d nodes", len(s.Hosts), s.Nodes)
 	case len(s.Netns) != 0 && len(s.Netns) != s.Nodes:
@@ -169,6 +174,9 @@ func (s Spec) ServeArgs(dir string, n int) []string {
 	}
 	if m := s.MetricsAddr(n); m != "" {
 		args = append(args, "--metrics-listen", m)
+	}
+	if s.PprofBasePort != 0 {
+		args = append(args, "--pprof-listen", net.JoinHostPort(s.host(), strconv.Itoa(s.PprofBasePort+n-1)))
 	}
 	if n == 1 && s.Console != "" {
 		args = append(args, "--console-listen", s.Console)

@@ -165,6 +165,26 @@ func TestServeArgsConsole(t *testing.T) {
 	}
 }
 
+// TestServeArgsPprof: with PprofBasePort every node serves pprof on its
+// own port, and without it none does; a range past 65535 is refused.
+func TestServeArgsPprof(t *testing.T) {
+	spec := Spec{Nodes: 3, BasePort: 9092, Binary: "weir", PprofBasePort: 6060}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]string{1: "--pprof-listen 127.0.0.1:6060", 2: "--pprof-listen 127.0.0.1:6061", 3: "--pprof-listen 127.0.0.1:6062"} {
+		if got := strings.Join(spec.ServeArgs("d", n), " "); !strings.Contains(got, want) {
+			t.Errorf("node %d: %s, want %s", n, got, want)
+		}
+	}
+	if got := strings.Join(Spec{Nodes: 3, BasePort: 9092, Binary: "weir"}.ServeArgs("d", 2), " "); strings.Contains(got, "pprof") {
+		t.Errorf("no pprof port asked for: %s", got)
+	}
+	if err := (Spec{Nodes: 3, BasePort: 9092, Binary: "weir", PprofBasePort: 65534}).Validate(); err == nil {
+		t.Error("pprof ports past 65535 were accepted")
+	}
+}
+
 // Pause stops a node's process until Resume; Kill ends it. A sleep stands
 // in for the node: only the pid file matters.
 func TestPauseResumeKill(t *testing.T) {
