@@ -47,3 +47,22 @@ func TestReplicationSteadyProfile(t *testing.T) {
 		"| 3 | 0.90 | 300 | 600 | 1,800 | 900 | 18,000 | 6,000 | 20.0 | 1000.0 |",
 	)
 }
+
+// TestReplicationSteadySyscalls reads perf stat counts per system call
+// over 10 s and checks the rows: most frequent first (by the sum over the
+// nodes), calls never made or not counted left out, and the total.
+func TestReplicationSteadySyscalls(t *testing.T) {
+	out := runPython(t, "replication/steady-results.py", "syscalls", "10", "testdata/replication-steady/prof")
+	wantLines(t, out,
+		"System calls per second by kind over 10 s (the 3 most frequent):",
+		"| read | 300 | 600 | 900 |",
+		"| futex | 300 | 200 | 100 |",
+		"| all | 700 | 1,000 | 1,300 |",
+	)
+	if i, j := strings.Index(out, "| read |"), strings.Index(out, "| write |"); i < 0 || j < i {
+		t.Errorf("read (1,800 in all) is not listed before write (600):\n%s", out)
+	}
+	if strings.Contains(out, "openat") || strings.Contains(out, "mmap") {
+		t.Errorf("lists a call never counted:\n%s", out)
+	}
+}

@@ -7,6 +7,9 @@
                                  (Prometheus text) and DIR.perfstat{1,2,3} (perf stat -x,)
                                  -> per node rates: requests, system calls, context
                                  switches, CPU
+  steady-results.py syscalls SECONDS DIR  DIR.syscalls{1,2,3} (perf stat -x, on the
+                                 syscalls:sys_enter_* tracepoints over SECONDS)
+                                 -> the most frequent system calls per node, per second
 """
 import re
 import statistics
@@ -124,10 +127,24 @@ def profile(d):
               f"| {cs_s:,.0f} | {per(sys_s)} | {per(cores * 1e6)} |")
 
 
+def syscalls(secs, d, top=10):
+    counts = {n: perfstat(f"{d}.syscalls{n}") for n in (1, 2, 3)}
+    names = sorted({e for c in counts.values() for e in c}, key=lambda e: -sum(c.get(e, 0) for c in counts.values()))
+    names = [e for e in names if sum(c.get(e, 0) for c in counts.values()) > 0][:top]
+    print(f"\nSystem calls per second by kind over {secs:g} s (the {len(names)} most frequent):\n")
+    print("| system call | node 1 | node 2 | node 3 |")
+    print("|---|---:|---:|---:|")
+    for e in names:
+        print(f"| {e.removeprefix('syscalls:sys_enter_')} | " + " | ".join(f"{counts[n].get(e, 0) / secs:,.0f}" for n in (1, 2, 3)) + " |")
+    print("| all | " + " | ".join(f"{sum(counts[n].values()) / secs:,.0f}" for n in (1, 2, 3)) + " |")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "report":
         report(sys.argv[2])
     elif len(sys.argv) == 3 and sys.argv[1] == "profile":
         profile(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "syscalls":
+        syscalls(float(sys.argv[2]), sys.argv[3])
     else:
         sys.exit(__doc__)
