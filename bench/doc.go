@@ -2,7 +2,7 @@
 // file (bench/compare, bench/abtest, bench/clients, bench/logdisk,
 // bench/profile-loadgen, bench/writeback-stall) and in the directories
 // below it (bench/cluster-scale, bench/kip951, bench/compare-probe,
-// bench/quorum-churn), with
+// bench/quorum-churn, bench/replication), with
 // README.md saying what each measures and keeping the results notebook.
 //
 // # What it owns

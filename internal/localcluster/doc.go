@@ -9,7 +9,9 @@
 // listen on consecutive Kafka ports from a base port, with their raft
 // transports on the N ports after those; the first three nodes (or all,
 // if fewer) vote in the metadata quorum, the others follow it as
-// non-voters (Spec.ServeArgs builds each node's flags). With Spec.Hosts
+// non-voters (Spec.ServeArgs builds each node's flags). Metrics and
+// pprof, when asked for (MetricsBasePort, PprofBasePort), are on
+// consecutive ports from their own bases. With Spec.Hosts
 // each node has its own address and the same ports, and with Spec.Netns
 // it runs in its own network namespace (`ip netns exec`), where a test
 // can fault its network (test/chaos). A cluster lives in
