@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"weir/internal/share"
+	"weir/internal/sharestate"
 )
 
 // Config is the broker side of share groups: Kafka's group.share.*
@@ -112,7 +113,7 @@ func (c Config) withDefaults() Config {
 		c.SnapshotEvery = 500
 	}
 	if c.StateLogRecords <= 0 {
-		c.StateLogRecords = 100000
+		c.StateLogRecords = sharestate.DefaultLogRecords
 	}
 	return c
 }

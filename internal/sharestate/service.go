@@ -45,7 +45,7 @@ type Config struct {
 	Partitions int32
 	// LogRecords is how many records a state partition may hold before
 	// the coordinator rewrites stale snapshots and drops the records no
-	// share partition needs any more.
+	// share partition needs any more; 0 is DefaultLogRecords.
 	LogRecords int64
 	Logger     *slog.Logger
 }
@@ -72,11 +72,19 @@ type Service struct {
 	wg     sync.WaitGroup
 }
 
+// DefaultLogRecords is Config.LogRecords when unset.
+const DefaultLogRecords = 100000
+
 // New returns the service; Start starts its coordinator when the state
 // topic exists already.
 func New(cfg Config, host Host) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.LogRecords <= 0 {
+		// Without a limit every write would rewrite every key's records
+		// and move the log start (a checkpoint written and fsynced).
+		cfg.LogRecords = DefaultLogRecords
 	}
 	s := &Service{cfg: cfg, host: host}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

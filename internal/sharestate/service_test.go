@@ -190,3 +190,30 @@ func TestServiceCloseFailsQueuedRemoteWrites(t *testing.T) {
 		t.Fatalf("write after close: %v, want COORDINATOR_NOT_AVAILABLE", err)
 	}
 }
+
+// TestServiceDefaultLogRecords: a service made without LogRecords keeps
+// DefaultLogRecords records before it compacts, so writes well below it
+// append each record once and leave the log start where it was (with no
+// limit at all every write rewrote every key's records and moved the
+// start, a checkpoint written and fsynced each time).
+func TestServiceDefaultLogRecords(t *testing.T) {
+	n := &testNode{id: 1, leaders: map[int]int32{0: 1}, reps: map[int]*replica.Replica{0: leaderOf(t, t.TempDir(), 1, 3)}}
+	n.svc = New(Config{NodeID: 1, Partitions: 1}, n)
+	defer n.svc.Close()
+	if err := n.svc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	k := keyIn(t, 0, 1)
+	const writes = 20
+	for i := range writes {
+		if err := n.svc.Write(k, snapshot(t, int64(i), 0), i == 0, Fence{LeaderEpoch: 4}).Wait(ctx); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	l := n.reps[0].Log()
+	if start, end := l.StartOffset(), l.EndOffset(); start != 0 || end != writes {
+		t.Errorf("state log [%d, %d) after %d writes, want [0, %d)", start, end, writes, writes)
+	}
+}
