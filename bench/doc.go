@@ -1,8 +1,8 @@
 // Package bench holds no code: the benchmark scripts live next to this
 // file (bench/compare, bench/abtest, bench/clients, bench/logdisk,
-// bench/profile-loadgen, bench/writeback-stall) and in the directories
-// below it (bench/cluster-scale, bench/kip951, bench/compare-probe,
-// bench/quorum-churn, bench/replication), with
+// bench/profile-loadgen, bench/share-steady, bench/writeback-stall) and
+// in the directories below it (bench/cluster-scale, bench/kip951,
+// bench/compare-probe, bench/quorum-churn, bench/replication), with
 // README.md saying what each measures and keeping the results notebook.
 //
 // # What it owns
