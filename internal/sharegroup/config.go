@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"weir/internal/share"
-	"weir/internal/sharestate"
 )
 
 // Config is the broker side of share groups: Kafka's group.share.*
@@ -58,7 +57,9 @@ type Config struct {
 	SnapshotEvery int
 	// StateLogRecords is how many records __share_group_state may hold
 	// per partition before the coordinator rewrites stale snapshots and
-	// drops the records no share partition needs any more (100,000).
+	// drops the records no share partition needs any more; the broker
+	// hands it to internal/sharestate, whose default (DefaultLogRecords)
+	// 0 stands for.
 	StateLogRecords int64
 }
 
@@ -111,9 +112,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SnapshotEvery <= 0 {
 		c.SnapshotEvery = 500
-	}
-	if c.StateLogRecords <= 0 {
-		c.StateLogRecords = sharestate.DefaultLogRecords
 	}
 	return c
 }
