@@ -63,7 +63,11 @@
 //     follower that had the whole log counts as caught up until its last
 //     session fetch (leaderState.noteLEO), so an append after a long
 //     idle spell does not look like lag. Runs under the replica's locks:
-//     quick, and must not call the Replica.
+//     quick, and must not call the Replica. A leadership starts compact
+//     (no per-follower state, a bit per ISR follower that fetched at the
+//     log end) and makes its followers' states at the first append, a
+//     fetch anywhere else or a metadata change (leaderState.expand), so a
+//     never-written partition led by this broker costs no follower state.
 //   - OnFollowerAppend(r, header) and OnTruncate(r, end): keep
 //     idempotent-producer state on followers (producer.State.Record for
 //     each copied batch; rebuild after a truncation). Run under the role

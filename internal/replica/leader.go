@@ -222,7 +222,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 		return res
 	}
 	r.mu.Lock()
-	known := r.ls.follower(f.ReplicaID) != nil
+	known := r.ls.isFollower(f.ReplicaID)
 	r.mu.Unlock()
 	if !known {
 		r.roleMu.RUnlock()
@@ -248,8 +248,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	res.Ranges, res.Bytes = read.Ranges, read.Bytes
 	now := r.now()
 	r.mu.Lock()
-	r.ls.follower(f.ReplicaID).update(f.FetchOffset, leo, f.BrokerEpoch, now)
-	change := r.ls.maybeExpand(f.ReplicaID)
+	change := r.ls.fetched(f.ReplicaID, f.FetchOffset, leo, f.BrokerEpoch, now)
 	r.ls.minISR = r.minISR.Load()
 	moved := r.ls.advanceHW(r.cache.log.EndOffset(), now)
 	r.afterHWLocked(moved)

@@ -65,10 +65,17 @@ type leaderState struct {
 	replicas       []int32
 	isr            []int32 // committed ISR, as the metadata says
 	pending        *ISRChange
-	followers      []followerState // one per replica but the leader
-	hw             int64
+	// followers are one per replica but the leader; nil while the
+	// leadership is compact (see expand).
+	followers []followerState
+	hw        int64
+	// since is when the leadership started (Unix nanoseconds).
+	since int64
 	// minISR is min.insync.replicas, for the KIP-966 rule (rules).
 	minISR int32
+	// atLEO marks, by index in replicas, the ISR followers that fetched
+	// at the log end while the leadership is compact.
+	atLEO uint8
 	// hwCh is closed on high watermark, ISR or role changes; nil until
 	// an acks=all waiter needs it (Replica.waitChLocked).
 	hwCh chan struct{}
@@ -91,6 +98,12 @@ type leaderRules struct {
 // newLeaderState starts leadership: followers in the ISR count as caught
 // up now (they get replica.lag.time.max.ms to show up), the others as
 // never; no follower log end offset is known yet.
+//
+// A leadership of at most maxCompactReplicas replicas starts compact: no
+// followerState is made until something needs one (expand). Until then
+// a follower is either not heard from, or an ISR member that fetched at
+// the log end (atLEO), and nothing was appended: all a never-written
+// partition whose followers idle in their fetch sessions ever needs.
 func newLeaderState(rules *leaderRules, st PartitionState, epochStart, hw int64, now time.Time) *leaderState {
 	s := &leaderState{
 		rules:          rules,
@@ -99,15 +112,98 @@ func newLeaderState(rules *leaderRules, st PartitionState, epochStart, hw int64,
 		epochStart:     epochStart,
 		leo:            epochStart,
 		hw:             hw,
+		since:          now.UnixNano(),
 	}
-	s.setAssignment(st, now)
+	if len(st.Replicas) > maxCompactReplicas {
+		s.setAssignment(st, now)
+		return s
+	}
+	s.replicas = st.Replicas[:len(st.Replicas):len(st.Replicas)]
+	s.isr = st.ISR[:len(st.ISR):len(st.ISR)]
 	return s
+}
+
+// maxCompactReplicas is the most replicas atLEO has bits for.
+const maxCompactReplicas = 8
+
+// compact reports whether the followers' states are not made yet. A
+// leadership with no followers has none either way.
+func (s *leaderState) compact() bool { return s.followers == nil }
+
+// expand makes the followers' states of a compact leadership, as
+// setAssignment would have made them at its start and the fetches at
+// the log end (atLEO) updated them, but with the leadership's start as
+// the time of those fetches and their broker epochs unknown until the
+// next fetch names the partition (an AlterPartition fills in the
+// registered epoch). An idle follower's time is raised by noteLEO from
+// its fetch session anyway.
+func (s *leaderState) expand() {
+	if !s.compact() {
+		return
+	}
+	for i, id := range s.replicas {
+		if id == s.rules.self {
+			continue
+		}
+		f := followerState{id: id, leo: UnknownOffset, lastFetchLeaderLEO: UnknownOffset, brokerEpoch: -1}
+		if slices.Contains(s.isr, id) {
+			f.lastCaughtUp = s.since
+		}
+		if s.atLEO&(1<<i) != 0 {
+			f.leo, f.lastFetchLeaderLEO, f.lastFetchTime = s.leo, s.leo, s.since
+		}
+		s.followers = append(s.followers, f)
+	}
+	s.atLEO = 0
+}
+
+// isFollower reports whether id is a replica other than the leader.
+func (s *leaderState) isFollower(id int32) bool {
+	return id != s.rules.self && slices.Contains(s.replicas, id)
+}
+
+// fetched records a fetch of follower id at fetchOffset while the
+// leader's log ended at leaderLEO, and proposes adding it to the ISR
+// when it qualifies (maybeExpand). A compact leadership stays compact
+// when an ISR member fetches at the log end.
+func (s *leaderState) fetched(id int32, fetchOffset, leaderLEO, brokerEpoch int64, now time.Time) *ISRChange {
+	if s.compact() && fetchOffset == s.leo && leaderLEO == s.leo && slices.Contains(s.isr, id) {
+		if i := slices.Index(s.replicas, id); i >= 0 && id != s.rules.self {
+			s.atLEO |= 1 << i
+			return nil
+		}
+	}
+	s.expand()
+	f := s.follower(id)
+	if f == nil {
+		return nil
+	}
+	f.update(fetchOffset, leaderLEO, brokerEpoch, now)
+	return s.maybeExpand(id)
+}
+
+// compactAt reports whether the leadership is compact and its log still
+// ends at leaderLEO, so that atLEO tells every follower's offset.
+func (s *leaderState) compactAt(leaderLEO int64) bool {
+	return s.compact() && leaderLEO == s.leo
+}
+
+// unheard reports whether an ISR follower of a compact leadership has
+// not fetched at the log end: its offset is unknown.
+func (s *leaderState) unheard() bool {
+	for i, id := range s.replicas {
+		if id != s.rules.self && s.atLEO&(1<<i) == 0 && slices.Contains(s.isr, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // setAssignment applies replicas and committed ISR from metadata, keeping
 // the progress of followers that stay and clearing any ISR change in
 // flight (the metadata now says what the controller decided).
 func (s *leaderState) setAssignment(st PartitionState, now time.Time) {
+	s.expand()
 	s.partitionEpoch = st.PartitionEpoch
 	// Kept as given, never written to: StateOf's slices are the metadata
 	// image's, shared by every replica of the partition on this node.
@@ -149,6 +245,7 @@ func (s *leaderState) noteLEO(leo int64, lastFetch func(id int32) time.Time) {
 	if leo <= s.leo {
 		return
 	}
+	s.expand()
 	if lastFetch != nil {
 		for i := range s.followers {
 			if f := &s.followers[i]; f.leo == s.leo {
@@ -183,6 +280,15 @@ func (s *leaderState) advanceHW(leaderLEO int64, now time.Time) bool {
 		return false
 	}
 	hw := leaderLEO
+	if s.compactAt(leaderLEO) {
+		// An ISR follower not heard from holds it back.
+		if hw <= s.hw || s.unheard() {
+			return false
+		}
+		s.hw = hw
+		return true
+	}
+	s.expand()
 	for i := range s.followers {
 		f := &s.followers[i]
 		if f.leo >= hw {
@@ -222,6 +328,12 @@ func (s *leaderState) maybeShrink(leaderLEO int64, now time.Time) *ISRChange {
 	if s.pending != nil {
 		return nil
 	}
+	if s.compactAt(leaderLEO) && (now.UnixNano()-s.since <= int64(s.rules.maxLag) || !s.unheard()) {
+		// Every ISR follower is at the log end or still within the lag
+		// allowed since the leadership started.
+		return nil
+	}
+	s.expand()
 	var out []int32
 	for _, id := range s.isr {
 		if f := s.follower(id); id != s.rules.self && f != nil && !f.caughtUp(leaderLEO, now, s.rules.maxLag) {

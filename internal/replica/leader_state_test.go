@@ -26,7 +26,8 @@ import (
 //	metadata isr=(1,2) pepoch=P [replicas=(...)]   metadata applies a new ISR
 //
 // Each prints the high watermark, the committed ISR, the proposal in
-// flight and any new proposal.
+// flight, "compact" while no follower's state is made yet (see expand),
+// and any new proposal.
 func TestLeaderStateTranscript(t *testing.T) {
 	datadriven.Walk(t, "testdata/leader_state", func(t *testing.T, path string) {
 		var (
@@ -102,8 +103,7 @@ func TestLeaderStateTranscript(t *testing.T) {
 				if d.HasArg("bepoch") {
 					d.ScanArgs(t, "bepoch", &bepoch)
 				}
-				s.follower(int32(id)).update(off, leo, bepoch, now)
-				proposed = s.maybeExpand(int32(id))
+				proposed = s.fetched(int32(id), off, leo, bepoch, now)
 				s.advanceHW(leo, now)
 			case "advance":
 				var ds string
@@ -137,6 +137,9 @@ func TestLeaderStateTranscript(t *testing.T) {
 			fmt.Fprintf(&b, "leo=%d hw=%d isr=%v pepoch=%d", leo, s.hw, s.isr, s.partitionEpoch)
 			if s.pending != nil {
 				fmt.Fprintf(&b, " inflight=%v", s.pending.NewISR)
+			}
+			if s.compact() && len(s.replicas) > 1 {
+				b.WriteString(" compact")
 			}
 			if proposed != nil {
 				fmt.Fprintf(&b, "\npropose isr=%v epoch=%d pepoch=%d", proposed.NewISR, proposed.LeaderEpoch, proposed.PartitionEpoch)

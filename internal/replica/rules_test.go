@@ -42,8 +42,7 @@ func TestLeadersShareTheirRules(t *testing.T) {
 			}
 			now := time.Now()
 			for _, id := range []int32{2, 3} {
-				a.follower(id).update(0, 0, -1, now)
-				change := a.maybeExpand(id)
+				change := a.fetched(id, 0, 0, -1, now)
 				if joined := change != nil; joined != (id != ineligible) {
 					t.Fatalf("follower %d caught up: ISR change %v, eligible %v", id, change, id != ineligible)
 				}
