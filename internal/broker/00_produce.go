@@ -173,7 +173,7 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16, txn ve
 	}
 	if b.cfg.NullStorage {
 		n := int64(h.LastOffsetDelta) + 1
-		base, last := p.null.Append(records, n, p.leaderEpoch.Load())
+		base, last := p.null.Append(records, n, p.leaderEpoch())
 		return replica.AppendResult{AppendResult: wlog.AppendResult{BaseOffset: base, LastOffset: last, LogAppendTime: -1}}, nil
 	}
 	opts := b.appendOptions(p)
@@ -192,7 +192,7 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16, txn ve
 		if err := guard(info, base); err != nil {
 			return err
 		}
-		unseen = !p.producers.Knows(info.ProducerID, info.ProducerEpoch)
+		unseen = !p.producers().Knows(info.ProducerID, info.ProducerEpoch)
 		return nil
 	}
 	res, err := p.rep.Append(records, acks, opts)

@@ -308,7 +308,7 @@ func (b *Broker) leadershipPending(t *topic, index, epoch int32) bool {
 		p = t.partitions[index]
 	}
 	b.mu.RUnlock()
-	return p != nil && p.rep != nil && epoch > p.leaderEpoch.Load()
+	return p != nil && p.rep != nil && epoch > p.leaderEpoch()
 }
 
 // readPartition fills one partition of a consumer's fetch and returns
@@ -348,7 +348,7 @@ func (b *Broker) readPartition(p *partition, d *fetchsession.PartitionData, sp *
 // none) with p's: FENCED_LEADER_EPOCH for an older one, UNKNOWN_LEADER_EPOCH
 // for a newer one.
 func checkLeaderEpoch(p *partition, current int32) int16 {
-	epoch := p.leaderEpoch.Load()
+	epoch := p.leaderEpoch()
 	switch {
 	case current < 0 || current == epoch:
 		return 0

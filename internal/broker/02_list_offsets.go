@@ -46,7 +46,7 @@ func (b *Broker) handleListOffsets(_ context.Context, req *server.Request) *serv
 // log end, a consumer up to the high watermark (read_committed: latest is
 // the last stable offset).
 func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartition, sp *kmsg.ListOffsetsResponseTopicPartition, replica bool, iso wlog.Isolation) int16 {
-	epoch := p.leaderEpoch.Load()
+	epoch := p.leaderEpoch()
 	if rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < epoch {
 		return kerr.FencedLeaderEpoch.Code
 	}

@@ -30,7 +30,7 @@ func (b *Broker) handleFindCoordinator(_ context.Context, req *server.Request) *
 		case 0:
 			p, ok := b.coordinatorPartition(key)
 			if ok {
-				node = p.leader.Load()
+				node = p.leader()
 			} else {
 				b.ensureOffsetsTopicAsync()
 			}
@@ -40,7 +40,7 @@ func (b *Broker) handleFindCoordinator(_ context.Context, req *server.Request) *
 			if node = b.shareKeyLeader(key); node < 0 {
 				if i := strings.IndexByte(key, ':'); i > 0 {
 					if p, ok := b.coordinatorPartition(key[:i]); ok {
-						node = p.leader.Load()
+						node = p.leader()
 					}
 				}
 			}

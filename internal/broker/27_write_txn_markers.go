@@ -50,7 +50,7 @@ func (h markersHost) CompleteTransaction(ctx context.Context, i int32, pid int64
 type markerPartition struct{ p *partition }
 
 func (m markerPartition) AppendMarker(mk wlog.TxnMarker, transactionVersion int16) (replica.AppendResult, error) {
-	return m.p.rep.AppendMarker(mk, wlog.AppendOptions{Guard: m.p.producers.MarkerGuard(transactionVersion)})
+	return m.p.rep.AppendMarker(mk, wlog.AppendOptions{Guard: m.p.producers().MarkerGuard(transactionVersion)})
 }
 
 func (m markerPartition) WaitAcked(ctx context.Context, res replica.AppendResult) error {

@@ -419,7 +419,7 @@ func TestNullStorageFetchRepeatsTheLargestBatch(t *testing.T) {
 
 func TestCheckLeaderEpoch(t *testing.T) {
 	p := &partition{}
-	p.leaderEpoch.Store(3)
+	p.setLeadership(0, 3)
 	for _, tc := range []struct {
 		current int32
 		want    int16

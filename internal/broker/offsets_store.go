@@ -43,7 +43,7 @@ func (o offsetsPartition) Log() *wlog.Log { return o.p.log }
 func (o offsetsPartition) AppendCommitted(ctx context.Context, batch []byte, coordinator bool) error {
 	var opts wlog.AppendOptions
 	if coordinator {
-		opts.Guard = o.p.producers.CoordinatorGuard
+		opts.Guard = o.p.producers().CoordinatorGuard
 	}
 	_, err := o.p.rep.AppendCommitted(ctx, batch, opts)
 	return err

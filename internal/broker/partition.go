@@ -28,20 +28,14 @@ type partition struct {
 	log      *wlog.Log
 	rep      *replica.Replica // the replica over log; nil when log is
 
-	leader      atomic.Int32 // the leader's node id, -1 when offline
-	leads       atomic.Bool
-	leaderEpoch atomic.Int32
-	// leadership is the leader and leader epoch as one snapshot (leader
-	// in the high 32 bits), for answers that name both (KIP-951 hints).
+	leads atomic.Bool
+	// leadership is the leader's node id (-1 when offline) and the leader
+	// epoch, as one snapshot (leader in the high 32 bits).
 	leadership atomic.Int64
 	hw         atomic.Int64
 	// null is, in NullStorage mode only, the offsets handed out and the
 	// batch fetches repeat; nil otherwise.
 	null *nullstore.Partition
-
-	// producers is the idempotent-producer state, touched only inside the
-	// log's append hooks (see internal/producer).
-	producers *producer.State
 
 	// watchers are the fetch sessions reading this partition and the
 	// share fetches parked on it; nil while there are none.
@@ -155,6 +149,28 @@ func (p *partition) leaderAndEpoch() (leader, epoch int32) {
 	return int32(v >> 32), int32(uint32(v))
 }
 
+// leader is the leader's node id, -1 when offline.
+func (p *partition) leader() int32 { l, _ := p.leaderAndEpoch(); return l }
+
+// leaderEpoch is the partition's leader epoch as the image last gave it.
+func (p *partition) leaderEpoch() int32 { _, e := p.leaderAndEpoch(); return e }
+
+// setLeadership stores the leader and leader epoch, returning the epoch
+// they replace.
+func (p *partition) setLeadership(leader, epoch int32) (was int32) {
+	return int32(uint32(p.leadership.Swap(int64(leader)<<32 | int64(uint32(epoch)))))
+}
+
+// producers is the idempotent-producer state the log keeps in step with
+// its batches (see internal/producer); nil without a local log.
+func (p *partition) producers() *producer.State {
+	if p.log == nil {
+		return nil
+	}
+	st, _ := p.log.Producers().(*producer.State)
+	return st
+}
+
 // highWatermark is the offset below which records are visible to
 // consumers.
 func (p *partition) highWatermark() int64 { return p.hw.Load() }
@@ -167,9 +183,7 @@ func (p *partition) highWatermark() int64 { return p.hw.Load() }
 // NOT_LEADER_OR_FOLLOWER, or, for a follower's fetch held for this
 // leadership, are served.
 func (p *partition) setState(s metadata.Partition, self int32) (changed bool) {
-	p.leadership.Store(int64(s.Leader())<<32 | int64(uint32(s.LeaderEpoch())))
-	epochChanged := p.leaderEpoch.Swap(s.LeaderEpoch()) != s.LeaderEpoch()
-	p.leader.Store(s.Leader())
+	epochChanged := p.setLeadership(s.Leader(), s.LeaderEpoch()) != s.LeaderEpoch()
 	leads := s.Leader() == self && p.log != nil
 	return p.leads.Swap(leads) != leads || epochChanged
 }

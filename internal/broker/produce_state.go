@@ -12,7 +12,7 @@ import (
 // append lock so that it is atomic with the append (the log applies the
 // written batch to the producer state itself).
 func (b *Broker) appendOptions(p *partition) wlog.AppendOptions {
-	return wlog.AppendOptions{LeaderEpoch: p.leaderEpoch.Load(), Guard: p.producers.Guard}
+	return wlog.AppendOptions{LeaderEpoch: p.leaderEpoch(), Guard: p.producers().Guard}
 }
 
 // asDuplicate reports whether err says the batch was already written, and

@@ -290,7 +290,7 @@ func (b *Broker) removeTopic(id metadata.TopicID, deleteData bool) {
 // dropPartition closes a local log that is no longer this node's (and
 // removes its data), and wakes fetches parked on it.
 func (b *Broker) dropPartition(p *partition, deleteData bool) {
-	p.leader.Store(-1)
+	p.setLeadership(-1, p.leaderEpoch())
 	p.leads.Store(false)
 	p.wakeAll()
 	if p.log == nil {

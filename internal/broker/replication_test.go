@@ -43,7 +43,7 @@ func ledByOneSeenByTwo(t *testing.T, topic string) (*testCluster, context.Contex
 	tc.createAssigned(t, ctx, c, topic, []int32{1, 2})
 	b2 := tc.brokers[1].b
 	p := b2.lookupTopic(topic).partitions[0]
-	if err := b2.waitRegistry(ctx, func() bool { return p.leader.Load() == 1 }); err != nil {
+	if err := b2.waitRegistry(ctx, func() bool { return p.leader() == 1 }); err != nil {
 		t.Fatal(err)
 	}
 	return tc, ctx, c, topicIDOf(t, tc.brokers[0], topic), p
@@ -63,7 +63,7 @@ func TestFollowerFetchDivergingAnsweredAtOnce(t *testing.T) {
 	if err := tc.brokers[0].b.waitRegistry(ctx, func() bool { return p.isLeader() }); err != nil {
 		t.Fatal(err)
 	}
-	epoch := p.leaderEpoch.Load()
+	epoch := p.leaderEpoch()
 	// Broker 2 claims records of the leader's epoch past the leader's log
 	// end (empty).
 	resp, err := followerFetch(id, 2, epoch, epoch, 10).RequestWith(ctx, c.Broker(1))
@@ -85,7 +85,7 @@ func TestFollowerFetchDivergingAnsweredAtOnce(t *testing.T) {
 // the promotion, not at the new leader's first append.
 func TestFollowerFetchHeldUntilLeadershipApplied(t *testing.T) {
 	tc, ctx, c, id, p := ledByOneSeenByTwo(t, "promoted")
-	old := p.leaderEpoch.Load()
+	old := p.leaderEpoch()
 	next := old + 1
 	answered := make(chan *kmsg.FetchResponse, 1)
 	go func() {
@@ -117,8 +117,8 @@ func TestFollowerFetchHeldUntilLeadershipApplied(t *testing.T) {
 	if resp == nil {
 		t.FailNow()
 	}
-	if got := p.leaderEpoch.Load(); got != next || p.leader.Load() != 2 {
-		t.Fatalf("after the move broker 2 knows leader %d epoch %d, want 2 and %d", p.leader.Load(), got, next)
+	if got := p.leaderEpoch(); got != next || p.leader() != 2 {
+		t.Fatalf("after the move broker 2 knows leader %d epoch %d, want 2 and %d", p.leader(), got, next)
 	}
 	if fp := resp.Topics[0].Partitions[0]; fp.ErrorCode != 0 || fp.DivergingEpoch.Epoch != old || fp.DivergingEpoch.EndOffset != 0 {
 		t.Fatalf("held fetch answered with %v, diverging epoch %+v, want epoch %d ending at 0", kerr.ErrorForCode(fp.ErrorCode), fp.DivergingEpoch, old)
@@ -129,7 +129,7 @@ func TestFollowerFetchHeldUntilLeadershipApplied(t *testing.T) {
 // held fetch is answered at MaxWait with UNKNOWN_LEADER_EPOCH.
 func TestHeldFetchAnsweredAtMaxWait(t *testing.T) {
 	_, ctx, c, id, p := ledByOneSeenByTwo(t, "notyet")
-	req := followerFetch(id, 1, p.leaderEpoch.Load()+1, -1, 0)
+	req := followerFetch(id, 1, p.leaderEpoch()+1, -1, 0)
 	req.MaxWaitMillis = 50
 	resp, err := req.RequestWith(ctx, c.Broker(2))
 	if err != nil {
@@ -140,7 +140,7 @@ func TestHeldFetchAnsweredAtMaxWait(t *testing.T) {
 	}
 	// The same epoch as the broker's is not a pending leadership: refused
 	// at once.
-	req = followerFetch(id, 1, p.leaderEpoch.Load(), -1, 0)
+	req = followerFetch(id, 1, p.leaderEpoch(), -1, 0)
 	resp, err = req.RequestWith(ctx, c.Broker(2))
 	if err != nil {
 		t.Fatal(err)

@@ -182,7 +182,7 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 			if !ok {
 				return fmt.Errorf("no %s yet", offsetsTopic)
 			}
-			gc := p.leader.Load()
+			gc := p.leader()
 			rkey, err := sharestate.RecordKey(share.StateKey{Group: g, TopicID: topicID, Partition: 0})
 			if err != nil {
 				t.Fatal(err)
@@ -199,7 +199,7 @@ func TestShareStateCoordinatorFailover(t *testing.T) {
 			g := fmt.Sprintf("scf-%d", i)
 			p, _ := first.coordinatorPartition(g)
 			rkey, _ := sharestate.RecordKey(share.StateKey{Group: g, TopicID: topicID, Partition: 0})
-			seen[[2]int32{p.leader.Load(), sh.Leader(sharestate.PartitionFor(rkey, sh.Partitions()))}]++
+			seen[[2]int32{p.leader(), sh.Leader(sharestate.PartitionFor(rkey, sh.Partitions()))}]++
 		}
 		return fmt.Errorf("no group name found with its state coordinated by a third node: (group coordinator, state coordinator) counts %v", seen)
 	})

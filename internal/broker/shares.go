@@ -90,7 +90,7 @@ func (h shareStateHost) Replica(i int) sharestate.Replica {
 
 func (h shareStateHost) Leader(i int) int32 {
 	if p := h.statePartition(i); p != nil {
-		return p.leader.Load()
+		return p.leader()
 	}
 	return -1
 }

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"crypto/rand"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -43,14 +42,6 @@ func validateTopicName(name string) error {
 	return nil
 }
 
-func newTopicID() [16]byte {
-	var id [16]byte
-	for id == ([16]byte{}) {
-		_, _ = rand.Read(id[:])
-	}
-	return id
-}
-
 func partitionDir(dataDir, topic string, p int32) string {
 	return filepath.Join(dataDir, topic+"-"+strconv.Itoa(int(p)))
 }
@@ -66,7 +57,7 @@ func (b *Broker) openPartition(t *topic, p int32, cfg wlog.Config, lazy bool) (*
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s-%d: %w", t.name, p, err)
 	}
-	part := &partition{topic: t, index: p, log: l, producers: st}
+	part := &partition{topic: t, index: p, log: l}
 	part.hw.Store(l.EndOffset())
 	return part, nil
 }

@@ -60,7 +60,7 @@ func (h txnHost) PartitionLeader(topic string, i int32) (int32, bool) {
 	if i < 0 || int(i) >= len(t.partitions) {
 		return -1, false
 	}
-	return t.partitions[i].leader.Load(), true
+	return t.partitions[i].leader(), true
 }
 
 // Send sends a request to another node over the inter-broker listener,
@@ -173,7 +173,7 @@ func (p *partition) TopicPartition() txn.TopicPartition {
 	return txn.TopicPartition{Topic: p.topic.name, Partition: p.index}
 }
 
-func (p *partition) Producers() *producer.State { return p.producers }
+func (p *partition) Producers() *producer.State { return p.producers() }
 
 func (p *partition) WithProducers(fn func()) { p.log.WithProducers(fn) }
 

@@ -426,6 +426,9 @@ func (l *Log) SetConfig(cfg Config) error {
 func (l *Log) Config() Config { return *l.cfg.Load().Config }
 
 // Dir is the partition directory.
+// Producers is Options.Producers: nil when the log was opened without.
+func (l *Log) Producers() ProducerState { return l.producers }
+
 func (l *Log) Dir() string {
 	if l.live.Load() {
 		return l.body.dir
