@@ -149,11 +149,14 @@ func (p *partition) leaderAndEpoch() (leader, epoch int32) {
 	return int32(v >> 32), int32(uint32(v))
 }
 
-// leader is the leader's node id, -1 when offline.
-func (p *partition) leader() int32 { l, _ := p.leaderAndEpoch(); return l }
+// leader (-1 when offline) and leaderEpoch are leaderAndEpoch's halves.
+func (p *partition) leader() int32      { return int32(p.leadership.Load() >> 32) }
+func (p *partition) leaderEpoch() int32 { return int32(uint32(p.leadership.Load())) }
 
-// leaderEpoch is the partition's leader epoch as the image last gave it.
-func (p *partition) leaderEpoch() int32 { _, e := p.leaderAndEpoch(); return e }
+// Topic, TopicID and Partition name the partition (a replica.Owner).
+func (p *partition) Topic() string     { return p.topic.name }
+func (p *partition) TopicID() [16]byte { return p.topic.id }
+func (p *partition) Partition() int32  { return p.index }
 
 // setLeadership stores the leader and leader epoch, returning the epoch
 // they replace.

@@ -31,10 +31,7 @@ func (b *Broker) openReplica(p *partition, minISR int) error {
 	if ck, ok := p.log.CheckpointedHighWatermark(); ok {
 		hw = ck
 	}
-	r, err := replica.Open(p.log, hw, replica.Config{
-		Env: b.replicaEnv(), Owner: p,
-		Topic: p.topic.name, TopicID: p.topic.id, Partition: p.index, MinISR: minISR,
-	})
+	r, err := replica.Open(p.log, hw, replica.Config{Env: b.replicaEnv(), Owner: p, MinISR: minISR})
 	if err != nil {
 		return err
 	}

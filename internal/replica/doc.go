@@ -38,9 +38,10 @@
 // # The API the broker calls
 //
 // Opening: Open(log, hw, Config) for every local replica. Config carries
-// the identity (Topic, TopicID, Partition), MinISR (min.insync.replicas;
-// SetMinISR on a config change), an Owner (the broker's partition, which
-// the shared callbacks find with r.Owner()) and the Env every replica of
+// an Owner (the broker's partition: it names the replica, Topic, TopicID
+// and Partition, and the shared callbacks find it with r.Owner()),
+// MinISR (min.insync.replicas; SetMinISR on a config change) and the Env
+// every replica of
 // the broker shares (NewEnv): LocalID, MaxLag (replica.lag.time.max.ms),
 // HoldHWUnderMinISR (KIP-966's rule, off by default),
 // Eligible(brokerID, brokerEpoch) (KIP-841/903: may a broker, at the

@@ -73,7 +73,9 @@ func orDefault[T int32 | time.Duration](v *T, def T) {
 // and number.
 type partitionKey = fetchsession.Key[[16]byte]
 
-func keyOf(r *Replica) partitionKey { return partitionKey{Topic: r.TopicID(), Partition: r.partition} }
+func keyOf(r *Replica) partitionKey {
+	return partitionKey{Topic: r.TopicID(), Partition: r.Partition()}
+}
 
 // Manager owns one fetcher goroutine per source leader broker; each
 // fetches, in one Fetch request, every partition this broker follows from
@@ -472,7 +474,7 @@ func (f *fetcher) truncateEpochless() {
 			continue
 		}
 		if err := r.truncateTo(c.p.leaderEpoch, r.HighWatermark()); err != nil {
-			f.logger.Warn("replica: truncation to the high watermark failed", "topic", r.Topic(), "partition", r.partition, "err", err)
+			f.logger.Warn("replica: truncation to the high watermark failed", "topic", r.Topic(), "partition", r.Partition(), "err", err)
 		}
 		f.mu.Lock()
 		if sp := f.session.Get(c.k); sp != nil && sp.Value.gen == c.gen && sp.Wanted() {
@@ -688,7 +690,7 @@ func (f *fetcher) apply(ctx context.Context, p fetchPartition, rp *kmsg.FetchRes
 			f.session.Pause(keyOf(r))
 		}
 		f.mu.Unlock()
-		f.logger.Debug("replica: fenced by the leader; waiting for metadata", "topic", r.Topic(), "partition", r.partition, "epoch", epoch)
+		f.logger.Debug("replica: fenced by the leader; waiting for metadata", "topic", r.Topic(), "partition", r.Partition(), "epoch", epoch)
 		return nil
 	default:
 		return err
@@ -711,7 +713,7 @@ func (f *fetcher) resetOutOfRange(ctx context.Context, p fetchPartition) error {
 	}
 	leo := r.cache.log.EndOffset()
 	if leaderEnd < leo {
-		f.logger.Warn("replica: leader's log ends below ours; truncating", "topic", r.Topic(), "partition", r.partition, "leader_end", leaderEnd, "leo", leo)
+		f.logger.Warn("replica: leader's log ends below ours; truncating", "topic", r.Topic(), "partition", r.Partition(), "leader_end", leaderEnd, "leo", leo)
 		return r.truncateTo(epoch, leaderEnd)
 	}
 	leaderStart, err := f.listOffset(ctx, r, epoch, -2)
@@ -719,7 +721,7 @@ func (f *fetcher) resetOutOfRange(ctx context.Context, p fetchPartition) error {
 		return err
 	}
 	if leaderStart > leo {
-		f.logger.Warn("replica: leader's log starts past ours; restarting the log there", "topic", r.Topic(), "partition", r.partition, "leader_start", leaderStart, "leo", leo)
+		f.logger.Warn("replica: leader's log starts past ours; restarting the log there", "topic", r.Topic(), "partition", r.Partition(), "leader_start", leaderStart, "leo", leo)
 		return r.truncateFullyAndStartAt(epoch, leaderStart)
 	}
 	return nil // in range again (the leader moved): fetch again
@@ -734,7 +736,7 @@ func (f *fetcher) listOffset(ctx context.Context, r *Replica, epoch int32, ts in
 	t := kmsg.NewListOffsetsRequestTopic()
 	t.Topic = r.Topic()
 	p := kmsg.NewListOffsetsRequestTopicPartition()
-	p.Partition = r.partition
+	p.Partition = r.Partition()
 	p.CurrentLeaderEpoch = epoch
 	p.Timestamp = ts
 	t.Partitions = append(t.Partitions, p)

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unique"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -59,14 +58,25 @@ type Config struct {
 	// NewEnv(Env{}).
 	Env *Env
 	// Owner is the caller's object for this replica (Replica.Owner), so
-	// that the shared callbacks find it.
-	Owner any
+	// that the shared callbacks find it; it names the partition.
+	Owner Owner
 
+	// Topic, TopicID and Partition name a replica opened without an
+	// Owner; with one they are not read.
 	Topic     string
 	TopicID   [16]byte
 	Partition int32
 	// MinISR is min.insync.replicas; below 1 means 1. SetMinISR changes it.
 	MinISR int
+}
+
+// Owner is what a replica's caller keeps for it: its own object for the
+// partition, which names it. The replica holds it instead of a copy of
+// the names.
+type Owner interface {
+	Topic() string
+	TopicID() [16]byte
+	Partition() int32
 }
 
 // Env is what a broker's replicas share: the broker's id, settings and
@@ -187,8 +197,7 @@ type ISRChangeResult struct {
 // against, one leader epoch.
 type Replica struct {
 	env   *Env
-	owner any
-	ident unique.Handle[identity] // topic name and id, shared by the topic's replicas
+	owner Owner // names the replica
 	// cache is the leader-epoch cache. Its log is the replica's log (the
 	// checkpoint lives in the log's directory): the replica keeps no
 	// second pointer to it.
@@ -203,8 +212,7 @@ type Replica struct {
 	leader      int32
 	leaderEpoch int32
 
-	partition int32
-	minISR    atomic.Int32
+	minISR atomic.Int32
 
 	// fetchLeader is the leader whose fetcher has the replica (-1: none),
 	// guarded by the Manager's mu.
@@ -269,8 +277,11 @@ func Open(l *wlog.Log, hw int64, cfg Config) (*Replica, error) {
 	case env.rules == nil: // not made by NewEnv: this replica's own
 		env = NewEnv(*env)
 	}
-	r := &Replica{env: env, owner: cfg.Owner, ident: unique.Make(identity{cfg.Topic, cfg.TopicID}), partition: cfg.Partition,
-		leader: -1, leaderEpoch: -1, fetchLeader: -1}
+	owner := cfg.Owner
+	if owner == nil {
+		owner = &identity{cfg.Topic, cfg.TopicID, cfg.Partition}
+	}
+	r := &Replica{env: env, owner: owner, leader: -1, leaderEpoch: -1, fetchLeader: -1}
 	r.SetMinISR(cfg.MinISR)
 	cache := &r.cache
 	ok, err := cache.load(l)
@@ -356,21 +367,25 @@ func (r *Replica) Log() *wlog.Log { return r.cache.log }
 func (r *Replica) EpochCache() *EpochCache { return &r.cache }
 
 // Owner is Config.Owner.
-func (r *Replica) Owner() any { return r.owner }
+func (r *Replica) Owner() Owner { return r.owner }
 
-// Topic, TopicID and Partition are the replica's identity.
-func (r *Replica) Topic() string     { return r.ident.Value().topic }
-func (r *Replica) TopicID() [16]byte { return r.ident.Value().id }
+// Topic, TopicID and Partition are the replica's identity, as its Owner
+// gives it.
+func (r *Replica) Topic() string     { return r.owner.Topic() }
+func (r *Replica) TopicID() [16]byte { return r.owner.TopicID() }
+func (r *Replica) Partition() int32  { return r.owner.Partition() }
+func (r *Replica) now() time.Time    { return r.env.Now() }
 
-// identity is a replica's topic, interned (unique.Make): the replicas of
-// one topic share it.
+// identity is the Owner of a replica opened without one.
 type identity struct {
-	topic string
-	id    [16]byte
+	topic     string
+	id        [16]byte
+	partition int32
 }
 
-func (r *Replica) Partition() int32 { return r.partition }
-func (r *Replica) now() time.Time   { return r.env.Now() }
+func (i *identity) Topic() string     { return i.topic }
+func (i *identity) TopicID() [16]byte { return i.id }
+func (i *identity) Partition() int32  { return i.partition }
 
 // debug and info log with the replica's topic and partition; the
 // attributes are built only when the level is on (a replica holds no
@@ -384,7 +399,7 @@ func (r *Replica) logAt(level slog.Level, msg string, args []any) {
 	if !l.Enabled(context.Background(), level) {
 		return
 	}
-	l.Log(context.Background(), level, msg, append([]any{"topic", r.Topic(), "partition", r.partition}, args...)...)
+	l.Log(context.Background(), level, msg, append([]any{"topic", r.Topic(), "partition", r.Partition()}, args...)...)
 }
 
 // HighWatermark is the offset below which records are committed: what
