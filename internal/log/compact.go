@@ -89,7 +89,7 @@ type CleanerView struct {
 // closed segment's first batch header without it.
 func (l *Log) CleanerView() (CleanerView, error) {
 	l.mu.Lock()
-	if l.closed || l.closing {
+	if l.closed() || l.closing() {
 		l.mu.Unlock()
 		return CleanerView{}, ErrClosed
 	}
@@ -128,7 +128,7 @@ func (l *Log) CleanerView() (CleanerView, error) {
 func (l *Log) closedViews(from, to int64) ([]view, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || l.closing {
+	if l.closed() || l.closing() {
 		return nil, ErrClosed
 	}
 	var out []view

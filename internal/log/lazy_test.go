@@ -289,8 +289,8 @@ func TestSplitDirRoundTrips(t *testing.T) {
 // leave it as it was, and each log still reads as empty at offset 0.
 func TestNeverWrittenLogsLeaveTheEmptyBodyAlone(t *testing.T) {
 	state := func() string {
-		b := &emptyBody
-		return fmt.Sprint(b.dir, len(b.segs), b.recoveryPoint, b.openHW, b.ckptHW, b.syncAsked.Load(), b.unflushed, len(b.toFlush),
+		b := emptyBody
+		return fmt.Sprint(b.dir, b.hw.Load(), len(b.segs), b.recoveryPoint, b.openHW, b.ckptHW, b.syncAsked.Load(), b.unflushed, len(b.toFlush),
 			len(b.retired), b.truncations, b.truncatedTo, b.armed, b.stopped, len(b.unreplicated), len(b.snapBuf),
 			b.durable.Load(), b.durableCh == nil, b.fsyncs.Load(), b.sync, b.lastFlush, b.lastCkpt)
 	}
@@ -336,7 +336,7 @@ func TestNeverWrittenLogsLeaveTheEmptyBodyAlone(t *testing.T) {
 				_ = l.WaitDurable(ctx, 0)
 				_, _, _, _ = l.Size(), l.Fsyncs(), l.DurableOffset(), l.Dir()
 			}
-			if l.EndOffset() != 0 || l.StartOffset() != 0 || l.live.Load() {
+			if l.EndOffset() != 0 || l.StartOffset() != 0 || l.live() {
 				t.Errorf("a never-written log moved: end %d start %d", l.EndOffset(), l.StartOffset())
 			}
 			if err := l.Close(); err != nil {
@@ -361,3 +361,40 @@ func (idleProducers) AppendSnapshot(dst []byte) []byte                 { return 
 func (idleProducers) LoadSnapshot([]byte) error                        { return nil }
 func (idleProducers) ExpireProducers() int                             { return 0 }
 func (idleProducers) Describe() []ProducerInfo                         { return nil }
+
+// TestNeverWrittenLogKeepsItsNotedHighWatermark: a never-written log
+// keeps the high watermark noted (none, or 0, all it can have) in a
+// flag rather than the shared body; the first append's checkpoint holds
+// it, so a log that crashes right after that append reopens with it.
+func TestNeverWrittenLogKeepsItsNotedHighWatermark(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		noted []int64
+		want  int64
+		ok    bool
+	}{
+		{"none noted", nil, -1, false},
+		{"0 noted", []int64{0}, 0, true},
+		{"0 then none", []int64{0, -1}, -1, false},
+		{"none then 0", []int64{-1, 0}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := lazyDir(t)
+			clock := newFakeClock()
+			l := openLazy(t, dir, DefaultConfig(), Options{Now: clock.now})
+			for _, hw := range tc.noted {
+				l.NoteHighWatermark(hw)
+			}
+			if got := emptyBody.hw.Load(); got != -1 {
+				t.Fatalf("the shared body's high watermark is %d", got)
+			}
+			appendN(t, l, clock, 1, 2, 10)
+			crash(l)
+			l = openTestLog(t, dir, DefaultConfig(), clock)
+			defer l.Close()
+			if hw, ok := l.CheckpointedHighWatermark(); hw != tc.want || ok != tc.ok {
+				t.Fatalf("checkpointed high watermark %d, %v; want %d, %v", hw, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

@@ -76,7 +76,13 @@ type Options struct {
 // their grace period ends, in passes that never overlap for one log. Close
 // detaches the log from it, waiting for a pass in progress.
 type Log struct {
-	name dirName // the partition directory, split so logs share its prefix
+	// prefix and n are the partition directory, split so logs share its
+	// prefix (dirName, kept as two fields so that state fills the gap).
+	prefix unique.Handle[string]
+	n      int32
+	// state holds the flags: stateLive, stateClosing, stateClosed and
+	// stateHWNoted.
+	state atomic.Uint32
 	// cfg is the settings in force and the environment, shared with
 	// every log of the same settings and Env (Env.settingsOf).
 	cfg atomic.Pointer[settings]
@@ -88,30 +94,48 @@ type Log struct {
 	segMu sync.Mutex
 
 	mu sync.Mutex
-	// hw is the latest high watermark noted (NoteHighWatermark), written
-	// with every checkpoint.
-	hw      atomic.Int64
-	closing bool // Close has started
-	closed  bool
-	// live is stored once the log has a body of its own (see body).
-	live atomic.Bool
 
 	// producers is Options.Producers.
 	producers ProducerState
 
 	// body is everything a log with files has. A lazy log never written
 	// reads the shared emptyBody (no segments, nothing durable), which
-	// nothing writes, and costs only the fields above; the first append
-	// gives it its own. live is stored once it has, so a reader without
-	// mu that sees live true sees that body.
+	// nothing writes, and costs only the fields above (64 bytes); the
+	// first append gives it its own. stateLive is set once it has, so a
+	// reader without mu that sees it sees that body.
 	*body
 }
+
+// The flags of Log.state.
+const (
+	stateLive    uint32 = 1 << iota // the log has a body of its own
+	stateClosing                    // Close has started (set under mu)
+	stateClosed                     // Close has closed the files (set under mu)
+	// stateHWNoted: a never-written log had high watermark 0 noted, the
+	// only one it can have (it ends at 0); its body starts with it.
+	stateHWNoted
+)
+
+func (l *Log) has(flag uint32) bool { return l.state.Load()&flag != 0 }
+
+// live reports whether the log has a body of its own.
+func (l *Log) live() bool { return l.has(stateLive) }
+
+// closing and closed report Close's progress.
+func (l *Log) closing() bool { return l.has(stateClosing) }
+func (l *Log) closed() bool  { return l.has(stateClosed) }
+
+// name is the partition directory, split.
+func (l *Log) name() dirName { return dirName{l.prefix, l.n} }
 
 // body is the state of a log with files: segments, durability,
 // transactions, checkpoint and syncer bookkeeping. Its fields are
 // guarded by Log.mu unless noted.
 type body struct {
-	dir  string     // the partition directory, whole
+	dir string // the partition directory, whole
+	// hw is the latest high watermark noted (NoteHighWatermark), written
+	// with every checkpoint; -1 none.
+	hw   atomic.Int64
 	segs []*segment // copy-on-write: never modified in place
 	// logStart and leo are the log start and end offsets: both 0 in
 	// emptyBody (a never-written log is the empty log at offset 0; one
@@ -173,7 +197,13 @@ type body struct {
 // emptyBody is the body of every never-written lazy log: read, never
 // written (the paths that would write it need segments, and the first
 // append gives the log its own body first).
-var emptyBody = body{openHW: -1, ckptHW: -1, truncatedTo: math.MaxInt64, sync: syncState{heapIdx: -1}}
+var emptyBody = newBody("")
+
+func newBody(dir string) *body {
+	b := &body{dir: dir, openHW: -1, ckptHW: -1, truncatedTo: math.MaxInt64, sync: syncState{heapIdx: -1}}
+	b.hw.Store(-1)
+	return b
+}
 
 // Env is what logs share: logger, clock, checkpoint interval, Syncer and
 // the I/O error callback. Logs opened with the same Options.Env share
@@ -337,8 +367,8 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 			env.syncer, env.private = newSyncer(1), true
 		}
 	}
-	l := &Log{name: splitDir(dir), producers: opts.Producers, body: &emptyBody}
-	l.hw.Store(-1)
+	name := splitDir(dir)
+	l := &Log{prefix: name.prefix, n: name.n, producers: opts.Producers, body: emptyBody}
 	l.cfg.Store(env.settingsOf(cfg))
 	if !lazy {
 		l.materialize(l.env().now())
@@ -356,19 +386,23 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 // materialize gives the log a body of its own. mu held, or the log not
 // shared yet.
 func (l *Log) materialize(now time.Time) {
-	l.body = &body{dir: l.name.String(), openHW: -1, ckptHW: -1, truncatedTo: math.MaxInt64,
-		sync: syncState{heapIdx: -1}, lastFlush: now, lastCkpt: now}
-	l.live.Store(true)
+	b := newBody(l.name().String())
+	b.lastFlush, b.lastCkpt = now, now
+	if l.has(stateHWNoted) {
+		b.hw.Store(0)
+	}
+	l.body = b
+	l.state.Or(stateLive)
 }
 
 // createLocked makes the directory and first segment of a lazy log that
 // has never been written, as recovery of an empty directory would, and
 // starts its private Syncer. mu held.
 func (l *Log) createLocked(now time.Time) error {
-	if err := os.MkdirAll(l.name.String(), 0o755); err != nil {
+	if err := os.MkdirAll(l.name().String(), 0o755); err != nil {
 		return err
 	}
-	if l.body == &emptyBody {
+	if l.body == emptyBody {
 		l.materialize(now)
 	}
 	seg, err := createSegment(l.dir, l.leo, now)
@@ -425,15 +459,15 @@ func (l *Log) SetConfig(cfg Config) error {
 // Config returns the settings in force.
 func (l *Log) Config() Config { return *l.cfg.Load().Config }
 
-// Dir is the partition directory.
 // Producers is Options.Producers: nil when the log was opened without.
 func (l *Log) Producers() ProducerState { return l.producers }
 
+// Dir is the partition directory.
 func (l *Log) Dir() string {
-	if l.live.Load() {
+	if l.live() {
 		return l.body.dir
 	}
-	return l.name.String()
+	return l.name().String()
 }
 
 // EndOffset is the log end offset: the offset the next batch will get.
@@ -463,7 +497,7 @@ func (l *Log) Size() int64 {
 
 // Fsyncs counts the data-file fsyncs the syncer has issued.
 func (l *Log) Fsyncs() int64 {
-	if !l.live.Load() {
+	if !l.live() {
 		return 0
 	}
 	return l.fsyncs.Load()
@@ -471,7 +505,7 @@ func (l *Log) Fsyncs() int64 {
 
 // DurableOffset is the offset below which every batch has been fsynced.
 func (l *Log) DurableOffset() int64 {
-	if !l.live.Load() {
+	if !l.live() {
 		return 0
 	}
 	return l.durable.Load()
@@ -501,7 +535,7 @@ func (l *Log) Append(b []byte, opts AppendOptions) (AppendResult, error) {
 
 func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *settings, now time.Time, assign bool) (AppendResult, error) {
 	l.mu.Lock()
-	if l.closed {
+	if l.closed() {
 		l.mu.Unlock()
 		return AppendResult{}, ErrClosed
 	}
@@ -652,7 +686,7 @@ func (l *Log) read(dst []FileRange, offset int64, maxBytes int64, maxOffset int6
 	res := ReadResult{Ranges: dst[:0]}
 	next := offset
 	l.mu.Lock()
-	if l.closed {
+	if l.closed() {
 		l.mu.Unlock()
 		return res, next, ErrClosed
 	}
@@ -767,7 +801,7 @@ func (l *Log) Truncate(offset int64) error {
 	defer l.segMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed() {
 		return ErrClosed
 	}
 	if offset >= l.leo {
@@ -839,11 +873,11 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	defer l.segMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed() {
 		return ErrClosed
 	}
 	now := l.env().now()
-	if l.body == &emptyBody {
+	if l.body == emptyBody {
 		// Never written: nothing to drop; the directory and its first
 		// segment start at offset, as an append there would make them.
 		// The offsets are the log's own from now on, files or not.
@@ -910,9 +944,26 @@ func (l *Log) writeCheckpointLocked() error {
 
 // NoteHighWatermark records the partition's high watermark for the next
 // checkpoint (the periodic flush, a roll, a truncation, Close). It takes
-// no lock; a checkpoint may lag the high watermark, which only makes a
-// restarted replica start lower than it could.
-func (l *Log) NoteHighWatermark(hw int64) { l.hw.Store(hw) }
+// no lock once the log was written (a never-written one takes mu); a
+// checkpoint may lag the high watermark, which only makes a restarted
+// replica start lower than it could.
+func (l *Log) NoteHighWatermark(hw int64) {
+	if l.live() {
+		l.hw.Store(hw)
+		return
+	}
+	// Never written, so at most 0: a flag, not the shared body.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.live(): // written meanwhile
+		l.hw.Store(hw)
+	case hw >= 0:
+		l.state.Or(stateHWNoted)
+	default:
+		l.state.And(^stateHWNoted)
+	}
+}
 
 // CheckpointedHighWatermark is the high watermark the checkpoint held when
 // the log was opened, and whether it held one (logs written before
@@ -949,7 +1000,7 @@ func (l *Log) AdvanceStartOffset(offset, hw int64) (int64, error) {
 	defer l.segMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed() {
 		return 0, ErrClosed
 	}
 	if offset > hw || offset > l.leo {
@@ -1002,7 +1053,7 @@ func (l *Log) EnforceRetention(hw int64) (int, error) {
 	defer l.segMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed() {
 		return 0, ErrClosed
 	}
 	now := l.env().now()
@@ -1042,11 +1093,11 @@ func (l *Log) Flush() error {
 // WaitDurable blocks until every batch below offset is fsynced, asking the
 // syncer for an fsync; appends waiting together share one fsync.
 func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
-	if !l.live.Load() {
+	if !l.live() {
 		// Never written: nothing below offset 0, and no append has
 		// handed out a larger one.
 		l.mu.Lock()
-		closing := l.closing
+		closing := l.closing()
 		l.mu.Unlock()
 		switch {
 		case closing:
@@ -1102,7 +1153,7 @@ func (l *Log) ioFailed(err error) {
 // wakeWaiters wakes every WaitDurable caller to look again. With stop, they
 // give up with ErrClosed.
 func (l *Log) wakeWaiters(stop bool) {
-	if !l.live.Load() {
+	if !l.live() {
 		return
 	}
 	l.durableMu.Lock()
@@ -1118,7 +1169,7 @@ func (l *Log) wakeWaiters(stop bool) {
 
 // signal asks the Syncer for a pass over the log now.
 func (l *Log) signal() {
-	if !l.live.Load() {
+	if !l.live() {
 		return // nothing to flush
 	}
 	l.syncAsked.Store(true)
@@ -1130,12 +1181,12 @@ func (l *Log) signal() {
 func (l *Log) Close() error {
 	l.segMu.Lock() // waits for a cleaner's swap in progress
 	l.mu.Lock()
-	if l.closing {
+	if l.closing() {
 		l.mu.Unlock()
 		l.segMu.Unlock()
 		return ErrClosed
 	}
-	l.closing = true
+	l.state.Or(stateClosing)
 	l.mu.Unlock()
 	l.segMu.Unlock()
 	l.stopSyncing()
@@ -1144,7 +1195,7 @@ func (l *Log) Close() error {
 	if err == nil {
 		l.snapshotProducersLocked(true)
 	}
-	l.closed = true
+	l.state.Or(stateClosed)
 	l.mu.Unlock()
 	l.closeFiles()
 	return err
@@ -1153,7 +1204,7 @@ func (l *Log) Close() error {
 // stopSyncing detaches the log from its Syncer (waiting for a pass in
 // progress), stops a private Syncer, and fails WaitDurable callers.
 func (l *Log) stopSyncing() {
-	if l.live.Load() {
+	if l.live() {
 		l.env().syncer.detach(l)
 	}
 	if l.env().private {
@@ -1165,7 +1216,7 @@ func (l *Log) stopSyncing() {
 func (l *Log) closeFiles() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.body == &emptyBody {
+	if l.body == emptyBody {
 		return
 	}
 	for _, s := range l.segs {

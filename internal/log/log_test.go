@@ -35,11 +35,11 @@ func openTestLog(t testing.TB, dir string, cfg Config, clock *fakeClock) *Log {
 // checkpoint, files closed.
 func crash(l *Log) {
 	l.mu.Lock()
-	l.closing = true
+	l.state.Or(stateClosing)
 	l.mu.Unlock()
 	l.stopSyncing()
 	l.mu.Lock()
-	l.closed = true
+	l.state.Or(stateClosed)
 	l.mu.Unlock()
 	l.closeFiles()
 }

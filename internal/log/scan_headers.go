@@ -46,7 +46,7 @@ func (l *Log) ScanMarkers(from int64, fn func(h *BatchHeader, m *Marker) bool) e
 func (l *Log) viewsFrom(from int64) ([]view, int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.closed() {
 		return nil, from, ErrClosed
 	}
 	from = max(from, l.logStart)

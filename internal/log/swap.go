@@ -89,7 +89,7 @@ type CleanedSegment struct {
 // longer has such segments.
 func (l *Log) NewCleanedSegment(base, end int64) (*CleanedSegment, error) {
 	l.mu.Lock()
-	if l.closed || l.closing {
+	if l.closed() || l.closing() {
 		l.mu.Unlock()
 		return nil, ErrClosed
 	}
@@ -276,7 +276,7 @@ func (w *CleanedSegment) Commit() error {
 func (l *Log) groupStill(w *CleanedSegment) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || l.closing || l.truncations != w.truncations {
+	if l.closed() || l.closing() || l.truncations != w.truncations {
 		return false
 	}
 	i, j := l.groupLocked(w.seg.base, w.end)

@@ -65,7 +65,7 @@ func (l *Log) armLocked() {
 
 // armAfterLocked is armLocked with the delay given. mu held.
 func (l *Log) armAfterLocked(d time.Duration) {
-	if l.armed || l.closed || !l.hasBackgroundWorkLocked() {
+	if l.armed || l.closed() || !l.hasBackgroundWorkLocked() {
 		return
 	}
 	l.armed = true
@@ -104,13 +104,13 @@ func (l *Log) tickInterval() time.Duration {
 // flush.messages, a roll); the recovery point and the durable offset then
 // move only as far as what was fsynced.
 func (l *Log) flush(checkpointToo, force bool) error {
-	if !l.live.Load() {
+	if !l.live() {
 		return nil
 	}
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
-	if l.closed || len(l.segs) == 0 {
+	if l.closed() || len(l.segs) == 0 {
 		l.mu.Unlock()
 		return nil
 	}
