@@ -53,7 +53,7 @@ func TestWaitForHWEndsWithTheLeadership(t *testing.T) {
 			eventually(t, 10*time.Second, "the write's wait parked", func() bool {
 				r.mu.Lock()
 				defer r.mu.Unlock()
-				return r.ls.hwCh != nil
+				return r.ls.busy != nil && r.ls.hwCh != nil
 			})
 			if done, err := r.HWReached(res.LeaderEpoch, res.LastOffset+1); done {
 				t.Fatalf("the write is decided (%v) before any follower fetched", err)

@@ -332,7 +332,7 @@ func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMo
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := r.ls.pending
+	p := r.ls.inFlight()
 	if p == nil || p.LeaderEpoch != change.LeaderEpoch || p.PartitionEpoch != change.PartitionEpoch || !slices.Equal(p.NewISR, change.NewISR) {
 		return false, false
 	}

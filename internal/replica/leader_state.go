@@ -64,11 +64,7 @@ type leaderState struct {
 	leo            int64 // the leader's log end offset, as last noted (noteLEO)
 	replicas       []int32
 	isr            []int32 // committed ISR, as the metadata says
-	pending        *ISRChange
-	// followers are one per replica but the leader; nil while the
-	// leadership is compact (see expand).
-	followers []followerState
-	hw        int64
+	hw             int64
 	// since is when the leadership started (Unix nanoseconds).
 	since int64
 	// minISR is min.insync.replicas, for the KIP-966 rule (rules).
@@ -76,6 +72,15 @@ type leaderState struct {
 	// atLEO marks, by index in replicas, the ISR followers that fetched
 	// at the log end while the leadership is compact.
 	atLEO uint8
+	// busy is nil while the leadership is compact (see expand).
+	*busy
+}
+
+// busy is what a leadership adds once written or changed: the
+// followers' states, the ISR change in flight and the waiters' channel.
+type busy struct {
+	followers []followerState // one per replica but the leader
+	pending   *ISRChange
 	// hwCh is closed on high watermark, ISR or role changes; nil until
 	// an acks=all waiter needs it (Replica.waitChLocked).
 	hwCh chan struct{}
@@ -126,9 +131,16 @@ func newLeaderState(rules *leaderRules, st PartitionState, epochStart, hw int64,
 // maxCompactReplicas is the most replicas atLEO has bits for.
 const maxCompactReplicas = 8
 
-// compact reports whether the followers' states are not made yet. A
-// leadership with no followers has none either way.
-func (s *leaderState) compact() bool { return s.followers == nil }
+// compact reports whether the followers' states are not made yet.
+func (s *leaderState) compact() bool { return s.busy == nil }
+
+// inFlight is the ISR change in flight, nil when none.
+func (s *leaderState) inFlight() *ISRChange {
+	if s.busy == nil {
+		return nil
+	}
+	return s.pending
+}
 
 // expand makes the followers' states of a compact leadership, as
 // setAssignment would have made them at its start and the fetches at
@@ -141,6 +153,7 @@ func (s *leaderState) expand() {
 	if !s.compact() {
 		return
 	}
+	s.busy = &busy{}
 	for i, id := range s.replicas {
 		if id == s.rules.self {
 			continue
@@ -225,6 +238,9 @@ func (s *leaderState) setAssignment(st PartitionState, now time.Time) {
 
 // follower is id's state, or nil when id is not a follower.
 func (s *leaderState) follower(id int32) *followerState {
+	if s.busy == nil {
+		return nil
+	}
 	for i := range s.followers {
 		if s.followers[i].id == id {
 			return &s.followers[i]
@@ -263,7 +279,8 @@ func (s *leaderState) inMaximalISR(id int32) bool {
 	if slices.Contains(s.isr, id) {
 		return true
 	}
-	return s.pending != nil && slices.Contains(s.pending.NewISR, id)
+	p := s.inFlight()
+	return p != nil && slices.Contains(p.NewISR, id)
 }
 
 func (s *leaderState) isEligible(id int32) bool {
@@ -311,7 +328,7 @@ func (s *leaderState) advanceHW(leaderLEO int64, now time.Time) bool {
 // suffix). Nothing is proposed while another change is in flight.
 func (s *leaderState) maybeExpand(id int32) *ISRChange {
 	f := s.follower(id)
-	if s.pending != nil || f == nil || slices.Contains(s.isr, id) || !s.isEligible(id) {
+	if s.inFlight() != nil || f == nil || slices.Contains(s.isr, id) || !s.isEligible(id) {
 		return nil
 	}
 	if f.leo < s.hw || f.leo < s.epochStart {
@@ -325,7 +342,7 @@ func (s *leaderState) maybeExpand(id int32) *ISRChange {
 // maybeShrink proposes removing every ISR follower that has not been
 // caught up within maxLag.
 func (s *leaderState) maybeShrink(leaderLEO int64, now time.Time) *ISRChange {
-	if s.pending != nil {
+	if s.inFlight() != nil {
 		return nil
 	}
 	if s.compactAt(leaderLEO) && (now.UnixNano()-s.since <= int64(s.rules.maxLag) || !s.unheard()) {

@@ -112,7 +112,7 @@ func TestLeaderStateTranscript(t *testing.T) {
 			case "shrink":
 				proposed = s.maybeShrink(leo, now)
 			case "commit":
-				if s.pending == nil {
+				if s.inFlight() == nil {
 					return "error: nothing in flight"
 				}
 				s.isr = s.pending.NewISR
@@ -120,7 +120,9 @@ func TestLeaderStateTranscript(t *testing.T) {
 				s.pending = nil
 				s.advanceHW(leo, now)
 			case "reject":
-				s.pending = nil
+				if s.inFlight() != nil {
+					s.pending = nil
+				}
 			case "metadata":
 				var pepoch int
 				d.ScanArgs(t, "pepoch", &pepoch)
@@ -135,8 +137,8 @@ func TestLeaderStateTranscript(t *testing.T) {
 			}
 			var b strings.Builder
 			fmt.Fprintf(&b, "leo=%d hw=%d isr=%v pepoch=%d", leo, s.hw, s.isr, s.partitionEpoch)
-			if s.pending != nil {
-				fmt.Fprintf(&b, " inflight=%v", s.pending.NewISR)
+			if p := s.inFlight(); p != nil {
+				fmt.Fprintf(&b, " inflight=%v", p.NewISR)
 			}
 			if s.compact() && len(s.replicas) > 1 {
 				b.WriteString(" compact")

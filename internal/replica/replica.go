@@ -424,8 +424,8 @@ func (r *Replica) ISR() (committed, pending []int32) {
 	if r.ls == nil {
 		return nil, nil
 	}
-	if r.ls.pending != nil {
-		pending = slices.Clone(r.ls.pending.NewISR)
+	if p := r.ls.inFlight(); p != nil {
+		pending = slices.Clone(p.NewISR)
 	}
 	return slices.Clone(r.ls.isr), pending
 }
@@ -546,7 +546,7 @@ func checkLeaderEpoch(requested, current int32) error {
 // nobody waits on (acks=0 or 1) allocates nothing here. Whatever replaces
 // or drops the leaderState wakes its waiters first. mu held.
 func (r *Replica) wakeLocked() {
-	if ls := r.ls; ls != nil && ls.hwCh != nil {
+	if ls := r.ls; ls != nil && ls.busy != nil && ls.hwCh != nil {
 		close(ls.hwCh)
 		ls.hwCh = nil
 	}
@@ -555,6 +555,7 @@ func (r *Replica) wakeLocked() {
 // waitChLocked returns the channel wakeLocked closes next. mu held, and
 // the replica leads.
 func (r *Replica) waitChLocked() chan struct{} {
+	r.ls.expand()
 	if r.ls.hwCh == nil {
 		r.ls.hwCh = make(chan struct{})
 	}
