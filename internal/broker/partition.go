@@ -43,26 +43,23 @@ type partition struct {
 	watchers *watchers
 }
 
+// watchers is one allocation of 64 B for a led partition's followers'
+// sessions; the parked ShareFetches, rare, have one of their own.
 type watchers struct {
-	marks   []fetchsession.Mark // fetch sessions (internal/fetchsession)
-	waiters []*replica.Waiter   // parked ShareFetches
-	// inline holds marks while they fit: a led partition is watched by
-	// its followers' sessions, so the common case is one allocation.
-	inline [2]fetchsession.Mark
+	marks   fetchsession.Marks // fetch sessions (internal/fetchsession)
+	waiters *[]*replica.Waiter // parked ShareFetches; nil while none
 }
 
 func (p *partition) watchersLocked() *watchers {
 	if p.watchers == nil {
-		w := &watchers{}
-		w.marks = w.inline[:0]
-		p.watchers = w
+		p.watchers = &watchers{}
 	}
 	return p.watchers
 }
 
 // dropIfEmptyLocked frees the watchers once nothing watches.
 func (p *partition) dropIfEmptyLocked() {
-	if w := p.watchers; w != nil && len(w.marks) == 0 && len(w.waiters) == 0 {
+	if w := p.watchers; w != nil && w.marks.Len() == 0 && w.waiters == nil {
 		p.watchers = nil
 	}
 }
@@ -70,34 +67,14 @@ func (p *partition) dropIfEmptyLocked() {
 // Watch and Unwatch make the partition a fetchsession.Source.
 func (p *partition) Watch(m fetchsession.Mark) {
 	p.wmu.Lock()
-	w := p.watchersLocked()
-	if n := len(w.marks); n == cap(w.marks) && n <= len(w.inline) {
-		// Out of inline, which keeps no copy.
-		grown := make([]fetchsession.Mark, n, 2*len(w.inline))
-		copy(grown, w.marks)
-		clear(w.inline[:])
-		w.marks = grown
-	}
-	w.marks = append(w.marks, m)
+	p.watchersLocked().marks.Add(m)
 	p.wmu.Unlock()
 }
 
 func (p *partition) Unwatch(m fetchsession.Mark) {
 	p.wmu.Lock()
 	if w := p.watchers; w != nil {
-		if i := slices.Index(w.marks, m); i >= 0 {
-			// The slot left past the end is cleared: a mark kept there
-			// would keep its closed session, and all its entries, alive.
-			last := len(w.marks) - 1
-			w.marks[i] = w.marks[last]
-			w.marks[last] = fetchsession.Mark{}
-			w.marks = w.marks[:last]
-			if n := len(w.marks); n <= len(w.inline) && cap(w.marks) > len(w.inline) {
-				// Back into inline: the grown array is let go.
-				copy(w.inline[:], w.marks)
-				w.marks = w.inline[:n]
-			}
-		}
+		w.marks.Remove(m)
 		p.dropIfEmptyLocked()
 	}
 	p.wmu.Unlock()
@@ -109,7 +86,7 @@ func (p *partition) lastFetchBy(id int32) time.Time {
 	var last time.Time
 	p.wmu.Lock()
 	if w := p.watchers; w != nil {
-		for _, m := range w.marks {
+		for _, m := range w.marks.All() {
 			if s := m.Session(); s.Replica() == id {
 				if t := s.LastUsed(); t.After(last) {
 					last = t
@@ -124,18 +101,24 @@ func (p *partition) lastFetchBy(id int32) time.Time {
 func (p *partition) addWaiter(wt *replica.Waiter) {
 	p.wmu.Lock()
 	w := p.watchersLocked()
-	w.waiters = append(w.waiters, wt)
+	if w.waiters == nil {
+		w.waiters = new([]*replica.Waiter)
+	}
+	*w.waiters = append(*w.waiters, wt)
 	p.wmu.Unlock()
 }
 
 func (p *partition) removeWaiter(wt *replica.Waiter) {
 	p.wmu.Lock()
-	if w := p.watchers; w != nil {
-		if i := slices.Index(w.waiters, wt); i >= 0 {
-			last := len(w.waiters) - 1
-			w.waiters[i] = w.waiters[last]
-			w.waiters[last] = nil
-			w.waiters = w.waiters[:last]
+	if w := p.watchers; w != nil && w.waiters != nil {
+		ws := *w.waiters
+		if i := slices.Index(ws, wt); i >= 0 {
+			last := len(ws) - 1
+			ws[i], ws[last] = ws[last], nil
+			*w.waiters = ws[:last]
+		}
+		if len(*w.waiters) == 0 {
+			w.waiters = nil
 		}
 		p.dropIfEmptyLocked()
 	}
@@ -204,11 +187,13 @@ func (p *partition) setHW(hw int64) {
 func (p *partition) wakeAll() {
 	p.wmu.Lock()
 	if w := p.watchers; w != nil {
-		for _, m := range w.marks {
+		for _, m := range w.marks.All() {
 			m.Mark()
 		}
-		for _, wt := range w.waiters {
-			wt.Wake()
+		if w.waiters != nil {
+			for _, wt := range *w.waiters {
+				wt.Wake()
+			}
 		}
 	}
 	p.wmu.Unlock()

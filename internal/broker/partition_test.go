@@ -80,7 +80,7 @@ func TestUnwatchedPartitionKeepsNoSession(t *testing.T) {
 			p.wmu.Lock()
 			var watching []*fetchsession.Session
 			if p.watchers != nil {
-				for _, m := range p.watchers.marks {
+				for _, m := range p.watchers.marks.All() {
 					watching = append(watching, m.Session())
 				}
 			}

@@ -20,8 +20,8 @@
 //     records, a changed high watermark or log start offset, an error, a
 //     divergence.
 //   - What a request reads. Every partition of a session is watched: the
-//     broker's partition holds a Mark per session and calls it after any
-//     change a fetch could see. A request reads the partitions marked
+//     broker's partition holds a Mark per session (in a Marks, two
+//     inline) and calls it after any change a fetch could see. A request reads the partitions marked
 //     since the last answer and those it names itself, and, parked below
 //     MinBytes, only those marked while it waited. Kafka's broker reads
 //     every partition of the session on every request; here an idle
