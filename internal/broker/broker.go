@@ -156,7 +156,8 @@ type Broker struct {
 	shares      *sharegroup.Manager // share groups (shares.go)
 	shareState  *sharestate.Service // their state in __share_group_state
 	producerIDs *producer.Allocator
-	expiry      *producer.Expiration // forgets idle producers (transactions.go)
+	expiry      *producer.Expiration             // forgets idle producers (transactions.go)
+	prodOpts    atomic.Pointer[producer.Options] // shared by the producer states (topics.go)
 
 	txn        *coordinator.Coordinator        // transactions (transactions.go)
 	autoTopics *kraft.AutoTopicCreationManager // creates the internal topics (quorum.go)

@@ -52,7 +52,7 @@ func (b *Broker) openPartition(t *topic, p int32, cfg wlog.Config, lazy bool) (*
 	// The log drives the producer state: it applies every batch written
 	// (leader, marker, follower), restores it at open and rebuilds it at
 	// truncation.
-	st := producer.NewState(producer.Options{Now: b.now, Expiration: b.settings().Millis(config.ProducerIDExpiration)})
+	st := producer.NewStateWith(b.producerOptions())
 	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, p), cfg, wlog.Options{Env: b.logEnv, Lazy: lazy, Producers: st})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s-%d: %w", t.name, p, err)
@@ -60,6 +60,19 @@ func (b *Broker) openPartition(t *topic, p int32, cfg wlog.Config, lazy bool) (*
 	part := &partition{topic: t, index: p, log: l}
 	part.hw.Store(l.EndOffset())
 	return part, nil
+}
+
+// producerOptions are the settings the partitions' producer states
+// share: one Options while producer.id.expiration.ms stays the same, as
+// a partition takes it when opened.
+func (b *Broker) producerOptions() *producer.Options {
+	exp := b.settings().Millis(config.ProducerIDExpiration)
+	if o := b.prodOpts.Load(); o != nil && o.Expiration == exp {
+		return o
+	}
+	o := &producer.Options{Now: b.now, Expiration: exp}
+	b.prodOpts.Store(o)
+	return o
 }
 
 // lookupTopic returns the topic by name.

@@ -60,7 +60,8 @@
 // (Kafka's guard against that race). Verifications are not snapshotted
 // and expire with producer.id.expiration.ms.
 //
-// A State holds only its settings (24 bytes) until its first write (an
+// A State holds only a pointer to its settings (16 bytes; the states of
+// a broker share one Options through NewStateWith) until its first write (an
 // idempotent producer's batch, a snapshot with producers, a
 // verification): a broker hosting many partitions that no idempotent
 // producer writes pays nothing more for them.

@@ -94,7 +94,8 @@ func (e *DuplicateError) Error() string {
 		e.Batch.FirstOffset, e.Batch.LastOffset, e.ProducerID, e.Epoch, e.Batch.FirstSeq, e.Batch.LastSeq)
 }
 
-// Options configure a State.
+// Options configure a State. The states of a broker can share one
+// (NewStateWith), so that a partition no producer wrote costs 16 bytes.
 type Options struct {
 	// Expiration is producer.id.expiration.ms; zero means
 	// DefaultExpiration.
@@ -107,13 +108,27 @@ type Options struct {
 // transactions. It has no lock: its owner serialises every call with the
 // partition's appends (see the package documentation).
 //
-// A partition that never sees an idempotent producer holds only the
-// settings: its tables are made by the first write (most partitions of a
-// broker hosting many never see one).
+// A partition that never sees an idempotent producer holds only a
+// pointer to the settings: its tables are made by the first write (most
+// partitions of a broker hosting many never see one).
 type State struct {
-	expiration time.Duration
-	now        func() time.Time
-	t          *tables // nil until the first producer or verification
+	opts *Options
+	t    *tables // nil until the first producer or verification
+}
+
+// now is the clock; expiration is producer.id.expiration.ms.
+func (s *State) now() time.Time {
+	if s.opts.Now == nil {
+		return time.Now()
+	}
+	return s.opts.Now()
+}
+
+func (s *State) expiration() time.Duration {
+	if s.opts.Expiration <= 0 {
+		return DefaultExpiration
+	}
+	return s.opts.Expiration
 }
 
 type tables struct {
@@ -178,16 +193,11 @@ func (s *State) put(id int64, e *entry) {
 }
 
 // NewState returns an empty state.
-func NewState(opts Options) *State {
-	s := &State{expiration: opts.Expiration, now: opts.Now}
-	if s.expiration <= 0 {
-		s.expiration = DefaultExpiration
-	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	return s
-}
+func NewState(opts Options) *State { return NewStateWith(&opts) }
+
+// NewStateWith returns an empty state that reads opts, which the caller
+// may share with other states and must not change after.
+func NewStateWith(opts *Options) *State { return &State{opts: opts} }
 
 // Check decides whether a data batch a client sent may be appended, with
 // no verified transaction (see CheckVerified). It returns nil to append
@@ -453,7 +463,7 @@ func (s *State) Appended(info log.BatchInfo) { s.Apply(&info.BatchHeader, &info.
 // producer is accepted again at any sequence.
 func (s *State) ExpireProducers() int {
 	now := s.now().UnixMilli()
-	limit := s.expiration.Milliseconds()
+	limit := s.expiration().Milliseconds()
 	n := 0
 	if s.t == nil {
 		return 0

@@ -320,6 +320,24 @@ func TestExpireProducers(t *testing.T) {
 	}
 }
 
+// TestStatesShareTheirOptions: states made with one *Options read its
+// clock and expiration; each keeps its own producers.
+func TestStatesShareTheirOptions(t *testing.T) {
+	clock := newFakeClock(time.UnixMilli(testTs))
+	opts := &Options{Expiration: time.Hour, Now: clock.now}
+	a, b := NewStateWith(opts), NewStateWith(opts)
+	h1, h2 := header(1, 0, 0, 1), header(2, 0, 0, 1)
+	a.Record(&h1)
+	b.Record(&h2)
+	if _, ok := a.Entry(2); ok || a.Len() != 1 || b.Len() != 1 {
+		t.Fatalf("states share producers: %d and %d", a.Len(), b.Len())
+	}
+	clock.add(time.Hour)
+	if na, nb := a.ExpireProducers(), b.ExpireProducers(); na != 1 || nb != 1 {
+		t.Fatalf("expired %d and %d at the shared deadline, want 1 each", na, nb)
+	}
+}
+
 func TestExpirationDefault(t *testing.T) {
 	clock := newFakeClock(time.UnixMilli(testTs).Add(24*time.Hour - time.Millisecond))
 	s := NewState(Options{Now: clock.now})
