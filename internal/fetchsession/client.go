@@ -62,13 +62,15 @@ type clientTopic[T comparable] struct {
 // Partition is one partition a Client knows of.
 type Partition[V any] struct {
 	Value V
-	// want is what the fetcher asks; once a request names it, the
-	// session holds it (while inSession), until Want changes it and
-	// queues it again.
-	want      PartitionData
-	topic     int32 // index in Client.topics
-	partition int32
-	flags     uint8
+	// want* are the PartitionData the fetcher asks (Data), kept as
+	// fields so that they share the padding; once a request names them,
+	// the session holds them (while inSession), until Want changes them
+	// and queues the partition again.
+	wantOffset, wantLogStart                 int64
+	wantMaxBytes, wantEpoch, wantLastFetched int32
+	topic                                    int32 // index in Client.topics
+	partition                                int32
+	flags                                    uint8
 }
 
 // The flags of a Partition.
@@ -93,7 +95,10 @@ func (p *Partition[V]) set(f uint8, on bool) {
 }
 
 // Data is what the fetcher asks of the partition.
-func (p *Partition[V]) Data() PartitionData { return p.want }
+func (p *Partition[V]) Data() PartitionData {
+	return PartitionData{FetchOffset: p.wantOffset, LogStartOffset: p.wantLogStart, MaxBytes: p.wantMaxBytes,
+		LeaderEpoch: p.wantEpoch, LastFetchedEpoch: p.wantLastFetched}
+}
 
 // Wanted reports whether the partition is fetched (not paused).
 func (p *Partition[V]) Wanted() bool { return p.has(fWanted) }
@@ -280,8 +285,9 @@ func (c *Client[T, V]) Want(k Key[T], d PartitionData) {
 	if !p.has(fWanted) {
 		c.wanted++
 	}
-	changed := !p.has(fInSession) || p.want != d
-	p.want = d
+	changed := !p.has(fInSession) || p.Data() != d
+	p.wantOffset, p.wantLogStart, p.wantMaxBytes = d.FetchOffset, d.LogStartOffset, d.MaxBytes
+	p.wantEpoch, p.wantLastFetched = d.LeaderEpoch, d.LastFetchedEpoch
 	p.set(fWanted, true)
 	if changed && !p.has(fInQueue) {
 		p.set(fInQueue, true)

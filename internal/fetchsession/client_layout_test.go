@@ -233,9 +233,9 @@ func checkLayout(t *testing.T, step int, c *Client[string, int], ref *refClient)
 		if p == nil {
 			t.Fatalf("step %d: %v missing", step, k)
 		}
-		if p.Value != rp.value || p.want != rp.want || p.Wanted() != rp.wanted || p.has(fInSession) != rp.inSession {
+		if p.Value != rp.value || p.Data() != rp.want || p.Wanted() != rp.wanted || p.has(fInSession) != rp.inSession {
 			t.Fatalf("step %d: %v is %d %+v wanted=%t in session=%t, want %d %+v %t %t", step, k,
-				p.Value, p.want, p.Wanted(), p.has(fInSession), rp.value, rp.want, rp.wanted, rp.inSession)
+				p.Value, p.Data(), p.Wanted(), p.has(fInSession), rp.value, rp.want, rp.wanted, rp.inSession)
 		}
 	}
 	if c.Len() != live || c.Wanted() != wanted {

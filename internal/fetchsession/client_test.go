@@ -58,7 +58,7 @@ func TestClientTranscripts(t *testing.T) {
 				}
 				var send []string
 				for _, k := range last.Send {
-					send = append(send, fmt.Sprintf("%s@%d", ks(k), c.slot(c.find(k)).want.FetchOffset))
+					send = append(send, fmt.Sprintf("%s@%d", ks(k), c.slot(c.find(k)).Data().FetchOffset))
 				}
 				var forget []string
 				for _, k := range last.Forget {
@@ -257,7 +257,7 @@ func compareSession(t *testing.T, cache *Cache, c *Client[string, int], id int32
 	client := map[string]PartitionData{}
 	for i := range c.n {
 		if p := c.slot(i); p.has(fUsed) && p.has(fInSession) {
-			client[ks(c.keyOf(p))] = p.want
+			client[ks(c.keyOf(p))] = p.Data()
 		}
 	}
 	if fmt.Sprint(server) != fmt.Sprint(client) {

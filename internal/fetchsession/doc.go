@@ -39,9 +39,10 @@
 //     request after a session error or a lost answer. A follower's
 //     fetcher holds every partition it follows from one leader, so the
 //     Client keeps its partitions by value in chunks that never move
-//     (64 bytes each for a follower's), found through one slotIndex (an
+//     (56 bytes each for a follower's: the PartitionData asked for kept
+//     as fields beside the flags), found through one slotIndex (an
 //     open-addressing table of 4-byte cells keyed by topic and
-//     partition), a topic's name or id stored once: about 85 bytes per
+//     partition), a topic's name or id stored once: about 77 bytes per
 //     followed partition, where a map of pointers to entries took about
 //     145. A Session finds its entries (72 bytes each) through a
 //     slotIndex too, not a dense array per topic (a follower's session
