@@ -51,9 +51,32 @@ var errBadCheckpoint = errors.New("replica: malformed leader-epoch checkpoint")
 //
 // Concurrency: a leaf mutex; methods are safe for concurrent use.
 type EpochCache struct {
-	mu      sync.Mutex
-	log     *wlog.Log // the checkpoint is in its directory; nil: not persisted (tests)
-	entries []EpochEntry
+	mu  sync.Mutex
+	log *wlog.Log // the checkpoint is in its directory; nil: not persisted (tests)
+	// list holds the entries (see entries); nil while there are none, as
+	// for most replicas of never-written partitions, which then save the
+	// slice header.
+	list *[]EpochEntry
+}
+
+// entries are the entries, oldest first. c.mu held (or c not shared).
+func (c *EpochCache) entries() []EpochEntry {
+	if c.list == nil {
+		return nil
+	}
+	return *c.list
+}
+
+// setEntries replaces the entries. c.mu held (or c not shared).
+func (c *EpochCache) setEntries(es []EpochEntry) {
+	switch {
+	case len(es) == 0:
+		c.list = nil
+	case c.list == nil:
+		c.list = &es
+	default:
+		*c.list = es
+	}
 }
 
 // openEpochCache loads the checkpoint in l's directory. ok is false when
@@ -82,7 +105,7 @@ func (c *EpochCache) load(l *wlog.Log) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	c.entries = entries
+	c.setEntries(entries)
 	return true, nil
 }
 
@@ -90,17 +113,18 @@ func (c *EpochCache) load(l *wlog.Log) (bool, error) {
 func (c *EpochCache) Entries() []EpochEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]EpochEntry(nil), c.entries...)
+	return append([]EpochEntry(nil), c.entries()...)
 }
 
 // Latest returns the newest entry; ok is false when the cache is empty.
 func (c *EpochCache) Latest() (EpochEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.entries) == 0 {
+	es := c.entries()
+	if len(es) == 0 {
 		return EpochEntry{}, false
 	}
-	return c.entries[len(c.entries)-1], true
+	return es[len(es)-1], true
 }
 
 // Assign records that epoch starts at startOffset. As in Kafka, nothing
@@ -114,17 +138,18 @@ func (c *EpochCache) Assign(epoch int32, startOffset int64) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if n := len(c.entries); n > 0 {
-		last := c.entries[n-1]
+	es := c.entries()
+	if n := len(es); n > 0 {
+		last := es[n-1]
 		if last.Epoch == epoch && last.StartOffset <= startOffset {
 			return nil
 		}
 	}
-	keep := len(c.entries)
-	for keep > 0 && (c.entries[keep-1].Epoch >= epoch || c.entries[keep-1].StartOffset >= startOffset) {
+	keep := len(es)
+	for keep > 0 && (es[keep-1].Epoch >= epoch || es[keep-1].StartOffset >= startOffset) {
 		keep--
 	}
-	c.entries = append(c.entries[:keep:keep], EpochEntry{Epoch: epoch, StartOffset: startOffset})
+	c.setEntries(append(es[:keep:keep], EpochEntry{Epoch: epoch, StartOffset: startOffset}))
 	return c.persistLocked()
 }
 
@@ -136,14 +161,15 @@ func (c *EpochCache) TruncateFromEnd(endOffset int64) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	keep := len(c.entries)
-	for keep > 0 && c.entries[keep-1].StartOffset >= endOffset {
+	es := c.entries()
+	keep := len(es)
+	for keep > 0 && es[keep-1].StartOffset >= endOffset {
 		keep--
 	}
-	if keep == len(c.entries) {
+	if keep == len(es) {
 		return nil
 	}
-	c.entries = c.entries[:keep:keep]
+	c.setEntries(es[:keep:keep])
 	return c.persistLocked()
 }
 
@@ -153,13 +179,13 @@ func (c *EpochCache) TruncateFromEnd(endOffset int64) error {
 func (c *EpochCache) TruncateFromStart(startOffset int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.entries) == 0 || c.entries[0].StartOffset >= startOffset {
+	es := c.entries()
+	if len(es) == 0 || es[0].StartOffset >= startOffset {
 		return nil
 	}
 	// floor is the last entry starting at or below startOffset.
-	floor := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].StartOffset > startOffset }) - 1
-	rest := append([]EpochEntry{{Epoch: c.entries[floor].Epoch, StartOffset: startOffset}}, c.entries[floor+1:]...)
-	c.entries = rest
+	floor := sort.Search(len(es), func(i int) bool { return es[i].StartOffset > startOffset }) - 1
+	c.setEntries(append([]EpochEntry{{Epoch: es[floor].Epoch, StartOffset: startOffset}}, es[floor+1:]...))
 	return c.persistLocked()
 }
 
@@ -177,28 +203,29 @@ func (c *EpochCache) TruncateFromStart(startOffset int64) error {
 func (c *EpochCache) EndOffsetFor(requested int32, leo int64) (epoch int32, endOffset int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := len(c.entries)
+	es := c.entries()
+	n := len(es)
 	if requested == UndefinedEpoch || n == 0 {
 		return UndefinedEpoch, UndefinedOffset
 	}
-	if c.entries[n-1].Epoch == requested {
+	if es[n-1].Epoch == requested {
 		return requested, leo
 	}
-	higher := sort.Search(n, func(i int) bool { return c.entries[i].Epoch > requested })
+	higher := sort.Search(n, func(i int) bool { return es[i].Epoch > requested })
 	if higher == n {
 		return UndefinedEpoch, UndefinedOffset
 	}
 	if higher == 0 {
-		return requested, c.entries[0].StartOffset
+		return requested, es[0].StartOffset
 	}
-	return c.entries[higher-1].Epoch, c.entries[higher].StartOffset
+	return es[higher-1].Epoch, es[higher].StartOffset
 }
 
 // reset replaces the entries (rebuild from the log) and persists them.
 func (c *EpochCache) reset(entries []EpochEntry) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries = entries
+	c.setEntries(entries)
 	return c.persistLocked()
 }
 
@@ -218,7 +245,7 @@ func (c *EpochCache) persistLocked() error {
 		// batches without a checkpoint, which Open rebuilds from.
 		return nil
 	}
-	if err := replaceFile(dir, epochCheckpointFile, encodeEpochCheckpoint(c.entries)); err != nil {
+	if err := replaceFile(dir, epochCheckpointFile, encodeEpochCheckpoint(c.entries())); err != nil {
 		return fmt.Errorf("replica: leader-epoch checkpoint: %w", err)
 	}
 	return nil

@@ -8,7 +8,9 @@ import (
 )
 
 func cacheOf(entries ...EpochEntry) *EpochCache {
-	return &EpochCache{entries: slices.Clone(entries)}
+	c := &EpochCache{}
+	c.setEntries(slices.Clone(entries))
+	return c
 }
 
 func TestEndOffsetFor(t *testing.T) {
