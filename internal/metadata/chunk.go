@@ -30,9 +30,11 @@ type chunk struct {
 	written uint16
 }
 
-// pstate is a partition as a chunk stores it.
+// pstate is a partition as a chunk stores it: 24 bytes.
 type pstate struct {
-	off            uint32 // start of its lists in the arena
+	// offRec is the start of its lists in the arena (the low offBits)
+	// and its leader recovery state (the high 8 bits).
+	offRec         uint32
 	nReplicas      uint16
 	nISR           uint16
 	nAdding        uint16
@@ -40,7 +42,22 @@ type pstate struct {
 	leader         int32
 	leaderEpoch    int32
 	partitionEpoch int32
-	leaderRecovery int8
+}
+
+// offBits hold an arena offset: a compacted arena holds at most
+// chunkSize partitions of four lists of at most 65,535 nodes, under
+// 1<<offBits.
+const offBits = 24
+
+// arenaLimit is where set compacts a chunk's arena (1<<offBits; lowered
+// by tests).
+var arenaLimit = 1 << offBits
+
+func (s *pstate) off() int             { return int(s.offRec & (1<<offBits - 1)) }
+func (s *pstate) leaderRecovery() int8 { return int8(s.offRec >> offBits) }
+
+func (s *pstate) setOff(off int) {
+	s.offRec = s.offRec&^(1<<offBits-1) | uint32(off)
 }
 
 func (s *pstate) lists() int {
@@ -50,11 +67,12 @@ func (s *pstate) lists() int {
 // view returns partition i as a Partition, sharing the arena.
 func (c *chunk) view(i int) Partition {
 	s := &c.parts[i]
-	end := int(s.off) + s.lists()
+	off := s.off()
+	end := off + s.lists()
 	return Partition{
-		nodes:     c.arena[s.off:end:end],
+		nodes:     c.arena[off:end:end],
 		nReplicas: s.nReplicas, nISR: s.nISR, nAdding: s.nAdding,
-		leader: s.leader, leaderEpoch: s.leaderEpoch, partitionEpoch: s.partitionEpoch, leaderRecovery: s.leaderRecovery,
+		leader: s.leader, leaderEpoch: s.leaderEpoch, partitionEpoch: s.partitionEpoch, leaderRecovery: s.leaderRecovery(),
 	}
 }
 
@@ -62,14 +80,19 @@ func (c *chunk) view(i int) Partition {
 // length), copying its lists into the arena. The chunk must be the
 // caller's own.
 func (c *chunk) set(i int, replicas, isr, adding, removing []int32, leader, leaderEpoch, partitionEpoch int32, recovery int8) {
+	need := len(replicas) + len(isr) + len(adding) + len(removing)
+	if len(c.arena)+need >= arenaLimit {
+		// The builder's replaced lists filled the arena: keep the live ones.
+		c.arena = c.moveLists(make([]int32, 0, len(c.arena)), c.parts)
+	}
 	s := pstate{
-		off:       uint32(len(c.arena)),
+		offRec:    uint32(len(c.arena)) | uint32(uint8(recovery))<<offBits,
 		nReplicas: uint16(len(replicas)), nISR: uint16(len(isr)), nAdding: uint16(len(adding)), nRemoving: uint16(len(removing)),
-		leader: leader, leaderEpoch: leaderEpoch, partitionEpoch: partitionEpoch, leaderRecovery: recovery,
+		leader: leader, leaderEpoch: leaderEpoch, partitionEpoch: partitionEpoch,
 	}
 	// One growth for the four lists: chunks of equal partitions then fill
 	// their arena exactly.
-	c.arena = slices.Grow(c.arena, len(replicas)+len(isr)+len(adding)+len(removing))
+	c.arena = slices.Grow(c.arena, need)
 	c.arena = append(append(append(append(c.arena, replicas...), isr...), adding...), removing...)
 	if i == len(c.parts) {
 		c.parts = append(c.parts, s)
@@ -89,16 +112,22 @@ func (c *chunk) clone(e *edit, extra int) *chunk {
 	}
 	n := &chunk{
 		parts: make([]pstate, len(c.parts), len(c.parts)+extra),
-		arena: make([]int32, 0, live+widest+extra*4),
 		owner: e,
 	}
-	for i := range c.parts {
-		s := c.parts[i]
-		end := int(s.off) + s.lists()
-		off := len(n.arena)
-		n.arena = append(n.arena, c.arena[s.off:end]...)
-		s.off = uint32(off)
-		n.parts[i] = s
-	}
+	copy(n.parts, c.parts)
+	n.arena = c.moveLists(make([]int32, 0, live+widest+extra*4), n.parts)
 	return n
+}
+
+// moveLists appends the lists of parts, read from c's arena, to arena
+// and points each partition at its new place. Views of c's arena stay
+// as they were.
+func (c *chunk) moveLists(arena []int32, parts []pstate) []int32 {
+	for i := range parts {
+		s := &parts[i]
+		from, to := s.off(), len(arena)
+		arena = append(arena, c.arena[from:from+s.lists()]...)
+		s.setOff(to)
+	}
+	return arena
 }
