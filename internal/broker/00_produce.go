@@ -68,7 +68,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 				if dup, ok := asDuplicate(err); ok {
 					// A retry of a batch already written: acknowledge it
 					// with its original offsets, as Kafka does.
-					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = dup.Batch.FirstOffset, dup.Batch.Timestamp, p.log.StartOffset()
+					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = dup.Batch.FirstOffset, dup.Batch.Timestamp, p.log().StartOffset()
 				} else if err == nil {
 					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 					if !b.cfg.NullStorage {

@@ -321,7 +321,7 @@ func (b *Broker) readPartition(p *partition, d *fetchsession.PartitionData, sp *
 		return code, nil, false
 	}
 	hw := p.highWatermark()
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.log.StartOffset()
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, p.log().StartOffset()
 	sp.RecordBatches = []byte{}
 	max := min(int64(d.MaxBytes), budget)
 	if max <= 0 && !first {

@@ -56,7 +56,7 @@ func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartit
 	sp.LeaderEpoch = epoch
 	hw := p.highWatermark()
 	if replica {
-		hw = p.log.EndOffset()
+		hw = p.log().EndOffset()
 	}
 	switch rp.Timestamp {
 	case -1:
@@ -65,11 +65,11 @@ func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartit
 			sp.Offset = p.latestOffset(hw, iso)
 		}
 	case -2, -4:
-		sp.Offset = p.log.StartOffset()
+		sp.Offset = p.log().StartOffset()
 	case -5:
 		sp.Offset = -1
 	case -3:
-		res, err := p.log.MaxTimestamp(hw)
+		res, err := p.log().MaxTimestamp(hw)
 		if err != nil {
 			return kerr.KafkaStorageError.Code
 		}
@@ -78,7 +78,7 @@ func (b *Broker) listOffset(p *partition, rp *kmsg.ListOffsetsRequestTopicPartit
 		if rp.Timestamp < 0 {
 			return kerr.InvalidRequest.Code
 		}
-		res, err := p.log.OffsetForTimestamp(rp.Timestamp, hw)
+		res, err := p.log().OffsetForTimestamp(rp.Timestamp, hw)
 		if err != nil {
 			return kerr.KafkaStorageError.Code
 		}

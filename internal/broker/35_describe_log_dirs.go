@@ -37,7 +37,7 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, req *server.Request) *
 		for _, p := range parts {
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			dp.Partition = p.index
-			dp.Size = p.log.Size()
+			dp.Size = p.log().Size()
 			dt.Partitions = append(dt.Partitions, dp)
 		}
 		dir.Topics = append(dir.Topics, dt)
@@ -56,7 +56,7 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, req *server.Request) *
 			}
 			var parts []*partition
 			for _, i := range rt.Partitions {
-				if i >= 0 && int(i) < len(t.partitions) && t.partitions[i].log != nil {
+				if i >= 0 && int(i) < len(t.partitions) && t.partitions[i].rep != nil {
 					parts = append(parts, t.partitions[i])
 				}
 			}

@@ -30,7 +30,7 @@ func (b *Broker) handleDescribeProducers(_ context.Context, req *server.Request)
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			for _, info := range p.log.DescribeProducers() {
+			for _, info := range p.log().DescribeProducers() {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch = info.ProducerID, int32(info.ProducerEpoch)
 				ap.LastSequence, ap.LastTimestamp = info.LastSequence, info.LastTimestamp

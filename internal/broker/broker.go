@@ -382,10 +382,10 @@ func (b *Broker) closeLogs() error {
 	var errs []error
 	for _, t := range b.topics {
 		for _, p := range t.partitions {
-			if p.log == nil {
+			if p.rep == nil {
 				continue
 			}
-			if err := p.log.Close(); err != nil && !errors.Is(err, wlog.ErrClosed) {
+			if err := p.log().Close(); err != nil && !errors.Is(err, wlog.ErrClosed) {
 				errs = append(errs, err)
 			}
 		}

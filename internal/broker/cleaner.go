@@ -65,7 +65,7 @@ func (b *Broker) cleanPartition(p *partition) {
 	err := b.cleaner.Add(cleaner.Partition{
 		TopicPartition: cleaner.TopicPartition{Topic: p.topic.name, Partition: p.index},
 		Dir:            b.cfg.DataDir,
-		Log:            p.log,
+		Log:            p.log(),
 		Stable:         p.highWatermark,
 	})
 	if err != nil {

@@ -87,7 +87,7 @@ func TestCompactedTopicIsCleaned(t *testing.T) {
 	eventually(t, 30*time.Second, func() error { return sizeBelow(t, ctx, adm, "kt", 3<<20) })
 
 	c := newClient(t, tb.addr, kgo.ConsumeTopics("kt"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	end := partitionAt(tb.b, "kt", 0).log.EndOffset()
+	end := partitionAt(tb.b, "kt", 0).log().EndOffset()
 	latest := map[string]string{}
 	read, last := 0, int64(-1)
 	for last < end-1 {
@@ -131,7 +131,7 @@ func TestCompactedTopicIsCleaned(t *testing.T) {
 	if pr.ErrorCode != kerr.InvalidRecord.Code || pr.ErrorMessage == nil || *pr.ErrorMessage != "Compacted topic cannot accept message without key" {
 		t.Fatalf("keyless produce: code %d message %v", pr.ErrorCode, deref(pr.ErrorMessage))
 	}
-	if got := partitionAt(tb.b, "kt", 0).log.EndOffset(); got != end {
+	if got := partitionAt(tb.b, "kt", 0).log().EndOffset(); got != end {
 		t.Fatalf("refused batch moved the end from %d to %d", end, got)
 	}
 	if n := testutil.CollectAndCount(tb.b.CleanerCollector(), "weir_cleaner_runs_total"); n != 1 {
@@ -172,7 +172,7 @@ func TestOffsetsTopicStaysBounded(t *testing.T) {
 	// topic, partition; value: version, offset, epoch, metadata,
 	// timestamp): 2 MB uncompacted.
 	eventually(t, 30*time.Second, func() error { return sizeBelow(t, ctx, adm, "__consumer_offsets", 3<<19) })
-	offsets := partitionAt(tb.b, "__consumer_offsets", 0).log
+	offsets := partitionAt(tb.b, "__consumer_offsets", 0).log()
 	if offsets.EndOffset() < int64(commits) {
 		t.Fatalf("%d offsets written for %d commits", offsets.EndOffset(), commits)
 	}
@@ -271,7 +271,7 @@ func TestNewReplicaCopiesCompactedLog(t *testing.T) {
 	}
 	leader := func() *partition { return partitionAt(c.brokers[0].b, "rc", 0) }
 	eventually(t, 10*time.Second, func() error {
-		if !leader().log.Config().Compact {
+		if !leader().log().Config().Compact {
 			return fmt.Errorf("rc not compacted yet")
 		}
 		return nil
@@ -287,7 +287,7 @@ func TestNewReplicaCopiesCompactedLog(t *testing.T) {
 		}
 	}
 	eventually(t, 30*time.Second, func() error {
-		if size := leader().log.Size(); size >= 2<<20 {
+		if size := leader().log().Size(); size >= 2<<20 {
 			return fmt.Errorf("leader holds %d bytes", size)
 		}
 		return nil
@@ -296,7 +296,7 @@ func TestNewReplicaCopiesCompactedLog(t *testing.T) {
 	follower := func() *partition { return partitionAt(c.brokers[1].b, "rc", 0) }
 	eventually(t, 30*time.Second, func() error {
 		f := follower()
-		if f.log == nil || f.log.EndOffset() != leader().log.EndOffset() {
+		if f.rep == nil || f.log().EndOffset() != leader().log().EndOffset() {
 			return fmt.Errorf("follower not caught up")
 		}
 		return nil
@@ -304,7 +304,7 @@ func TestNewReplicaCopiesCompactedLog(t *testing.T) {
 	// By offset what each replica holds, and each key's last value.
 	read := func(p *partition) (map[int64]string, map[string]string) {
 		at, last := map[int64]string{}, map[string]string{}
-		err := p.log.ScanRecords(ctx, func(r *wlog.Record) error {
+		err := p.log().ScanRecords(ctx, func(r *wlog.Record) error {
 			at[r.Offset] = fmt.Sprintf("%s=%s", r.Key, r.Value[:3])
 			last[string(r.Key)] = string(r.Value[:3])
 			return nil

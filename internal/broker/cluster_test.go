@@ -383,7 +383,7 @@ func TestLeaderHintOnAcksAllWait(t *testing.T) {
 	// away with a controlled shutdown of the leader.
 	b1 := tc.brokers[0].b
 	deadline := time.Now().Add(10 * time.Second)
-	for partitionAt(b1, "moving", 0).log.EndOffset() == 0 {
+	for partitionAt(b1, "moving", 0).log().EndOffset() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the batch never reached the leader's log")
 		}

@@ -32,7 +32,7 @@ func TestTopicConfigsDescribeAlterAndPersist(t *testing.T) {
 	if v := got["segment.bytes"]; v.MaybeValue() != "1073741824" || v.Source != kmsg.ConfigSourceDefaultConfig {
 		t.Fatalf("segment.bytes described as %+v", v)
 	}
-	if got := partitionAt(tb.b, "cfg", 0).log.Config().RetentionTime; got != time.Minute {
+	if got := partitionAt(tb.b, "cfg", 0).log().Config().RetentionTime; got != time.Minute {
 		t.Fatalf("log retention %v, want 1m from the topic override", got)
 	}
 
@@ -42,7 +42,7 @@ func TestTopicConfigsDescribeAlterAndPersist(t *testing.T) {
 	if err != nil || ar[0].Err != nil {
 		t.Fatalf("alter: %v %v", err, ar)
 	}
-	lc := partitionAt(tb.b, "cfg", 0).log.Config()
+	lc := partitionAt(tb.b, "cfg", 0).log().Config()
 	if !lc.LogAppendTime || lc.RetentionTime != 7*24*time.Hour {
 		t.Fatalf("log config after alter: append time %v retention %v", lc.LogAppendTime, lc.RetentionTime)
 	}
@@ -74,7 +74,7 @@ func TestTopicConfigsDescribeAlterAndPersist(t *testing.T) {
 	if err != nil || br[0].Err != nil {
 		t.Fatalf("alter broker: %v %+v", err, br)
 	}
-	if got := partitionAt(tb.b, "cfg", 0).log.Config().RetentionTime; got != 2*time.Minute {
+	if got := partitionAt(tb.b, "cfg", 0).log().Config().RetentionTime; got != 2*time.Minute {
 		t.Fatalf("retention after broker default change: %v", got)
 	}
 	if br, _ := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "node.id", Value: kmsg.StringPtr("7")}}, 1); br[0].Err != kerr.InvalidRequest {
@@ -85,7 +85,7 @@ func TestTopicConfigsDescribeAlterAndPersist(t *testing.T) {
 	c.Close()
 	tb.stop()
 	tb = startBroker(t, dir, nil)
-	lc = partitionAt(tb.b, "cfg", 0).log.Config()
+	lc = partitionAt(tb.b, "cfg", 0).log().Config()
 	if !lc.LogAppendTime || lc.RetentionTime != 2*time.Minute {
 		t.Fatalf("after restart: append time %v retention %v", lc.LogAppendTime, lc.RetentionTime)
 	}

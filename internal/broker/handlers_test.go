@@ -200,7 +200,7 @@ func TestProduceRejectsBadInput(t *testing.T) {
 			t.Errorf("%s: error %v, want %v", tc.name, kerr.ErrorForCode(got), tc.want)
 		}
 	}
-	if end := partitionAt(tb.b, "p", 0).log.EndOffset(); end != 1 {
+	if end := partitionAt(tb.b, "p", 0).log().EndOffset(); end != 1 {
 		t.Fatalf("rejected batches changed the log: end offset %d", end)
 	}
 	// The good batch comes from an idempotent producer: sent again it is a
@@ -208,7 +208,7 @@ func TestProduceRejectsBadInput(t *testing.T) {
 	if resp := produce("p", good, 1); resp.Topics[0].Partitions[0].ErrorCode != 0 || resp.Topics[0].Partitions[0].BaseOffset != 0 {
 		t.Fatalf("good batch after rejections: %+v", resp.Topics[0].Partitions[0])
 	}
-	if end := partitionAt(tb.b, "p", 0).log.EndOffset(); end != 1 {
+	if end := partitionAt(tb.b, "p", 0).log().EndOffset(); end != 1 {
 		t.Fatalf("duplicate was written again: end offset %d", end)
 	}
 }
@@ -217,7 +217,7 @@ func TestProduceRejectsBadInput(t *testing.T) {
 func storedBatch(t *testing.T, tb *testBroker, topic string) []byte {
 	t.Helper()
 	p := partitionAt(tb.b, topic, 0)
-	b, err := p.log.ReadBytes(0, 1, p.log.EndOffset())
+	b, err := p.log().ReadBytes(0, 1, p.log().EndOffset())
 	if err != nil || len(b) == 0 {
 		t.Fatalf("read stored batch: %v", err)
 	}
@@ -286,7 +286,7 @@ func TestDescribeAPIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := oresp.Topics[0].Partitions
-	if ps[0].ErrorCode != 0 || ps[0].LeaderEpoch != 0 || ps[0].EndOffset != partitionAt(tb.b, "d1", 0).log.EndOffset() {
+	if ps[0].ErrorCode != 0 || ps[0].LeaderEpoch != 0 || ps[0].EndOffset != partitionAt(tb.b, "d1", 0).log().EndOffset() {
 		t.Fatalf("epoch end offset: %+v", ps[0])
 	}
 	if ps[1].ErrorCode != kerr.UnknownLeaderEpoch.Code {
@@ -305,7 +305,7 @@ func TestNullStorageAcknowledgesWithoutStoring(t *testing.T) {
 			t.Fatalf("produce %d: offset %d, %v", i, r.Offset, err)
 		}
 	}
-	if size := partitionAt(tb.b, "null", 0).log.Size(); size != 0 {
+	if size := partitionAt(tb.b, "null", 0).log().Size(); size != 0 {
 		t.Fatalf("null storage wrote %d bytes", size)
 	}
 }

@@ -35,7 +35,7 @@ func TestHighWatermarkCheckpointed(t *testing.T) {
 	}
 	tb = startBroker(t, dir, nil)
 	p := tb.b.lookupTopic("hwc").partitions[0]
-	if hw, ok := p.log.CheckpointedHighWatermark(); !ok || hw != 5 {
+	if hw, ok := p.log().CheckpointedHighWatermark(); !ok || hw != 5 {
 		t.Fatalf("reopened log: checkpointed high watermark %d, %v; want 5", hw, ok)
 	}
 	if hw := p.highWatermark(); hw != 5 {
@@ -63,7 +63,7 @@ func TestReplicaStartsFromCheckpointedHighWatermark(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tp := &topic{name: "side-" + tc.name}
-			p, err := b.openPartition(tp, 0, cfg, false)
+			p, err := b.openPartition(tp, 0, cfg, false, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,26 +71,23 @@ func TestReplicaStartsFromCheckpointedHighWatermark(t *testing.T) {
 				var bb wlog.BatchBuilder
 				bb.Reset(0)
 				bb.Add(0, nil, []byte("v"), nil)
-				if _, err := p.log.Append(append([]byte(nil), bb.Build()...), wlog.AppendOptions{}); err != nil {
+				if _, err := p.log().Append(append([]byte(nil), bb.Build()...), wlog.AppendOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if tc.noteHW >= 0 {
-				p.log.NoteHighWatermark(tc.noteHW)
+				p.log().NoteHighWatermark(tc.noteHW)
 			}
-			if err := p.log.Close(); err != nil {
+			if err := p.log().Close(); err != nil {
 				t.Fatal(err)
 			}
-			p, err = b.openPartition(tp, 0, cfg, false)
+			p, err = b.openPartition(tp, 0, cfg, false, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer p.log.Close()
-			if err := b.openReplica(p, 1); err != nil {
-				t.Fatal(err)
-			}
+			defer p.log().Close()
 			if got := p.rep.HighWatermark(); got != tc.want {
-				t.Fatalf("replica high watermark %d, want %d (log end %d)", got, tc.want, p.log.EndOffset())
+				t.Fatalf("replica high watermark %d, want %d (log end %d)", got, tc.want, p.log().EndOffset())
 			}
 			if got := p.highWatermark(); got != tc.want {
 				t.Fatalf("partition high watermark %d, want %d", got, tc.want)

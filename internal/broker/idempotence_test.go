@@ -91,7 +91,7 @@ func TestIdempotentProduce(t *testing.T) {
 			t.Fatalf("%s: error %v offset %d, want offset %d", s.name, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset, s.wantOffset)
 		}
 	}
-	if end := tb.b.lookupTopic("idem").partitions[0].log.EndOffset(); end != 4 {
+	if end := tb.b.lookupTopic("idem").partitions[0].log().EndOffset(); end != 4 {
 		t.Fatalf("log end %d: duplicates or refused batches were written", end)
 	}
 
@@ -189,7 +189,7 @@ func TestUnexpectedProduceErrorIsLogged(t *testing.T) {
 	if strings.Contains(logs.String(), line) {
 		t.Fatalf("a Kafka refusal was logged as unexpected:\n%s", logs.String())
 	}
-	l := tb.b.lookupTopic("closed").partitions[0].log
+	l := tb.b.lookupTopic("closed").partitions[0].log()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestCaughtUpFollowerRejoinsIdlePartition(t *testing.T) {
 	}
 	leader, follower := tc.brokers[0].b, tc.brokers[1].b
 	eventually(t, 10*time.Second, func() error {
-		if got := follower.lookupTopic("rejoin").partitions[0].log.EndOffset(); got != 10 {
+		if got := follower.lookupTopic("rejoin").partitions[0].log().EndOffset(); got != 10 {
 			return fmt.Errorf("follower's log ends at %d, want 10", got)
 		}
 		return nil

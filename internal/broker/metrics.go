@@ -39,8 +39,8 @@ func (s metricsSource) FetchSessionStats() fetchsession.Stats { return s.b.fetch
 type scrapedReplica partition
 
 func (p *scrapedReplica) Leader() bool          { return (*partition)(p).isLeader() }
-func (p *scrapedReplica) LogEndOffset() int64   { return p.log.EndOffset() }
+func (p *scrapedReplica) LogEndOffset() int64   { return (*partition)(p).log().EndOffset() }
 func (p *scrapedReplica) HighWatermark() int64  { return (*partition)(p).highWatermark() }
-func (p *scrapedReplica) LogStartOffset() int64 { return p.log.StartOffset() }
-func (p *scrapedReplica) LogSize() int64        { return p.log.Size() }
-func (p *scrapedReplica) Fsyncs() int64         { return p.log.Fsyncs() }
+func (p *scrapedReplica) LogStartOffset() int64 { return (*partition)(p).log().StartOffset() }
+func (p *scrapedReplica) LogSize() int64        { return (*partition)(p).log().Size() }
+func (p *scrapedReplica) Fsyncs() int64         { return (*partition)(p).log().Fsyncs() }

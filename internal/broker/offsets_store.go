@@ -39,7 +39,7 @@ type offsetsPartition struct{ p *partition }
 
 func (o offsetsPartition) Index() int32   { return o.p.index }
 func (o offsetsPartition) Leading() bool  { return o.p.isLeader() }
-func (o offsetsPartition) Log() *wlog.Log { return o.p.log }
+func (o offsetsPartition) Log() *wlog.Log { return o.p.log() }
 func (o offsetsPartition) AppendCommitted(ctx context.Context, batch []byte, coordinator bool) error {
 	var opts wlog.AppendOptions
 	if coordinator {

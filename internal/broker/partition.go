@@ -25,10 +25,8 @@ type partition struct {
 	// cleaning is where the log stands with the cleaner (cleaner.go):
 	// notCleaned, cleaned or cleanerDone; changed under wmu.
 	cleaning atomic.Uint32
-	log      *wlog.Log
-	rep      *replica.Replica // the replica over log; nil when log is
+	rep      *replica.Replica // the replica over the local log; nil without one
 
-	leads atomic.Bool
 	// leadership is the leader's node id (-1 when offline) and the leader
 	// epoch, as one snapshot (leader in the high 32 bits).
 	leadership atomic.Int64
@@ -150,10 +148,10 @@ func (p *partition) setLeadership(leader, epoch int32) (was int32) {
 // producers is the idempotent-producer state the log keeps in step with
 // its batches (see internal/producer); nil without a local log.
 func (p *partition) producers() *producer.State {
-	if p.log == nil {
+	if p.rep == nil {
 		return nil
 	}
-	st, _ := p.log.Producers().(*producer.State)
+	st, _ := p.log().Producers().(*producer.State)
 	return st
 }
 
@@ -168,10 +166,10 @@ func (p *partition) highWatermark() int64 { return p.hw.Load() }
 // the replica has its new role, so that they answer
 // NOT_LEADER_OR_FOLLOWER, or, for a follower's fetch held for this
 // leadership, are served.
-func (p *partition) setState(s metadata.Partition, self int32) (changed bool) {
+func (p *partition) setState(s metadata.Partition) (changed bool) {
+	led := p.isLeader()
 	epochChanged := p.setLeadership(s.Leader(), s.LeaderEpoch()) != s.LeaderEpoch()
-	leads := s.Leader() == self && p.log != nil
-	return p.leads.Swap(leads) != leads || epochChanged
+	return p.isLeader() != led || epochChanged
 }
 
 // setHW publishes the replica's high watermark and wakes parked fetches.
@@ -203,7 +201,7 @@ func (p *partition) wakeAll() {
 func localOnly(ps []*partition) []*partition {
 	out := make([]*partition, 0, len(ps))
 	for _, p := range ps {
-		if p.log != nil {
+		if p.rep != nil {
 			out = append(out, p)
 		}
 	}
@@ -211,4 +209,12 @@ func localOnly(ps []*partition) []*partition {
 }
 
 // isLeader reports whether this node leads the partition.
-func (p *partition) isLeader() bool { return p.leads.Load() }
+func (p *partition) isLeader() bool { return p.rep != nil && p.leader() == p.topic.self }
+
+// log is the local log, the replica's; nil without one.
+func (p *partition) log() *wlog.Log {
+	if p.rep == nil {
+		return nil
+	}
+	return p.rep.Log()
+}

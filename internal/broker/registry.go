@@ -198,7 +198,7 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 	b.mu.RUnlock()
 	t := old
 	if t == nil {
-		t = &topic{name: mt.Name(), id: mt.ID(), internal: metadata.InternalTopic(mt.Name()),
+		t = &topic{name: mt.Name(), id: mt.ID(), internal: metadata.InternalTopic(mt.Name()), self: self,
 			configs: configadmin.TopicOverrides(img, mt.Name())}
 	}
 	cfg, err := b.topicLogConfig(t.configs)
@@ -216,21 +216,17 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 		}
 		local := slices.Contains(s.Replicas(), self)
 		switch {
-		case p != nil && local == (p.log != nil):
+		case p != nil && local == (p.rep != nil):
 		case local:
 			if p != nil {
 				stopped = append(stopped, p) // a placeholder
 			}
-			np, err := b.openPartition(t, i, cfg, true)
-			if err == nil && b.cfg.NullStorage {
-				np.null = new(nullstore.Partition)
-			}
+			np, err := b.openPartition(t, i, cfg, true, minISR)
 			if err == nil {
-				if err = b.openReplica(np, minISR); err != nil {
-					np.log.Close()
-				} else {
-					b.cleanWhenWritten(np, np.hw.Load())
+				if b.cfg.NullStorage {
+					np.null = new(nullstore.Partition)
 				}
+				b.cleanWhenWritten(np, np.hw.Load())
 			}
 			if err != nil {
 				b.logger.Error("cannot open a partition this node replicates", "topic", t.name, "partition", i, "err", err)
@@ -238,12 +234,12 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 			}
 			p = np
 		default:
-			if p != nil && p.log != nil {
+			if p != nil && p.rep != nil {
 				stopped = append(stopped, p)
 			}
 			p = &partition{topic: t, index: i}
 		}
-		moved := p.setState(s, self)
+		moved := p.setState(s)
 		// A led partition whose ISR lacks a replica is read again for
 		// every fetch session: a follower that is caught up and idle
 		// names nothing in its incremental fetches, and only a read of
@@ -291,21 +287,19 @@ func (b *Broker) removeTopic(id metadata.TopicID, deleteData bool) {
 // removes its data), and wakes fetches parked on it.
 func (b *Broker) dropPartition(p *partition, deleteData bool) {
 	p.setLeadership(-1, p.leaderEpoch())
-	p.leads.Store(false)
 	p.wakeAll()
-	if p.log == nil {
+	if p.rep == nil {
 		return
 	}
-	if p.rep != nil {
-		// Produce requests waiting for this leader's high watermark
-		// answer NOT_LEADER_OR_FOLLOWER now, not at their timeout.
-		p.rep.Stop()
-		b.replicas.RemovePartitions([]*replica.Replica{p.rep})
-	}
+	// Produce requests waiting for this leader's high watermark answer
+	// NOT_LEADER_OR_FOLLOWER now, not at their timeout.
+	p.rep.Stop()
+	b.replicas.RemovePartitions([]*replica.Replica{p.rep})
 	b.stopCleaning(p, deleteData)
-	p.log.Close()
+	l := p.log()
+	l.Close()
 	if deleteData {
-		if err := os.RemoveAll(p.log.Dir()); err != nil {
+		if err := os.RemoveAll(l.Dir()); err != nil {
 			b.logger.Warn("could not remove partition directory", "topic", p.topic.name, "partition", p.index, "err", err)
 		}
 	}

@@ -2,12 +2,15 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/config"
+	wlog "weir/internal/log"
 	"weir/internal/metadata"
+	"weir/internal/producer"
 	"weir/internal/replica"
 )
 
@@ -19,25 +22,34 @@ import (
 // high watermark and propose ISR changes, which internal/alterpartition
 // sends to the controller as AlterPartition.
 
-// openReplica wraps a freshly opened partition log in a Replica.
+// openPartition opens the log of one partition (with lazy, a partition
+// never written has no files until its first append) and the Replica
+// over it. The log drives the producer state: it applies every batch
+// written (leader, marker, follower), restores it at open and rebuilds
+// it at truncation.
 //
-// Its high watermark starts from the log's checkpoint (replica.Open clamps
-// it to the log), or from the log end for a log whose checkpoint holds
-// none (written before the checkpoint carried it): a replica that takes
-// its whole log for committed could, as a new leader, show consumers
-// records its followers never had.
-func (b *Broker) openReplica(p *partition, minISR int) error {
-	hw := p.log.EndOffset()
-	if ck, ok := p.log.CheckpointedHighWatermark(); ok {
+// The high watermark starts from the log's checkpoint (replica.Open
+// clamps it to the log), or from the log end for a log whose checkpoint
+// holds none (written before the checkpoint carried it): a replica that
+// takes its whole log for committed could, as a new leader, show
+// consumers records its followers never had.
+func (b *Broker) openPartition(t *topic, i int32, cfg wlog.Config, lazy bool, minISR int) (*partition, error) {
+	st := producer.NewStateWith(b.producerOptions())
+	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, i), cfg, wlog.Options{Env: b.logEnv, Lazy: lazy, Producers: st})
+	if err != nil {
+		return nil, fmt.Errorf("broker: open %s-%d: %w", t.name, i, err)
+	}
+	hw := l.EndOffset()
+	if ck, ok := l.CheckpointedHighWatermark(); ok {
 		hw = ck
 	}
-	r, err := replica.Open(p.log, hw, replica.Config{Env: b.replicaEnv(), Owner: p, MinISR: minISR})
-	if err != nil {
-		return err
+	p := &partition{topic: t, index: i}
+	if p.rep, err = replica.Open(l, hw, replica.Config{Env: b.replicaEnv(), Owner: p, MinISR: minISR}); err != nil {
+		l.Close()
+		return nil, err
 	}
-	p.rep = r
-	p.hw.Store(r.HighWatermark())
-	return nil
+	p.hw.Store(p.rep.HighWatermark())
+	return p, nil
 }
 
 // replicaEnv is what every replica of this broker shares: settings and
@@ -53,7 +65,7 @@ func (b *Broker) replicaEnv() *replica.Env {
 			OnISRChange: func(r *replica.Replica, ch replica.ISRChange) { b.isr.Submit(r, ch) },
 			OnHighWatermark: func(r *replica.Replica, hw int64) {
 				p := owner(r)
-				p.log.NoteHighWatermark(hw)
+				p.log().NoteHighWatermark(hw)
 				p.setHW(hw)
 				b.cleanWhenWritten(p, hw)
 			},

@@ -33,7 +33,7 @@ func (b *Broker) enforceRetention() {
 		if p.rep != nil {
 			_, err = p.rep.EnforceRetention()
 		} else {
-			_, err = p.log.EnforceRetention(p.highWatermark())
+			_, err = p.log().EnforceRetention(p.highWatermark())
 		}
 		if err != nil {
 			b.logger.Warn("retention failed", "topic", p.topic.name, "partition", p.index, "err", err)

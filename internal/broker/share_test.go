@@ -247,7 +247,7 @@ func TestShareAcquisitionsAreNotWritten(t *testing.T) {
 	stateEnd := func() int64 {
 		var n int64
 		for _, lp := range stateLogs(t, tb.b) {
-			n += lp.log.EndOffset()
+			n += lp.log().EndOffset()
 		}
 		return n
 	}
@@ -624,7 +624,7 @@ func TestShareStateLogStaysShort(t *testing.T) {
 	if err := ackErrors(m.fetch(ctx, fetchOpts{acks: ackAll(prev, 1)})); err != nil {
 		t.Fatal(err)
 	}
-	state := stateLogs(t, tb.b)[0].log
+	state := stateLogs(t, tb.b)[0].log()
 	if start, end := state.StartOffset(), state.EndOffset(); start == 0 || end-start > 200 {
 		t.Fatalf("__share_group_state holds [%d, %d): the log start did not follow the snapshots", start, end)
 	}

@@ -200,7 +200,7 @@ type sharedPartition struct {
 	epoch int32
 }
 
-func (s sharedPartition) Log() *wlog.Log       { return s.p.log }
+func (s sharedPartition) Log() *wlog.Log       { return s.p.log() }
 func (s sharedPartition) HighWatermark() int64 { return s.p.highWatermark() }
 func (s sharedPartition) LeaderEpoch() int32   { return s.epoch }
 func (s sharedPartition) Park(w *replica.Waiter) func() {

@@ -34,10 +34,10 @@ func (b *Broker) applyTopicConfigs(t *topic, overrides map[string]string, parts 
 	}
 	minISR := b.minISROf(overrides)
 	for _, p := range parts {
-		if p.log == nil {
+		if p.rep == nil {
 			continue
 		}
-		if err := p.log.SetConfig(cfg); err != nil {
+		if err := p.log().SetConfig(cfg); err != nil {
 			return fmt.Errorf("%w: %s-%d: %v", kerr.InvalidConfig, t.name, p.index, err)
 		}
 		if p.rep != nil {

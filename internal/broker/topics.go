@@ -8,8 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	wlog "weir/internal/log"
-
 	"weir/internal/config"
 	"weir/internal/producer"
 )
@@ -21,6 +19,7 @@ type topic struct {
 	name       string
 	id         [16]byte
 	internal   bool
+	self       int32 // this node's id, which partition.isLeader compares
 	partitions []*partition
 	configs    map[string]string // dynamic overrides (DYNAMIC_TOPIC_CONFIG)
 }
@@ -44,22 +43,6 @@ func validateTopicName(name string) error {
 
 func partitionDir(dataDir, topic string, p int32) string {
 	return filepath.Join(dataDir, topic+"-"+strconv.Itoa(int(p)))
-}
-
-// openPartition opens the log of one partition; with lazy, a partition
-// never written has no files until its first append.
-func (b *Broker) openPartition(t *topic, p int32, cfg wlog.Config, lazy bool) (*partition, error) {
-	// The log drives the producer state: it applies every batch written
-	// (leader, marker, follower), restores it at open and rebuilds it at
-	// truncation.
-	st := producer.NewStateWith(b.producerOptions())
-	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, p), cfg, wlog.Options{Env: b.logEnv, Lazy: lazy, Producers: st})
-	if err != nil {
-		return nil, fmt.Errorf("broker: open %s-%d: %w", t.name, p, err)
-	}
-	part := &partition{topic: t, index: p, log: l}
-	part.hw.Store(l.EndOffset())
-	return part, nil
 }
 
 // producerOptions are the settings the partitions' producer states

@@ -175,7 +175,7 @@ func (p *partition) TopicPartition() txn.TopicPartition {
 
 func (p *partition) Producers() *producer.State { return p.producers() }
 
-func (p *partition) WithProducers(fn func()) { p.log.WithProducers(fn) }
+func (p *partition) WithProducers(fn func()) { p.log().WithProducers(fn) }
 
 // startProducerExpiration forgets, every
 // producer.id.expiration.check.interval.ms, the producers of each local
@@ -194,8 +194,8 @@ func (b *Broker) localLogs() []producer.Expirer {
 	var out []producer.Expirer
 	for _, t := range b.topics {
 		for _, p := range t.partitions {
-			if p.log != nil {
-				out = append(out, p.log)
+			if p.rep != nil {
+				out = append(out, p.log())
 			}
 		}
 	}
@@ -220,7 +220,7 @@ func (b *Broker) txnCall(ctx context.Context, fn func(ctx context.Context) (kmsg
 // LastStableOffset and, for read_committed, the aborted transactions
 // overlapping the records returned, from the aborted-transaction index.
 func (p *partition) readIsolated(offset, maxBytes, hw int64, iso wlog.Isolation, sp *kmsg.FetchResponseTopicPartition) (wlog.ReadResult, error) {
-	res, err := p.log.ReadIsolated(nil, offset, maxBytes, hw, iso)
+	res, err := p.log().ReadIsolated(nil, offset, maxBytes, hw, iso)
 	if err != nil {
 		return res.ReadResult, err
 	}
@@ -241,7 +241,7 @@ func (p *partition) readIsolated(offset, maxBytes, hw int64, iso wlog.Isolation,
 // read_committed.
 func (p *partition) latestOffset(hw int64, iso wlog.Isolation) int64 {
 	if iso == wlog.ReadCommitted {
-		return p.log.LastStableOffset(hw)
+		return p.log().LastStableOffset(hw)
 	}
 	return hw
 }

@@ -118,7 +118,7 @@ func TestTransactionalBatchRefused(t *testing.T) {
 	if sp := rawProduce(t, ctx, c, tb, "txr", b); sp.ErrorCode != kerr.InvalidTxnState.Code {
 		t.Fatalf("unverifiable batch: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(sp.ErrorCode))
 	}
-	if end := partitionAt(tb.b, "txr", 0).log.EndOffset(); end != 0 {
+	if end := partitionAt(tb.b, "txr", 0).log().EndOffset(); end != 0 {
 		t.Fatalf("log end %d after refused batches, want 0", end)
 	}
 }
@@ -190,7 +190,7 @@ func TestTransactionTimesOut(t *testing.T) {
 	}
 	part := partitionAt(tb.b, "tto", 0)
 	eventually(t, 10*time.Second, func() error {
-		if lso, end := part.log.LastStableOffset(part.highWatermark()), part.log.EndOffset(); lso != end || end < 2 {
+		if lso, end := part.log().LastStableOffset(part.highWatermark()), part.log().EndOffset(); lso != end || end < 2 {
 			return fmt.Errorf("LSO %d, log end %d: the timed-out transaction is not aborted yet", lso, end)
 		}
 		return nil
@@ -239,8 +239,8 @@ func TestWriteTxnMarkersChecks(t *testing.T) {
 	if code := send("wm", 9, 3, 5); code != 0 {
 		t.Fatalf("marker with no transaction: %v", kerr.ErrorForCode(code))
 	}
-	end := part.log.EndOffset()
-	if lso := part.log.LastStableOffset(part.highWatermark()); lso != end {
+	end := part.log().EndOffset()
+	if lso := part.log().LastStableOffset(part.highWatermark()); lso != end {
 		t.Fatalf("LSO %d after a marker that ends nothing, want the end %d", lso, end)
 	}
 	for _, tc := range []struct {
@@ -258,7 +258,7 @@ func TestWriteTxnMarkersChecks(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, kerr.ErrorForCode(code), tc.want)
 		}
 	}
-	if got := part.log.EndOffset(); got != end {
+	if got := part.log().EndOffset(); got != end {
 		t.Fatalf("log end %d after refused markers, want %d", got, end)
 	}
 }
@@ -388,7 +388,7 @@ func TestAddPartitionsToTxnRefusesInternalTopics(t *testing.T) {
 
 	// Nor may a client write to an internal topic: Kafka answers
 	// INVALID_TOPIC_EXCEPTION (ReplicaManager.appendToLocalLog).
-	offsets := partitionAt(tb.b, "__consumer_offsets", 0).log
+	offsets := partitionAt(tb.b, "__consumer_offsets", 0).log()
 	end := offsets.EndOffset()
 	if sp := rawProduce(t, ctx, newClient(t, tb.addr), tb, "__consumer_offsets", idempotentBatch(-1, -1, -1, "x")); sp.ErrorCode != kerr.InvalidTopicException.Code {
 		t.Fatalf("produce to __consumer_offsets: %v, want INVALID_TOPIC_EXCEPTION", kerr.ErrorForCode(sp.ErrorCode))
