@@ -96,8 +96,8 @@ func (r *Replica) leaderLEOChanged() bool {
 		return false
 	}
 	r.ls.minISR = r.minISR.Load()
-	r.ls.noteLEO(leo, r.lastFetch)
-	moved := r.ls.advanceHW(leo, r.now())
+	r.lead().noteLEO(leo, r.lastFetch)
+	moved := r.lead().advanceHW(leo, r.now())
 	r.afterHWLocked(moved)
 	return moved
 }
@@ -222,7 +222,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 		return res
 	}
 	r.mu.Lock()
-	known := r.ls.isFollower(f.ReplicaID)
+	known := r.lead().isFollower(f.ReplicaID)
 	r.mu.Unlock()
 	if !known {
 		r.roleMu.RUnlock()
@@ -248,9 +248,9 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	res.Ranges, res.Bytes = read.Ranges, read.Bytes
 	now := r.now()
 	r.mu.Lock()
-	change := r.ls.fetched(f.ReplicaID, f.FetchOffset, leo, f.BrokerEpoch, now)
+	change := r.lead().fetched(f.ReplicaID, f.FetchOffset, leo, f.BrokerEpoch, now)
 	r.ls.minISR = r.minISR.Load()
-	moved := r.ls.advanceHW(r.cache.log.EndOffset(), now)
+	moved := r.lead().advanceHW(r.cache.log.EndOffset(), now)
 	r.afterHWLocked(moved)
 	res.HighWatermark = r.ls.hw
 	r.mu.Unlock()
@@ -291,7 +291,7 @@ func (r *Replica) MaybeShrinkISR() {
 	}
 	leo := r.cache.log.EndOffset()
 	r.mu.Lock()
-	change := r.ls.maybeShrink(leo, r.now())
+	change := r.lead().maybeShrink(leo, r.now())
 	r.mu.Unlock()
 	r.roleMu.RUnlock()
 	r.proposeISR(change)
@@ -353,7 +353,7 @@ func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMo
 		r.ls.isr = slices.Clone(res.ISR)
 		r.ls.partitionEpoch = res.PartitionEpoch
 		r.ls.pending = nil
-		moved := r.ls.advanceHW(r.cache.log.EndOffset(), r.now())
+		moved := r.lead().advanceHW(r.cache.log.EndOffset(), r.now())
 		r.afterHWLocked(moved)
 		r.wakeLocked() // acks=all waiters re-check the ISR size
 		r.info("replica: ISR changed", "isr", res.ISR, "partition_epoch", res.PartitionEpoch)

@@ -57,10 +57,8 @@ func nanos(t time.Time) int64 {
 // clock; Replica feeds it the leader's log end offset and the time. Not
 // safe for concurrent use (Replica.mu guards it).
 type leaderState struct {
-	rules          *leaderRules
 	leaderEpoch    int32
 	partitionEpoch int32
-	epochStart     int64 // offset the current leader epoch started at
 	leo            int64 // the leader's log end offset, as last noted (noteLEO)
 	replicas       []int32
 	isr            []int32 // committed ISR, as the metadata says
@@ -80,10 +78,20 @@ type leaderState struct {
 // followers' states, the ISR change in flight and the waiters' channel.
 type busy struct {
 	followers []followerState // one per replica but the leader
-	pending   *ISRChange
+	// epochStart is the offset the leader epoch started at: the log end
+	// while the leadership was compact.
+	epochStart int64
+	pending    *ISRChange
 	// hwCh is closed on high watermark, ISR or role changes; nil until
 	// an acks=all waiter needs it (Replica.waitChLocked).
 	hwCh chan struct{}
+}
+
+// leading is a leaderState with the rules it follows, which the
+// leaderStates of a broker share (Env.rules) rather than point to each.
+type leading struct {
+	*leaderState
+	rules *leaderRules
 }
 
 // leaderRules are what the leaderStates of a broker share (Env.rules):
@@ -111,16 +119,14 @@ type leaderRules struct {
 // partition whose followers idle in their fetch sessions ever needs.
 func newLeaderState(rules *leaderRules, st PartitionState, epochStart, hw int64, now time.Time) *leaderState {
 	s := &leaderState{
-		rules:          rules,
 		leaderEpoch:    st.LeaderEpoch,
 		partitionEpoch: st.PartitionEpoch,
-		epochStart:     epochStart,
 		leo:            epochStart,
 		hw:             hw,
 		since:          now.UnixNano(),
 	}
 	if len(st.Replicas) > maxCompactReplicas {
-		s.setAssignment(st, now)
+		leading{s, rules}.setAssignment(st, now)
 		return s
 	}
 	s.replicas = st.Replicas[:len(st.Replicas):len(st.Replicas)]
@@ -149,11 +155,11 @@ func (s *leaderState) inFlight() *ISRChange {
 // next fetch names the partition (an AlterPartition fills in the
 // registered epoch). An idle follower's time is raised by noteLEO from
 // its fetch session anyway.
-func (s *leaderState) expand() {
+func (s leading) expand() {
 	if !s.compact() {
 		return
 	}
-	s.busy = &busy{}
+	s.busy = &busy{epochStart: s.leo}
 	for i, id := range s.replicas {
 		if id == s.rules.self {
 			continue
@@ -171,7 +177,7 @@ func (s *leaderState) expand() {
 }
 
 // isFollower reports whether id is a replica other than the leader.
-func (s *leaderState) isFollower(id int32) bool {
+func (s leading) isFollower(id int32) bool {
 	return id != s.rules.self && slices.Contains(s.replicas, id)
 }
 
@@ -179,7 +185,7 @@ func (s *leaderState) isFollower(id int32) bool {
 // leader's log ended at leaderLEO, and proposes adding it to the ISR
 // when it qualifies (maybeExpand). A compact leadership stays compact
 // when an ISR member fetches at the log end.
-func (s *leaderState) fetched(id int32, fetchOffset, leaderLEO, brokerEpoch int64, now time.Time) *ISRChange {
+func (s leading) fetched(id int32, fetchOffset, leaderLEO, brokerEpoch int64, now time.Time) *ISRChange {
 	if s.compact() && fetchOffset == s.leo && leaderLEO == s.leo && slices.Contains(s.isr, id) {
 		if i := slices.Index(s.replicas, id); i >= 0 && id != s.rules.self {
 			s.atLEO |= 1 << i
@@ -197,13 +203,13 @@ func (s *leaderState) fetched(id int32, fetchOffset, leaderLEO, brokerEpoch int6
 
 // compactAt reports whether the leadership is compact and its log still
 // ends at leaderLEO, so that atLEO tells every follower's offset.
-func (s *leaderState) compactAt(leaderLEO int64) bool {
+func (s leading) compactAt(leaderLEO int64) bool {
 	return s.compact() && leaderLEO == s.leo
 }
 
 // unheard reports whether an ISR follower of a compact leadership has
 // not fetched at the log end: its offset is unknown.
-func (s *leaderState) unheard() bool {
+func (s leading) unheard() bool {
 	for i, id := range s.replicas {
 		if id != s.rules.self && s.atLEO&(1<<i) == 0 && slices.Contains(s.isr, id) {
 			return true
@@ -215,7 +221,7 @@ func (s *leaderState) unheard() bool {
 // setAssignment applies replicas and committed ISR from metadata, keeping
 // the progress of followers that stay and clearing any ISR change in
 // flight (the metadata now says what the controller decided).
-func (s *leaderState) setAssignment(st PartitionState, now time.Time) {
+func (s leading) setAssignment(st PartitionState, now time.Time) {
 	s.expand()
 	s.partitionEpoch = st.PartitionEpoch
 	// Kept as given, never written to: StateOf's slices are the metadata
@@ -237,7 +243,7 @@ func (s *leaderState) setAssignment(st PartitionState, now time.Time) {
 }
 
 // follower is id's state, or nil when id is not a follower.
-func (s *leaderState) follower(id int32) *followerState {
+func (s leading) follower(id int32) *followerState {
 	if s.busy == nil {
 		return nil
 	}
@@ -257,7 +263,7 @@ func (s *leaderState) follower(id int32) *followerState {
 // it last was, without the partition being read. Without this, a
 // follower of a partition idle for longer than replica.lag.time.max.ms
 // would look out of sync between the next append and its next fetch.
-func (s *leaderState) noteLEO(leo int64, lastFetch func(id int32) time.Time) {
+func (s leading) noteLEO(leo int64, lastFetch func(id int32) time.Time) {
 	if leo <= s.leo {
 		return
 	}
@@ -275,7 +281,7 @@ func (s *leaderState) noteLEO(leo int64, lastFetch func(id int32) time.Time) {
 // maximalISR is the ISR the high watermark must respect: the committed
 // ISR plus, while a change is in flight, the proposed one (an expansion
 // counts at once, a shrink only once committed).
-func (s *leaderState) inMaximalISR(id int32) bool {
+func (s leading) inMaximalISR(id int32) bool {
 	if slices.Contains(s.isr, id) {
 		return true
 	}
@@ -283,7 +289,7 @@ func (s *leaderState) inMaximalISR(id int32) bool {
 	return p != nil && slices.Contains(p.NewISR, id)
 }
 
-func (s *leaderState) isEligible(id int32) bool {
+func (s leading) isEligible(id int32) bool {
 	f := s.follower(id)
 	return f != nil && slices.Contains(s.replicas, id) && (s.rules.eligible == nil || s.rules.eligible(id, f.brokerEpoch))
 }
@@ -292,7 +298,7 @@ func (s *leaderState) isEligible(id int32) bool {
 // the maximal ISR and of followers about to join it (caught up and
 // eligible), capped by the leader's own end. It never lowers it. It
 // reports whether it moved.
-func (s *leaderState) advanceHW(leaderLEO int64, now time.Time) bool {
+func (s leading) advanceHW(leaderLEO int64, now time.Time) bool {
 	if s.rules.holdUnderMinISR && len(s.isr) < int(s.minISR) {
 		return false
 	}
@@ -326,12 +332,12 @@ func (s *leaderState) advanceHW(leaderLEO int64, now time.Time) bool {
 // eligible, has reached the high watermark and has every offset of the
 // current leader epoch's start (so it has truncated any divergent
 // suffix). Nothing is proposed while another change is in flight.
-func (s *leaderState) maybeExpand(id int32) *ISRChange {
+func (s leading) maybeExpand(id int32) *ISRChange {
 	f := s.follower(id)
 	if s.inFlight() != nil || f == nil || slices.Contains(s.isr, id) || !s.isEligible(id) {
 		return nil
 	}
-	if f.leo < s.hw || f.leo < s.epochStart {
+	if f.leo < s.hw || f.leo < s.busy.epochStart {
 		return nil
 	}
 	isr := append(slices.Clone(s.isr), id)
@@ -341,7 +347,7 @@ func (s *leaderState) maybeExpand(id int32) *ISRChange {
 
 // maybeShrink proposes removing every ISR follower that has not been
 // caught up within maxLag.
-func (s *leaderState) maybeShrink(leaderLEO int64, now time.Time) *ISRChange {
+func (s leading) maybeShrink(leaderLEO int64, now time.Time) *ISRChange {
 	if s.inFlight() != nil {
 		return nil
 	}
@@ -364,7 +370,7 @@ func (s *leaderState) maybeShrink(leaderLEO int64, now time.Time) *ISRChange {
 	return s.propose(isr)
 }
 
-func (s *leaderState) propose(isr []int32) *ISRChange {
+func (s leading) propose(isr []int32) *ISRChange {
 	epochs := make([]int64, len(isr))
 	for i, id := range isr {
 		epochs[i] = -1

@@ -32,6 +32,7 @@ func TestLeaderStateTranscript(t *testing.T) {
 	datadriven.Walk(t, "testdata/leader_state", func(t *testing.T, path string) {
 		var (
 			s            *leaderState
+			l            leading // s with its rules
 			leo          int64
 			now          = time.Unix(1_000_000, 0)
 			sessionFetch = map[int32]time.Time{}
@@ -56,6 +57,7 @@ func TestLeaderStateTranscript(t *testing.T) {
 				st := PartitionState{Leader: int32(self), LeaderEpoch: int32(epoch), PartitionEpoch: int32(pepoch), Replicas: ids(t, d, "replicas"), ISR: ids(t, d, "isr")}
 				rules := &leaderRules{self: int32(self), maxLag: lag}
 				s = newLeaderState(rules, st, leo, hw, now)
+				l = leading{s, rules}
 				if d.HasArg("minisr") {
 					var minISR int
 					d.ScanArgs(t, "minisr", &minISR)
@@ -83,13 +85,13 @@ func TestLeaderStateTranscript(t *testing.T) {
 					}
 					return !slices.Contains(out, id)
 				}
-				s.advanceHW(leo, now)
+				l.advanceHW(leo, now)
 			case "append":
 				var n int64
 				d.ScanArgs(t, "n", &n)
 				leo += n
-				s.noteLEO(leo, func(id int32) time.Time { return sessionFetch[id] })
-				s.advanceHW(leo, now)
+				l.noteLEO(leo, func(id int32) time.Time { return sessionFetch[id] })
+				l.advanceHW(leo, now)
 			case "session":
 				var id int
 				d.ScanArgs(t, "id", &id)
@@ -103,14 +105,14 @@ func TestLeaderStateTranscript(t *testing.T) {
 				if d.HasArg("bepoch") {
 					d.ScanArgs(t, "bepoch", &bepoch)
 				}
-				proposed = s.fetched(int32(id), off, leo, bepoch, now)
-				s.advanceHW(leo, now)
+				proposed = l.fetched(int32(id), off, leo, bepoch, now)
+				l.advanceHW(leo, now)
 			case "advance":
 				var ds string
 				d.ScanArgs(t, "d", &ds)
 				now = now.Add(mustDuration(t, ds))
 			case "shrink":
-				proposed = s.maybeShrink(leo, now)
+				proposed = l.maybeShrink(leo, now)
 			case "commit":
 				if s.inFlight() == nil {
 					return "error: nothing in flight"
@@ -118,7 +120,7 @@ func TestLeaderStateTranscript(t *testing.T) {
 				s.isr = s.pending.NewISR
 				s.partitionEpoch++
 				s.pending = nil
-				s.advanceHW(leo, now)
+				l.advanceHW(leo, now)
 			case "reject":
 				if s.inFlight() != nil {
 					s.pending = nil
@@ -126,12 +128,12 @@ func TestLeaderStateTranscript(t *testing.T) {
 			case "metadata":
 				var pepoch int
 				d.ScanArgs(t, "pepoch", &pepoch)
-				st := PartitionState{Leader: s.rules.self, LeaderEpoch: s.leaderEpoch, PartitionEpoch: int32(pepoch), Replicas: s.replicas, ISR: ids(t, d, "isr")}
+				st := PartitionState{Leader: l.rules.self, LeaderEpoch: s.leaderEpoch, PartitionEpoch: int32(pepoch), Replicas: s.replicas, ISR: ids(t, d, "isr")}
 				if d.HasArg("replicas") {
 					st.Replicas = ids(t, d, "replicas")
 				}
-				s.setAssignment(st, now)
-				s.advanceHW(leo, now)
+				l.setAssignment(st, now)
+				l.advanceHW(leo, now)
 			default:
 				t.Fatalf("unknown command %q", d.Cmd)
 			}

@@ -366,6 +366,9 @@ func (r *Replica) Log() *wlog.Log { return r.cache.log }
 // EpochCache is the replica's leader-epoch cache.
 func (r *Replica) EpochCache() *EpochCache { return &r.cache }
 
+// lead is the leader state with the broker's rules. mu held, leader.
+func (r *Replica) lead() leading { return leading{r.ls, r.env.rules} }
+
 // Owner is Config.Owner.
 func (r *Replica) Owner() Owner { return r.owner }
 
@@ -457,8 +460,8 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 			r.roleMu.Unlock()
 			return nil
 		}
-		r.ls.setAssignment(st, now)
-		moved := r.ls.advanceHW(leo, now)
+		r.lead().setAssignment(st, now)
+		moved := r.lead().advanceHW(leo, now)
 		r.afterHWLocked(moved)
 		r.mu.Unlock()
 		r.roleMu.Unlock()
@@ -474,7 +477,7 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 	r.wakeLocked() // the previous epoch's waiters
 	r.ls = newLeaderState(r.env.rules, st, leo, r.hw.Load(), now)
 	r.ls.minISR = r.minISR.Load()
-	moved := r.ls.advanceHW(leo, now)
+	moved := r.lead().advanceHW(leo, now)
 	r.afterHWLocked(moved)
 	r.wakeLocked()
 	r.mu.Unlock()
@@ -555,7 +558,7 @@ func (r *Replica) wakeLocked() {
 // waitChLocked returns the channel wakeLocked closes next. mu held, and
 // the replica leads.
 func (r *Replica) waitChLocked() chan struct{} {
-	r.ls.expand()
+	r.lead().expand()
 	if r.ls.hwCh == nil {
 		r.ls.hwCh = make(chan struct{})
 	}

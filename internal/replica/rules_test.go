@@ -33,7 +33,7 @@ func TestLeadersShareTheirRules(t *testing.T) {
 				}
 				leaders = append(leaders, r)
 			}
-			a, b := leaders[0].ls, leaders[1].ls
+			a, b := leaders[0].lead(), leaders[1].lead()
 			if tc.shared && (a.rules != b.rules || a.rules != tc.env.rules) {
 				t.Fatal("two leaders of one Env hold a copy of its rules each")
 			}
