@@ -21,9 +21,10 @@
 //     divergence.
 //   - What a request reads. Every partition of a session is watched: the
 //     broker's partition holds a Mark per session (in a Marks, two
-//     inline) and calls it after any change a fetch could see. A request reads the partitions marked
-//     since the last answer and those it names itself, and, parked below
-//     MinBytes, only those marked while it waited. Kafka's broker reads
+//     inline) and calls it after any change a fetch could see. A request
+//     reads the partitions marked since the last answer and those it
+//     names itself, and, parked below MinBytes, only those marked while
+//     it waited. Kafka's broker reads
 //     every partition of the session on every request; here an idle
 //     partition costs an incremental request nothing, so an idle
 //     follower's fetch, which names nothing, reads nothing. A partition
