@@ -41,7 +41,7 @@ type partition struct {
 	watchers *watchers
 }
 
-// watchers is one allocation of 64 B for a led partition's followers'
+// watchers is one allocation of 48 B for a led partition's followers'
 // sessions; the parked ShareFetches, rare, have one of their own.
 type watchers struct {
 	marks   fetchsession.Marks // fetch sessions (internal/fetchsession)

@@ -4,51 +4,65 @@ import "slices"
 
 // Marks is the set of marks a Source holds, one per session reading it.
 // Two fit inline, with no allocation of their own: a partition led here
-// is read by its followers' sessions, two at replication factor 3. Not
-// safe for concurrent use (the Source's lock guards it) and not to be
-// copied once used.
+// is read by its followers' sessions, two at replication factor 3. More
+// go to a grown array, let go once they fit inline again. Not safe for
+// concurrent use (the Source's lock guards it).
 type Marks struct {
-	list   []Mark // inline[:n] while they fit, a grown array past that
-	inline [2]Mark
+	inline [2]Mark // filled from the front; a zero Mark is a free slot
+	more   *[]Mark // all the marks, while more than inline holds
 }
 
 // Len is the number of marks held.
-func (ms *Marks) Len() int { return len(ms.list) }
+func (ms *Marks) Len() int { return len(ms.All()) }
 
 // All returns the marks held; valid until the next Add or Remove.
-func (ms *Marks) All() []Mark { return ms.list }
+func (ms *Marks) All() []Mark {
+	if ms.more != nil {
+		return *ms.more
+	}
+	n := 0
+	for n < len(ms.inline) && ms.inline[n].s != nil {
+		n++
+	}
+	return ms.inline[:n]
+}
 
 // Add adds m.
 func (ms *Marks) Add(m Mark) {
-	n := len(ms.list)
-	switch {
-	case ms.list == nil:
-		ms.list = ms.inline[:0]
-	case n == cap(ms.list) && n <= len(ms.inline):
-		// Out of inline, which keeps no copy.
-		grown := make([]Mark, n, 2*len(ms.inline))
-		copy(grown, ms.list)
-		clear(ms.inline[:])
-		ms.list = grown
+	if ms.more != nil {
+		*ms.more = append(*ms.more, m)
+		return
 	}
-	ms.list = append(ms.list, m)
+	if n := ms.Len(); n < len(ms.inline) {
+		ms.inline[n] = m
+		return
+	}
+	// Out of inline, which keeps no copy.
+	grown := make([]Mark, len(ms.inline), 2*len(ms.inline))
+	copy(grown, ms.inline[:])
+	clear(ms.inline[:])
+	grown = append(grown, m)
+	ms.more = &grown
 }
 
-// Remove removes m if held. The slot left past the end is cleared: a
-// mark kept there would keep its closed session, and all its entries,
-// alive.
+// Remove removes m if held. The slot it leaves is cleared: a mark kept
+// there would keep its closed session, and all its entries, alive.
 func (ms *Marks) Remove(m Mark) {
-	i := slices.Index(ms.list, m)
+	all := ms.All()
+	i := slices.Index(all, m)
 	if i < 0 {
 		return
 	}
-	last := len(ms.list) - 1
-	ms.list[i] = ms.list[last]
-	ms.list[last] = Mark{}
-	ms.list = ms.list[:last]
-	if n := len(ms.list); n <= len(ms.inline) && cap(ms.list) > len(ms.inline) {
+	last := len(all) - 1
+	all[i] = all[last]
+	all[last] = Mark{}
+	if ms.more == nil {
+		return
+	}
+	*ms.more = all[:last]
+	if last <= len(ms.inline) {
 		// Back into inline: the grown array is let go.
-		copy(ms.inline[:], ms.list)
-		ms.list = ms.inline[:n]
+		copy(ms.inline[:], all[:last])
+		ms.more = nil
 	}
 }

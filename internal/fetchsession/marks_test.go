@@ -41,8 +41,11 @@ func TestMarks(t *testing.T) {
 			if !slices.Equal(got, tc.want) || ms.Len() != len(tc.want) {
 				t.Fatalf("marks %v (len %d), want %v", got, ms.Len(), tc.want)
 			}
-			if inline := cap(ms.All()) <= len(ms.inline); inline != tc.inline {
+			if inline := ms.more == nil; inline != tc.inline {
 				t.Fatalf("held inline %v, want %v", inline, tc.inline)
+			}
+			if ms.more != nil && ms.inline != [2]Mark{} {
+				t.Fatalf("grown, inline still holds %v", ms.inline)
 			}
 			for _, x := range ms.All()[len(ms.All()):cap(ms.All())] {
 				if x != (Mark{}) {
