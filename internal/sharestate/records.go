@@ -97,6 +97,20 @@ func (t *Ticket) Wait(ctx context.Context) error {
 	}
 }
 
+// Settled reports, without waiting, whether the write is over and its
+// error. A nil ticket is over.
+func (t *Ticket) Settled() (done bool, err error) {
+	if t == nil {
+		return true, nil
+	}
+	select {
+	case <-t.done:
+		return true, t.err
+	default:
+		return false, nil
+	}
+}
+
 func newTicket() *Ticket { return &Ticket{done: make(chan struct{})} }
 
 // PendingTicket is a ticket for a write done elsewhere than by this

@@ -217,3 +217,24 @@ func TestServiceDefaultLogRecords(t *testing.T) {
 		t.Errorf("state log [%d, %d) after %d writes, want [0, %d)", start, end, writes, writes)
 	}
 }
+
+// Settled says, without blocking, whether a ticket is over and how.
+func TestTicketSettled(t *testing.T) {
+	if done, err := (*Ticket)(nil).Settled(); !done || err != nil {
+		t.Fatalf("nil ticket: %v %v, want over without error", done, err)
+	}
+	ok, finish := PendingTicket()
+	if done, _ := ok.Settled(); done {
+		t.Fatal("a pending ticket reads as over")
+	}
+	finish(nil)
+	if done, err := ok.Settled(); !done || err != nil {
+		t.Fatalf("completed ticket: %v %v", done, err)
+	}
+	bad, fail := PendingTicket()
+	boom := errors.New("boom")
+	fail(boom)
+	if done, err := bad.Settled(); !done || !errors.Is(err, boom) {
+		t.Fatalf("failed ticket: %v %v", done, err)
+	}
+}

@@ -21,6 +21,10 @@
 //     session on that leader, and the consumer fetches from the leaders
 //     with the most first. Response tags are skipped by other clients as
 //     request tags are by other brokers.
+//   - ShareFetchDeferAcks (request): weir's ShareConsumer, in record_limit
+//     mode, asks the share-group service to answer once the records are
+//     acquired and to report the acknowledgements' durability later (on
+//     a following request of the member that waits for it).
 //   - ShareStateRecord and ShareStateFlags, on the WriteShareGroupState
 //     a weir broker sends another (internal/sharestate).
 //   - ControllerOffset, on the controller requests a weir broker forwards

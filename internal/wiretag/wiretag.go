@@ -21,13 +21,7 @@ func SetShareFetchAllLeaders(tags *kmsg.Tags) { tags.Set(ShareFetchAllLeaders, [
 
 // HasShareFetchAllLeaders reports whether tags carry ShareFetchAllLeaders
 // with a value this version understands.
-func HasShareFetchAllLeaders(tags *kmsg.Tags) bool {
-	has := false
-	tags.Each(func(k uint32, v []byte) {
-		has = has || k == ShareFetchAllLeaders && len(v) == 1 && v[0] == 1
-	})
-	return has
-}
+func HasShareFetchAllLeaders(tags *kmsg.Tags) bool { return hasFlag(tags, ShareFetchAllLeaders) }
 
 // Tags of a WriteShareGroupState partition written by a weir broker
 // (internal/sharestate). weir's share-state records say more than Kafka's
@@ -58,13 +52,28 @@ func SetShareFetchBacklogWanted(tags *kmsg.Tags) { tags.Set(ShareFetchBacklogWan
 
 // HasShareFetchBacklogWanted reports whether tags carry
 // ShareFetchBacklogWanted with a value this version understands.
-func HasShareFetchBacklogWanted(tags *kmsg.Tags) bool {
-	has := false
-	tags.Each(func(k uint32, v []byte) {
-		has = has || k == ShareFetchBacklogWanted && len(v) == 1 && v[0] == 1
-	})
-	return has
-}
+func HasShareFetchBacklogWanted(tags *kmsg.Tags) bool { return hasFlag(tags, ShareFetchBacklogWanted) }
+
+// ShareFetchDeferAcks is the tag of a ShareFetch whose consumer takes
+// its acknowledgements' durability out of the round (weir's
+// ShareConsumer in record_limit mode): "answer once acquired; report the
+// acknowledgements' durability later". A weir broker applies the
+// request's acknowledgements in memory, acquires, and answers without
+// waiting for their write to __share_group_state; the write stays
+// pending with the member's share session. A later ShareAcknowledge,
+// ShareFetch without the tag, or session close of that member waits for
+// it, and a write that failed is reported on the member's next answer
+// for that partition (AcknowledgeErrorCode on a ShareFetch, ErrorCode on
+// a ShareAcknowledge), its records rolled back to be delivered again. Its
+// value is one version byte, 1.
+const ShareFetchDeferAcks uint32 = 0x7767
+
+// SetShareFetchDeferAcks marks tags with ShareFetchDeferAcks.
+func SetShareFetchDeferAcks(tags *kmsg.Tags) { tags.Set(ShareFetchDeferAcks, []byte{1}) }
+
+// HasShareFetchDeferAcks reports whether tags carry ShareFetchDeferAcks
+// with a value this version understands.
+func HasShareFetchDeferAcks(tags *kmsg.Tags) bool { return hasFlag(tags, ShareFetchDeferAcks) }
 
 // ShareFetchBacklog is the tag of a ShareFetch response (top level) that
 // says, for each share partition of the member's session on this leader,
@@ -167,12 +176,16 @@ func AskControllerOffset(tags *kmsg.Tags) { tags.Set(ControllerOffset, []byte{1}
 
 // AsksControllerOffset reports whether a request's tags ask for the
 // committed offset.
-func AsksControllerOffset(tags *kmsg.Tags) bool {
-	asks := false
+func AsksControllerOffset(tags *kmsg.Tags) bool { return hasFlag(tags, ControllerOffset) }
+
+// hasFlag reports whether tags carry key with the value of a flag tag of
+// version 1: the one byte 1.
+func hasFlag(tags *kmsg.Tags, key uint32) bool {
+	has := false
 	tags.Each(func(k uint32, v []byte) {
-		asks = asks || k == ControllerOffset && len(v) == 1 && v[0] == 1
+		has = has || k == key && len(v) == 1 && v[0] == 1
 	})
-	return asks
+	return has
 }
 
 // SetControllerOffset puts the committed offset on a response's tags.

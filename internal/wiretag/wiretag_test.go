@@ -6,37 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The tag survives encoding and decoding a ShareFetch; other tags and
-// other values of it do not count.
-func TestShareFetchAllLeaders(t *testing.T) {
-	cases := []struct {
-		name string
-		set  func(*kmsg.Tags)
-		want bool
-	}{
-		{"set", SetShareFetchAllLeaders, true},
-		{"absent", func(*kmsg.Tags) {}, false},
-		{"another value", func(tg *kmsg.Tags) { tg.Set(ShareFetchAllLeaders, []byte{2}) }, false},
-		{"empty value", func(tg *kmsg.Tags) { tg.Set(ShareFetchAllLeaders, nil) }, false},
-		{"another tag", func(tg *kmsg.Tags) { tg.Set(ShareFetchAllLeaders+1, []byte{1}) }, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			req := kmsg.NewPtrShareFetchRequest()
-			req.Version = 2
-			tc.set(&req.UnknownTags)
-			var back kmsg.ShareFetchRequest
-			back.Version = 2
-			if err := back.ReadFrom(req.AppendTo(nil)); err != nil {
-				t.Fatal(err)
-			}
-			if got := HasShareFetchAllLeaders(&back.UnknownTags); got != tc.want {
-				t.Fatalf("after a round trip: %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 // The backlog survives a response's encoding; a client that does not
 // know the tag decodes the response all the same.
 func TestShareFetchBacklogRoundTrip(t *testing.T) {
@@ -175,5 +144,53 @@ func TestControllerOffset(t *testing.T) {
 	bad.Set(ControllerOffset, []byte{1, 2, 3})
 	if _, ok := TakeControllerOffset(&bad); ok {
 		t.Fatal("a short value read as an offset")
+	}
+}
+
+// The ShareFetch request tags survive encoding and decoding a ShareFetch,
+// together or alone, and each is read on its own: setting one never reads
+// as another, and other values or tags do not count.
+func TestShareFetchRequestTags(t *testing.T) {
+	type flags struct{ allLeaders, backlog, deferAcks bool }
+	cases := []struct {
+		name string
+		set  func(*kmsg.Tags)
+		want flags
+	}{
+		{"none", func(*kmsg.Tags) {}, flags{}},
+		{"defer only", SetShareFetchDeferAcks, flags{deferAcks: true}},
+		{"all three", func(tg *kmsg.Tags) {
+			SetShareFetchAllLeaders(tg)
+			SetShareFetchBacklogWanted(tg)
+			SetShareFetchDeferAcks(tg)
+		}, flags{true, true, true}},
+		{"the other two", func(tg *kmsg.Tags) {
+			SetShareFetchAllLeaders(tg)
+			SetShareFetchBacklogWanted(tg)
+		}, flags{allLeaders: true, backlog: true}},
+		{"all leaders only", SetShareFetchAllLeaders, flags{allLeaders: true}},
+		{"all leaders, another value", func(tg *kmsg.Tags) { tg.Set(ShareFetchAllLeaders, []byte{2}) }, flags{}},
+		{"all leaders, empty value", func(tg *kmsg.Tags) { tg.Set(ShareFetchAllLeaders, nil) }, flags{}},
+		{"backlog wanted only", SetShareFetchBacklogWanted, flags{backlog: true}},
+		{"another tag", func(tg *kmsg.Tags) { tg.Set(ShareFetchDeferAcks+1, []byte{1}) }, flags{}},
+		{"defer, another value", func(tg *kmsg.Tags) { tg.Set(ShareFetchDeferAcks, []byte{2}) }, flags{}},
+		{"defer, empty value", func(tg *kmsg.Tags) { tg.Set(ShareFetchDeferAcks, nil) }, flags{}},
+		{"defer, longer value", func(tg *kmsg.Tags) { tg.Set(ShareFetchDeferAcks, []byte{1, 0}) }, flags{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := kmsg.NewPtrShareFetchRequest()
+			req.Version = 2
+			tc.set(&req.UnknownTags)
+			var back kmsg.ShareFetchRequest
+			back.Version = 2
+			if err := back.ReadFrom(req.AppendTo(nil)); err != nil {
+				t.Fatal(err)
+			}
+			got := flags{HasShareFetchAllLeaders(&back.UnknownTags), HasShareFetchBacklogWanted(&back.UnknownTags), HasShareFetchDeferAcks(&back.UnknownTags)}
+			if got != tc.want {
+				t.Fatalf("after a round trip: %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
