@@ -3,6 +3,7 @@ package sharegroup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -27,9 +28,14 @@ type ackPart struct {
 // ShareFetch), then each partition's batches are applied, all or nothing
 // per partition, and made durable before the answer: a success promises
 // the records are not delivered again. RENEW needs v2, IsRenewAck and the
-// group config share.renew.acknowledge.enable. A final request (epoch -1)
-// closes the session after its acknowledgements, releasing what the
-// member still holds in the session's partitions.
+// group config share.renew.acknowledge.enable. The member's
+// acknowledgement writes that earlier ShareFetch requests deferred
+// (wiretag.ShareFetchDeferAcks, deferred.go) are waited for as well, and
+// a failed one is answered in its partition's ErrorCode, so a success
+// covers every acknowledgement the member sent this broker before. A
+// final request (epoch -1) closes the session after its
+// acknowledgements, releasing what the member still holds in the
+// session's partitions.
 func (m *Manager) Acknowledge(ctx context.Context, r *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
 	resp := r.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	fail := func(err error) *kmsg.ShareAcknowledgeResponse {
@@ -58,10 +64,15 @@ func (m *Manager) Acknowledge(ctx context.Context, r *kmsg.ShareAcknowledgeReque
 			acks = append(acks, a)
 		}
 	}
+	// Writes earlier ShareFetch requests deferred are waited for too, so
+	// that the answer covers every acknowledgement before it.
+	earlier := m.takeDeferred(group, member, true)
 	m.acknowledge(ctx, group, member, acks, r.Version, r.Version >= 2 && r.IsRenewAck, settings)
+	failures := m.waitDeferred(ctx, earlier)
 	if r.ShareSessionEpoch == -1 {
 		m.closeSession(group, member)
 	}
+	acks = withFailures(acks, failures)
 	topicAt := map[[16]byte]int{}
 	for _, a := range acks {
 		ti, ok := topicAt[a.tp.topicID]
@@ -79,26 +90,50 @@ func (m *Manager) Acknowledge(ctx context.Context, r *kmsg.ShareAcknowledgeReque
 	return resp
 }
 
+// withFailures folds deferred writes' failures into a request's
+// acknowledgement results: on the partition's part unless it failed
+// already, or as a part of its own.
+func withFailures(acks, failures []ackPart) []ackPart {
+	for _, f := range failures {
+		i := slices.IndexFunc(acks, func(a ackPart) bool { return a.tp == f.tp })
+		switch {
+		case i < 0:
+			acks = append(acks, f)
+		case acks[i].code == 0:
+			acks[i].code, acks[i].msg = f.code, f.msg
+		}
+	}
+	return acks
+}
+
 // acknowledge applies the acknowledgements of a ShareFetch or
 // ShareAcknowledge and waits until they are durable, filling each part's
 // result. A partition without batches succeeds.
 func (m *Manager) acknowledge(ctx context.Context, group, member string, acks []ackPart, version int16, renew bool, st groupSettings) {
-	m.applyAcks(ctx, group, member, acks, version, renew, st)()
+	m.waitAcks(ctx, m.applyAcks(ctx, group, member, acks, version, renew, st))
+}
+
+// ackWrite is the write of one partition's acknowledgements, under way.
+// a is the request's part the write's result goes to; nil for a write
+// an earlier ShareFetch deferred (deferred.go), whose failure is
+// reported on its own.
+type ackWrite struct {
+	a  *ackPart
+	tp sessionPart
+	sp *sharePartition
+	t  *sharestate.Ticket
 }
 
 // applyAcks is acknowledge in two steps: it applies the acknowledgements
 // to the share partitions' state at once (so records released or
 // accepted count as such for any acquisition that follows) and returns
-// the wait for their writes, which fills each part's result. A ShareFetch
-// acquires its next records in between, so that a round of record_limit
-// waits for one write, not for the acknowledgements' and then its own.
-func (m *Manager) applyAcks(ctx context.Context, group, member string, acks []ackPart, version int16, renew bool, st groupSettings) (wait func()) {
-	type pending struct {
-		a  *ackPart
-		sp *sharePartition
-		t  *sharestate.Ticket
-	}
-	var waits []pending
+// their writes, under way, for waitAcks, which fills each part's result.
+// A ShareFetch acquires its next records in between, so that a round of
+// record_limit waits for one write, not for the acknowledgements' and
+// then its own; with wiretag.ShareFetchDeferAcks it does not wait for
+// them at all (deferred.go).
+func (m *Manager) applyAcks(ctx context.Context, group, member string, acks []ackPart, version int16, renew bool, st groupSettings) []ackWrite {
+	var writes []ackWrite
 	now := m.host.Now()
 	for i := range acks {
 		a := &acks[i]
@@ -118,16 +153,21 @@ func (m *Manager) applyAcks(ctx context.Context, group, member string, acks []ac
 			a.code, a.msg = storageCode(err), errcode.Message(err)
 			continue
 		}
-		waits = append(waits, pending{a, sp, t})
+		writes = append(writes, ackWrite{a: a, tp: a.tp, sp: sp, t: t})
 	}
-	return func() {
-		for _, w := range waits {
-			if err := w.t.Wait(ctx); err != nil {
-				if ctx.Err() == nil {
-					w.sp.failed()
-				}
-				w.a.code, w.a.msg = kerr.KafkaStorageError.Code, errcode.Message(err)
+	return writes
+}
+
+// waitAcks waits for the acknowledgements' writes and fills each part's
+// result; a failed write marks its partition for a restore, so that the
+// records roll back.
+func (m *Manager) waitAcks(ctx context.Context, writes []ackWrite) {
+	for _, w := range writes {
+		if err := w.t.Wait(ctx); err != nil {
+			if ctx.Err() == nil {
+				w.sp.failed()
 			}
+			w.a.code, w.a.msg = kerr.KafkaStorageError.Code, errcode.Message(err)
 		}
 	}
 }

@@ -14,6 +14,28 @@
 // (every change's record queued in order; a snapshot every SnapshotEvery
 // records) and loaded (first use, a failed write, a leadership move).
 //
+// # Acknowledgements and their durability
+//
+// An acknowledgement is applied to the share partition in memory at once
+// and its record queued to the state store; as in Kafka, the answer that
+// reports it (ShareFetch's AcknowledgeErrorCode, ShareAcknowledge's
+// ErrorCode) waits until that record is durable, so a success promises
+// the records are not delivered again. A ShareFetch acquires its next
+// records while its acknowledgements are written.
+//
+// weir's own consumer may ask for less (wiretag.ShareFetchDeferAcks, on
+// its record_limit ShareFetch): the answer goes once the records are
+// acquired, without waiting for the acknowledgements' write, which stays
+// pending with the member's share session (deferred.go). The member's
+// next ShareAcknowledge (a commit), ShareFetch without the tag, or
+// session close waits for every pending write first; a write that failed
+// is reported on the member's next answer for that partition, and the
+// partition is restored from the store at its next use, so the records
+// are delivered again. The guarantee for those acknowledgements is
+// at-least-once until a request that waits has answered, as it is for
+// any acknowledgement when a broker crashes before its write. Requests
+// without the tag (every other client's) behave as Kafka's.
+//
 // # What it does not own
 //
 //   - The state machines: internal/share (share.Partition, share.Group).
@@ -42,7 +64,8 @@
 // context); other partitions and groups are not held up
 // (TestSlowStateReadStallsNoOtherPartition). Manager.mu guards the
 // registry and each share.Group, taken before a partition's mutex; smu
-// guards the sessions and is taken alone. The timers' goroutine runs lock
+// guards the sessions (with their deferred acknowledgement writes) and is
+// taken alone; the writes are waited for after it is released. The timers' goroutine runs lock
 // expiries, session timeouts and the release of a closed connection's
 // session; arming a timer never blocks. Writes go to the StateStore,
 // which never blocks on the network: callers wait for its tickets after

@@ -31,7 +31,12 @@ const defaultMaxBytes = 52428800
 //     the opening request, SHARE_SESSION_LIMIT_REACHED after MaxWaitMs.
 //   - Piggy-backed acknowledgements are applied first, and answered in
 //     AcknowledgeErrorCode once durable; the acquisition below runs while
-//     their writes are under way, and the answer waits for both. A final
+//     their writes are under way, and the answer waits for both. With
+//     weir's tag wiretag.ShareFetchDeferAcks the answer does not wait
+//     for the acknowledgements' writes: they stay with the session until
+//     a request that waits for them (deferred.go). Without the tag the
+//     answer also waits for writes earlier requests deferred; a failure of
+//     one is answered in its partition's AcknowledgeErrorCode. A final
 //     request (epoch -1) then closes the session, releasing what the
 //     member holds; a renew request, or one with MaxRecords 0, fetches
 //     nothing (the Java client's acknowledgement-only ShareFetch in
@@ -67,9 +72,12 @@ type Fetch struct {
 	rotate   int
 	full     bool
 	acks     []ackPart
-	res      fetchResult
-	ready    bool
-	limited  bool
+	// earlier are failures of acknowledgement writes earlier requests
+	// deferred, answered in AcknowledgeErrorCode.
+	earlier []ackPart
+	res     fetchResult
+	ready   bool
+	limited bool
 }
 
 // fetchPart is one partition's fetch result.
@@ -166,23 +174,40 @@ func (m *Manager) ShareFetch(ctx context.Context, r *kmsg.ShareFetchRequest) *Fe
 	f.full = r.ShareSessionEpoch == 0
 	f.resp.AcquisitionLockTimeoutMillis = int32(settings.part.LockDuration / time.Millisecond)
 
-	waitAcks := m.applyAcks(ctx, group, member, f.acks, r.Version, renew, settings)
+	writes := m.applyAcks(ctx, group, member, f.acks, r.Version, renew, settings)
 	if r.ShareSessionEpoch == -1 {
-		waitAcks()
+		earlier := m.takeDeferred(group, member, true)
+		m.waitAcks(ctx, writes)
+		f.earlier = m.waitDeferred(ctx, earlier)
 		m.closeSession(group, member)
 		return f
+	}
+	// With wiretag.ShareFetchDeferAcks the acknowledgements' writes stay
+	// with the session and the answer reports the earlier ones that
+	// failed by now; without it the answer waits for every one of the
+	// member's writes (deferred.go).
+	var earlier []ackWrite
+	if wiretag.HasShareFetchDeferAcks(&r.UnknownTags) {
+		earlier = m.takeDeferred(group, member, false)
+		writes = m.deferAcks(group, member, writes)
+	} else {
+		earlier = m.takeDeferred(group, member, true)
+	}
+	finish := func() {
+		m.waitAcks(ctx, writes)
+		f.earlier = m.waitDeferred(ctx, earlier)
 	}
 	if renew || r.MaxRecords <= 0 {
 		// MaxRecords 0 asks for no records: the Java client's
 		// acknowledgement-only ShareFetch in record_limit mode, sent to
 		// every broker but the one it takes records from this round.
-		waitAcks()
+		finish()
 		return f
 	}
 	// The acknowledgements' writes and the acquisition's go to the state
 	// store together; the answer waits for both.
 	f.res = f.attempt(ctx)
-	waitAcks()
+	finish()
 	f.ready = f.res.records > 0 || f.res.failed() || r.MaxWaitMillis <= 0 || len(f.parts) == 0
 	return f
 }
@@ -389,7 +414,7 @@ func (f *Fetch) Response(mark func(*Records) []byte) *kmsg.ShareFetchResponse {
 			p.Records = mark(fp.recs)
 		}
 	}
-	for _, a := range f.acks {
+	for _, a := range withFailures(f.acks, f.earlier) {
 		p := add(a.tp)
 		p.AcknowledgeErrorCode, p.AcknowledgeErrorMessage = a.code, a.msg
 	}

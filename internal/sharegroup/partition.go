@@ -63,6 +63,10 @@ type sharePartition struct {
 	// or its offsets): a request still holding it gets an error instead
 	// of writing the state back.
 	deleted bool
+	// deferred are acknowledgement writes answered before they were
+	// durable (deferred.go), until they are over; one that failed marks
+	// the partition broken.
+	deferred []*sharestate.Ticket
 }
 
 var errStateLost = errors.New("sharegroup: share partition state could not be restored")
@@ -91,6 +95,7 @@ func (sp *sharePartition) readyLocked(ctx context.Context, reset share.OffsetRes
 		if sp.deleted {
 			return nil, kerr.UnknownTopicOrPartition
 		}
+		sp.settleLocked()
 		lp, err := sp.dataPartition()
 		if err != nil {
 			return nil, err
@@ -214,6 +219,7 @@ func (sp *sharePartition) expire(now time.Time) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.armed = 0
+	sp.settleLocked()
 	if sp.p == nil || sp.broken {
 		return
 	}
@@ -270,6 +276,7 @@ func (sp *sharePartition) acknowledge(ctx context.Context, member string, batche
 func (sp *sharePartition) releaseMember(member string, now time.Time) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	sp.settleLocked()
 	if sp.p == nil || sp.broken {
 		return
 	}

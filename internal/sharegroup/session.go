@@ -35,6 +35,9 @@ type session struct {
 	gen    uint64
 	// stop cancels the connection-close hook.
 	stop func() bool
+	// deferred are the member's acknowledgement writes answered before
+	// they were durable (deferred.go), not yet reported.
+	deferred []ackWrite
 }
 
 // NextSessionEpoch is the share session epoch that follows e, as Kafka's
