@@ -217,6 +217,18 @@
 // saying that it asks every leader at once, so weir brokers keep such a
 // fetch's MaxWaitMs rather than answer it early for the sake of consumers
 // that ask one broker at a time; other brokers ignore the tag.
+// They also carry wiretag.ShareFetchDeferAcks
+// (weir.share.acknowledgement.defer=true, the default): a weir broker
+// answers once the next records are acquired, without waiting for the
+// acknowledgements the fetch carries to be written to
+// __share_group_state, and keeps that write pending with the share
+// session. Until a request that waits for it has been answered, those
+// acknowledgements are at-least-once (a failed write is reported on the
+// next answer and its records are delivered again). CommitSync,
+// CommitAsync and Close send a ShareAcknowledge to every leader with such
+// writes, which the broker answers once they are durable, so they still
+// return only when everything acknowledged is durable, and return (or
+// pass to CommitAsync's callback) any deferred failure.
 // TestShareRecordLimitNoStallTwoLeaders (go test -run ShareRecordLimit -v
 // ./client/) runs it against two in-memory leaders, one with 200 records
 // and one empty, max.poll.records=10, fetch.max.wait.ms=500: 200 records

@@ -68,6 +68,25 @@ import (
 // holds (acquired, not acknowledged) never exceed max.poll.records, and a
 // round is one request most of the time, sent from the caller's goroutine.
 //
+// # Deferred durability (record_limit)
+//
+// A record_limit round is one ShareFetch that acknowledges the previous
+// Poll's records and acquires the next ones; a broker answers it only once
+// the acknowledgements are written to __share_group_state, a replicated
+// append that dominates the round. So the consumer's record_limit fetches
+// carry wiretag.ShareFetchDeferAcks (weir.share.acknowledgement.defer,
+// on by default): a weir broker answers once the records are acquired and
+// keeps the write pending with the session. The leader is then
+// unconfirmed until an answer that waited for it: CommitSync and
+// CommitAsync send it a ShareAcknowledge even with nothing pending, and
+// Close's final ShareAcknowledge waits too, so both still return only
+// once everything acknowledged is durable. A deferred write that failed
+// comes back on the next answer for its partition and reaches the next
+// commit's error (its records are delivered again: at-least-once, as
+// when a broker crashes before a write); a session lost with writes
+// unconfirmed is reported the same way, as their outcome is unknown.
+// Other brokers ignore the tag and answer as Kafka does.
+//
 // Java's record_limit rotates one fetch per Poll across brokers, each
 // waiting fetch.max.wait.ms, so a consumer facing one busy and N empty
 // brokers spends N×fetch.max.wait.ms idle out of every N+1 Polls.
@@ -118,6 +137,24 @@ type shareLeader struct {
 	// knows says an answer said.
 	backlog int64
 	knows   bool
+	// unconfirmed: acknowledgements went to this leader on fetches with
+	// wiretag.ShareFetchDeferAcks and no answer since has said they are
+	// durable; a commit asks it (ShareAcknowledge waits for them).
+	unconfirmed bool
+}
+
+// lost forgets the session with node after a failed request. The broker
+// may have dropped it, and with it the acknowledgements it had not yet
+// made durable: their outcome is unknown, and the next commit says so
+// (their records may be delivered again). Called with sessMu held.
+func (s *ShareConsumer) lost(node int32, l *shareLeader) {
+	l.epoch = 0
+	if l.unconfirmed {
+		l.unconfirmed = false
+		s.mu.Lock()
+		s.ackErrs = append(s.ackErrs, fmt.Errorf("%w: node %d: the share session ended before acknowledgements sent on it were known to be durable; their records may be delivered again", ErrShareAckFailed, node))
+		s.mu.Unlock()
+	}
 }
 
 // ShareConsumer is a member of a share group. Like Consumer it is meant for
@@ -545,6 +582,15 @@ func (s *ShareConsumer) round(ctx context.Context, fetch bool) error {
 			ackNodes[l] = true
 		}
 	}
+	if !fetch {
+		// A commit also asks the leaders holding acknowledgements whose
+		// durability was deferred: ShareAcknowledge waits for them.
+		for n, l := range s.leaders {
+			if l.unconfirmed && l.epoch != 0 {
+				ackNodes[n] = true
+			}
+		}
+	}
 	idle, rotate := s.idle, s.rotate
 	s.rotate++
 	s.mu.Unlock()
@@ -775,6 +821,11 @@ func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetch
 		// brokers keep its MaxWaitMs (wiretag.ShareFetchAllLeaders).
 		wiretag.SetShareFetchAllLeaders(&req.UnknownTags)
 	}
+	if s.cfg.deferAcks {
+		// Answered once acquired; the acknowledgements' durability is
+		// settled by a later ShareAcknowledge (a commit) or close.
+		wiretag.SetShareFetchDeferAcks(&req.UnknownTags)
+	}
 	if s.cfg.backlogHints {
 		wiretag.SetShareFetchBacklogWanted(&req.UnknownTags)
 	}
@@ -834,19 +885,26 @@ func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetch
 	raw, err := conn.Do(ctx, req, s.cfg.requestTimeout+p.maxWait)
 	if err != nil {
 		s.restoreAcks(acks)
-		l.epoch = 0 // the broker may or may not have seen it
+		s.lost(p.node, l) // the broker may or may not have seen it
 		return 0, err
 	}
 	resp := raw.(*kmsg.ShareFetchResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		s.restoreAcks(acks)
 		if isSessionErr(err) {
-			l.epoch = 0
+			s.lost(p.node, l)
 			return 0, nil
 		}
 		return 0, fmt.Errorf("client: share fetch from node %d: %w", p.node, err)
 	}
 	l.epoch = nextSessionEpoch(l.epoch)
+	switch {
+	case !s.cfg.deferAcks:
+		// The broker waited for every acknowledgement before answering.
+		l.unconfirmed = false
+	case len(acks) > 0:
+		l.unconfirmed = true
+	}
 	if entries, ok, err := wiretag.ShareFetchBacklogOf(&resp.UnknownTags); ok && err == nil {
 		l.backlog, l.knows = 0, true
 		for _, e := range entries {

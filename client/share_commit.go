@@ -11,8 +11,13 @@ import (
 
 // CommitSync sends every pending acknowledgement (in implicit mode: accepts
 // everything the last Poll returned) with ShareAcknowledge and waits for the
-// answers. An error wraps ErrShareAckFailed for acknowledgements the broker
-// refused (their records' locks had expired, for example), including ones
+// answers. It also asks every leader that holds acknowledgements whose
+// durability a record_limit fetch deferred (wiretag.ShareFetchDeferAcks),
+// with nothing pending there too: the broker answers once they are
+// durable. So when it returns nil, everything acknowledged so far is
+// durable. An error wraps ErrShareAckFailed for acknowledgements the broker
+// refused (their records' locks had expired, for example) or could not
+// make durable (their records will be delivered again), including ones
 // that rode on earlier fetches since the last commit.
 func (s *ShareConsumer) CommitSync(ctx context.Context) error {
 	s.mu.Lock()
@@ -39,8 +44,8 @@ func (s *ShareConsumer) flushAcks(ctx context.Context) error {
 }
 
 // CommitAsync does what CommitSync does on a goroutine the consumer owns
-// and calls done (if not nil) with the result from that goroutine. Close
-// waits for it.
+// and calls done (if not nil) with the result from that goroutine, deferred
+// acknowledgements' failures included. Close waits for it.
 func (s *ShareConsumer) CommitAsync(ctx context.Context, done func(error)) {
 	s.mu.Lock()
 	if s.closed {
@@ -113,14 +118,17 @@ func (s *ShareConsumer) acknowledgeTo(ctx context.Context, m *metadata, node int
 	raw, err := conn.Do(ctx, req, s.cfg.requestTimeout)
 	if err != nil {
 		s.restoreAcks(acks)
-		l.epoch = 0
+		s.lost(node, l)
 		return err
 	}
 	resp := raw.(*kmsg.ShareAcknowledgeResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		l.epoch = 0
+		s.lost(node, l)
 		return fmt.Errorf("%w: node %d: %w", ErrShareAckFailed, node, err)
 	}
+	// The broker answered once every acknowledgement sent on the session
+	// was durable, deferred ones included; failures are listed below.
+	l.unconfirmed = false
 	if final {
 		l.epoch = 0
 	} else {
@@ -139,7 +147,9 @@ func (s *ShareConsumer) acknowledgeTo(ctx context.Context, m *metadata, node int
 
 // Close acknowledges what implicit mode owes, closes every share session
 // (the broker releases the records this member still holds, buffered ones
-// included, for other members), leaves the group and stops the heartbeat.
+// included, for other members, once every acknowledgement sent on the
+// session is durable, deferred ones included; their failures are
+// returned), leaves the group and stops the heartbeat.
 func (s *ShareConsumer) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {

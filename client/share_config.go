@@ -17,6 +17,13 @@ var shareConsumerProps = map[string]prop{
 	// from the leader with the most waiting first. false falls back to
 	// following the leaders that last returned records.
 	"weir.share.fetch.backlog.hints": boolProp("true"),
+	// weir's own: in record_limit mode, ask weir brokers to answer a
+	// ShareFetch once its records are acquired and to report its
+	// acknowledgements' durability later (wiretag.ShareFetchDeferAcks).
+	// CommitSync, CommitAsync and Close still return only once every
+	// acknowledgement sent is durable. false waits on every fetch, as
+	// Kafka's protocol does.
+	"weir.share.acknowledgement.defer": boolProp("true"),
 }
 
 type shareConfig struct {
@@ -31,6 +38,7 @@ type shareConfig struct {
 	partitionMax   int32
 	autoCreate     bool
 	backlogHints   bool
+	deferAcks      bool // record_limit fetches carry wiretag.ShareFetchDeferAcks
 }
 
 func parseShareConfig(m map[string]string) (shareConfig, error) {
@@ -51,6 +59,7 @@ func parseShareConfig(m map[string]string) (shareConfig, error) {
 		autoCreate:     p.bool("allow.auto.create.topics"),
 		backlogHints:   p.bool("weir.share.fetch.backlog.hints"),
 	}
+	c.deferAcks = c.recordLimit && p.bool("weir.share.acknowledgement.defer")
 	if c.groupID == "" {
 		return shareConfig{}, &ConfigError{Key: "group.id", Reason: "a share consumer needs a group"}
 	}

@@ -2,11 +2,13 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/client/internal/records"
@@ -33,6 +35,16 @@ type shareFake struct {
 	// hints: answer fetches that ask with the backlog
 	// (wiretag.ShareFetchBacklog), as a weir broker does.
 	hints bool
+	// deferred[node] says, for each ShareFetch that carried
+	// acknowledgements, whether it had wiretag.ShareFetchDeferAcks.
+	deferred [2][]bool
+	// acknowledges counts ShareAcknowledge requests per node; when
+	// ackGate is not nil they wait for it to close (a broker waiting for
+	// deferred writes), and ackFail is the error code they answer for the
+	// node's partition.
+	acknowledges [2]int
+	ackGate      chan struct{}
+	ackFail      int16
 }
 
 // acked takes acknowledged records off held.
@@ -138,20 +150,45 @@ func (c *shareFakeConn) Do(ctx context.Context, req kmsg.Request, _ time.Duratio
 				}
 			}
 		}
-		return kmsg.NewPtrShareAcknowledgeResponse(), nil
+		f.mu.Lock()
+		f.acknowledges[c.node]++
+		gate, fail := f.ackGate, f.ackFail
+		f.mu.Unlock()
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		resp := kmsg.NewPtrShareAcknowledgeResponse()
+		if fail != 0 {
+			t := kmsg.NewShareAcknowledgeResponseTopic()
+			t.TopicID = f.id
+			p := kmsg.NewShareAcknowledgeResponseTopicPartition()
+			p.Partition, p.ErrorCode = c.node, fail
+			t.Partitions = append(t.Partitions, p)
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp, nil
 	}
 	return nil, fmt.Errorf("fake: unexpected %T", req)
 }
 
 func (f *shareFake) shareFetch(ctx context.Context, node int32, r *kmsg.ShareFetchRequest) (kmsg.Response, error) {
+	carried := false
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {
 			for _, b := range p.AcknowledgementBatches {
 				f.acked(b.FirstOffset, b.LastOffset)
+				carried = true
 			}
 		}
 	}
 	f.mu.Lock()
+	if carried {
+		f.deferred[node] = append(f.deferred[node], wiretag.HasShareFetchDeferAcks(&r.UnknownTags))
+	}
 	f.waits[node] = append(f.waits[node], r.MaxWaitMillis)
 	f.records[node] = append(f.records[node], r.MaxRecords)
 	f.tagged[node] = append(f.tagged[node], wiretag.HasShareFetchAllLeaders(&r.UnknownTags))
@@ -365,5 +402,99 @@ func TestShareRecordLimitFollowsTheBacklog(t *testing.T) {
 		if !hints && heavy > 450 {
 			t.Errorf("without hints %d of the first 500 came from the heavy leader: the hints were used", heavy)
 		}
+	}
+}
+
+// TestShareCommitWaitsForDeferredAcks: in record_limit mode the fetch
+// that carries a Poll's acknowledgements asks weir brokers to answer
+// without waiting for their durability (wiretag.ShareFetchDeferAcks).
+// CommitSync then sends that leader a ShareAcknowledge, though nothing
+// is pending, and returns only with its answer (a broker answers it once
+// the deferred writes are durable), with a failure the answer reports;
+// a second commit has nothing left to ask. With
+// weir.share.acknowledgement.defer=false no fetch carries the tag and a
+// commit with nothing pending sends nothing.
+func TestShareCommitWaitsForDeferredAcks(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deferred bool
+		fail     int16
+	}{
+		{"deferred", true, 0},
+		{"deferred write failed", true, kerr.KafkaStorageError.Code},
+		{"not deferred", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &shareFake{topic: "defer", id: [16]byte{3, 1, 4}, ackGate: make(chan struct{}), ackFail: tc.fail}
+			f.available[0] = 10
+			s := f.recordLimitConsumer(t, "share.acknowledgement.mode", "explicit", "weir.share.acknowledgement.defer", fmt.Sprint(tc.deferred))
+			// Open the gate before the consumer's Close, which the test's
+			// end runs, should the test stop early.
+			var open sync.Once
+			openGate := func() { open.Do(func() { close(f.ackGate) }) }
+			t.Cleanup(openGate)
+			ctx := testCtx(t)
+			var recs []*ShareRecord
+			for polls := 0; len(recs) < 10 && polls < 100; polls++ {
+				got, err := s.Poll(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				recs = append(recs, got...)
+			}
+			if len(recs) != 10 {
+				t.Fatalf("polled %d of 10 records", len(recs))
+			}
+			for _, r := range recs {
+				if err := s.Acknowledge(r, AckAccept); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The acknowledgements ride on the next fetch from node 0.
+			if _, err := s.Poll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			tags, acks := f.deferred[0], f.acknowledges[0]
+			f.mu.Unlock()
+			if len(tags) != 1 || tags[0] != tc.deferred || acks != 0 {
+				t.Fatalf("fetches carrying acknowledgements: tagged %v, want one tagged %v, and no ShareAcknowledge (%d)", tags, tc.deferred, acks)
+			}
+			done := make(chan error, 1)
+			go func() { done <- s.CommitSync(ctx) }()
+			var err error
+			if tc.deferred {
+				select {
+				case err := <-done:
+					t.Fatalf("CommitSync returned (%v) before the leader answered", err)
+				case <-time.After(50 * time.Millisecond):
+				}
+				openGate()
+				err = <-done
+			} else {
+				// Nothing is asked: the gate is never reached.
+				err = <-done
+				openGate()
+			}
+			switch {
+			case tc.fail != 0 && (!errors.Is(err, ErrShareAckFailed) || !errors.Is(err, kerr.KafkaStorageError)):
+				t.Fatalf("CommitSync: %v, want the deferred write's failure", err)
+			case tc.fail == 0 && err != nil:
+				t.Fatalf("CommitSync: %v", err)
+			}
+			if err := s.CommitSync(ctx); err != nil {
+				t.Fatalf("second CommitSync: %v", err)
+			}
+			f.mu.Lock()
+			acks = f.acknowledges[0]
+			f.mu.Unlock()
+			want := 0
+			if tc.deferred {
+				want = 1
+			}
+			if acks != want {
+				t.Fatalf("%d ShareAcknowledge requests to node 0 over two commits, want %d", acks, want)
+			}
+		})
 	}
 }
