@@ -321,6 +321,16 @@ func TestIntegrationShareRecordLimitCap(t *testing.T) {
 		}
 		return nil
 	})
+	// The fetches carried the acknowledgements with their durability
+	// deferred (wiretag.ShareFetchDeferAcks): the commit asks each leader
+	// that took some, and the broker answers once they are durable; the
+	// close's final ShareAcknowledge waits the same way.
+	if err := s.CommitSync(ctx); err != nil {
+		t.Fatalf("CommitSync after deferred acknowledgements: %v", err)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
 }
 
 // TestIntegrationShareNoStall drains a backlog on one partition of a
