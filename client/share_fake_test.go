@@ -45,6 +45,9 @@ type shareFake struct {
 	acknowledges [2]int
 	ackGate      chan struct{}
 	ackFail      int16
+	// sessionLost makes the next ShareFetch answer
+	// SHARE_SESSION_NOT_FOUND, as after a broker restart.
+	sessionLost bool
 }
 
 // acked takes acknowledged records off held.
@@ -176,6 +179,15 @@ func (c *shareFakeConn) Do(ctx context.Context, req kmsg.Request, _ time.Duratio
 }
 
 func (f *shareFake) shareFetch(ctx context.Context, node int32, r *kmsg.ShareFetchRequest) (kmsg.Response, error) {
+	f.mu.Lock()
+	lost := f.sessionLost
+	f.sessionLost = false
+	f.mu.Unlock()
+	if lost {
+		resp := kmsg.NewPtrShareFetchResponse()
+		resp.ErrorCode = kerr.ShareSessionNotFound.Code
+		return resp, nil
+	}
 	carried := false
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {
@@ -496,5 +508,44 @@ func TestShareCommitWaitsForDeferredAcks(t *testing.T) {
 				t.Fatalf("%d ShareAcknowledge requests to node 0 over two commits, want %d", acks, want)
 			}
 		})
+	}
+}
+
+// TestShareSessionLostWithDeferredAcks: the leader that took a Poll's
+// acknowledgements with their durability deferred loses the share session
+// (SHARE_SESSION_NOT_FOUND) before a commit asked it. Their outcome is
+// unknown, so the next commit says so (ErrShareAckFailed: the records may
+// be delivered again) instead of reporting them durable.
+func TestShareSessionLostWithDeferredAcks(t *testing.T) {
+	f := &shareFake{topic: "lost", id: [16]byte{2, 7, 1}}
+	f.available[0] = 20
+	s := f.recordLimitConsumer(t)
+	ctx := testCtx(t)
+	got := 0
+	for polls := 0; got < 20 && polls < 100; polls++ {
+		recs, err := s.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += len(recs)
+	}
+	f.mu.Lock()
+	tags := f.deferred[0]
+	f.sessionLost = true
+	f.mu.Unlock()
+	if len(tags) == 0 || !tags[len(tags)-1] {
+		t.Fatalf("fetches carrying acknowledgements to node 0: tagged %v, want the deferral", tags)
+	}
+	// The next round's fetch to node 0 finds the session gone.
+	for range 3 {
+		if _, err := s.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CommitSync(ctx); !errors.Is(err, ErrShareAckFailed) {
+		t.Fatalf("CommitSync after the session was lost: %v, want ErrShareAckFailed", err)
+	}
+	if err := s.CommitSync(ctx); err != nil {
+		t.Fatalf("a second CommitSync reported it again: %v", err)
 	}
 }
