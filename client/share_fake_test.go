@@ -446,17 +446,7 @@ func TestShareCommitWaitsForDeferredAcks(t *testing.T) {
 			openGate := func() { open.Do(func() { close(f.ackGate) }) }
 			t.Cleanup(openGate)
 			ctx := testCtx(t)
-			var recs []*ShareRecord
-			for polls := 0; len(recs) < 10 && polls < 100; polls++ {
-				got, err := s.Poll(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				recs = append(recs, got...)
-			}
-			if len(recs) != 10 {
-				t.Fatalf("polled %d of 10 records", len(recs))
-			}
+			recs := pollShare(t, s, 10)
 			for _, r := range recs {
 				if err := s.Acknowledge(r, AckAccept); err != nil {
 					t.Fatal(err)
@@ -521,14 +511,7 @@ func TestShareSessionLostWithDeferredAcks(t *testing.T) {
 	f.available[0] = 20
 	s := f.recordLimitConsumer(t)
 	ctx := testCtx(t)
-	got := 0
-	for polls := 0; got < 20 && polls < 100; polls++ {
-		recs, err := s.Poll(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got += len(recs)
-	}
+	pollShare(t, s, 20)
 	f.mu.Lock()
 	tags := f.deferred[0]
 	f.sessionLost = true
@@ -548,4 +531,23 @@ func TestShareSessionLostWithDeferredAcks(t *testing.T) {
 	if err := s.CommitSync(ctx); err != nil {
 		t.Fatalf("a second CommitSync reported it again: %v", err)
 	}
+}
+
+// pollShare polls s until it has n records (at most 100 Polls) and
+// returns them.
+func pollShare(t *testing.T, s *ShareConsumer, n int) []*ShareRecord {
+	t.Helper()
+	ctx := testCtx(t)
+	var recs []*ShareRecord
+	for polls := 0; len(recs) < n && polls < 100; polls++ {
+		got, err := s.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, got...)
+	}
+	if len(recs) != n {
+		t.Fatalf("polled %d of %d records", len(recs), n)
+	}
+	return recs
 }
