@@ -205,7 +205,8 @@ func (m *Manager) ShareFetch(ctx context.Context, r *kmsg.ShareFetchRequest) *Fe
 		return f
 	}
 	// The acknowledgements' writes and the acquisition's go to the state
-	// store together; the answer waits for both.
+	// store together; the answer waits for both, or, with the deferral,
+	// for the acquisition's alone.
 	f.res = f.attempt(ctx)
 	finish()
 	f.ready = f.res.records > 0 || f.res.failed() || r.MaxWaitMillis <= 0 || len(f.parts) == 0
