@@ -66,11 +66,15 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 				var res replica.AppendResult
 				res, err = b.appendProduced(p, rp.Records, r.Acks, guards[p])
 				if dup, ok := asDuplicate(err); ok {
-					// A retry of a batch already written: acknowledge it
-					// with its original offsets, as Kafka does.
-					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = dup.Batch.FirstOffset, dup.Batch.Timestamp, p.log().StartOffset()
+					// A retry of a batch already written: answered with its
+					// original offsets once they are what acks promises.
+					if res, err = p.rep.Written(dup.Batch.LastOffset); err == nil {
+						sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = dup.Batch.FirstOffset, dup.Batch.Timestamp, p.log().StartOffset()
+					}
 				} else if err == nil {
 					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+				}
+				if err == nil {
 					if !b.cfg.NullStorage {
 						// Answer without a goroutine when the append is
 						// acknowledged already (a one-replica ISR, no
@@ -82,7 +86,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *server.Request) *server
 					}
 				}
 			}
-			if _, dup := asDuplicate(err); err != nil && !dup {
+			if err != nil {
 				failed = true
 				sp.ErrorCode = errCode(err)
 				sp.ErrorMessage = errMessage(err)

@@ -30,8 +30,15 @@ func idempotentBatch(pid int64, epoch int16, seq int32, value string) []byte {
 
 func rawProduce(t *testing.T, ctx context.Context, c *kgo.Client, tb *testBroker, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
+	return rawProduceWithin(t, ctx, c, tb, topic, records, 5000)
+}
+
+// rawProduceWithin sends records with acks=all and the produce timeout
+// timeoutMs, and returns the partition's answer.
+func rawProduceWithin(t *testing.T, ctx context.Context, c *kgo.Client, tb *testBroker, topic string, records []byte, timeoutMs int32) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, 5000
+	req.Acks, req.TimeoutMillis = -1, timeoutMs
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic, rt.TopicID = topic, tb.b.lookupTopic(topic).id
 	rp := kmsg.NewProduceRequestTopicPartition()
@@ -198,5 +205,34 @@ func TestUnexpectedProduceErrorIsLogged(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), line) {
 		t.Fatalf("no warning for the unexpected error:\n%s", logs.String())
+	}
+}
+
+// TestAcksAllRetryOfUnreplicatedBatchWaits: the retry of an acks=all batch
+// that the leader wrote but a follower of the ISR lacks is a duplicate,
+// and is not acknowledged for that: it waits as the first attempt did.
+// Acknowledging it at once would tell the producer that a batch only the
+// leader holds is committed.
+func TestAcksAllRetryOfUnreplicatedBatchWaits(t *testing.T) {
+	tc := startCluster(t, 2, func(c *Config) { c.Quorum.SessionTimeout = time.Minute })
+	ctx := testCtx(t)
+	leader := tc.brokers[0]
+	c := newClient(t, leader.addr)
+	tc.createAssigned(t, ctx, c, "retry", []int32{1, 2})
+	init, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, c)
+	if err != nil || init.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %+v %v", init, err)
+	}
+	// The follower goes away without a controlled shutdown: it stays in
+	// the ISR until its session or replica.lag.time.max.ms ends.
+	tc.brokers[1].stop()
+	batch := idempotentBatch(init.ProducerID, init.ProducerEpoch, 0, "v")
+	for _, attempt := range []string{"first attempt", "retry"} {
+		if sp := rawProduceWithin(t, ctx, c, leader, "retry", batch, 300); sp.ErrorCode != kerr.RequestTimedOut.Code {
+			t.Fatalf("%s with the ISR's follower gone: %v (offset %d), want REQUEST_TIMED_OUT", attempt, kerr.ErrorForCode(sp.ErrorCode), sp.BaseOffset)
+		}
+	}
+	if end := leader.b.lookupTopic("retry").partitions[0].log().EndOffset(); end != 1 {
+		t.Fatalf("leader's log ends at %d, want the batch written once", end)
 	}
 }

@@ -64,6 +64,22 @@ func (r *Replica) WaitAcked(ctx context.Context, res AppendResult, acks int16) e
 	return r.WaitForHW(ctx, res.LeaderEpoch, end)
 }
 
+// Written is the AppendResult of a batch already in the log up to
+// lastOffset (a producer's retry of a duplicate), in the current leader
+// epoch, so that the retry is answered by Acked and WaitAcked only once
+// the original batch is what the retry's acks promise, as Kafka waits for
+// it: a batch written but not yet replicated is not acknowledged to
+// acks=all by its retry. Not leader: NOT_LEADER_OR_FOLLOWER.
+func (r *Replica) Written(lastOffset int64) (AppendResult, error) {
+	epoch, ok := r.Leading()
+	if !ok {
+		return AppendResult{}, fmt.Errorf("%w: not the leader", kerr.NotLeaderForPartition)
+	}
+	res := AppendResult{LeaderEpoch: epoch}
+	res.LastOffset = lastOffset
+	return res, nil
+}
+
 // AppendCommitted appends batch as leader and waits until it is committed
 // (acks=-1, see WaitAcked). Internal topics write this way: the answer
 // that depends on the records goes out only once they survive the loss of

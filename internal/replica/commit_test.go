@@ -63,6 +63,41 @@ func TestAcked(t *testing.T) {
 	}
 }
 
+// A retry of a batch already written (Written) is acknowledged by the
+// same rule as the append itself: for acks=all not while a follower of
+// the ISR lacks it, and with NOT_LEADER_OR_FOLLOWER once this replica no
+// longer leads.
+func TestWrittenWaitsLikeTheAppend(t *testing.T) {
+	r, _, _ := leaderOf(t, []int32{1, 2}, 1)
+	res, err := r.Append(batch("a", 3), -1, wlog.AppendOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry, err := r.Written(res.LastOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, err := r.Acked(retry, -1); done {
+		t.Fatalf("the retry of a batch no follower has is acknowledged (err %v)", err)
+	}
+	if done, err := r.Acked(retry, 1); !done || err != nil {
+		t.Fatalf("acks=1 retry: done %v err %v, want acknowledged", done, err)
+	}
+	r.FetchForFollower(nil, FollowerFetch{ReplicaID: 2, FetchOffset: res.LastOffset + 1, CurrentLeaderEpoch: res.LeaderEpoch, LastFetchedEpoch: res.LeaderEpoch, MaxBytes: 1 << 20})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.WaitAcked(ctx, retry, -1); err != nil {
+		t.Fatalf("the retry once the follower has the batch: %v", err)
+	}
+	next := PartitionState{Leader: 2, LeaderEpoch: res.LeaderEpoch + 1, PartitionEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
+	if err := r.BecomeFollower(next); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Written(res.LastOffset); !isKerr(err, kerr.NotLeaderForPartition) {
+		t.Fatalf("Written on a follower: %v, want NOT_LEADER_OR_FOLLOWER", err)
+	}
+}
+
 // AppendCommitted returns once the ISR has the batch, and with the
 // replica's error when leadership moves before it does.
 func TestAppendCommitted(t *testing.T) {
