@@ -220,7 +220,8 @@ func New(cfg Config) (*Broker, error) {
 	b.producerIDs = producer.NewAllocator(kraft.ProducerIDReserver{Client: b.ctl, BrokerID: cfg.NodeID, Epoch: b.brokerEpoch, Ctx: b.ctx}, producer.DefaultBlockSize)
 	b.syncer = wlog.NewSyncer(0)
 	b.logDir = logdir.New(logdir.Config{Path: cfg.DataDir, Logger: b.logger, OnChange: b.logDirChanged})
-	b.logEnv = wlog.NewEnv(wlog.Options{Logger: b.logger, Now: b.now, Syncer: b.syncer, OnIOError: b.logDir.Failed})
+	b.logEnv = wlog.NewEnv(wlog.Options{Logger: b.logger, Now: b.now, Syncer: b.syncer, OnIOError: b.logDir.Failed,
+		Producers: func() wlog.ProducerState { return producer.NewStateWith(b.producerOptions()) }})
 	if err := b.newCleaner(); err != nil {
 		b.syncer.Close()
 		b.ctl.Close()

@@ -10,7 +10,6 @@ import (
 	"weir/internal/config"
 	wlog "weir/internal/log"
 	"weir/internal/metadata"
-	"weir/internal/producer"
 	"weir/internal/replica"
 )
 
@@ -24,9 +23,9 @@ import (
 
 // openPartition opens the log of one partition (with lazy, a partition
 // never written has no files until its first append) and the Replica
-// over it. The log drives the producer state: it applies every batch
-// written (leader, marker, follower), restores it at open and rebuilds
-// it at truncation.
+// over it. The log drives the producer state, which it makes (logEnv)
+// with its body: it applies every batch written (leader, marker,
+// follower), restores it at open and rebuilds it at truncation.
 //
 // The high watermark starts from the log's checkpoint (replica.Open
 // clamps it to the log), or from the log end for a log whose checkpoint
@@ -34,8 +33,7 @@ import (
 // takes its whole log for committed could, as a new leader, show
 // consumers records its followers never had.
 func (b *Broker) openPartition(t *topic, i int32, cfg wlog.Config, lazy bool, minISR int) (*partition, error) {
-	st := producer.NewStateWith(b.producerOptions())
-	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, i), cfg, wlog.Options{Env: b.logEnv, Lazy: lazy, Producers: st})
+	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, i), cfg, wlog.Options{Env: b.logEnv, Lazy: lazy})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s-%d: %w", t.name, i, err)
 	}

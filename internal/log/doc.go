@@ -33,8 +33,10 @@
 // decodes a control batch's marker into BatchInfo.Marker, ParseMarker does
 // it for a stored batch, MarkerBatch builds one.
 //
-// With Options.Producers (a ProducerState; internal/producer's State) the
-// log keeps the partition's producer state in step with its batches: it
+// With Options.Producers (making a ProducerState; internal/producer's
+// State) the log keeps the partition's producer state in step with its
+// batches; a never-written lazy log makes it at its first append or the
+// first call of Producers, so an idle partition holds none. The log
 // applies every batch written (leader, marker, follower), so the state
 // knows each producer's ongoing transaction and its first offset. From it
 // the log derives:
