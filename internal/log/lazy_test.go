@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -475,5 +476,15 @@ func TestOpenRefusesProducersBesideAnEnv(t *testing.T) {
 	_, err := Open(lazyDir(t), DefaultConfig(), Options{Env: NewEnv(Options{}), Lazy: true, Producers: func() ProducerState { return idleProducers{} }})
 	if err == nil {
 		t.Fatal("Open took Options.Producers beside an Env, which would ignore it")
+	}
+}
+
+// TestNeverWrittenLogSize: a never-written log stays in the 48-byte size
+// class (its producer state and everything else are in the body it gets
+// at its first append): a field added back costs every hosted replica
+// 16 B.
+func TestNeverWrittenLogSize(t *testing.T) {
+	if n := unsafe.Sizeof(Log{}); n > 48 {
+		t.Fatalf("Log is %d B, want at most 48", n)
 	}
 }
