@@ -145,6 +145,7 @@ type Broker struct {
 	replicas   *replica.Manager // follower fetchers
 	repEnv     *replica.Env     // what every replica shares (replicaEnv)
 	repEnvOnce sync.Once
+	nulls      sync.Map                 // NullStorage mode: *partition -> *nullstore.Partition
 	fetches    *fetchsession.Cache      // fetch sessions (KIP-227, 01_fetch.go)
 	transport  *kraft.InterBrokerClient // their connections to leaders
 	isr        *alterpartition.Manager  // ISR changes for the controller (replication.go)

@@ -46,7 +46,6 @@ func (b *Broker) openPartition(t *topic, i int32, cfg wlog.Config, lazy bool, mi
 		l.Close()
 		return nil, err
 	}
-	p.hw.Store(p.rep.HighWatermark())
 	return p, nil
 }
 
@@ -64,7 +63,7 @@ func (b *Broker) replicaEnv() *replica.Env {
 			OnHighWatermark: func(r *replica.Replica, hw int64) {
 				p := owner(r)
 				p.log().NoteHighWatermark(hw)
-				p.setHW(hw)
+				p.wakeAll()
 				b.cleanWhenWritten(p, hw)
 			},
 			// Followers parked on the log end fetch what was appended; fetch
