@@ -86,7 +86,9 @@
 //
 //   - leader is this broker: Manager.RemovePartitions([r]) first (no
 //     fetcher appends any more once it returns), then r.BecomeLeader(st).
-//     A new leader epoch assigns (epoch, LEO) in the epoch cache; the same
+//     A new leader epoch assigns (epoch, LEO) in the epoch cache (over a
+//     never-written log the entry stays implied until the first append or
+//     the leadership's end: 40 B less per idle led partition); the same
 //     epoch with a newer partition epoch applies replicas and ISR.
 //   - another leader (or none): r.BecomeFollower(st), then
 //     Manager.AddPartitions([{r, leader, leaderEpoch}]) (it moves the

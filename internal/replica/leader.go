@@ -71,6 +71,10 @@ func (r *Replica) leaderAppend(acks int16, opts wlog.AppendOptions, write func(w
 		}
 	}
 	opts.LeaderEpoch = epoch
+	if err := r.cache.assignFirst(epoch); err != nil { // the implied entry (BecomeLeader)
+		r.roleMu.RUnlock()
+		return AppendResult{}, err
+	}
 	res, err := write(opts)
 	if err != nil {
 		r.roleMu.RUnlock()
@@ -232,7 +236,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	leo := r.cache.log.EndOffset()
 	res.LogEndOffset = leo
 	if f.LastFetchedEpoch >= 0 {
-		epoch, end := r.cache.EndOffsetFor(f.LastFetchedEpoch, leo)
+		epoch, end := r.endOffsetFor(f.LastFetchedEpoch, leo)
 		if epoch < f.LastFetchedEpoch || end < f.FetchOffset {
 			r.roleMu.RUnlock()
 			res.DivergingEpoch = EpochEntryEnd{epoch, end}
@@ -275,7 +279,7 @@ func (r *Replica) EndOffsetForEpoch(currentLeaderEpoch, epoch int32, leaderOnly 
 	if err := checkLeaderEpoch(currentLeaderEpoch, r.leaderEpoch); err != nil {
 		return EpochEntryEnd{UndefinedEpoch, UndefinedOffset}, err
 	}
-	e, end := r.cache.EndOffsetFor(epoch, r.cache.log.EndOffset())
+	e, end := r.endOffsetFor(epoch, r.cache.log.EndOffset())
 	return EpochEntryEnd{e, end}, nil
 }
 

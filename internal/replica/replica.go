@@ -200,7 +200,8 @@ type Replica struct {
 	owner Owner // names the replica
 	// cache is the leader-epoch cache. Its log is the replica's log (the
 	// checkpoint lives in the log's directory): the replica keeps no
-	// second pointer to it.
+	// second pointer to it. The leader of a never-written log holds its
+	// epoch's entry implied, not here (endOffsetFor).
 	cache EpochCache
 	hw    atomic.Int64
 
@@ -468,9 +469,13 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 		r.notifyHW(moved)
 		return nil
 	}
-	if err := r.cache.Assign(st.LeaderEpoch, leo); err != nil {
-		r.roleMu.Unlock()
-		return err
+	// A never-written log's leader leaves its epoch's entry implied
+	// (epochEntries) until its first append or the leadership's end.
+	if !r.cache.empty() || leo != r.cache.log.StartOffset() {
+		if err := r.cache.Assign(st.LeaderEpoch, leo); err != nil {
+			r.roleMu.Unlock()
+			return err
+		}
 	}
 	r.role, r.leader, r.leaderEpoch = RoleLeader, st.Leader, st.LeaderEpoch
 	r.mu.Lock()
@@ -503,6 +508,7 @@ func (r *Replica) BecomeFollower(st PartitionState) error {
 		return fmt.Errorf("%w: leader epoch %d, have %d", ErrStaleState, st.LeaderEpoch, r.leaderEpoch)
 	}
 	changed := r.role != RoleFollower || r.leaderEpoch != st.LeaderEpoch || r.leader != st.Leader
+	r.endLeadershipLocked()
 	r.role, r.leader, r.leaderEpoch = RoleFollower, st.Leader, st.LeaderEpoch
 	r.mu.Lock()
 	r.wakeLocked()
@@ -522,11 +528,39 @@ func (r *Replica) BecomeFollower(st PartitionState) error {
 func (r *Replica) Stop() {
 	r.roleMu.Lock()
 	defer r.roleMu.Unlock()
+	r.endLeadershipLocked()
 	r.role, r.leader = RoleNone, -1
 	r.mu.Lock()
 	r.wakeLocked()
 	r.ls = nil
 	r.mu.Unlock()
+}
+
+// endLeadershipLocked writes the epoch entry a leader of a never-written
+// log held implied into the cache, as the leadership ends: the cache then
+// holds what Kafka's would. A checkpoint that cannot be written is
+// logged: the role changes regardless, and the next change of the cache
+// writes it again. roleMu held for writing.
+func (r *Replica) endLeadershipLocked() {
+	if r.role != RoleLeader {
+		return
+	}
+	if err := r.cache.assignFirst(r.leaderEpoch); err != nil {
+		r.env.Logger.Warn("replica: leader-epoch checkpoint not written", "topic", r.Topic(), "partition", r.Partition(), "err", err)
+	}
+}
+
+// endOffsetFor is the cache's EndOffsetFor with the entry a leader of a
+// never-written log holds implied: (leader epoch, log end), as
+// BecomeLeader would have assigned it. Only the leader's own first append
+// writes its log, and that assigns the entry first, so while the cache is
+// empty leo is where the epoch starts. roleMu held.
+func (r *Replica) endOffsetFor(requested int32, leo int64) (int32, int64) {
+	if r.role == RoleLeader && r.cache.empty() {
+		implied := [1]EpochEntry{{Epoch: r.leaderEpoch, StartOffset: leo}}
+		return endOffsetIn(implied[:], requested, leo)
+	}
+	return r.cache.EndOffsetFor(requested, leo)
 }
 
 // checkLeaderEpoch is Kafka's check of a request's current leader epoch

@@ -433,3 +433,91 @@ func TestFetchForFollowerBeforePromotion(t *testing.T) {
 		}
 	}
 }
+
+// TestNeverWrittenLeaderImpliesItsEpochEntry: the leader of a
+// never-written log keeps its epoch's entry out of the cache (it would be
+// 40 B per led partition) and answers OffsetForLeaderEpoch and a
+// follower's divergence check as if it held (leader epoch, log end); the
+// entry is written into the cache by the leader's first append, by the
+// end of its leadership (BecomeFollower, Stop), and a new leadership of
+// the still-empty log implies its own epoch instead.
+func TestNeverWrittenLeaderImpliesItsEpochEntry(t *testing.T) {
+	lead := func(epoch int32) PartitionState {
+		return PartitionState{Leader: 1, LeaderEpoch: epoch, PartitionEpoch: epoch, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
+	}
+	cases := []struct {
+		name string
+		then func(t *testing.T, r *Replica) error
+		want []EpochEntry
+	}{
+		{"append", func(t *testing.T, r *Replica) error {
+			_, err := r.Append(batch("x", 1), 1, wlog.AppendOptions{})
+			return err
+		}, []EpochEntry{{4, 0}}},
+		{"marker", func(t *testing.T, r *Replica) error {
+			_, err := r.AppendMarker(wlog.TxnMarker{ProducerID: 7, Marker: wlog.Marker{Type: wlog.ControlAbort}}, wlog.AppendOptions{})
+			return err
+		}, []EpochEntry{{4, 0}}},
+		{"follow", func(t *testing.T, r *Replica) error {
+			return r.BecomeFollower(PartitionState{Leader: 2, LeaderEpoch: 5, PartitionEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+		}, []EpochEntry{{4, 0}}},
+		{"stop", func(t *testing.T, r *Replica) error { r.Stop(); return nil }, []EpochEntry{{4, 0}}},
+		{"lead again, then append", func(t *testing.T, r *Replica) error {
+			if err := r.BecomeLeader(lead(6)); err != nil {
+				return err
+			}
+			if got := r.EpochCache().Entries(); len(got) != 0 {
+				t.Fatalf("a new leadership of the empty log wrote %v", got)
+			}
+			if got, err := r.EndOffsetForEpoch(-1, 6, true); err != nil || got != (EpochEntryEnd{6, 0}) {
+				t.Fatalf("epoch 6 after leading again: %v, %v", got, err)
+			}
+			_, err := r.Append(batch("x", 1), 1, wlog.AppendOptions{})
+			return err
+		}, []EpochEntry{{6, 0}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := wlog.Open(filepath.Join(t.TempDir(), "p-0"), wlog.DefaultConfig(), wlog.Options{Lazy: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Close() })
+			r, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 1}), Topic: "t"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.BecomeLeader(lead(4)); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.EpochCache().Entries(); len(got) != 0 {
+				t.Fatalf("leading a never-written log wrote %v", got)
+			}
+			for _, q := range []struct {
+				epoch int32
+				want  EpochEntryEnd
+			}{
+				{4, EpochEntryEnd{4, 0}},
+				{3, EpochEntryEnd{3, 0}},
+				{5, EpochEntryEnd{UndefinedEpoch, UndefinedOffset}},
+				{UndefinedEpoch, EpochEntryEnd{UndefinedEpoch, UndefinedOffset}},
+			} {
+				if got, err := r.EndOffsetForEpoch(-1, q.epoch, true); err != nil || got != q.want {
+					t.Fatalf("OffsetForLeaderEpoch %d: %v, %v; want %v", q.epoch, got, err, q.want)
+				}
+			}
+			// A follower claiming epoch 3 up to offset 1 diverges at (3, 0),
+			// as with the entry in the cache.
+			res := r.FetchForFollower(nil, FollowerFetch{ReplicaID: 2, FetchOffset: 1, LastFetchedEpoch: 3, CurrentLeaderEpoch: 4, MaxBytes: 1 << 20})
+			if res.Err != nil || res.DivergingEpoch != (EpochEntryEnd{3, 0}) {
+				t.Fatalf("follower fetch from epoch 3: diverging %v, %v", res.DivergingEpoch, res.Err)
+			}
+			if err := c.then(t, r); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.EpochCache().Entries(); !slices.Equal(got, c.want) {
+				t.Fatalf("cache %v, want %v", got, c.want)
+			}
+		})
+	}
+}
