@@ -61,8 +61,7 @@ func (b *Broker) replicaEnv() *replica.Env {
 			Eligible:    replica.EligibleIn(b.node.Image),
 			OnISRChange: func(r *replica.Replica, ch replica.ISRChange) { b.isr.Submit(r, ch) },
 			OnHighWatermark: func(r *replica.Replica, hw int64) {
-				p := owner(r)
-				p.log().NoteHighWatermark(hw)
+				p := owner(r) // the replica noted hw in its log
 				p.wakeAll()
 				b.cleanWhenWritten(p, hw)
 			},

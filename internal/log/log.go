@@ -993,6 +993,18 @@ func (l *Log) NoteHighWatermark(hw int64) {
 	}
 }
 
+// NotedHighWatermark is the high watermark NoteHighWatermark last
+// recorded (at Open, the checkpoint's; -1 when none). It takes no lock.
+func (l *Log) NotedHighWatermark() int64 {
+	switch {
+	case l.live():
+		return l.hw.Load()
+	case l.has(stateHWNoted):
+		return 0
+	}
+	return -1
+}
+
 // CheckpointedHighWatermark is the high watermark the checkpoint held when
 // the log was opened, and whether it held one (logs written before
 // version 2 checkpoints, or never checkpointed, hold none). It may exceed

@@ -50,7 +50,7 @@ func (r *Replica) AppendMarker(m wlog.TxnMarker, opts wlog.AppendOptions) (Appen
 // the replica's high watermark (read_committed reads stop below it,
 // ListOffsets latest with read_committed answers it, and Fetch answers
 // carry it). On a leader and a follower alike.
-func (r *Replica) LastStableOffset() int64 { return r.cache.log.LastStableOffset(r.hw.Load()) }
+func (r *Replica) LastStableOffset() int64 { return r.cache.log.LastStableOffset(r.hw()) }
 
 // leaderAppend runs one append as leader: role and acks checks, the
 // leader epoch stamped, the high watermark moved.
@@ -65,7 +65,7 @@ func (r *Replica) leaderAppend(acks int16, opts wlog.AppendOptions, write func(w
 		r.mu.Lock()
 		n := len(r.ls.isr)
 		r.mu.Unlock()
-		if minISR := int(r.minISR.Load()); n < minISR {
+		if minISR := int(r.minISR); n < minISR {
 			r.roleMu.RUnlock()
 			return AppendResult{}, fmt.Errorf("%w: ISR has %d members, min.insync.replicas is %d", kerr.NotEnoughReplicas, n, minISR)
 		}
@@ -99,7 +99,7 @@ func (r *Replica) leaderLEOChanged() bool {
 	if r.ls == nil {
 		return false
 	}
-	r.ls.minISR = r.minISR.Load()
+	r.ls.minISR = int32(r.minISR)
 	r.lead().noteLEO(leo, r.lastFetch)
 	moved := r.lead().advanceHW(leo, r.now())
 	r.afterHWLocked(moved)
@@ -158,7 +158,7 @@ func (r *Replica) hwReachedLocked(epoch int32, offset int64) (bool, error) {
 	case ls == nil || ls.leaderEpoch != epoch:
 		return true, fmt.Errorf("%w: leadership changed while waiting for replication", kerr.NotLeaderForPartition)
 	case ls.hw >= offset:
-		if n, minISR := len(ls.isr), int(r.minISR.Load()); n < minISR {
+		if n, minISR := len(ls.isr), int(ls.minISR); n < minISR {
 			return true, fmt.Errorf("%w: ISR has %d members, min.insync.replicas is %d", kerr.NotEnoughReplicasAfterAppend, n, minISR)
 		}
 		return true, nil
@@ -213,7 +213,7 @@ func (e EpochEntryEnd) Diverged() bool { return e.Epoch >= 0 }
 // watermark. The result's high watermark is the one after that update.
 // dst is reused for the ranges.
 func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) FollowerFetchResult {
-	res := FollowerFetchResult{HighWatermark: r.hw.Load(), LogStartOffset: r.cache.log.StartOffset(), LogEndOffset: r.cache.log.EndOffset(), DivergingEpoch: EpochEntryEnd{UndefinedEpoch, UndefinedOffset}}
+	res := FollowerFetchResult{HighWatermark: r.hw(), LogStartOffset: r.cache.log.StartOffset(), LogEndOffset: r.cache.log.EndOffset(), DivergingEpoch: EpochEntryEnd{UndefinedEpoch, UndefinedOffset}}
 	r.roleMu.RLock()
 	if err := checkLeaderEpoch(f.CurrentLeaderEpoch, r.leaderEpoch); err != nil {
 		r.roleMu.RUnlock()
@@ -253,7 +253,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	now := r.now()
 	r.mu.Lock()
 	change := r.lead().fetched(f.ReplicaID, f.FetchOffset, leo, f.BrokerEpoch, now)
-	r.ls.minISR = r.minISR.Load()
+	r.ls.minISR = int32(r.minISR)
 	moved := r.lead().advanceHW(r.cache.log.EndOffset(), now)
 	r.afterHWLocked(moved)
 	res.HighWatermark = r.ls.hw

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -519,5 +520,77 @@ func TestNeverWrittenLeaderImpliesItsEpochEntry(t *testing.T) {
 				t.Fatalf("cache %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestHighWatermarkIsTheLogs: the replica keeps no copy of its high
+// watermark: the one it reads is the one noted in its log, which the
+// log's checkpoint writes, as it moves on a leader, follows the leader on
+// a follower and is cut by a truncation; a never-written lazy log holds
+// it (0) without a body of its own.
+func TestHighWatermarkIsTheLogs(t *testing.T) {
+	same := func(t *testing.T, r *Replica, want int64) {
+		t.Helper()
+		if hw, noted := r.HighWatermark(), r.Log().NotedHighWatermark(); hw != want || noted != want {
+			t.Fatalf("high watermark %d, noted in the log %d; want %d", hw, noted, want)
+		}
+	}
+	l, err := wlog.Open(filepath.Join(t.TempDir(), "p-0"), wlog.DefaultConfig(), wlog.Options{Lazy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	r, err := Open(l, 5, Config{Env: NewEnv(Env{LocalID: 1}), Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(t, r, 0) // clamped into the empty log
+	if err := r.BecomeLeader(PartitionState{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, r, 3, 1)
+	same(t, r, 3) // a one-member ISR commits at once
+	if err := r.BecomeFollower(PartitionState{Leader: 2, LeaderEpoch: 2, PartitionEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	r.roleMu.Lock()
+	rose := r.setFollowerHW(1)
+	r.roleMu.Unlock()
+	if rose {
+		t.Fatal("a lower leader high watermark reported as a rise")
+	}
+	same(t, r, 1)
+	if err := r.truncateTo(2, 0); err != nil {
+		t.Fatal(err)
+	}
+	same(t, r, 0)
+}
+
+// TestSetMinISRReachesTheLeader: raising min.insync.replicas before a
+// produce waiting for replication is answered makes the answer
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, and the next acks=all append is
+// refused.
+func TestSetMinISRReachesTheLeader(t *testing.T) {
+	r, _, _ := leaderOf(t, []int32{1, 2}, 1)
+	res := mustAppend(t, r, 1, -1)
+	if f := r.FetchForFollower(nil, FollowerFetch{ReplicaID: 2, FetchOffset: 1, CurrentLeaderEpoch: 3, LastFetchedEpoch: 3, MaxBytes: 1 << 20}); f.Err != nil || f.HighWatermark != 1 {
+		t.Fatalf("follower fetch: hw %d, %v", f.HighWatermark, f.Err)
+	}
+	r.SetMinISR(3) // after the ISR has the batch, before the answer
+	if done, err := r.HWReached(res.LeaderEpoch, res.LastOffset+1); !done || !isKerr(err, kerr.NotEnoughReplicasAfterAppend) {
+		t.Fatalf("HWReached: %v, %v; want NOT_ENOUGH_REPLICAS_AFTER_APPEND", done, err)
+	}
+	if _, err := r.Append(batch("x", 1), -1, wlog.AppendOptions{}); !isKerr(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("acks=all with ISR 2 < 3: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+}
+
+// TestReplicaSize: a replica stays in the 112-byte size class (its high
+// watermark in its log, min.insync.replicas in its role's padding, no
+// note of its fetcher): a field added back costs every hosted replica
+// 16 B.
+func TestReplicaSize(t *testing.T) {
+	if n := unsafe.Sizeof(Replica{}); n > 112 {
+		t.Fatalf("Replica is %d B, want at most 112", n)
 	}
 }
