@@ -479,15 +479,7 @@ func TestNeverWrittenLeaderImpliesItsEpochEntry(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l, err := wlog.Open(filepath.Join(t.TempDir(), "p-0"), wlog.DefaultConfig(), wlog.Options{Lazy: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = l.Close() })
-			r, err := Open(l, 0, Config{Env: NewEnv(Env{LocalID: 1}), Topic: "t"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := lazyReplica(t, 0)
 			if err := r.BecomeLeader(lead(4)); err != nil {
 				t.Fatal(err)
 			}
@@ -535,15 +527,7 @@ func TestHighWatermarkIsTheLogs(t *testing.T) {
 			t.Fatalf("high watermark %d, noted in the log %d; want %d", hw, noted, want)
 		}
 	}
-	l, err := wlog.Open(filepath.Join(t.TempDir(), "p-0"), wlog.DefaultConfig(), wlog.Options{Lazy: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	r, err := Open(l, 5, Config{Env: NewEnv(Env{LocalID: 1}), Topic: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := lazyReplica(t, 5)
 	same(t, r, 0) // clamped into the empty log
 	if err := r.BecomeLeader(PartitionState{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1}}); err != nil {
 		t.Fatal(err)
@@ -593,4 +577,20 @@ func TestReplicaSize(t *testing.T) {
 	if n := unsafe.Sizeof(Replica{}); n > 112 {
 		t.Fatalf("Replica is %d B, want at most 112", n)
 	}
+}
+
+// lazyReplica is broker 1's replica of t-0 over a never-written lazy log,
+// opened with high watermark hw.
+func lazyReplica(t *testing.T, hw int64) *Replica {
+	t.Helper()
+	l, err := wlog.Open(filepath.Join(t.TempDir(), "p-0"), wlog.DefaultConfig(), wlog.Options{Lazy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	r, err := Open(l, hw, Config{Env: NewEnv(Env{LocalID: 1}), Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
