@@ -63,7 +63,7 @@ func (r *Replica) leaderAppend(acks int16, opts wlog.AppendOptions, write func(w
 	epoch := r.leaderEpoch
 	if acks == -1 {
 		r.mu.Lock()
-		n := len(r.ls.isr)
+		n := len(r.ls.isr())
 		r.mu.Unlock()
 		if minISR := int(r.minISR); n < minISR {
 			r.roleMu.RUnlock()
@@ -158,7 +158,7 @@ func (r *Replica) hwReachedLocked(epoch int32, offset int64) (bool, error) {
 	case ls == nil || ls.leaderEpoch != epoch:
 		return true, fmt.Errorf("%w: leadership changed while waiting for replication", kerr.NotLeaderForPartition)
 	case ls.hw >= offset:
-		if n, minISR := len(ls.isr), int(ls.minISR); n < minISR {
+		if n, minISR := len(ls.isr()), int(ls.minISR); n < minISR {
 			return true, fmt.Errorf("%w: ISR has %d members, min.insync.replicas is %d", kerr.NotEnoughReplicasAfterAppend, n, minISR)
 		}
 		return true, nil
@@ -349,12 +349,12 @@ func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMo
 			return false, false
 		}
 		switch {
-		case len(res.ISR) < len(r.ls.isr):
+		case len(res.ISR) < len(r.ls.isr()):
 			r.isrShrinks.Add(1)
-		case len(res.ISR) > len(r.ls.isr):
+		case len(res.ISR) > len(r.ls.isr()):
 			r.isrExpands.Add(1)
 		}
-		r.ls.isr = slices.Clone(res.ISR)
+		r.ls.setISR(res.ISR)
 		r.ls.partitionEpoch = res.PartitionEpoch
 		r.ls.pending = nil
 		moved := r.lead().advanceHW(r.cache.log.EndOffset(), r.now())

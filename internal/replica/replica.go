@@ -164,6 +164,9 @@ type PartitionState struct {
 	PartitionEpoch int32
 	Replicas       []int32
 	ISR            []int32
+	// lists are Replicas then ISR in one slice, when StateOf took them
+	// from the image, where they lie so: a leader keeps one slice header.
+	lists []int32
 }
 
 // ISRChange is a proposed ISR, for AlterPartition: the leader epoch and
@@ -252,7 +255,7 @@ func (r *Replica) Stats() Stats {
 	st := Stats{Role: r.role, Leader: r.leader, LeaderEpoch: r.leaderEpoch}
 	r.mu.Lock()
 	if r.ls != nil {
-		st.ISR, st.Replicas = len(r.ls.isr), len(r.ls.replicas)
+		st.ISR, st.Replicas = len(r.ls.isr()), len(r.ls.replicas())
 		st.UnderReplicated = st.ISR < st.Replicas
 		st.UnderMinISR = st.ISR < int(r.minISR)
 	}
@@ -446,7 +449,7 @@ func (r *Replica) ISR() (committed, pending []int32) {
 	if p := r.ls.inFlight(); p != nil {
 		pending = slices.Clone(p.NewISR)
 	}
-	return slices.Clone(r.ls.isr), pending
+	return slices.Clone(r.ls.isr()), pending
 }
 
 // BecomeLeader applies metadata that names this broker leader. A new
@@ -649,5 +652,6 @@ func StateOf(p metadata.Partition) PartitionState {
 		PartitionEpoch: p.PartitionEpoch(),
 		Replicas:       r[:len(r):len(r)],
 		ISR:            isr[:len(isr):len(isr)],
+		lists:          p.ReplicasAndISR(),
 	}
 }

@@ -273,6 +273,30 @@ func TestStateOfMetadataPartition(t *testing.T) {
 	if got.Leader != 3 || got.LeaderEpoch != 6 || got.PartitionEpoch != 9 || !slices.Equal(got.Replicas, []int32{3, 1, 2}) || !slices.Equal(got.ISR, []int32{3, 1}) {
 		t.Fatalf("StateOf = %+v", got)
 	}
+	// A leader keeps the image's lists, one slice for both (no copy: the
+	// leader state is its only allocation), and an ISR change it commits
+	// is a copy of its own, leaving the image as it was.
+	rules := &leaderRules{self: 3}
+	var s *leaderState
+	if n := testing.AllocsPerRun(10, func() { s = newLeaderState(rules, got, 0, 0, time.Unix(0, 0)) }); n != 1 {
+		t.Fatalf("a leader state from StateOf makes %v allocations, want 1", n)
+	}
+	if !slices.Equal(s.replicas(), []int32{3, 1, 2}) || !slices.Equal(s.isr(), []int32{3, 1}) || &s.lists[0] != &p.ReplicasAndISR()[0] {
+		t.Fatalf("leader state replicas %v isr %v, want the image's [3 1 2] [3 1]", s.replicas(), s.isr())
+	}
+	s.setISR([]int32{3, 1, 2})
+	if !slices.Equal(s.isr(), []int32{3, 1, 2}) || !slices.Equal(s.replicas(), []int32{3, 1, 2}) || !slices.Equal(p.ISR(), []int32{3, 1}) {
+		t.Fatalf("after an ISR change: leader isr %v replicas %v, image isr %v", s.isr(), s.replicas(), p.ISR())
+	}
+}
+
+// TestLeaderStateSize: a leader state stays in the 80-byte size class
+// (replicas and ISR one slice): a field added back costs every led
+// partition 16 B.
+func TestLeaderStateSize(t *testing.T) {
+	if n := unsafe.Sizeof(leaderState{}); n > 80 {
+		t.Fatalf("leaderState is %d B, want at most 80", n)
+	}
 }
 
 func TestRoleChangesRefuseWrongOrStaleStates(t *testing.T) {
