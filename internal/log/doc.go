@@ -9,7 +9,8 @@
 // are rebuilt from the .log whenever they are missing or do not check out.
 // A checkpoint file records the recovery point (everything below it was
 // fsynced), the log start offset and the high watermark the replica last
-// noted (NoteHighWatermark; CheckpointedHighWatermark reads it back on
+// noted (NoteHighWatermark; NotedHighWatermark reads it, the replica's
+// only copy; CheckpointedHighWatermark reads back the checkpoint's on
 // open). The on-disk format and the recovery rule are written down in
 // docs/DESIGN.md.
 //
