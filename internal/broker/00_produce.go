@@ -177,7 +177,7 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16, txn ve
 	}
 	if b.cfg.NullStorage {
 		n := int64(h.LastOffsetDelta) + 1
-		base, last := p.null.Append(records, n, p.leaderEpoch())
+		base, last := b.nullOf(p).Append(records, n, p.leaderEpoch())
 		return replica.AppendResult{AppendResult: wlog.AppendResult{BaseOffset: base, LastOffset: last, LogAppendTime: -1}}, nil
 	}
 	opts := b.appendOptions(p)

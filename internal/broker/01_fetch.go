@@ -207,7 +207,7 @@ func (run *fetchRun) read(rd *fetchsession.Read) {
 		held = sp.ErrorCode == kerr.UnknownLeaderEpoch.Code
 		pr.out.Diverging = sp.DivergingEpoch.Epoch >= 0
 	case b.cfg.NullStorage:
-		sp.ErrorCode, pr.fr = readNullPartition(p, &rd.PartitionData, sp, budget, run.bytes == 0)
+		sp.ErrorCode, pr.fr = readNullPartition(b.nullOf(p), p, &rd.PartitionData, sp, budget, run.bytes == 0)
 	default:
 		sp.ErrorCode, pr.fr, pr.out.More = b.readPartition(p, &rd.PartitionData, sp, budget, run.bytes == 0, wlog.Isolation(r.IsolationLevel))
 	}

@@ -145,6 +145,7 @@ type Broker struct {
 	replicas   *replica.Manager // follower fetchers
 	repEnv     *replica.Env     // what every replica shares (replicaEnv)
 	repEnvOnce sync.Once
+	nulls      sync.Map                 // NullStorage mode: *partition -> *nullstore.Partition
 	fetches    *fetchsession.Cache      // fetch sessions (KIP-227, 01_fetch.go)
 	transport  *kraft.InterBrokerClient // their connections to leaders
 	isr        *alterpartition.Manager  // ISR changes for the controller (replication.go)
@@ -220,7 +221,8 @@ func New(cfg Config) (*Broker, error) {
 	b.producerIDs = producer.NewAllocator(kraft.ProducerIDReserver{Client: b.ctl, BrokerID: cfg.NodeID, Epoch: b.brokerEpoch, Ctx: b.ctx}, producer.DefaultBlockSize)
 	b.syncer = wlog.NewSyncer(0)
 	b.logDir = logdir.New(logdir.Config{Path: cfg.DataDir, Logger: b.logger, OnChange: b.logDirChanged})
-	b.logEnv = wlog.NewEnv(wlog.Options{Logger: b.logger, Now: b.now, Syncer: b.syncer, OnIOError: b.logDir.Failed})
+	b.logEnv = wlog.NewEnv(wlog.Options{Logger: b.logger, Now: b.now, Syncer: b.syncer, OnIOError: b.logDir.Failed,
+		Producers: func() wlog.ProducerState { return producer.NewStateWith(b.producerOptions()) }})
 	if err := b.newCleaner(); err != nil {
 		b.syncer.Close()
 		b.ctl.Close()

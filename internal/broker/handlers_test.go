@@ -324,7 +324,7 @@ func TestNullStorageFetchRepeatsTheLargestBatch(t *testing.T) {
 	produceN(t, ctx, p, "null", 0, 0, 1, 1) // offset 0
 	produceN(t, ctx, p, "null", 0, 1, 5, 5) // 1-5: the template, values v1-v5
 	produceN(t, ctx, p, "null", 0, 6, 2, 2) // 6-7
-	tmpl := partitionAt(tb.b, "null", 0).null.Template()
+	tmpl := tb.b.nullOf(partitionAt(tb.b, "null", 0)).Template()
 	if tmpl == nil || tmpl.Records != 5 {
 		t.Fatalf("template %+v, want the 5-record batch", tmpl)
 	}
@@ -395,7 +395,7 @@ func TestNullStorageFetchRepeatsTheLargestBatch(t *testing.T) {
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.CorruptMessage.Code {
 		t.Errorf("truncated batch: %v, want CORRUPT_MESSAGE", kerr.ErrorForCode(code))
 	}
-	if end := partitionAt(tb.b, "null", 0).null.End(); end != 8 {
+	if end := tb.b.nullOf(partitionAt(tb.b, "null", 0)).End(); end != 8 {
 		t.Errorf("offsets handed out after a refused batch: %d, want 8", end)
 	}
 

@@ -55,7 +55,7 @@ func TestReplicaStartsFromCheckpointedHighWatermark(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		noteHW int64 // -1: never noted
+		noteHW int64 // -1: none
 		want   int64
 	}{
 		{"checkpointed", 2, 2},
@@ -75,9 +75,9 @@ func TestReplicaStartsFromCheckpointedHighWatermark(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if tc.noteHW >= 0 {
-				p.log().NoteHighWatermark(tc.noteHW)
-			}
+			// The replica noted its start (0) in the log at open; -1 takes
+			// it back, as a checkpoint written before they carried one.
+			p.log().NoteHighWatermark(tc.noteHW)
 			if err := p.log().Close(); err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/fetchsession"
+	"weir/internal/nullstore"
 	"weir/internal/splice"
 )
 
@@ -14,11 +15,11 @@ import (
 // offsets produce handed out, within the byte budget, gathered by the
 // writev that sends the answer. The load is served from memory, so what
 // a consumer reaches here is its own ceiling on this machine.
-func readNullPartition(p *partition, rp *fetchsession.PartitionData, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool) (int16, *splice.Part) {
+func readNullPartition(null *nullstore.Partition, p *partition, rp *fetchsession.PartitionData, sp *kmsg.FetchResponseTopicPartition, budget int64, first bool) (int16, *splice.Part) {
 	if code := checkLeaderEpoch(p, rp.LeaderEpoch); code != 0 {
 		return code, nil
 	}
-	rd, ok := p.null.Read(rp.FetchOffset, min(int64(rp.MaxBytes), budget), first)
+	rd, ok := null.Read(rp.FetchOffset, min(int64(rp.MaxBytes), budget), first)
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = rd.End, rd.End, 0
 	if !ok {
 		return kerr.OffsetOutOfRange.Code, nil
@@ -28,4 +29,10 @@ func readNullPartition(p *partition, rp *fetchsession.PartitionData, sp *kmsg.Fe
 		sp.RecordBatches = rd.Part.Marker[:]
 	}
 	return 0, rd.Part
+}
+
+// nullOf is p's store in NullStorage mode, made when its replica opened.
+func (b *Broker) nullOf(p *partition) *nullstore.Partition {
+	v, _ := b.nulls.Load(p)
+	return v.(*nullstore.Partition)
 }

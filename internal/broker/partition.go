@@ -9,16 +9,15 @@ import (
 	"weir/internal/fetchsession"
 	wlog "weir/internal/log"
 	"weir/internal/metadata"
-	"weir/internal/nullstore"
 	"weir/internal/producer"
 	"weir/internal/replica"
 )
 
 // partition is one partition of a topic as the metadata image describes
-// it. log and rep are set when this node holds a replica; it serves
-// clients only while it leads (leader == this node). hw mirrors the
-// replica's high watermark (OnHighWatermark), for readers that do not
-// take the replica's lock.
+// it. rep is set when this node holds a replica; it serves clients only
+// while it leads (leader == this node). It is 48 B: its log, high
+// watermark and NullStorage store are read through the replica and the
+// Broker (nullOf).
 type partition struct {
 	topic *topic
 	index int32
@@ -30,10 +29,6 @@ type partition struct {
 	// leadership is the leader's node id (-1 when offline) and the leader
 	// epoch, as one snapshot (leader in the high 32 bits).
 	leadership atomic.Int64
-	hw         atomic.Int64
-	// null is, in NullStorage mode only, the offsets handed out and the
-	// batch fetches repeat; nil otherwise.
-	null *nullstore.Partition
 
 	// watchers are the fetch sessions reading this partition and the
 	// share fetches parked on it; nil while there are none.
@@ -156,8 +151,13 @@ func (p *partition) producers() *producer.State {
 }
 
 // highWatermark is the offset below which records are visible to
-// consumers.
-func (p *partition) highWatermark() int64 { return p.hw.Load() }
+// consumers: the replica's (0 without one).
+func (p *partition) highWatermark() int64 {
+	if p.rep == nil {
+		return 0
+	}
+	return p.rep.HighWatermark()
+}
 
 // setState takes the partition's state from the metadata image (the
 // replica's role is switched separately, by applyRoles) and reports
@@ -170,12 +170,6 @@ func (p *partition) setState(s metadata.Partition) (changed bool) {
 	led := p.isLeader()
 	epochChanged := p.setLeadership(s.Leader(), s.LeaderEpoch()) != s.LeaderEpoch()
 	return p.isLeader() != led || epochChanged
-}
-
-// setHW publishes the replica's high watermark and wakes parked fetches.
-func (p *partition) setHW(hw int64) {
-	p.hw.Store(hw)
-	p.wakeAll()
 }
 
 // wakeAll tells everything watching the partition that it changed: the

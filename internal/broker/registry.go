@@ -224,9 +224,9 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 			np, err := b.openPartition(t, i, cfg, true, minISR)
 			if err == nil {
 				if b.cfg.NullStorage {
-					np.null = new(nullstore.Partition)
+					b.nulls.Store(np, new(nullstore.Partition))
 				}
-				b.cleanWhenWritten(np, np.hw.Load())
+				b.cleanWhenWritten(np, np.highWatermark())
 			}
 			if err != nil {
 				b.logger.Error("cannot open a partition this node replicates", "topic", t.name, "partition", i, "err", err)
@@ -288,6 +288,7 @@ func (b *Broker) removeTopic(id metadata.TopicID, deleteData bool) {
 func (b *Broker) dropPartition(p *partition, deleteData bool) {
 	p.setLeadership(-1, p.leaderEpoch())
 	p.wakeAll()
+	b.nulls.Delete(p)
 	if p.rep == nil {
 		return
 	}

@@ -10,7 +10,6 @@ import (
 	"weir/internal/config"
 	wlog "weir/internal/log"
 	"weir/internal/metadata"
-	"weir/internal/producer"
 	"weir/internal/replica"
 )
 
@@ -24,9 +23,9 @@ import (
 
 // openPartition opens the log of one partition (with lazy, a partition
 // never written has no files until its first append) and the Replica
-// over it. The log drives the producer state: it applies every batch
-// written (leader, marker, follower), restores it at open and rebuilds
-// it at truncation.
+// over it. The log drives the producer state, which it makes (logEnv)
+// with its body: it applies every batch written (leader, marker,
+// follower), restores it at open and rebuilds it at truncation.
 //
 // The high watermark starts from the log's checkpoint (replica.Open
 // clamps it to the log), or from the log end for a log whose checkpoint
@@ -34,8 +33,7 @@ import (
 // takes its whole log for committed could, as a new leader, show
 // consumers records its followers never had.
 func (b *Broker) openPartition(t *topic, i int32, cfg wlog.Config, lazy bool, minISR int) (*partition, error) {
-	st := producer.NewStateWith(b.producerOptions())
-	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, i), cfg, wlog.Options{Env: b.logEnv, Lazy: lazy, Producers: st})
+	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, i), cfg, wlog.Options{Env: b.logEnv, Lazy: lazy})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open %s-%d: %w", t.name, i, err)
 	}
@@ -48,7 +46,6 @@ func (b *Broker) openPartition(t *topic, i int32, cfg wlog.Config, lazy bool, mi
 		l.Close()
 		return nil, err
 	}
-	p.hw.Store(p.rep.HighWatermark())
 	return p, nil
 }
 
@@ -64,9 +61,8 @@ func (b *Broker) replicaEnv() *replica.Env {
 			Eligible:    replica.EligibleIn(b.node.Image),
 			OnISRChange: func(r *replica.Replica, ch replica.ISRChange) { b.isr.Submit(r, ch) },
 			OnHighWatermark: func(r *replica.Replica, hw int64) {
-				p := owner(r)
-				p.log().NoteHighWatermark(hw)
-				p.setHW(hw)
+				p := owner(r) // the replica noted hw in its log
+				p.wakeAll()
 				b.cleanWhenWritten(p, hw)
 			},
 			// Followers parked on the log end fetch what was appended; fetch

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -128,4 +129,14 @@ func liveHeap() uint64 {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// TestHostedPartitionSize: a hosted partition's broker object stays in
+// the 48-byte size class (its log, high watermark and NullStorage store
+// are read through the replica and the Broker): a field added back costs
+// every hosted replica 16 B.
+func TestHostedPartitionSize(t *testing.T) {
+	if n := unsafe.Sizeof(partition{}); n > 48 {
+		t.Fatalf("partition is %d B, want at most 48", n)
+	}
 }

@@ -19,7 +19,7 @@ func txnEnv(t *testing.T) (*env, *producer.State) {
 	e := &env{t: t, root: t.TempDir(), clock: newClock(), tp: TopicPartition{"t", 0}}
 	s := producer.NewState(producer.Options{Now: e.clock.now})
 	var err error
-	e.l, err = log.Open(filepath.Join(e.root, "t-0"), testLogConfig(), log.Options{Now: e.clock.now, Producers: s})
+	e.l, err = log.Open(filepath.Join(e.root, "t-0"), testLogConfig(), log.Options{Now: e.clock.now, Producers: func() log.ProducerState { return s }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestLogTransactionsAreCleaned(t *testing.T) {
 	e.c.Remove(e.tp)
 	e.l.Close()
 	s = producer.NewState(producer.Options{Now: e.clock.now})
-	l, err := log.Open(filepath.Join(e.root, "t-0"), cfg, log.Options{Now: e.clock.now, Producers: s})
+	l, err := log.Open(filepath.Join(e.root, "t-0"), cfg, log.Options{Now: e.clock.now, Producers: func() log.ProducerState { return s }})
 	if err != nil {
 		t.Fatal(err)
 	}

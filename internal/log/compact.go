@@ -203,7 +203,7 @@ func (l *Log) EachCleanableBatch(from, to int64, buf []byte, fn func(segBase int
 // TracksTransactions reports whether the log keeps an aborted-transaction
 // index (it was opened with Options.Producers). Without one a cleaner
 // cannot tell aborted transactions from committed ones.
-func (l *Log) TracksTransactions() bool { return l.producers != nil }
+func (l *Log) TracksTransactions() bool { return l.env().producers != nil }
 
 // validateReplicated checks a batch copied from a leader. The leader's
 // cleaner may have rewritten it: fewer records than its offset range

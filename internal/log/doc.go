@@ -9,7 +9,8 @@
 // are rebuilt from the .log whenever they are missing or do not check out.
 // A checkpoint file records the recovery point (everything below it was
 // fsynced), the log start offset and the high watermark the replica last
-// noted (NoteHighWatermark; CheckpointedHighWatermark reads it back on
+// noted (NoteHighWatermark; NotedHighWatermark reads it, the replica's
+// only copy; CheckpointedHighWatermark reads back the checkpoint's on
 // open). The on-disk format and the recovery rule are written down in
 // docs/DESIGN.md.
 //
@@ -33,8 +34,10 @@
 // decodes a control batch's marker into BatchInfo.Marker, ParseMarker does
 // it for a stored batch, MarkerBatch builds one.
 //
-// With Options.Producers (a ProducerState; internal/producer's State) the
-// log keeps the partition's producer state in step with its batches: it
+// With Options.Producers (making a ProducerState; internal/producer's
+// State) the log keeps the partition's producer state in step with its
+// batches; a never-written lazy log makes it at its first append or the
+// first call of Producers, so an idle partition holds none. The log
 // applies every batch written (leader, marker, follower), so the state
 // knows each producer's ongoing transaction and its first offset. From it
 // the log derives:

@@ -120,7 +120,7 @@ func TestFlushAfterTruncationIntoUnflushedSegment(t *testing.T) {
 			dir := t.TempDir()
 			syncer := newSyncer(1)
 			defer syncer.Close()
-			l, err := Open(dir, cfg, Options{Now: clock.now, Syncer: syncer, Producers: &txnState{}})
+			l, err := Open(dir, cfg, Options{Now: clock.now, Syncer: syncer, Producers: func() ProducerState { return &txnState{} }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +157,7 @@ func TestFlushAfterTruncationIntoUnflushedSegment(t *testing.T) {
 				}
 			}
 			crash(l)
-			l, err = Open(dir, cfg, Options{Now: clock.now, Producers: &txnState{}})
+			l, err = Open(dir, cfg, Options{Now: clock.now, Producers: func() ProducerState { return &txnState{} }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func TestFlushSkipsSegmentsDeletedMeanwhile(t *testing.T) {
 	dir := t.TempDir()
 	syncer := newSyncer(1)
 	defer syncer.Close()
-	l, err := Open(dir, cfg, Options{Now: clock.now, Syncer: syncer, Producers: &txnState{}})
+	l, err := Open(dir, cfg, Options{Now: clock.now, Syncer: syncer, Producers: func() ProducerState { return &txnState{} }})
 	if err != nil {
 		t.Fatal(err)
 	}

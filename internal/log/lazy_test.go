@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -290,7 +291,7 @@ func TestSplitDirRoundTrips(t *testing.T) {
 func TestNeverWrittenLogsLeaveTheEmptyBodyAlone(t *testing.T) {
 	state := func() string {
 		b := emptyBody
-		return fmt.Sprint(b.dir, b.hw.Load(), len(b.segs), b.recoveryPoint, b.openHW, b.ckptHW, b.syncAsked.Load(), b.unflushed, len(b.toFlush),
+		return fmt.Sprint(b.dir, b.producers == nil, b.hw.Load(), len(b.segs), b.recoveryPoint, b.openHW, b.ckptHW, b.syncAsked.Load(), b.unflushed, len(b.toFlush),
 			len(b.retired), b.truncations, b.truncatedTo, b.armed, b.stopped, len(b.unreplicated), len(b.snapBuf),
 			b.durable.Load(), b.durableCh == nil, b.fsyncs.Load(), b.sync, b.lastFlush, b.lastCkpt)
 	}
@@ -299,11 +300,12 @@ func TestNeverWrittenLogsLeaveTheEmptyBodyAlone(t *testing.T) {
 	syncer := NewSyncer(2)
 	defer syncer.Close()
 	env := NewEnv(Options{Syncer: syncer})
+	txnEnv := NewEnv(Options{Syncer: syncer, Producers: func() ProducerState { return idleProducers{} }}) // topics with transactions
 	var wg sync.WaitGroup
 	for i := range 8 {
 		opts := Options{Env: env, Lazy: true}
 		if i%2 == 0 {
-			opts.Producers = idleProducers{} // a topic with transactions
+			opts.Env = txnEnv
 		}
 		l, err := Open(filepath.Join(root, "t-"+strconv.Itoa(i)), DefaultConfig(), opts)
 		if err != nil {
@@ -396,5 +398,93 @@ func TestNeverWrittenLogKeepsItsNotedHighWatermark(t *testing.T) {
 				t.Fatalf("checkpointed high watermark %d, %v; want %d, %v", hw, ok, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// countingProducers is a producer state that counts the batches applied
+// to it; its maker counts the states made.
+type countingProducers struct {
+	idleProducers
+	applied *int
+}
+
+func (c countingProducers) Apply(*BatchHeader, *Marker) (CompletedTxn, bool) {
+	*c.applied++
+	return CompletedTxn{}, false
+}
+
+// TestLazyLogMakesItsProducerStateOnFirstUse: a never-written lazy log
+// holds no producer state (the reads of it answer as for an empty one);
+// the first call of Producers makes it, once, with no file, and the
+// first append then applies its batch to that same state; Truncate
+// FullyAndStartAt after that starts the log where asked. A log opened on
+// a directory makes its state at Open.
+func TestLazyLogMakesItsProducerStateOnFirstUse(t *testing.T) {
+	for _, first := range []string{"Producers", "Append", "TruncateFullyAndStartAt"} {
+		t.Run(first, func(t *testing.T) {
+			made, applied := 0, 0
+			syncer := NewSyncer(1)
+			defer syncer.Close()
+			env := NewEnv(Options{Now: newFakeClock().now, Syncer: syncer, Producers: func() ProducerState {
+				made++
+				return countingProducers{applied: &applied}
+			}})
+			dir := lazyDir(t)
+			l := openLazy(t, dir, DefaultConfig(), Options{Env: env})
+			_ = l.DescribeProducers()
+			_ = l.ExpireProducers()
+			_ = l.LastStableOffset(0)
+			if !l.TracksTransactions() || made != 0 {
+				t.Fatalf("before any use: tracks %v, %d states made; want true, 0", l.TracksTransactions(), made)
+			}
+			switch first {
+			case "Producers":
+				st := l.Producers()
+				if st == nil || l.Producers() != st || made != 1 {
+					t.Fatalf("Producers: %v, %d states made; want one state, kept", st, made)
+				}
+				mustNotExist(t, dir)
+			case "TruncateFullyAndStartAt":
+				_ = l.Producers()
+				if err := l.TruncateFullyAndStartAt(5); err != nil {
+					t.Fatal(err)
+				}
+				if l.StartOffset() != 5 || l.EndOffset() != 5 {
+					t.Fatalf("started at [%d, %d), want [5, 5)", l.StartOffset(), l.EndOffset())
+				}
+			}
+			appendN(t, l, newFakeClock(), 1, 1, 1)
+			if made != 1 || applied != 1 {
+				t.Fatalf("after the first append: %d states made, %d batches applied; want 1, 1", made, applied)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Open(dir, DefaultConfig(), Options{Env: env, Lazy: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if made != 2 {
+				t.Fatalf("a log opened on its directory: %d states made, want 2", made)
+			}
+		})
+	}
+}
+
+func TestOpenRefusesProducersBesideAnEnv(t *testing.T) {
+	_, err := Open(lazyDir(t), DefaultConfig(), Options{Env: NewEnv(Options{}), Lazy: true, Producers: func() ProducerState { return idleProducers{} }})
+	if err == nil {
+		t.Fatal("Open took Options.Producers beside an Env, which would ignore it")
+	}
+}
+
+// TestNeverWrittenLogSize: a never-written log stays in the 48-byte size
+// class (its producer state and everything else are in the body it gets
+// at its first append): a field added back costs every hosted replica
+// 16 B.
+func TestNeverWrittenLogSize(t *testing.T) {
+	if n := unsafe.Sizeof(Log{}); n > 48 {
+		t.Fatalf("Log is %d B, want at most 48", n)
 	}
 }

@@ -44,7 +44,7 @@ type Options struct {
 	// private Syncer with one goroutine and closes it in Close.
 	Syncer *Syncer
 	// Env, when set, is shared with other logs and replaces Logger, Now,
-	// CheckpointInterval and Syncer (see NewEnv).
+	// CheckpointInterval, Syncer, OnIOError and Producers (see NewEnv).
 	Env *Env
 	// Lazy makes Open of a directory that does not exist create nothing:
 	// no directory, no file, no goroutine. The log behaves as an empty log
@@ -52,11 +52,15 @@ type Options struct {
 	// and the first segment. A directory that exists is opened (and
 	// recovered) as usual.
 	Lazy bool
-	// Producers, when set, is the partition's producer state, which the
-	// log then keeps in step with its batches (see ProducerState): it
+	// Producers, when set, makes the partition's producer state, which
+	// the log then keeps in step with its batches (see ProducerState): it
 	// tracks transactions for the last stable offset and the
-	// aborted-transaction index, and is snapshotted and restored.
-	Producers ProducerState
+	// aborted-transaction index, and is snapshotted and restored. It is
+	// called once per log, when the log gets a body of its own: at Open of
+	// a directory, at the first append of a lazy log, or at the first
+	// call of Log.Producers. A never-written lazy log holds no state: it
+	// has none to hold.
+	Producers func() ProducerState
 	// OnIOError, when set, is told of every write or sync of the log's
 	// files that failed (a full or failing disk), with the error as the
 	// file system returned it; the append or flush fails as well. The
@@ -95,13 +99,11 @@ type Log struct {
 
 	mu sync.Mutex
 
-	// producers is Options.Producers.
-	producers ProducerState
-
 	// body is everything a log with files has. A lazy log never written
-	// reads the shared emptyBody (no segments, nothing durable), which
-	// nothing writes, and costs only the fields above (64 bytes); the
-	// first append gives it its own. stateLive is set once it has, so a
+	// reads the shared emptyBody (no segments, nothing durable, no
+	// producer state), which nothing writes, and costs only the fields
+	// above (48 bytes); the first append, or the first call of Producers,
+	// gives it its own. stateLive is set once it has, so a
 	// reader without mu that sees it sees that body.
 	*body
 }
@@ -133,6 +135,9 @@ func (l *Log) name() dirName { return dirName{l.prefix, l.n} }
 // guarded by Log.mu unless noted.
 type body struct {
 	dir string // the partition directory, whole
+	// producers is the state Options.Producers made with the body; nil
+	// without Options.Producers (and in emptyBody).
+	producers ProducerState
 	// hw is the latest high watermark noted (NoteHighWatermark), written
 	// with every checkpoint; -1 none.
 	hw   atomic.Int64
@@ -214,8 +219,9 @@ type Env struct {
 	now       func() time.Time
 	ckpt      time.Duration
 	syncer    *Syncer
-	private   bool        // the syncer belongs to one log (no shared Syncer given)
-	onIOError func(error) // Options.OnIOError; may be nil
+	private   bool                 // the syncer belongs to one log (no shared Syncer given)
+	onIOError func(error)          // Options.OnIOError; may be nil
+	producers func() ProducerState // Options.Producers; may be nil
 	// fsync replaces (*os.File).Sync in tests that make it fail (set on a
 	// log's private Env only).
 	fsync func(*os.File) error
@@ -259,10 +265,10 @@ func (e *Env) settingsOf(c Config) *settings {
 func (l *Log) env() *Env { return l.cfg.Load().env }
 
 // NewEnv returns the shared environment of the logs opened with opts
-// (Logger, Now, CheckpointInterval, Syncer, OnIOError; nil Syncer: each
-// log makes a private one).
+// (Logger, Now, CheckpointInterval, Syncer, OnIOError, Producers; nil
+// Syncer: each log makes a private one).
 func NewEnv(opts Options) *Env {
-	e := &Env{logger: opts.Logger, now: opts.Now, ckpt: opts.CheckpointInterval, syncer: opts.Syncer, onIOError: opts.OnIOError, settings: new(sync.Map)}
+	e := &Env{logger: opts.Logger, now: opts.Now, ckpt: opts.CheckpointInterval, syncer: opts.Syncer, onIOError: opts.OnIOError, producers: opts.Producers, settings: new(sync.Map)}
 	if e.logger == nil {
 		e.logger = discardLogger
 	}
@@ -360,6 +366,9 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		}
 	}
 	env := opts.Env
+	if env != nil && opts.Producers != nil {
+		return nil, errors.New("log: Options.Producers with an Env belongs in the Env")
+	}
 	if env == nil {
 		env = NewEnv(opts)
 		env.settings = nil // one log: nothing to share
@@ -368,7 +377,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		}
 	}
 	name := splitDir(dir)
-	l := &Log{prefix: name.prefix, n: name.n, producers: opts.Producers, body: emptyBody}
+	l := &Log{prefix: name.prefix, n: name.n, body: emptyBody}
 	l.cfg.Store(env.settingsOf(cfg))
 	if !lazy {
 		l.materialize(l.env().now())
@@ -383,11 +392,14 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// materialize gives the log a body of its own. mu held, or the log not
-// shared yet.
+// materialize gives the log a body of its own, with its producer state.
+// mu held, or the log not shared yet.
 func (l *Log) materialize(now time.Time) {
 	b := newBody(l.name().String())
 	b.lastFlush, b.lastCkpt = now, now
+	if mk := l.env().producers; mk != nil {
+		b.producers = mk()
+	}
 	if l.has(stateHWNoted) {
 		b.hw.Store(0)
 	}
@@ -459,8 +471,22 @@ func (l *Log) SetConfig(cfg Config) error {
 // Config returns the settings in force.
 func (l *Log) Config() Config { return *l.cfg.Load().Config }
 
-// Producers is Options.Producers: nil when the log was opened without.
-func (l *Log) Producers() ProducerState { return l.producers }
+// Producers is the producer state Options.Producers made: nil when the
+// log was opened without. A never-written lazy log is given its body
+// (no files: the first append makes them) and the state with it, which
+// is for a caller about to write it (an idempotence check, a
+// transaction's verification).
+func (l *Log) Producers() ProducerState {
+	if l.live() {
+		return l.producers
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.live() && l.env().producers != nil {
+		l.materialize(l.env().now())
+	}
+	return l.producers
+}
 
 // Dir is the partition directory.
 func (l *Log) Dir() string {
@@ -877,11 +903,13 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 		return ErrClosed
 	}
 	now := l.env().now()
-	if l.body == emptyBody {
+	if len(l.segs) == 0 {
 		// Never written: nothing to drop; the directory and its first
 		// segment start at offset, as an append there would make them.
 		// The offsets are the log's own from now on, files or not.
-		l.materialize(now)
+		if l.body == emptyBody {
+			l.materialize(now)
+		}
 		l.leo, l.logStart = offset, offset
 		return l.createLocked(now)
 	}
@@ -963,6 +991,18 @@ func (l *Log) NoteHighWatermark(hw int64) {
 	default:
 		l.state.And(^stateHWNoted)
 	}
+}
+
+// NotedHighWatermark is the high watermark NoteHighWatermark last
+// recorded (at Open, the checkpoint's; -1 when none). It takes no lock.
+func (l *Log) NotedHighWatermark() int64 {
+	switch {
+	case l.live():
+		return l.hw.Load()
+	case l.has(stateHWNoted):
+		return 0
+	}
+	return -1
 }
 
 // CheckpointedHighWatermark is the high watermark the checkpoint held when

@@ -22,7 +22,9 @@ type chunk struct {
 	// arena holds the partitions' lists: replicas, ISR, adding, removing.
 	// The owning builder only appends to it (a changed partition's old
 	// lists stay, unreferenced, until the chunk is next copied, which
-	// compacts), so slices into it never change.
+	// compacts), so slices into it never change, and partitions with
+	// equal lists share one run (a topic's partitions take a few orders
+	// of the same replicas, with the ISR equal to them while in sync).
 	arena []int32
 	owner *edit
 	// written marks the partitions the owning builder has written: a
@@ -80,20 +82,23 @@ func (c *chunk) view(i int) Partition {
 // length), copying its lists into the arena. The chunk must be the
 // caller's own.
 func (c *chunk) set(i int, replicas, isr, adding, removing []int32, leader, leaderEpoch, partitionEpoch int32, recovery int8) {
-	need := len(replicas) + len(isr) + len(adding) + len(removing)
-	if len(c.arena)+need >= arenaLimit {
-		// The builder's replaced lists filled the arena: keep the live ones.
-		c.arena = c.moveLists(make([]int32, 0, len(c.arena)), c.parts)
-	}
 	s := pstate{
-		offRec:    uint32(len(c.arena)) | uint32(uint8(recovery))<<offBits,
+		offRec:    uint32(uint8(recovery)) << offBits,
 		nReplicas: uint16(len(replicas)), nISR: uint16(len(isr)), nAdding: uint16(len(adding)), nRemoving: uint16(len(removing)),
 		leader: leader, leaderEpoch: leaderEpoch, partitionEpoch: partitionEpoch,
 	}
-	// One growth for the four lists: chunks of equal partitions then fill
-	// their arena exactly.
-	c.arena = slices.Grow(c.arena, need)
-	c.arena = append(append(append(append(c.arena, replicas...), isr...), adding...), removing...)
+	off := sharedRun(c.arena, c.parts, &s, replicas, isr, adding, removing)
+	if off < 0 {
+		need := s.lists()
+		if len(c.arena)+need >= arenaLimit {
+			// The builder's replaced lists filled the arena: keep the live ones.
+			c.arena = c.moveLists(make([]int32, 0, len(c.arena)), c.parts)
+		}
+		off = len(c.arena)
+		c.arena = slices.Grow(c.arena, need)
+		c.arena = append(append(append(append(c.arena, replicas...), isr...), adding...), removing...)
+	}
+	s.setOff(off)
 	if i == len(c.parts) {
 		c.parts = append(c.parts, s)
 	} else {
@@ -105,9 +110,8 @@ func (c *chunk) set(i int, replicas, isr, adding, removing []int32, leader, lead
 // for extra more partitions. The arena keeps room for one changed
 // partition's lists too: a builder copies a chunk to change it.
 func (c *chunk) clone(e *edit, extra int) *chunk {
-	live, widest := 0, 0
+	widest := 0
 	for i := range c.parts {
-		live += c.parts[i].lists()
 		widest = max(widest, c.parts[i].lists())
 	}
 	n := &chunk{
@@ -115,19 +119,54 @@ func (c *chunk) clone(e *edit, extra int) *chunk {
 		owner: e,
 	}
 	copy(n.parts, c.parts)
-	n.arena = c.moveLists(make([]int32, 0, live+widest+extra*4), n.parts)
+	live := c.moveLists(nil, n.parts)
+	n.arena = append(make([]int32, 0, len(live)+widest+extra*4), live...)
 	return n
 }
 
 // moveLists appends the lists of parts, read from c's arena, to arena
-// and points each partition at its new place. Views of c's arena stay
-// as they were.
+// (once for partitions with equal lists) and points each partition at
+// its new place. Views of c's arena stay as they were.
 func (c *chunk) moveLists(arena []int32, parts []pstate) []int32 {
 	for i := range parts {
 		s := &parts[i]
-		from, to := s.off(), len(arena)
-		arena = append(arena, c.arena[from:from+s.lists()]...)
+		from := s.off()
+		run := c.arena[from : from+s.lists()]
+		to := sharedRun(arena, parts[:i], s, run)
+		if to < 0 {
+			to = len(arena)
+			arena = append(arena, run...)
+		}
 		s.setOff(to)
 	}
 	return arena
+}
+
+// sharedRun returns the offset in arena of the lists of one of parts
+// (whose offsets are into arena) that hold the nodes of lists, one after
+// the other (s's counts split them, whatever the other's are); -1 when
+// none does.
+func sharedRun(arena []int32, parts []pstate, s *pstate, lists ...[]int32) int {
+	n := s.lists()
+	for j := range parts {
+		p := &parts[j]
+		if p.lists() != n {
+			continue
+		}
+		if run := arena[p.off() : p.off()+n]; equalRun(run, lists) {
+			return p.off()
+		}
+	}
+	return -1
+}
+
+// equalRun reports whether run holds lists, one after the other.
+func equalRun(run []int32, lists [][]int32) bool {
+	for _, l := range lists {
+		if !slices.Equal(run[:len(l)], l) {
+			return false
+		}
+		run = run[len(l):]
+	}
+	return true
 }

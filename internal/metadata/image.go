@@ -130,6 +130,12 @@ func (p Partition) Replicas() []int32 {
 	return p.nodes[:r:r]
 }
 
+// ReplicasAndISR are Replicas then ISR, in one slice.
+func (p Partition) ReplicasAndISR() []int32 {
+	_, i, _ := p.bounds()
+	return p.nodes[:i:i]
+}
+
 // ISR is the in-sync replica set.
 func (p Partition) ISR() []int32 {
 	r, i, _ := p.bounds()

@@ -104,7 +104,7 @@ func BenchmarkAppendWithState(b *testing.B) {
 			s := NewState(Options{})
 			opts := log.Options{}
 			if driven {
-				opts.Producers = s
+				opts.Producers = func() log.ProducerState { return s }
 			}
 			l, err := log.Open(b.TempDir(), cfg, opts)
 			if err != nil {

@@ -44,7 +44,7 @@ type txnLog struct {
 func openTxnLog(t testing.TB, dir string, cfg log.Config, clock *fakeClock) *txnLog {
 	t.Helper()
 	s := NewState(Options{Now: clock.now})
-	l, err := log.Open(dir, cfg, log.Options{Now: clock.now, Producers: s})
+	l, err := log.Open(dir, cfg, log.Options{Now: clock.now, Producers: func() log.ProducerState { return s }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -715,7 +715,7 @@ func TestRetentionAndExpiry(t *testing.T) {
 	cfg.SegmentBytes = 300
 	clock := newFakeClock(time.UnixMilli(testTs))
 	s := NewState(Options{Now: clock.now, Expiration: time.Hour})
-	l, err := log.Open(t.TempDir(), cfg, log.Options{Now: clock.now, Producers: s})
+	l, err := log.Open(t.TempDir(), cfg, log.Options{Now: clock.now, Producers: func() log.ProducerState { return s }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,8 +32,9 @@
 // and reports the outcome), the
 // Kafka request handlers and their error-code mapping (errors returned here
 // wrap kerr errors; the broker answers with their codes), the network
-// (Transport is the broker's), persisting the high watermark (the broker
-// passes its last value to Open), and retention scheduling.
+// (Transport is the broker's), and retention scheduling. The high
+// watermark is noted in the log (Log.NoteHighWatermark), which its
+// checkpoint persists; the broker passes the checkpointed one to Open.
 //
 // # The API the broker calls
 //
@@ -86,7 +87,9 @@
 //
 //   - leader is this broker: Manager.RemovePartitions([r]) first (no
 //     fetcher appends any more once it returns), then r.BecomeLeader(st).
-//     A new leader epoch assigns (epoch, LEO) in the epoch cache; the same
+//     A new leader epoch assigns (epoch, LEO) in the epoch cache (over a
+//     never-written log the entry stays implied until the first append or
+//     the leadership's end: 40 B less per idle led partition); the same
 //     epoch with a newer partition epoch applies replicas and ISR.
 //   - another leader (or none): r.BecomeFollower(st), then
 //     Manager.AddPartitions([{r, leader, leaderEpoch}]) (it moves the
@@ -232,7 +235,9 @@
 // appends and fetch handling so both see one epoch), then mu (leader
 // state, high watermark publication, the waiters' channel); the epoch
 // cache's and the log's locks are leaves below them. The high watermark
-// is also an atomic for lock-free reads. Callbacks run with no lock held.
+// is the one noted in the log (Log.NoteHighWatermark), read without a
+// lock; min.insync.replicas is guarded by roleMu. Callbacks run with no
+// lock held.
 // Each fetcher goroutine is the only writer of its partitions' logs;
 // Manager.RemovePartitions waits for an append in progress to finish, and
 // Manager.Close stops every fetcher and waits for it.

@@ -153,6 +153,26 @@ func (c *EpochCache) Assign(epoch int32, startOffset int64) error {
 	return c.persistLocked()
 }
 
+// empty reports whether the cache holds no entry.
+func (c *EpochCache) empty() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.list == nil
+}
+
+// assignFirst records that epoch starts at the log end when the cache
+// holds no entry: the entry a leader of a never-written log holds
+// implied until its first append (Replica.BecomeLeader).
+func (c *EpochCache) assignFirst(epoch int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.list != nil {
+		return nil
+	}
+	c.setEntries([]EpochEntry{{Epoch: epoch, StartOffset: c.log.EndOffset()}})
+	return c.persistLocked()
+}
+
 // TruncateFromEnd removes the entries of epochs that start at or after
 // endOffset: the log was truncated to endOffset.
 func (c *EpochCache) TruncateFromEnd(endOffset int64) error {
@@ -203,7 +223,11 @@ func (c *EpochCache) TruncateFromStart(startOffset int64) error {
 func (c *EpochCache) EndOffsetFor(requested int32, leo int64) (epoch int32, endOffset int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	es := c.entries()
+	return endOffsetIn(c.entries(), requested, leo)
+}
+
+// endOffsetIn is EndOffsetFor over the entries es.
+func endOffsetIn(es []EpochEntry, requested int32, leo int64) (epoch int32, endOffset int64) {
 	n := len(es)
 	if requested == UndefinedEpoch || n == 0 {
 		return UndefinedEpoch, UndefinedOffset

@@ -85,8 +85,11 @@ type Manager struct {
 	cfg    ManagerConfig
 	logger *slog.Logger
 
-	mu       sync.Mutex
-	fetchers map[int32]*fetcher // each replica's fetcher is Replica.fetchLeader's
+	mu sync.Mutex
+	// fetchers holds one fetcher per leader; a replica is in at most one
+	// (found by asking each: a broker has few leaders to fetch from, and
+	// the replica keeps no note of it).
+	fetchers map[int32]*fetcher
 	closed   bool
 }
 
@@ -119,14 +122,11 @@ func (m *Manager) AddPartitions(fs []Follow) {
 	}
 	byLeader := map[int32][]Follow{}
 	for _, f := range fs {
-		if old := f.Replica.fetchLeader; old >= 0 && old != f.Leader {
-			m.removeLocked(f.Replica)
-		}
+		m.removeLocked(f.Replica, f.Leader)
 		if f.Leader < 0 || f.Leader == m.cfg.LocalID {
 			continue
 		}
 		byLeader[f.Leader] = append(byLeader[f.Leader], f)
-		f.Replica.fetchLeader = f.Leader
 	}
 	for leader, follows := range byLeader {
 		ft := m.fetchers[leader]
@@ -144,19 +144,25 @@ func (m *Manager) RemovePartitions(rs []*Replica) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range rs {
-		m.removeLocked(r)
+		m.removeLocked(r, -1)
 	}
 }
 
-func (m *Manager) removeLocked(r *Replica) {
-	leader := r.fetchLeader
-	if leader < 0 {
-		return
-	}
-	r.fetchLeader = -1
-	if ft := m.fetchers[leader]; ft != nil && ft.remove(keyOf(r)) == 0 {
-		delete(m.fetchers, leader)
-		ft.stop()
+// removeLocked takes r from the fetcher that has it, unless that is the
+// fetcher of leader keep; a fetcher left with nothing stops. m.mu held.
+func (m *Manager) removeLocked(r *Replica, keep int32) {
+	k := keyOf(r)
+	for leader, ft := range m.fetchers {
+		if leader == keep {
+			continue
+		}
+		if left, had := ft.remove(k, r); had {
+			if left == 0 {
+				delete(m.fetchers, leader)
+				ft.stop()
+			}
+			return
+		}
 	}
 }
 
@@ -180,14 +186,6 @@ func (m *Manager) Close() {
 	m.closed = true
 	fs := m.fetchers
 	m.fetchers = map[int32]*fetcher{}
-	for _, f := range fs {
-		f.mu.Lock()
-		f.session.Range(func(_ partitionKey, p *fetchsession.Partition[fetchPartition]) bool {
-			p.Value.r.fetchLeader = -1
-			return true
-		})
-		f.mu.Unlock()
-	}
 	m.mu.Unlock()
 	for _, f := range fs {
 		f.stop()
@@ -348,15 +346,20 @@ func (f *fetcher) add(fs []Follow) {
 
 // remove drops k, waiting for an application of a response to it to
 // finish, and returns how many partitions are left.
-func (f *fetcher) remove(k partitionKey) int {
+// remove takes r (named k) from the fetcher, if it has it, and returns
+// how many partitions it has left.
+func (f *fetcher) remove(k partitionKey, r *Replica) (left int, had bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if p := f.session.Get(k); p == nil || p.Value.r != r {
+		return f.session.Len(), false
+	}
 	f.session.Delete(k)
 	delete(f.fenced, k)
 	for f.applying[k] {
 		f.idle.Wait()
 	}
-	return f.session.Len()
+	return f.session.Len(), true
 }
 
 func (f *fetcher) wake() {

@@ -73,7 +73,7 @@ func (r *Replica) truncateFullyAndStartAt(epoch int32, offset int64) error {
 	if err := r.cache.reset(nil); err != nil {
 		return err
 	}
-	r.hw.Store(offset)
+	r.setHW(offset)
 	r.truncations.Add(1)
 	r.info("replica: log restarted at the leader's log start", "from", before, "to", offset)
 	if r.env.OnTruncate != nil {
@@ -145,7 +145,9 @@ func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, 
 // It reports whether the high watermark rose. roleMu held.
 func (r *Replica) setFollowerHW(leaderHW int64) bool {
 	hw := min(max(leaderHW, r.cache.log.StartOffset()), r.cache.log.EndOffset())
-	return r.hw.Swap(hw) < hw
+	rose := r.hw() < hw
+	r.setHW(hw)
+	return rose
 }
 
 // followLogStart raises the local log start offset to the leader's when
@@ -155,7 +157,7 @@ func (r *Replica) followLogStart(leaderLogStart int64) {
 	if leaderLogStart <= r.cache.log.StartOffset() {
 		return
 	}
-	start, err := r.cache.log.AdvanceStartOffset(min(leaderLogStart, r.hw.Load(), r.cache.log.EndOffset()), r.hw.Load())
+	start, err := r.cache.log.AdvanceStartOffset(min(leaderLogStart, r.hw(), r.cache.log.EndOffset()), r.hw())
 	if err != nil {
 		r.warn("replica: cannot follow the leader's log start offset", "leader_log_start", leaderLogStart, "err", err)
 		return
@@ -169,7 +171,7 @@ func (r *Replica) followLogStart(leaderLogStart int64) {
 // own AdvanceStartOffset / EnforceRetention.
 func (r *Replica) AdvanceStartOffset(offset int64) (int64, error) {
 	before := r.cache.log.StartOffset()
-	start, err := r.cache.log.AdvanceStartOffset(offset, r.hw.Load())
+	start, err := r.cache.log.AdvanceStartOffset(offset, r.hw())
 	if cerr := r.cache.TruncateFromStart(r.cache.log.StartOffset()); err == nil {
 		err = cerr
 	}
@@ -189,7 +191,7 @@ func (r *Replica) notifyLogStart(before int64) {
 // the new log start. It returns how many segments went.
 func (r *Replica) EnforceRetention() (int, error) {
 	before := r.cache.log.StartOffset()
-	n, err := r.cache.log.EnforceRetention(r.hw.Load())
+	n, err := r.cache.log.EnforceRetention(r.hw())
 	if cerr := r.cache.TruncateFromStart(r.cache.log.StartOffset()); err == nil {
 		err = cerr
 	}
@@ -220,8 +222,8 @@ func (r *Replica) truncateLocked(offset int64) error {
 	if err := r.cache.TruncateFromEnd(leo); err != nil {
 		return err
 	}
-	if r.hw.Load() > leo {
-		r.hw.Store(leo)
+	if r.hw() > leo {
+		r.setHW(leo)
 	}
 	if leo < before {
 		r.truncations.Add(1)
@@ -249,7 +251,7 @@ func (r *Replica) truncationOffset(leader EpochEntryEnd) (offset int64, done boo
 	leo := r.cache.log.EndOffset()
 	switch {
 	case leader.EndOffset == UndefinedOffset:
-		return r.hw.Load(), true
+		return r.hw(), true
 	case leader.Epoch == UndefinedEpoch:
 		return min(leader.EndOffset, leo), true
 	}

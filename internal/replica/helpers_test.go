@@ -242,7 +242,7 @@ func (c *memCluster) open(n *memNode, hw int64) {
 	c.t.Helper()
 	if c.txn {
 		n.state = producer.NewState(producer.Options{Now: c.clock.Now})
-		l, err := wlog.Open(n.dir, wlog.DefaultConfig(), wlog.Options{Producers: n.state})
+		l, err := wlog.Open(n.dir, wlog.DefaultConfig(), wlog.Options{Producers: func() wlog.ProducerState { return n.state }})
 		if err != nil {
 			c.t.Fatal(err)
 		}

@@ -50,7 +50,7 @@ func (r *Replica) AppendMarker(m wlog.TxnMarker, opts wlog.AppendOptions) (Appen
 // the replica's high watermark (read_committed reads stop below it,
 // ListOffsets latest with read_committed answers it, and Fetch answers
 // carry it). On a leader and a follower alike.
-func (r *Replica) LastStableOffset() int64 { return r.cache.log.LastStableOffset(r.hw.Load()) }
+func (r *Replica) LastStableOffset() int64 { return r.cache.log.LastStableOffset(r.hw()) }
 
 // leaderAppend runs one append as leader: role and acks checks, the
 // leader epoch stamped, the high watermark moved.
@@ -63,14 +63,18 @@ func (r *Replica) leaderAppend(acks int16, opts wlog.AppendOptions, write func(w
 	epoch := r.leaderEpoch
 	if acks == -1 {
 		r.mu.Lock()
-		n := len(r.ls.isr)
+		n := len(r.ls.isr())
 		r.mu.Unlock()
-		if minISR := int(r.minISR.Load()); n < minISR {
+		if minISR := int(r.minISR); n < minISR {
 			r.roleMu.RUnlock()
 			return AppendResult{}, fmt.Errorf("%w: ISR has %d members, min.insync.replicas is %d", kerr.NotEnoughReplicas, n, minISR)
 		}
 	}
 	opts.LeaderEpoch = epoch
+	if err := r.cache.assignFirst(epoch); err != nil { // the implied entry (BecomeLeader)
+		r.roleMu.RUnlock()
+		return AppendResult{}, err
+	}
 	res, err := write(opts)
 	if err != nil {
 		r.roleMu.RUnlock()
@@ -95,7 +99,7 @@ func (r *Replica) leaderLEOChanged() bool {
 	if r.ls == nil {
 		return false
 	}
-	r.ls.minISR = r.minISR.Load()
+	r.ls.minISR = int32(r.minISR)
 	r.lead().noteLEO(leo, r.lastFetch)
 	moved := r.lead().advanceHW(leo, r.now())
 	r.afterHWLocked(moved)
@@ -154,7 +158,7 @@ func (r *Replica) hwReachedLocked(epoch int32, offset int64) (bool, error) {
 	case ls == nil || ls.leaderEpoch != epoch:
 		return true, fmt.Errorf("%w: leadership changed while waiting for replication", kerr.NotLeaderForPartition)
 	case ls.hw >= offset:
-		if n, minISR := len(ls.isr), int(r.minISR.Load()); n < minISR {
+		if n, minISR := len(ls.isr()), int(ls.minISR); n < minISR {
 			return true, fmt.Errorf("%w: ISR has %d members, min.insync.replicas is %d", kerr.NotEnoughReplicasAfterAppend, n, minISR)
 		}
 		return true, nil
@@ -209,7 +213,7 @@ func (e EpochEntryEnd) Diverged() bool { return e.Epoch >= 0 }
 // watermark. The result's high watermark is the one after that update.
 // dst is reused for the ranges.
 func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) FollowerFetchResult {
-	res := FollowerFetchResult{HighWatermark: r.hw.Load(), LogStartOffset: r.cache.log.StartOffset(), LogEndOffset: r.cache.log.EndOffset(), DivergingEpoch: EpochEntryEnd{UndefinedEpoch, UndefinedOffset}}
+	res := FollowerFetchResult{HighWatermark: r.hw(), LogStartOffset: r.cache.log.StartOffset(), LogEndOffset: r.cache.log.EndOffset(), DivergingEpoch: EpochEntryEnd{UndefinedEpoch, UndefinedOffset}}
 	r.roleMu.RLock()
 	if err := checkLeaderEpoch(f.CurrentLeaderEpoch, r.leaderEpoch); err != nil {
 		r.roleMu.RUnlock()
@@ -232,7 +236,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	leo := r.cache.log.EndOffset()
 	res.LogEndOffset = leo
 	if f.LastFetchedEpoch >= 0 {
-		epoch, end := r.cache.EndOffsetFor(f.LastFetchedEpoch, leo)
+		epoch, end := r.endOffsetFor(f.LastFetchedEpoch, leo)
 		if epoch < f.LastFetchedEpoch || end < f.FetchOffset {
 			r.roleMu.RUnlock()
 			res.DivergingEpoch = EpochEntryEnd{epoch, end}
@@ -249,7 +253,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	now := r.now()
 	r.mu.Lock()
 	change := r.lead().fetched(f.ReplicaID, f.FetchOffset, leo, f.BrokerEpoch, now)
-	r.ls.minISR = r.minISR.Load()
+	r.ls.minISR = int32(r.minISR)
 	moved := r.lead().advanceHW(r.cache.log.EndOffset(), now)
 	r.afterHWLocked(moved)
 	res.HighWatermark = r.ls.hw
@@ -275,7 +279,7 @@ func (r *Replica) EndOffsetForEpoch(currentLeaderEpoch, epoch int32, leaderOnly 
 	if err := checkLeaderEpoch(currentLeaderEpoch, r.leaderEpoch); err != nil {
 		return EpochEntryEnd{UndefinedEpoch, UndefinedOffset}, err
 	}
-	e, end := r.cache.EndOffsetFor(epoch, r.cache.log.EndOffset())
+	e, end := r.endOffsetFor(epoch, r.cache.log.EndOffset())
 	return EpochEntryEnd{e, end}, nil
 }
 
@@ -345,12 +349,12 @@ func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMo
 			return false, false
 		}
 		switch {
-		case len(res.ISR) < len(r.ls.isr):
+		case len(res.ISR) < len(r.ls.isr()):
 			r.isrShrinks.Add(1)
-		case len(res.ISR) > len(r.ls.isr):
+		case len(res.ISR) > len(r.ls.isr()):
 			r.isrExpands.Add(1)
 		}
-		r.ls.isr = slices.Clone(res.ISR)
+		r.ls.setISR(res.ISR)
 		r.ls.partitionEpoch = res.PartitionEpoch
 		r.ls.pending = nil
 		moved := r.lead().advanceHW(r.cache.log.EndOffset(), r.now())

@@ -60,16 +60,19 @@ type leaderState struct {
 	leaderEpoch    int32
 	partitionEpoch int32
 	leo            int64 // the leader's log end offset, as last noted (noteLEO)
-	replicas       []int32
-	isr            []int32 // committed ISR, as the metadata says
-	hw             int64
+	// lists are the replicas, then the committed ISR, as the metadata
+	// says (replicas and isr read them; nReplicas splits them): one
+	// slice, the image's own when StateOf made the assignment.
+	lists []int32
+	hw    int64
 	// since is when the leadership started (Unix nanoseconds).
 	since int64
 	// minISR is min.insync.replicas, for the KIP-966 rule (rules).
 	minISR int32
 	// atLEO marks, by index in replicas, the ISR followers that fetched
 	// at the log end while the leadership is compact.
-	atLEO uint8
+	atLEO     uint8
+	nReplicas uint16
 	// busy is nil while the leadership is compact (see expand).
 	*busy
 }
@@ -129,10 +132,28 @@ func newLeaderState(rules *leaderRules, st PartitionState, epochStart, hw int64,
 		leading{s, rules}.setAssignment(st, now)
 		return s
 	}
-	s.replicas = st.Replicas[:len(st.Replicas):len(st.Replicas)]
-	s.isr = st.ISR[:len(st.ISR):len(st.ISR)]
+	s.setLists(st)
 	return s
 }
+
+// replicas are the partition's replicas; isr is the committed ISR.
+func (s *leaderState) replicas() []int32 { return s.lists[:s.nReplicas:s.nReplicas] }
+func (s *leaderState) isr() []int32      { return s.lists[s.nReplicas:len(s.lists):len(s.lists)] }
+
+// setLists takes replicas and ISR from st. Kept as given, never written
+// to: StateOf's lists are the metadata image's, shared by every replica
+// of the partition on this node; others are joined into one copy.
+func (s *leaderState) setLists(st PartitionState) {
+	s.nReplicas = uint16(len(st.Replicas))
+	if len(st.lists) == len(st.Replicas)+len(st.ISR) {
+		s.lists = st.lists
+		return
+	}
+	s.lists = slices.Concat(st.Replicas, st.ISR)
+}
+
+// setISR replaces the committed ISR (a copy of isr).
+func (s *leaderState) setISR(isr []int32) { s.lists = slices.Concat(s.replicas(), isr) }
 
 // maxCompactReplicas is the most replicas atLEO has bits for.
 const maxCompactReplicas = 8
@@ -160,12 +181,12 @@ func (s leading) expand() {
 		return
 	}
 	s.busy = &busy{epochStart: s.leo}
-	for i, id := range s.replicas {
+	for i, id := range s.replicas() {
 		if id == s.rules.self {
 			continue
 		}
 		f := followerState{id: id, leo: UnknownOffset, lastFetchLeaderLEO: UnknownOffset, brokerEpoch: -1}
-		if slices.Contains(s.isr, id) {
+		if slices.Contains(s.isr(), id) {
 			f.lastCaughtUp = s.since
 		}
 		if s.atLEO&(1<<i) != 0 {
@@ -178,7 +199,7 @@ func (s leading) expand() {
 
 // isFollower reports whether id is a replica other than the leader.
 func (s leading) isFollower(id int32) bool {
-	return id != s.rules.self && slices.Contains(s.replicas, id)
+	return id != s.rules.self && slices.Contains(s.replicas(), id)
 }
 
 // fetched records a fetch of follower id at fetchOffset while the
@@ -186,8 +207,8 @@ func (s leading) isFollower(id int32) bool {
 // when it qualifies (maybeExpand). A compact leadership stays compact
 // when an ISR member fetches at the log end.
 func (s leading) fetched(id int32, fetchOffset, leaderLEO, brokerEpoch int64, now time.Time) *ISRChange {
-	if s.compact() && fetchOffset == s.leo && leaderLEO == s.leo && slices.Contains(s.isr, id) {
-		if i := slices.Index(s.replicas, id); i >= 0 && id != s.rules.self {
+	if s.compact() && fetchOffset == s.leo && leaderLEO == s.leo && slices.Contains(s.isr(), id) {
+		if i := slices.Index(s.replicas(), id); i >= 0 && id != s.rules.self {
 			s.atLEO |= 1 << i
 			return nil
 		}
@@ -210,8 +231,8 @@ func (s leading) compactAt(leaderLEO int64) bool {
 // unheard reports whether an ISR follower of a compact leadership has
 // not fetched at the log end: its offset is unknown.
 func (s leading) unheard() bool {
-	for i, id := range s.replicas {
-		if id != s.rules.self && s.atLEO&(1<<i) == 0 && slices.Contains(s.isr, id) {
+	for i, id := range s.replicas() {
+		if id != s.rules.self && s.atLEO&(1<<i) == 0 && slices.Contains(s.isr(), id) {
 			return true
 		}
 	}
@@ -224,18 +245,15 @@ func (s leading) unheard() bool {
 func (s leading) setAssignment(st PartitionState, now time.Time) {
 	s.expand()
 	s.partitionEpoch = st.PartitionEpoch
-	// Kept as given, never written to: StateOf's slices are the metadata
-	// image's, shared by every replica of the partition on this node.
-	s.replicas = st.Replicas[:len(st.Replicas):len(st.Replicas)]
-	s.isr = st.ISR[:len(st.ISR):len(st.ISR)]
+	s.setLists(st)
 	s.pending = nil
-	s.followers = slices.DeleteFunc(s.followers, func(f followerState) bool { return !slices.Contains(s.replicas, f.id) })
-	for _, id := range s.replicas {
+	s.followers = slices.DeleteFunc(s.followers, func(f followerState) bool { return !slices.Contains(s.replicas(), f.id) })
+	for _, id := range s.replicas() {
 		if id == s.rules.self || s.follower(id) != nil {
 			continue
 		}
 		f := followerState{id: id, leo: UnknownOffset, lastFetchLeaderLEO: UnknownOffset, brokerEpoch: -1}
-		if slices.Contains(s.isr, id) {
+		if slices.Contains(s.isr(), id) {
 			f.lastCaughtUp = now.UnixNano()
 		}
 		s.followers = append(s.followers, f)
@@ -282,7 +300,7 @@ func (s leading) noteLEO(leo int64, lastFetch func(id int32) time.Time) {
 // ISR plus, while a change is in flight, the proposed one (an expansion
 // counts at once, a shrink only once committed).
 func (s leading) inMaximalISR(id int32) bool {
-	if slices.Contains(s.isr, id) {
+	if slices.Contains(s.isr(), id) {
 		return true
 	}
 	p := s.inFlight()
@@ -291,7 +309,7 @@ func (s leading) inMaximalISR(id int32) bool {
 
 func (s leading) isEligible(id int32) bool {
 	f := s.follower(id)
-	return f != nil && slices.Contains(s.replicas, id) && (s.rules.eligible == nil || s.rules.eligible(id, f.brokerEpoch))
+	return f != nil && slices.Contains(s.replicas(), id) && (s.rules.eligible == nil || s.rules.eligible(id, f.brokerEpoch))
 }
 
 // advanceHW raises the high watermark to the smallest log end offset of
@@ -299,7 +317,7 @@ func (s leading) isEligible(id int32) bool {
 // eligible), capped by the leader's own end. It never lowers it. It
 // reports whether it moved.
 func (s leading) advanceHW(leaderLEO int64, now time.Time) bool {
-	if s.rules.holdUnderMinISR && len(s.isr) < int(s.minISR) {
+	if s.rules.holdUnderMinISR && len(s.isr()) < int(s.minISR) {
 		return false
 	}
 	hw := leaderLEO
@@ -334,13 +352,13 @@ func (s leading) advanceHW(leaderLEO int64, now time.Time) bool {
 // suffix). Nothing is proposed while another change is in flight.
 func (s leading) maybeExpand(id int32) *ISRChange {
 	f := s.follower(id)
-	if s.inFlight() != nil || f == nil || slices.Contains(s.isr, id) || !s.isEligible(id) {
+	if s.inFlight() != nil || f == nil || slices.Contains(s.isr(), id) || !s.isEligible(id) {
 		return nil
 	}
 	if f.leo < s.hw || f.leo < s.busy.epochStart {
 		return nil
 	}
-	isr := append(slices.Clone(s.isr), id)
+	isr := append(slices.Clone(s.isr()), id)
 	slices.Sort(isr)
 	return s.propose(isr)
 }
@@ -358,7 +376,7 @@ func (s leading) maybeShrink(leaderLEO int64, now time.Time) *ISRChange {
 	}
 	s.expand()
 	var out []int32
-	for _, id := range s.isr {
+	for _, id := range s.isr() {
 		if f := s.follower(id); id != s.rules.self && f != nil && !f.caughtUp(leaderLEO, now, s.rules.maxLag) {
 			out = append(out, id)
 		}
@@ -366,7 +384,7 @@ func (s leading) maybeShrink(leaderLEO int64, now time.Time) *ISRChange {
 	if len(out) == 0 {
 		return nil
 	}
-	isr := slices.DeleteFunc(slices.Clone(s.isr), func(id int32) bool { return slices.Contains(out, id) })
+	isr := slices.DeleteFunc(slices.Clone(s.isr()), func(id int32) bool { return slices.Contains(out, id) })
 	return s.propose(isr)
 }
 

@@ -117,7 +117,7 @@ func TestLeaderStateTranscript(t *testing.T) {
 				if s.inFlight() == nil {
 					return "error: nothing in flight"
 				}
-				s.isr = s.pending.NewISR
+				s.setISR(s.pending.NewISR)
 				s.partitionEpoch++
 				s.pending = nil
 				l.advanceHW(leo, now)
@@ -128,7 +128,7 @@ func TestLeaderStateTranscript(t *testing.T) {
 			case "metadata":
 				var pepoch int
 				d.ScanArgs(t, "pepoch", &pepoch)
-				st := PartitionState{Leader: l.rules.self, LeaderEpoch: s.leaderEpoch, PartitionEpoch: int32(pepoch), Replicas: s.replicas, ISR: ids(t, d, "isr")}
+				st := PartitionState{Leader: l.rules.self, LeaderEpoch: s.leaderEpoch, PartitionEpoch: int32(pepoch), Replicas: s.replicas(), ISR: ids(t, d, "isr")}
 				if d.HasArg("replicas") {
 					st.Replicas = ids(t, d, "replicas")
 				}
@@ -138,11 +138,11 @@ func TestLeaderStateTranscript(t *testing.T) {
 				t.Fatalf("unknown command %q", d.Cmd)
 			}
 			var b strings.Builder
-			fmt.Fprintf(&b, "leo=%d hw=%d isr=%v pepoch=%d", leo, s.hw, s.isr, s.partitionEpoch)
+			fmt.Fprintf(&b, "leo=%d hw=%d isr=%v pepoch=%d", leo, s.hw, s.isr(), s.partitionEpoch)
 			if p := s.inFlight(); p != nil {
 				fmt.Fprintf(&b, " inflight=%v", p.NewISR)
 			}
-			if s.compact() && len(s.replicas) > 1 {
+			if s.compact() && len(s.replicas()) > 1 {
 				b.WriteString(" compact")
 			}
 			if proposed != nil {

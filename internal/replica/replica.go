@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -163,6 +164,9 @@ type PartitionState struct {
 	PartitionEpoch int32
 	Replicas       []int32
 	ISR            []int32
+	// lists are Replicas then ISR in one slice, when StateOf took them
+	// from the image, where they lie so: a leader keeps one slice header.
+	lists []int32
 }
 
 // ISRChange is a proposed ISR, for AlterPartition: the leader epoch and
@@ -200,23 +204,22 @@ type Replica struct {
 	owner Owner // names the replica
 	// cache is the leader-epoch cache. Its log is the replica's log (the
 	// checkpoint lives in the log's directory): the replica keeps no
-	// second pointer to it.
+	// second pointer to it. The leader of a never-written log holds its
+	// epoch's entry implied, not here (endOffsetFor).
 	cache EpochCache
-	hw    atomic.Int64
+	// The high watermark is the one noted in the log (hw, setHW), which
+	// its checkpoint writes: the replica keeps no copy.
 
 	mu sync.Mutex
 	ls *leaderState // nil unless leader; its hwCh wakes WaitForHW callers
 
-	roleMu      sync.RWMutex
-	role        Role
+	roleMu sync.RWMutex
+	role   Role
+	// minISR is min.insync.replicas, guarded by roleMu (SetMinISR), kept
+	// in the role's padding: the leader state holds a copy under mu.
+	minISR      int16
 	leader      int32
 	leaderEpoch int32
-
-	minISR atomic.Int32
-
-	// fetchLeader is the leader whose fetcher has the replica (-1: none),
-	// guarded by the Manager's mu.
-	fetchLeader int32
 
 	// Counters for Stats.
 	isrShrinks  atomic.Uint32
@@ -252,13 +255,13 @@ func (r *Replica) Stats() Stats {
 	st := Stats{Role: r.role, Leader: r.leader, LeaderEpoch: r.leaderEpoch}
 	r.mu.Lock()
 	if r.ls != nil {
-		st.ISR, st.Replicas = len(r.ls.isr), len(r.ls.replicas)
+		st.ISR, st.Replicas = len(r.ls.isr()), len(r.ls.replicas())
 		st.UnderReplicated = st.ISR < st.Replicas
-		st.UnderMinISR = st.ISR < int(r.minISR.Load())
+		st.UnderMinISR = st.ISR < int(r.minISR)
 	}
 	r.mu.Unlock()
 	r.roleMu.RUnlock()
-	st.HighWatermark = r.hw.Load()
+	st.HighWatermark = r.hw()
 	st.LogStartOffset, st.LogEndOffset = r.cache.log.StartOffset(), r.cache.log.EndOffset()
 	st.ISRShrinks, st.ISRExpands, st.Truncations = uint64(r.isrShrinks.Load()), uint64(r.isrExpands.Load()), uint64(r.truncations.Load())
 	return st
@@ -281,7 +284,7 @@ func Open(l *wlog.Log, hw int64, cfg Config) (*Replica, error) {
 	if owner == nil {
 		owner = &identity{cfg.Topic, cfg.TopicID, cfg.Partition}
 	}
-	r := &Replica{env: env, owner: owner, leader: -1, leaderEpoch: -1, fetchLeader: -1}
+	r := &Replica{env: env, owner: owner, leader: -1, leaderEpoch: -1}
 	r.SetMinISR(cfg.MinISR)
 	cache := &r.cache
 	ok, err := cache.load(l)
@@ -311,7 +314,7 @@ func Open(l *wlog.Log, hw int64, cfg Config) (*Replica, error) {
 			return nil, err
 		}
 	}
-	r.hw.Store(min(max(hw, l.StartOffset()), l.EndOffset()))
+	r.setHW(min(max(hw, l.StartOffset()), l.EndOffset()))
 	return r, nil
 }
 
@@ -407,10 +410,26 @@ func (r *Replica) logAt(level slog.Level, msg string, args []any) {
 
 // HighWatermark is the offset below which records are committed: what
 // consumers may read.
-func (r *Replica) HighWatermark() int64 { return r.hw.Load() }
+func (r *Replica) HighWatermark() int64 { return r.hw() }
 
-// SetMinISR changes min.insync.replicas (a topic config change).
-func (r *Replica) SetMinISR(n int) { r.minISR.Store(int32(max(n, 1))) }
+// hw is the high watermark, as noted in the log; setHW changes it. Its
+// writers are serialised by the replica's locks: the leader's under mu,
+// the follower's and truncations under roleMu.
+func (r *Replica) hw() int64      { return r.cache.log.NotedHighWatermark() }
+func (r *Replica) setHW(hw int64) { r.cache.log.NoteHighWatermark(hw) }
+
+// SetMinISR changes min.insync.replicas (a topic config change). Values
+// past 32,767 are stored as that: no ISR can reach either.
+func (r *Replica) SetMinISR(n int) {
+	r.roleMu.Lock()
+	defer r.roleMu.Unlock()
+	r.minISR = int16(min(max(n, 1), math.MaxInt16))
+	r.mu.Lock()
+	if r.ls != nil {
+		r.ls.minISR = int32(r.minISR)
+	}
+	r.mu.Unlock()
+}
 
 // State returns the role, leader and leader epoch.
 func (r *Replica) State() (role Role, leader, leaderEpoch int32) {
@@ -430,7 +449,7 @@ func (r *Replica) ISR() (committed, pending []int32) {
 	if p := r.ls.inFlight(); p != nil {
 		pending = slices.Clone(p.NewISR)
 	}
-	return slices.Clone(r.ls.isr), pending
+	return slices.Clone(r.ls.isr()), pending
 }
 
 // BecomeLeader applies metadata that names this broker leader. A new
@@ -468,21 +487,25 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 		r.notifyHW(moved)
 		return nil
 	}
-	if err := r.cache.Assign(st.LeaderEpoch, leo); err != nil {
-		r.roleMu.Unlock()
-		return err
+	// A never-written log's leader leaves its epoch's entry implied
+	// (epochEntries) until its first append or the leadership's end.
+	if !r.cache.empty() || leo != r.cache.log.StartOffset() {
+		if err := r.cache.Assign(st.LeaderEpoch, leo); err != nil {
+			r.roleMu.Unlock()
+			return err
+		}
 	}
 	r.role, r.leader, r.leaderEpoch = RoleLeader, st.Leader, st.LeaderEpoch
 	r.mu.Lock()
 	r.wakeLocked() // the previous epoch's waiters
-	r.ls = newLeaderState(r.env.rules, st, leo, r.hw.Load(), now)
-	r.ls.minISR = r.minISR.Load()
+	r.ls = newLeaderState(r.env.rules, st, leo, r.hw(), now)
+	r.ls.minISR = int32(r.minISR)
 	moved := r.lead().advanceHW(leo, now)
 	r.afterHWLocked(moved)
 	r.wakeLocked()
 	r.mu.Unlock()
 	r.roleMu.Unlock()
-	r.debug("replica: became leader", "epoch", st.LeaderEpoch, "partition_epoch", st.PartitionEpoch, "isr", st.ISR, "leo", leo, "hw", r.hw.Load())
+	r.debug("replica: became leader", "epoch", st.LeaderEpoch, "partition_epoch", st.PartitionEpoch, "isr", st.ISR, "leo", leo, "hw", r.hw())
 	r.notifyHW(moved)
 	return nil
 }
@@ -503,13 +526,14 @@ func (r *Replica) BecomeFollower(st PartitionState) error {
 		return fmt.Errorf("%w: leader epoch %d, have %d", ErrStaleState, st.LeaderEpoch, r.leaderEpoch)
 	}
 	changed := r.role != RoleFollower || r.leaderEpoch != st.LeaderEpoch || r.leader != st.Leader
+	r.endLeadershipLocked()
 	r.role, r.leader, r.leaderEpoch = RoleFollower, st.Leader, st.LeaderEpoch
 	r.mu.Lock()
 	r.wakeLocked()
 	r.ls = nil
 	r.mu.Unlock()
 	if changed {
-		r.debug("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.cache.log.EndOffset(), "hw", r.hw.Load())
+		r.debug("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.cache.log.EndOffset(), "hw", r.hw())
 	}
 	return nil
 }
@@ -522,11 +546,39 @@ func (r *Replica) BecomeFollower(st PartitionState) error {
 func (r *Replica) Stop() {
 	r.roleMu.Lock()
 	defer r.roleMu.Unlock()
+	r.endLeadershipLocked()
 	r.role, r.leader = RoleNone, -1
 	r.mu.Lock()
 	r.wakeLocked()
 	r.ls = nil
 	r.mu.Unlock()
+}
+
+// endLeadershipLocked writes the epoch entry a leader of a never-written
+// log held implied into the cache, as the leadership ends: the cache then
+// holds what Kafka's would. A checkpoint that cannot be written is
+// logged: the role changes regardless, and the next change of the cache
+// writes it again. roleMu held for writing.
+func (r *Replica) endLeadershipLocked() {
+	if r.role != RoleLeader {
+		return
+	}
+	if err := r.cache.assignFirst(r.leaderEpoch); err != nil {
+		r.env.Logger.Warn("replica: leader-epoch checkpoint not written", "topic", r.Topic(), "partition", r.Partition(), "err", err)
+	}
+}
+
+// endOffsetFor is the cache's EndOffsetFor with the entry a leader of a
+// never-written log holds implied: (leader epoch, log end), as
+// BecomeLeader would have assigned it. Only the leader's own first append
+// writes its log, and that assigns the entry first, so while the cache is
+// empty leo is where the epoch starts. roleMu held.
+func (r *Replica) endOffsetFor(requested int32, leo int64) (int32, int64) {
+	if r.role == RoleLeader && r.cache.empty() {
+		implied := [1]EpochEntry{{Epoch: r.leaderEpoch, StartOffset: leo}}
+		return endOffsetIn(implied[:], requested, leo)
+	}
+	return r.cache.EndOffsetFor(requested, leo)
 }
 
 // checkLeaderEpoch is Kafka's check of a request's current leader epoch
@@ -568,14 +620,14 @@ func (r *Replica) waitChLocked() chan struct{} {
 // afterHWLocked publishes a moved leader high watermark. mu held.
 func (r *Replica) afterHWLocked(moved bool) {
 	if moved {
-		r.hw.Store(r.ls.hw)
+		r.setHW(r.ls.hw)
 		r.wakeLocked()
 	}
 }
 
 func (r *Replica) notifyHW(moved bool) {
 	if moved && r.env.OnHighWatermark != nil {
-		r.env.OnHighWatermark(r, r.hw.Load())
+		r.env.OnHighWatermark(r, r.hw())
 	}
 }
 
@@ -600,5 +652,6 @@ func StateOf(p metadata.Partition) PartitionState {
 		PartitionEpoch: p.PartitionEpoch(),
 		Replicas:       r[:len(r):len(r)],
 		ISR:            isr[:len(isr):len(isr)],
+		lists:          p.ReplicasAndISR(),
 	}
 }

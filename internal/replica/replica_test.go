@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -272,6 +273,30 @@ func TestStateOfMetadataPartition(t *testing.T) {
 	if got.Leader != 3 || got.LeaderEpoch != 6 || got.PartitionEpoch != 9 || !slices.Equal(got.Replicas, []int32{3, 1, 2}) || !slices.Equal(got.ISR, []int32{3, 1}) {
 		t.Fatalf("StateOf = %+v", got)
 	}
+	// A leader keeps the image's lists, one slice for both (no copy: the
+	// leader state is its only allocation), and an ISR change it commits
+	// is a copy of its own, leaving the image as it was.
+	rules := &leaderRules{self: 3}
+	var s *leaderState
+	if n := testing.AllocsPerRun(10, func() { s = newLeaderState(rules, got, 0, 0, time.Unix(0, 0)) }); n != 1 {
+		t.Fatalf("a leader state from StateOf makes %v allocations, want 1", n)
+	}
+	if !slices.Equal(s.replicas(), []int32{3, 1, 2}) || !slices.Equal(s.isr(), []int32{3, 1}) || &s.lists[0] != &p.ReplicasAndISR()[0] {
+		t.Fatalf("leader state replicas %v isr %v, want the image's [3 1 2] [3 1]", s.replicas(), s.isr())
+	}
+	s.setISR([]int32{3, 1, 2})
+	if !slices.Equal(s.isr(), []int32{3, 1, 2}) || !slices.Equal(s.replicas(), []int32{3, 1, 2}) || !slices.Equal(p.ISR(), []int32{3, 1}) {
+		t.Fatalf("after an ISR change: leader isr %v replicas %v, image isr %v", s.isr(), s.replicas(), p.ISR())
+	}
+}
+
+// TestLeaderStateSize: a leader state stays in the 80-byte size class
+// (replicas and ISR one slice): a field added back costs every led
+// partition 16 B.
+func TestLeaderStateSize(t *testing.T) {
+	if n := unsafe.Sizeof(leaderState{}); n > 80 {
+		t.Fatalf("leaderState is %d B, want at most 80", n)
+	}
 }
 
 func TestRoleChangesRefuseWrongOrStaleStates(t *testing.T) {
@@ -432,4 +457,164 @@ func TestFetchForFollowerBeforePromotion(t *testing.T) {
 			t.Errorf("request epoch %d: %v, want %v", tt.epoch, res.Err, tt.want)
 		}
 	}
+}
+
+// TestNeverWrittenLeaderImpliesItsEpochEntry: the leader of a
+// never-written log keeps its epoch's entry out of the cache (it would be
+// 40 B per led partition) and answers OffsetForLeaderEpoch and a
+// follower's divergence check as if it held (leader epoch, log end); the
+// entry is written into the cache by the leader's first append, by the
+// end of its leadership (BecomeFollower, Stop), and a new leadership of
+// the still-empty log implies its own epoch instead.
+func TestNeverWrittenLeaderImpliesItsEpochEntry(t *testing.T) {
+	lead := func(epoch int32) PartitionState {
+		return PartitionState{Leader: 1, LeaderEpoch: epoch, PartitionEpoch: epoch, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
+	}
+	cases := []struct {
+		name string
+		then func(t *testing.T, r *Replica) error
+		want []EpochEntry
+	}{
+		{"append", func(t *testing.T, r *Replica) error {
+			_, err := r.Append(batch("x", 1), 1, wlog.AppendOptions{})
+			return err
+		}, []EpochEntry{{4, 0}}},
+		{"marker", func(t *testing.T, r *Replica) error {
+			_, err := r.AppendMarker(wlog.TxnMarker{ProducerID: 7, Marker: wlog.Marker{Type: wlog.ControlAbort}}, wlog.AppendOptions{})
+			return err
+		}, []EpochEntry{{4, 0}}},
+		{"follow", func(t *testing.T, r *Replica) error {
+			return r.BecomeFollower(PartitionState{Leader: 2, LeaderEpoch: 5, PartitionEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+		}, []EpochEntry{{4, 0}}},
+		{"stop", func(t *testing.T, r *Replica) error { r.Stop(); return nil }, []EpochEntry{{4, 0}}},
+		{"lead again, then append", func(t *testing.T, r *Replica) error {
+			if err := r.BecomeLeader(lead(6)); err != nil {
+				return err
+			}
+			if got := r.EpochCache().Entries(); len(got) != 0 {
+				t.Fatalf("a new leadership of the empty log wrote %v", got)
+			}
+			if got, err := r.EndOffsetForEpoch(-1, 6, true); err != nil || got != (EpochEntryEnd{6, 0}) {
+				t.Fatalf("epoch 6 after leading again: %v, %v", got, err)
+			}
+			_, err := r.Append(batch("x", 1), 1, wlog.AppendOptions{})
+			return err
+		}, []EpochEntry{{6, 0}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := lazyReplica(t, 0)
+			if err := r.BecomeLeader(lead(4)); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.EpochCache().Entries(); len(got) != 0 {
+				t.Fatalf("leading a never-written log wrote %v", got)
+			}
+			for _, q := range []struct {
+				epoch int32
+				want  EpochEntryEnd
+			}{
+				{4, EpochEntryEnd{4, 0}},
+				{3, EpochEntryEnd{3, 0}},
+				{5, EpochEntryEnd{UndefinedEpoch, UndefinedOffset}},
+				{UndefinedEpoch, EpochEntryEnd{UndefinedEpoch, UndefinedOffset}},
+			} {
+				if got, err := r.EndOffsetForEpoch(-1, q.epoch, true); err != nil || got != q.want {
+					t.Fatalf("OffsetForLeaderEpoch %d: %v, %v; want %v", q.epoch, got, err, q.want)
+				}
+			}
+			// A follower claiming epoch 3 up to offset 1 diverges at (3, 0),
+			// as with the entry in the cache.
+			res := r.FetchForFollower(nil, FollowerFetch{ReplicaID: 2, FetchOffset: 1, LastFetchedEpoch: 3, CurrentLeaderEpoch: 4, MaxBytes: 1 << 20})
+			if res.Err != nil || res.DivergingEpoch != (EpochEntryEnd{3, 0}) {
+				t.Fatalf("follower fetch from epoch 3: diverging %v, %v", res.DivergingEpoch, res.Err)
+			}
+			if err := c.then(t, r); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.EpochCache().Entries(); !slices.Equal(got, c.want) {
+				t.Fatalf("cache %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestHighWatermarkIsTheLogs: the replica keeps no copy of its high
+// watermark: the one it reads is the one noted in its log, which the
+// log's checkpoint writes, as it moves on a leader, follows the leader on
+// a follower and is cut by a truncation; a never-written lazy log holds
+// it (0) without a body of its own.
+func TestHighWatermarkIsTheLogs(t *testing.T) {
+	same := func(t *testing.T, r *Replica, want int64) {
+		t.Helper()
+		if hw, noted := r.HighWatermark(), r.Log().NotedHighWatermark(); hw != want || noted != want {
+			t.Fatalf("high watermark %d, noted in the log %d; want %d", hw, noted, want)
+		}
+	}
+	r := lazyReplica(t, 5)
+	same(t, r, 0) // clamped into the empty log
+	if err := r.BecomeLeader(PartitionState{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, r, 3, 1)
+	same(t, r, 3) // a one-member ISR commits at once
+	if err := r.BecomeFollower(PartitionState{Leader: 2, LeaderEpoch: 2, PartitionEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	r.roleMu.Lock()
+	rose := r.setFollowerHW(1)
+	r.roleMu.Unlock()
+	if rose {
+		t.Fatal("a lower leader high watermark reported as a rise")
+	}
+	same(t, r, 1)
+	if err := r.truncateTo(2, 0); err != nil {
+		t.Fatal(err)
+	}
+	same(t, r, 0)
+}
+
+// TestSetMinISRReachesTheLeader: raising min.insync.replicas before a
+// produce waiting for replication is answered makes the answer
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, and the next acks=all append is
+// refused.
+func TestSetMinISRReachesTheLeader(t *testing.T) {
+	r, _, _ := leaderOf(t, []int32{1, 2}, 1)
+	res := mustAppend(t, r, 1, -1)
+	if f := r.FetchForFollower(nil, FollowerFetch{ReplicaID: 2, FetchOffset: 1, CurrentLeaderEpoch: 3, LastFetchedEpoch: 3, MaxBytes: 1 << 20}); f.Err != nil || f.HighWatermark != 1 {
+		t.Fatalf("follower fetch: hw %d, %v", f.HighWatermark, f.Err)
+	}
+	r.SetMinISR(3) // after the ISR has the batch, before the answer
+	if done, err := r.HWReached(res.LeaderEpoch, res.LastOffset+1); !done || !isKerr(err, kerr.NotEnoughReplicasAfterAppend) {
+		t.Fatalf("HWReached: %v, %v; want NOT_ENOUGH_REPLICAS_AFTER_APPEND", done, err)
+	}
+	if _, err := r.Append(batch("x", 1), -1, wlog.AppendOptions{}); !isKerr(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("acks=all with ISR 2 < 3: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+}
+
+// TestReplicaSize: a replica stays in the 112-byte size class (its high
+// watermark in its log, min.insync.replicas in its role's padding, no
+// note of its fetcher): a field added back costs every hosted replica
+// 16 B.
+func TestReplicaSize(t *testing.T) {
+	if n := unsafe.Sizeof(Replica{}); n > 112 {
+		t.Fatalf("Replica is %d B, want at most 112", n)
+	}
+}
+
+// lazyReplica is broker 1's replica of t-0 over a never-written lazy log,
+// opened with high watermark hw.
+func lazyReplica(t *testing.T, hw int64) *Replica {
+	t.Helper()
+	l, err := wlog.Open(filepath.Join(t.TempDir(), "p-0"), wlog.DefaultConfig(), wlog.Options{Lazy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	r, err := Open(l, hw, Config{Env: NewEnv(Env{LocalID: 1}), Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

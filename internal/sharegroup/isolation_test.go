@@ -14,7 +14,7 @@ import (
 // watermark and skips only markers.
 func TestReadShareBatchesIsolation(t *testing.T) {
 	st := producer.NewState(producer.Options{})
-	l, err := wlog.Open(t.TempDir(), wlog.DefaultConfig(), wlog.Options{Producers: st})
+	l, err := wlog.Open(t.TempDir(), wlog.DefaultConfig(), wlog.Options{Producers: func() wlog.ProducerState { return st }})
 	if err != nil {
 		t.Fatal(err)
 	}
