@@ -16,9 +16,19 @@ import (
 
 var (
 	weirOnce sync.Once
+	weirDir  string
 	weirPath string
 	weirErr  error
 )
+
+// TestMain removes the weir binary built for the tests, if one was.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if weirDir != "" {
+		os.RemoveAll(weirDir)
+	}
+	os.Exit(code)
+}
 
 // weirBinary builds cmd/weir once per test binary.
 func weirBinary(t *testing.T) string {
@@ -29,6 +39,7 @@ func weirBinary(t *testing.T) string {
 			weirErr = err
 			return
 		}
+		weirDir = dir
 		weirPath = filepath.Join(dir, "weir")
 		out, err := exec.Command("go", "build", "-o", weirPath, "weir/cmd/weir").CombinedOutput()
 		if err != nil {
