@@ -69,8 +69,5 @@
 // expiries, session timeouts and the release of a closed connection's
 // session; arming a timer never blocks. Writes go to the StateStore,
 // which never blocks on the network: callers wait for its tickets after
-// unlocking. A second goroutine trims ahead the batch slice a
-// record_limit member's next poll is likely to acquire (trim.go), taking
-// only the trim cache's mutex, a leaf. The Manager owns both goroutines;
-// Close stops them.
+// unlocking. The Manager owns the timers' goroutine; Close stops it.
 package sharegroup

@@ -101,8 +101,8 @@ type StateStore interface {
 // timers' queue is a leaf taken under any of these. The Host's methods
 // are called with no share lock held, except Partition and TopicName,
 // which take only the node's topic registry lock (read). Goroutines: the
-// timers' and the trims ahead (trim.go), owned by the Manager; Close
-// stops them after the node's request goroutines are gone.
+// timers', owned by the Manager; Close stops it after the node's request
+// goroutines are gone.
 type Manager struct {
 	host   Host
 	state  StateStore
@@ -144,7 +144,7 @@ type shareGroup struct {
 	topics map[[16]byte]bool
 }
 
-// New returns a manager with its timers and its trims ahead running; Start loads the groups
+// New returns a manager with its timers running; Start loads the groups
 // this node coordinates.
 func New(cfg Config, host Host, state StateStore, logger *slog.Logger) *Manager {
 	if logger == nil {
@@ -162,10 +162,8 @@ func New(cfg Config, host Host, state StateStore, logger *slog.Logger) *Manager 
 		sessions: map[sessionKey]*session{},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.trims.ahead = make(chan trimGuess, trimAheadQueue)
-	m.wg.Add(2)
+	m.wg.Add(1)
 	go func() { defer m.wg.Done(); m.timers.run() }()
-	go func() { defer m.wg.Done(); m.trims.run(m.ctx) }()
 	return m
 }
 
@@ -196,7 +194,7 @@ func (m *Manager) LoadGroups(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the timers and the trims ahead and ends the share sessions. The node calls it
+// Close stops the timers and ends the share sessions. The node calls it
 // after its request goroutines are gone, before it closes the state
 // store.
 func (m *Manager) Close() {

@@ -2,7 +2,6 @@ package sharegroup
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"hash/crc32"
 	"os"
@@ -169,22 +168,10 @@ const trimReadSlots = 16
 // compared, so a batch truncated and rewritten at the same place is never
 // served from memory. A kept batch is never written to, so trims read it
 // without the lock.
-//
-// Each trim also guesses the next one: the same number of records from
-// where its walk stopped, which is what the member's next poll acquires
-// when nobody else takes from the partition. Its goroutine (run) trims the
-// guess while the answer travels and the consumer decodes it, so a next
-// poll that acquires exactly that range finds its pieces ready and waits
-// for no walk and no checksum. A guess is work only: a poll that acquires
-// anything else trims as before, and the pieces are what trimBatch gives
-// for the range (the batch is the same, its header read again).
 type trimReads struct {
 	mu      sync.Mutex
 	entries [trimReadSlots]trimRead
 	next    int
-	// ahead carries guesses to run; full, a guess is dropped. nil (no
-	// goroutine): no guessing.
-	ahead chan trimGuess
 }
 
 type trimRead struct {
@@ -192,65 +179,20 @@ type trimRead struct {
 	pos  int64
 	raw  []byte
 	hint trimHint
-	// guess is the next trim, done ahead, or nil.
-	guess *trimGuess
-}
-
-// trimGuess is a trim done ahead: acq, from hint, gives out and next.
-type trimGuess struct {
-	file *os.File
-	pos  int64
-	raw  []byte
-	acq  share.AcquiredRange
-	hint trimHint
-	out  [][]byte
-	next trimHint
-	ok   bool
-}
-
-// trimAheadQueue bounds the guesses waiting for the goroutine.
-const trimAheadQueue = 8
-
-// run trims the guesses until ctx ends; its owner starts it once and
-// waits for it.
-func (c *trimReads) run(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case g := <-c.ahead:
-			g.out, g.next, g.ok = trimBatch(g.raw, []share.AcquiredRange{g.acq}, g.hint)
-			c.mu.Lock()
-			for i := range c.entries {
-				e := &c.entries[i]
-				if e.file == g.file && e.pos == g.pos && len(e.raw) > 0 && &e.raw[0] == &g.raw[0] && e.hint == g.hint {
-					e.guess = &g
-				}
-			}
-			c.mu.Unlock()
-		}
-	}
 }
 
 // trimmed reads the batch at fr (or finds it kept) and trims it to acq;
 // ok is false when it cannot be read or trimmed (the caller sends the
 // file range).
 func (c *trimReads) trimmed(fr wlog.FileRange, acq []share.AcquiredRange) ([][]byte, bool) {
-	raw, hint, guess, slot := c.lookup(fr)
+	raw, hint, slot := c.lookup(fr)
 	if raw == nil {
 		raw = make([]byte, fr.Len)
 		if _, err := fr.File.ReadAt(raw, fr.Pos); err != nil {
 			return nil, false
 		}
 	}
-	var out [][]byte
-	var next trimHint
-	var ok bool
-	if guess != nil && len(acq) == 1 && acq[0].First == guess.acq.First && acq[0].Last == guess.acq.Last {
-		out, next, ok = guess.out, guess.next, guess.ok
-	} else {
-		out, next, ok = trimBatch(raw, acq, hint)
-	}
+	out, next, ok := trimBatch(raw, acq, hint)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if slot < 0 {
@@ -260,21 +202,12 @@ func (c *trimReads) trimmed(fr wlog.FileRange, acq []share.AcquiredRange) ([][]b
 		return out, ok // replaced meanwhile
 	}
 	c.entries[slot] = trimRead{file: fr.File, pos: fr.Pos, raw: raw, hint: next}
-	if c.ahead != nil && next.at > 0 {
-		n := acq[len(acq)-1].Last - acq[0].First
-		g := trimGuess{file: fr.File, pos: fr.Pos, raw: raw, hint: next,
-			acq: share.AcquiredRange{First: next.offset, Last: next.offset + n}}
-		select {
-		case c.ahead <- g:
-		default:
-		}
-	}
 	return out, ok
 }
 
 // lookup finds the kept copy of the batch at fr, checking its header
-// against the file, with its guess; slot is -1 when there is none.
-func (c *trimReads) lookup(fr wlog.FileRange) ([]byte, trimHint, *trimGuess, int) {
+// against the file; slot is -1 when there is none.
+func (c *trimReads) lookup(fr wlog.FileRange) ([]byte, trimHint, int) {
 	c.mu.Lock()
 	slot := -1
 	var e trimRead
@@ -286,11 +219,11 @@ func (c *trimReads) lookup(fr wlog.FileRange) ([]byte, trimHint, *trimGuess, int
 	}
 	c.mu.Unlock()
 	if slot < 0 {
-		return nil, trimHint{}, nil, -1
+		return nil, trimHint{}, -1
 	}
 	var head [wlog.BatchHeaderSize]byte
 	if _, err := fr.File.ReadAt(head[:], fr.Pos); err != nil || !bytes.Equal(head[:], e.raw[:wlog.BatchHeaderSize]) {
-		return nil, trimHint{}, nil, slot
+		return nil, trimHint{}, slot
 	}
-	return e.raw, e.hint, e.guess, slot
+	return e.raw, e.hint, slot
 }

@@ -2,7 +2,6 @@ package sharegroup
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -306,96 +305,5 @@ func TestTrimReadsRewrittenBatch(t *testing.T) {
 	}
 	if _, vals := trimmedContents(t, out); !slices.Equal(vals, []string{"w2", "w3"}) {
 		t.Fatalf("values %v after the rewrite, want [w2 w3]", vals)
-	}
-}
-
-// TestTrimReadsAhead: after a trim, the same number of records from where
-// it stopped is trimmed ahead, and a poll acquiring exactly that gets the
-// pieces a trim of its own would give; one acquiring anything else, or a
-// batch rewritten since, gets its own trim.
-func TestTrimReadsAhead(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	raw := trimTestBatch(0, 12)
-	if _, err := f.WriteAt(raw, 0); err != nil {
-		t.Fatal(err)
-	}
-	fr := wlog.FileRange{File: f, Pos: 0, Len: int64(len(raw))}
-	ctx, cancel := context.WithCancel(context.Background())
-	c := trimReads{ahead: make(chan trimGuess, trimAheadQueue)}
-	done := make(chan struct{})
-	go func() { defer close(done); c.run(ctx) }()
-	defer func() { cancel(); <-done }()
-	guessed := func(first, last int64) bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		for _, e := range c.entries {
-			if e.file == f && e.guess != nil && e.guess.acq.First == first && e.guess.acq.Last == last {
-				return true
-			}
-		}
-		return false
-	}
-	waitGuess := func(first, last int64) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !guessed(first, last) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no trim ahead for %d-%d", first, last)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	var last [][]byte
-	values := func(acq ...share.AcquiredRange) []string {
-		t.Helper()
-		out, ok := c.trimmed(fr, acq)
-		if !ok {
-			t.Fatalf("%v not trimmed", acq)
-		}
-		last = out
-		_, vals := trimmedContents(t, out)
-		return vals
-	}
-	for _, tc := range []struct {
-		acq       share.AcquiredRange
-		want      []string
-		fromGuess bool
-	}{
-		{share.AcquiredRange{First: 0, Last: 2}, []string{"v0", "v1", "v2"}, false},
-		{share.AcquiredRange{First: 3, Last: 5}, []string{"v3", "v4", "v5"}, true},
-		{share.AcquiredRange{First: 6, Last: 7}, []string{"v6", "v7"}, false}, // the guess was 6-8
-	} {
-		var guess *trimGuess
-		c.mu.Lock()
-		for _, e := range c.entries {
-			if e.file == f && e.guess != nil {
-				guess = e.guess
-			}
-		}
-		c.mu.Unlock()
-		if got := values(tc.acq); !slices.Equal(got, tc.want) {
-			t.Fatalf("acquired %+v: values %v, want %v", tc.acq, got, tc.want)
-		}
-		if used := guess != nil && &guess.out[0][0] == &last[0][0]; used != tc.fromGuess {
-			t.Fatalf("acquired %+v: answered from the trim done ahead %v, want %v", tc.acq, used, tc.fromGuess)
-		}
-		waitGuess(tc.acq.Last+1, 2*tc.acq.Last-tc.acq.First+1)
-	}
-	// The guess for 8-9 is there; the batch is rewritten at the same
-	// place: the poll must see the new records.
-	var bb wlog.BatchBuilder
-	bb.Reset(1000)
-	for i := range 12 {
-		bb.Add(1000+int64(i), nil, fmt.Appendf(nil, "w%d", i), nil)
-	}
-	if _, err := f.WriteAt(bb.Build(), 0); err != nil {
-		t.Fatal(err)
-	}
-	if got := values(share.AcquiredRange{First: 8, Last: 9}); !slices.Equal(got, []string{"w8", "w9"}) {
-		t.Fatalf("after the rewrite: values %v, want [w8 w9]", got)
 	}
 }
