@@ -982,7 +982,7 @@ func decodeAcquired(topic string, rp *kmsg.ShareFetchResponseTopicPartition) ([]
 	// a slab is never grown, so the pointers into it stay its own.
 	var slab []ShareRecord
 	kept := 0 // out[:kept] are of whole batches
-	err := records.DecodeEach(rp.Records, 256<<20, func(b *records.Batch, r *records.Record) {
+	err := records.DecodeEach(rp.Records, 256<<20, func(_ *records.Batch, r records.Record) {
 		dc, ok := count(r.Offset)
 		if !ok {
 			return

@@ -336,13 +336,12 @@ func Decode(set []byte, maxBytes int, fn func(*Batch)) error {
 // DecodeEach is Decode for a caller that keeps records in its own form:
 // each gets every record of every batch but control batches, in order,
 // with the batch (its Records nil), and done gets each batch once all of
-// its records went to each. A record is valid only during the call; its
-// Key, Value and Headers' bytes alias set (or the batch's decompressed
-// records). Without the per-batch slice of Decode, a caller that copies
-// records anyway allocates once per record instead of twice. On an error,
+// its records went to each. A record's Key, Value and Headers' bytes
+// alias set (or the batch's decompressed records). A caller that copies
+// the records anyway saves Decode's []Record of every batch. On an error,
 // the records each got since the last done are of the malformed batch:
 // the caller drops them, as Decode never hands out a malformed batch.
-func DecodeEach(set []byte, maxBytes int, each func(*Batch, *Record), done func(*Batch)) error {
+func DecodeEach(set []byte, maxBytes int, each func(*Batch, Record), done func(*Batch)) error {
 	return decodeSet(set, maxBytes, func(raw []byte) error {
 		b, err := decodeBatch(raw, maxBytes, each)
 		if err == nil {
@@ -379,7 +378,7 @@ func decodeSet(set []byte, maxBytes int, fn func(raw []byte) error) error {
 
 // decodeBatch decodes one batch; with each, its records go to each one
 // by one instead of into Records.
-func decodeBatch(raw []byte, maxBytes int, each func(*Batch, *Record)) (*Batch, error) {
+func decodeBatch(raw []byte, maxBytes int, each func(*Batch, Record)) (*Batch, error) {
 	if len(raw) < HeaderSize {
 		return nil, fmt.Errorf("%w: %d bytes is shorter than a header", ErrMalformed, len(raw))
 	}
@@ -435,7 +434,7 @@ func decodeBatch(raw []byte, maxBytes int, each func(*Batch, *Record)) (*Batch, 
 		}
 		rec.LeaderEpoch = b.LeaderEpoch
 		if each != nil {
-			each(b, &rec)
+			each(b, rec) // a copy: a pointer would move rec to the heap
 			continue
 		}
 		b.Records = append(b.Records, rec)

@@ -240,7 +240,7 @@ func TestBuilderBufferFitsLimit(t *testing.T) {
 func decodedVia(set []byte) (viaDecode, viaEach []Record, errDecode, errEach error) {
 	errDecode = Decode(set, 1<<20, func(b *Batch) { viaDecode = append(viaDecode, b.Records...) })
 	var seen []Record
-	errEach = DecodeEach(set, 1<<20, func(_ *Batch, r *Record) { seen = append(seen, *r) },
+	errEach = DecodeEach(set, 1<<20, func(_ *Batch, r Record) { seen = append(seen, r) },
 		func(*Batch) { viaEach = append(viaEach, seen...); seen = seen[:0] })
 	return
 }
