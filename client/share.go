@@ -978,27 +978,27 @@ func decodeAcquired(topic string, rp *kmsg.ShareFetchResponseTopicPartition) ([]
 		want += max(ar.LastOffset-ar.FirstOffset+1, 0)
 	}
 	out := make([]*ShareRecord, 0, min(want, 1<<16))
-	err := records.Decode(rp.Records, 256<<20, func(b *records.Batch) {
-		if b.Control {
+	// The records are copied into slabs, one allocation for many records;
+	// a slab is never grown, so the pointers into it stay its own.
+	var slab []ShareRecord
+	kept := 0 // out[:kept] are of whole batches
+	err := records.DecodeEach(rp.Records, 256<<20, func(_ *records.Batch, r records.Record) {
+		dc, ok := count(r.Offset)
+		if !ok {
 			return
 		}
-		// One allocation per batch for its records, not one per record.
-		slab := make([]ShareRecord, 0, len(b.Records))
-		for _, r := range b.Records {
-			dc, ok := count(r.Offset)
-			if !ok {
-				continue
-			}
-			slab = append(slab, ShareRecord{ConsumerRecord: ConsumerRecord{Topic: topic, Partition: rp.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value, LeaderEpoch: r.LeaderEpoch}, DeliveryCount: dc})
-			sr := &slab[len(slab)-1]
-			for _, h := range r.Headers {
-				sr.Headers = append(sr.Headers, Header{Key: h.Key, Value: h.Value})
-			}
-			out = append(out, sr)
+		if len(slab) == cap(slab) {
+			slab = make([]ShareRecord, 0, min(max(want-int64(len(out)), 16), 1<<12))
 		}
-	})
+		slab = append(slab, ShareRecord{ConsumerRecord: ConsumerRecord{Topic: topic, Partition: rp.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value, LeaderEpoch: r.LeaderEpoch}, DeliveryCount: dc})
+		sr := &slab[len(slab)-1]
+		for _, h := range r.Headers {
+			sr.Headers = append(sr.Headers, Header{Key: h.Key, Value: h.Value})
+		}
+		out = append(out, sr)
+	}, func(*records.Batch) { kept = len(out) })
 	if err != nil {
-		return out, fmt.Errorf("client: share fetch %s/%d: %w", topic, rp.Partition, err)
+		return out[:kept], fmt.Errorf("client: share fetch %s/%d: %w", topic, rp.Partition, err)
 	}
 	return out, nil
 }

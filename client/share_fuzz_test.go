@@ -1,6 +1,10 @@
 package client
 
 import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -56,4 +60,64 @@ func FuzzParseShareConfig(f *testing.F) {
 			t.Fatalf("accepted config %+v", c)
 		}
 	})
+}
+
+// shareTestBatch is an uncompressed batch of values at offsets from base.
+func shareTestBatch(t *testing.T, base int64, values ...string) []byte {
+	t.Helper()
+	b := records.NewBuilder(records.None, 1<<20, 1)
+	for _, v := range values {
+		b.TryAppend(0, nil, []byte(v), nil)
+	}
+	raw, _, err := b.Build(nil, records.NoProducer, records.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = bytes.Clone(raw)
+	binary.BigEndian.PutUint64(raw, uint64(base))
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return raw
+}
+
+// TestDecodeAcquired: only acquired offsets come out, with their delivery
+// counts, and a malformed batch gives none of its records (the ones
+// before it still come out, with the error).
+func TestDecodeAcquired(t *testing.T) {
+	first := shareTestBatch(t, 10, "a", "b", "c", "d")
+	second := shareTestBatch(t, 14, "e", "f")
+	bad := bytes.Clone(second)
+	bad[len(bad)-8] = 126 // the length of the last record (8 bytes), far past the end
+	binary.BigEndian.PutUint32(bad[17:], crc32.Checksum(bad[21:], crc32.MakeTable(crc32.Castagnoli)))
+	type ar = kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+	for _, tc := range []struct {
+		name     string
+		set      []byte
+		acquired []ar
+		values   string
+		counts   []int16
+		fails    bool
+	}{
+		{"a slice of a batch", first, []ar{{FirstOffset: 11, LastOffset: 12, DeliveryCount: 1}}, "bc", []int16{1, 1}, false},
+		{"two ranges over two batches", append(bytes.Clone(first), second...),
+			[]ar{{FirstOffset: 10, LastOffset: 10, DeliveryCount: 2}, {FirstOffset: 13, LastOffset: 15, DeliveryCount: 1}}, "adef", []int16{2, 1, 1, 1}, false},
+		{"malformed second batch", append(bytes.Clone(first), bad...), []ar{{FirstOffset: 10, LastOffset: 15, DeliveryCount: 1}}, "abcd", []int16{1, 1, 1, 1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rp := kmsg.NewShareFetchResponseTopicPartition()
+			rp.Records, rp.AcquiredRecords = tc.set, tc.acquired
+			recs, err := decodeAcquired("t", &rp)
+			if (err != nil) != tc.fails {
+				t.Fatalf("error %v, want failure %v", err, tc.fails)
+			}
+			var values string
+			var counts []int16
+			for _, r := range recs {
+				values += string(r.Value)
+				counts = append(counts, r.DeliveryCount)
+			}
+			if values != tc.values || !slices.Equal(counts, tc.counts) {
+				t.Fatalf("values %q counts %v, want %q %v", values, counts, tc.values, tc.counts)
+			}
+		})
+	}
 }

@@ -324,6 +324,35 @@ var (
 // size limit) ends decoding without error. maxBytes caps each batch's
 // decompressed records.
 func Decode(set []byte, maxBytes int, fn func(*Batch)) error {
+	return decodeSet(set, maxBytes, func(raw []byte) error {
+		b, err := decodeBatch(raw, maxBytes, nil)
+		if err == nil {
+			fn(b)
+		}
+		return err
+	})
+}
+
+// DecodeEach is Decode for a caller that keeps records in its own form:
+// each gets every record of every batch but control batches, in order,
+// with the batch (its Records nil), and done gets each batch once all of
+// its records went to each. A record's Key, Value and Headers' bytes
+// alias set (or the batch's decompressed records). A caller that copies
+// the records anyway saves Decode's []Record of every batch. On an error,
+// the records each got since the last done are of the malformed batch:
+// the caller drops them, as Decode never hands out a malformed batch.
+func DecodeEach(set []byte, maxBytes int, each func(*Batch, Record), done func(*Batch)) error {
+	return decodeSet(set, maxBytes, func(raw []byte) error {
+		b, err := decodeBatch(raw, maxBytes, each)
+		if err == nil {
+			done(b)
+		}
+		return err
+	})
+}
+
+// decodeSet splits set into whole batches for fn.
+func decodeSet(set []byte, maxBytes int, fn func(raw []byte) error) error {
 	for len(set) > 0 {
 		if len(set) < 17 {
 			return nil
@@ -339,17 +368,17 @@ func Decode(set []byte, maxBytes int, fn func(*Batch)) error {
 		if set[16] != 2 {
 			return fmt.Errorf("%w: magic %d", ErrOldFormat, set[16])
 		}
-		b, err := decodeBatch(set[:total], maxBytes)
-		if err != nil {
+		if err := fn(set[:total]); err != nil {
 			return err
 		}
-		fn(b)
 		set = set[total:]
 	}
 	return nil
 }
 
-func decodeBatch(raw []byte, maxBytes int) (*Batch, error) {
+// decodeBatch decodes one batch; with each, its records go to each one
+// by one instead of into Records.
+func decodeBatch(raw []byte, maxBytes int, each func(*Batch, Record)) (*Batch, error) {
 	if len(raw) < HeaderSize {
 		return nil, fmt.Errorf("%w: %d bytes is shorter than a header", ErrMalformed, len(raw))
 	}
@@ -388,7 +417,9 @@ func decodeBatch(raw []byte, maxBytes int) (*Batch, error) {
 	if int(count) > len(body)/7+1 {
 		return nil, fmt.Errorf("%w: %d records in %d bytes", ErrMalformed, count, len(body))
 	}
-	b.Records = make([]Record, 0, count)
+	if each == nil {
+		b.Records = make([]Record, 0, count)
+	}
 	r := reader{b: body}
 	for i := int32(0); i < count; i++ {
 		rec, err := r.record()
@@ -402,6 +433,10 @@ func decodeBatch(raw []byte, maxBytes int) (*Batch, error) {
 			rec.Timestamp += baseTs
 		}
 		rec.LeaderEpoch = b.LeaderEpoch
+		if each != nil {
+			each(b, rec) // a copy: a pointer would move rec to the heap
+			continue
+		}
 		b.Records = append(b.Records, rec)
 	}
 	return b, nil

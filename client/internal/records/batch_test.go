@@ -2,8 +2,10 @@ package records
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -230,4 +232,99 @@ func TestBuilderBufferFitsLimit(t *testing.T) {
 	if cap(b.buf) != 16384 || &b.buf[0] != &buf[:1][0] {
 		t.Fatalf("buffer grew to %d bytes", cap(b.buf))
 	}
+}
+
+// decodedVia lists what Decode hands out (records of whole batches) and
+// what DecodeEach does, counting only records of batches it finished, as
+// its callers must.
+func decodedVia(set []byte) (viaDecode, viaEach []Record, errDecode, errEach error) {
+	errDecode = Decode(set, 1<<20, func(b *Batch) { viaDecode = append(viaDecode, b.Records...) })
+	var seen []Record
+	errEach = DecodeEach(set, 1<<20, func(_ *Batch, r Record) { seen = append(seen, r) },
+		func(*Batch) { viaEach = append(viaEach, seen...); seen = seen[:0] })
+	return
+}
+
+func sameRecords(a, b []Record) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Offset != y.Offset || x.Timestamp != y.Timestamp || x.LeaderEpoch != y.LeaderEpoch ||
+			!bytes.Equal(x.Key, y.Key) || !bytes.Equal(x.Value, y.Value) || len(x.Headers) != len(y.Headers) {
+			return false
+		}
+		for j := range x.Headers {
+			if x.Headers[j].Key != y.Headers[j].Key || !bytes.Equal(x.Headers[j].Value, y.Headers[j].Value) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// corruptLastRecord makes the batch's last record claim more bytes than
+// are left, and fixes the CRC, so that only the record walk finds it.
+func corruptLastRecord(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	raw = bytes.Clone(raw)
+	// The last record of buildBatch(None, .., n) is the last bytes: walk
+	// to it by decoding the lengths.
+	body := raw[HeaderSize:]
+	pos := 0
+	last := 0
+	for pos < len(body) {
+		last = pos
+		n, k := binary.Varint(body[pos:])
+		pos += k + int(n)
+	}
+	// A one-byte length of 63 (zig-zag 126) is far past the end.
+	body[last] = 126
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32c))
+	return raw
+}
+
+func TestDecodeEachMatchesDecode(t *testing.T) {
+	one := buildBatch(t, None, SnappyXerial, 7)
+	two := buildBatch(t, Zstd, SnappyXerial, 4)
+	bad := corruptLastRecord(t, buildBatch(t, None, SnappyXerial, 3))
+	for _, tc := range []struct {
+		name    string
+		set     []byte
+		records int
+		fails   bool
+	}{
+		{"one batch", one, 7, false},
+		{"two batches, two codecs", append(bytes.Clone(one), two...), 11, false},
+		{"truncated tail", append(bytes.Clone(one), two[:len(two)-3]...), 7, false},
+		{"malformed second batch", append(bytes.Clone(one), bad...), 7, true},
+		{"malformed first batch", append(bytes.Clone(bad), one...), 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			viaDecode, viaEach, errDecode, errEach := decodedVia(tc.set)
+			if (errDecode != nil) != tc.fails || (errEach != nil) != tc.fails {
+				t.Fatalf("errors %v and %v, want failure %v", errDecode, errEach, tc.fails)
+			}
+			if len(viaEach) != tc.records || !sameRecords(viaDecode, viaEach) {
+				t.Fatalf("DecodeEach gave %d records, Decode %d, want %d and the same", len(viaEach), len(viaDecode), tc.records)
+			}
+		})
+	}
+}
+
+// FuzzDecodeEach: on any input DecodeEach fails exactly when Decode does
+// and its finished batches hold the records Decode hands out.
+func FuzzDecodeEach(f *testing.F) {
+	for _, c := range []Codec{None, Gzip, Zstd} {
+		f.Add(buildBatch(f, c, SnappyXerial, 5))
+	}
+	f.Add(append(buildBatch(f, None, SnappyXerial, 3), buildBatch(f, LZ4, SnappyXerial, 2)...))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		viaDecode, viaEach, errDecode, errEach := decodedVia(b)
+		if (errDecode == nil) != (errEach == nil) || !sameRecords(viaDecode, viaEach) {
+			t.Fatalf("Decode: %d records, err %v; DecodeEach: %d records, err %v", len(viaDecode), errDecode, len(viaEach), errEach)
+		}
+	})
 }

@@ -9,7 +9,9 @@
 // by a compression ratio estimate), and Build produces the wire bytes with
 // producer id, epoch, base sequence and CRC32C. Decode walks the record sets
 // of a fetch response: it verifies CRCs, decompresses, skips control batches
-// and stops at a batch cut short by the broker's size limit. Older message
+// and stops at a batch cut short by the broker's size limit; DecodeEach does
+// the same for a caller that copies each record into its own form (the share
+// consumer), without a []Record per batch. Older message
 // formats (magic 0 and 1) are not decoded: Kafka 4 neither writes nor
 // converts to them. Record batch wire layout is taken from kmsg's RecordBatch
 // definition.
@@ -17,6 +19,6 @@
 // # Concurrency
 //
 // A Builder belongs to one goroutine at a time (the producer holds its
-// partition lock). Decode, Compress and Decompress are safe for concurrent
+// partition lock). Decode, DecodeEach, Compress and Decompress are safe for concurrent
 // use; codec state is pooled.
 package records
