@@ -67,6 +67,21 @@ type openFetch struct {
 	f        *Fetch
 	outcomes map[int32]Outcome
 	version  int16
+	// racing are applied once, between the first reads and their Bind.
+	racing []racingChange
+}
+
+// racingChange sets a partition's high watermark, marking its watchers.
+type racingChange struct {
+	p  *fakePartition
+	hw int64
+}
+
+func (c racingChange) apply() {
+	c.p.hw = c.hw
+	for _, m := range slices.Clone(c.p.marks) {
+		m.Mark()
+	}
 }
 
 // TestCacheTranscripts drives the session cache through the transcripts
@@ -74,8 +89,10 @@ type openFetch struct {
 //
 //	cache slots=N [age=120s]
 //	partition t:p [hw=N] [ls=N] [err=CODE]     set a partition (marks its watchers when it changes)
-//	fetch c=NAME [id=N epoch=N | session] [follower[=ID]] [v=17] [parts=(t:p@off[/max],...)] [forget=(t:p,...)]
-//	                   admit a request; session: the id and next epoch the client got last
+//	fetch c=NAME [id=N epoch=N | session] [follower[=ID]] [v=17] [parts=(t:p@off[/max],...)] [forget=(t:p,...)] [ready] [racing=(t:p=hw,...)]
+//	                   admit a request; session: the id and next epoch the client got last;
+//	                   ready: its first reads are enough to answer, it does not park;
+//	                   racing=(t:p=hw,...): set after its first reads, before they are bound
 //	read c=NAME        read what is pending now (a park woken, or the first read)
 //	finish c=NAME      answer
 //	advance d=DUR
@@ -292,6 +309,22 @@ func (tr *transcript) fetch(t *testing.T, d *datadriven.TestData) string {
 	}
 	of := &openFetch{f: f, outcomes: map[int32]Outcome{}, version: r.Version}
 	tr.fetches[name] = of
+	if arg, ok := d.Arg("racing"); ok {
+		// Changes that land while the broker reads, before it binds
+		// the reads to their partitions.
+		for _, v := range arg.Vals {
+			tp, hw, _ := strings.Cut(v, "=")
+			n, err := strconv.ParseInt(hw, 10, 64)
+			if err != nil {
+				t.Fatalf("racing %q: want t:p=hw", v)
+			}
+			of.racing = append(of.racing, racingChange{tr.part(tp), n})
+		}
+	}
+	if d.HasArg("ready") {
+		// Enough to answer at once: the broker reads and does not park.
+		return fmt.Sprintf("kind=%s\nreads=%s", f.Kind(), tr.readPending(of))
+	}
 	return fmt.Sprintf("kind=%s\n%s", f.Kind(), tr.read(of))
 }
 
@@ -324,6 +357,10 @@ func (tr *transcript) readPending(of *openFetch) string {
 		of.outcomes[r.Index] = p.read(r.PartitionData)
 		names = append(names, fmt.Sprintf("%s@%d", name, r.FetchOffset))
 	}
+	for _, c := range of.racing {
+		c.apply()
+	}
+	of.racing = nil
 	of.f.Bind(reads)
 	return strings.Join(names, " ")
 }

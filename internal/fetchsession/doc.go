@@ -33,6 +33,12 @@
 //     even if nothing marks it, the starved ones before the served ones.
 //     Sessionless and full requests use the same machinery for the length
 //     of the request, so their parked re-reads follow what changed too.
+//     A partition is watched only once its read is bound to it (a full
+//     request's, once it parks or opens its session): a change between
+//     the read and the watch marked nothing, so a watched session reads
+//     it again, the parked request at once, else the next one. Without
+//     this the change went unread until the next one, while the follower,
+//     told there was nothing new, never named the partition again.
 //   - Client: the fetcher's session with one broker (Kafka's
 //     FetchSessionHandler): full requests that open a session,
 //     incremental ones naming only the partitions whose data changed and

@@ -107,16 +107,27 @@ func (f *Fetch) Bind(reads []Read) {
 func (f *Fetch) Wait() <-chan struct{} {
 	s := f.s
 	s.mu.Lock()
-	if !s.watching {
-		s.watch()
-		if f.kind == Full {
-			for _, i := range f.read {
-				s.mark(i)
-			}
-		}
-	}
+	f.watch()
 	s.mu.Unlock()
 	return s.c
+}
+
+// watch puts the session's partitions in their marks if they were not,
+// and for a full request queues again what it read: a change between a
+// read and the watch marked nothing. A parked request (Wait) reads them
+// again at once; one answered without parking leaves them to the next
+// request of the session it opens (Finish). s.mu held.
+func (f *Fetch) watch() {
+	s := f.s
+	if s.watching {
+		return
+	}
+	s.watch()
+	if f.kind == Full {
+		for _, i := range f.read {
+			s.mark(i)
+		}
+	}
 }
 
 // Included is a partition the answer carries, at Index in the session.
@@ -142,7 +153,8 @@ type Result struct {
 // INVALID_FETCH_SESSION_EPOCH when a newer request of the session was
 // admitted meanwhile. Partitions whose answer carried records, an error
 // or a divergence, or that had more than their budget, are queued to be
-// read by the next request.
+// read by the next request; so is every partition a full request that
+// never parked read (its session watches them only from here on).
 func (f *Fetch) Finish(now time.Time, outcome func(index int32) Outcome) Result {
 	s := f.s
 	switch f.kind {
@@ -154,7 +166,15 @@ func (f *Fetch) Finish(now time.Time, outcome func(index int32) Outcome) Result 
 		evicted, cached := f.c.insert(s, now)
 		if cached {
 			res.SessionID = s.id
-			s.watch()
+			// Answered without parking, the partitions are watched only
+			// from now on: the next request reads again what this one
+			// read. Else a partition appended to between its read and
+			// now is never read for this session while the fetcher, told
+			// it has nothing new, never names it again (a follower's
+			// full fetch after its restart, answered at once, missed the
+			// append an acks=all produce waited on and kept the follower
+			// in the ISR without it for replica.lag.time.max.ms).
+			f.watch()
 		} else {
 			s.unwatch()
 		}

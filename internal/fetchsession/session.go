@@ -304,7 +304,12 @@ func (s *Session) unwatch() {
 }
 
 // bind records the partition entry i reads, moving its mark when the
-// partition changed (the registry replaced it). mu held.
+// partition changed (the registry replaced it, or a request named a
+// partition new to the session). A watched session queues the entry to
+// be read again: src marks it only from now on, and a change between
+// the read and now would otherwise go unread until something else
+// changes (the fetcher, told there was nothing new, does not name it
+// again). mu held.
 func (s *Session) bind(i int32, src Source) {
 	e := &s.entries[i]
 	if !e.used() || e.src == src {
@@ -316,6 +321,7 @@ func (s *Session) bind(i int32, src Source) {
 		}
 		if src != nil {
 			src.Watch(Mark{s, i})
+			s.mark(i)
 		}
 	}
 	e.src = src
