@@ -16,10 +16,11 @@ import (
 // form a session keyed by group and member. Epoch 0 opens it with the
 // partitions the request names (replacing an older session of the
 // member), later requests carry the epoch the broker expects next and add
-// or forget partitions, and epoch -1 closes it, releasing what the member
-// holds in its partitions. ShareAcknowledge requests move the epoch too.
-// A session also ends when its connection closes, when its member leaves
-// or is fenced, and at broker shutdown; sessions are not persisted.
+// or forget partitions (a partition in both lists is forgotten), and
+// epoch -1 closes it, releasing what the member holds in its partitions.
+// ShareAcknowledge requests move the epoch too. A session also ends when
+// its connection closes, when its member leaves or is fenced, and at
+// broker shutdown; sessions are not persisted.
 
 type sessionKey struct{ group, member string }
 
@@ -97,14 +98,21 @@ func (m *Manager) fetchSession(ctx context.Context, group, member string, epoch 
 	if s.epoch != epoch {
 		return nil, 0, kerr.InvalidShareSessionEpoch
 	}
-	for _, p := range forgets {
-		if i := slices.Index(s.parts, p); i >= 0 {
-			s.parts = slices.Delete(s.parts, i, i+1)
-		}
-	}
+	// Adds first, then forgets, as Kafka's ShareSession.update: a
+	// partition the member stops fetching comes in both lists when the
+	// request also carries its last acknowledgements (the Java client
+	// names it among the topics to carry them). Those are applied, but the
+	// partition leaves the session and is not fetched: records acquired
+	// for it now would go to a member that drops them unread, and hold
+	// the partition's in-flight window until their locks expire.
 	for _, p := range adds {
 		if !slices.Contains(s.parts, p) {
 			s.parts = append(s.parts, p)
+		}
+	}
+	for _, p := range forgets {
+		if i := slices.Index(s.parts, p); i >= 0 {
+			s.parts = slices.Delete(s.parts, i, i+1)
 		}
 	}
 	s.epoch = NextSessionEpoch(s.epoch)
