@@ -123,6 +123,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
+	local := ctx // applying the image here is local work, not bounded by timeout
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ls, _ := b.listeners()
@@ -160,7 +161,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	// the image replayed from disk holds the previous run's registration,
 	// unfenced, until this run's (fenced) one is applied over it.
 	epoch := life.Epoch()
-	if err := b.waitRegistry(ctx, func() bool {
+	if err := b.waitRegistry(local, func() bool {
 		br, ok := b.image().Broker(b.cfg.NodeID)
 		return ok && !br.Fenced && br.Epoch >= epoch
 	}); err != nil {
