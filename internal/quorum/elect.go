@@ -28,7 +28,9 @@ import (
 //     term until the timeouts say otherwise.
 //   - no leader has been heard since this node opened (a cluster
 //     starting, all of it restarting) for a grace period longer than the
-//     leader's heartbeat interval.
+//     leader's heartbeat interval. A node that led has heard one: when
+//     it steps down (descheduled past its lease) the others' new leader
+//     keeps its term.
 //
 // Then the reachable voters (their raft ports accept connections) take
 // turns in id order, one every stagger, so that two survivors do not
@@ -106,6 +108,13 @@ func newElectionWatch(self int32, t watchTiming, opened time.Time) *electionWatc
 func (w *electionWatch) probeLeader(l look) string {
 	if l.term != w.term {
 		w.term, w.termAt = l.term, l.now
+	}
+	if l.leading {
+		// Having led is having heard a leader: once it steps down (its
+		// process descheduled, its quorum lost) the node is not one
+		// that "heard none since it opened", and it must not force an
+		// election past the others' pre-vote.
+		w.heard = true
 	}
 	if l.leading || !l.voter {
 		w.refused, w.goneAt = 0, time.Time{}

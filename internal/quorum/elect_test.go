@@ -117,6 +117,13 @@ func TestElectionWatch(t *testing.T) {
 			{ms: 5000, leader: leader3, contactMs: 0, nonVoter: true, reachable: []int32{1, 2}},
 			{ms: 9000, leader: none, nonVoter: true, reachable: []int32{1, 2}},
 		}},
+		{"a leader that stepped down heard a leader: no grace election", 1, []step{
+			{ms: 100, leader: Peer{ID: 1, Addr: "l1"}, leading: true, reachable: []int32{2, 3}},
+			// descheduled, it lost its quorum and stepped down; the
+			// others elected a leader it has not heard from yet
+			{ms: 9000, leader: none, reachable: []int32{2, 3}},
+			{ms: 9500, leader: none, reachable: []int32{2, 3}},
+		}},
 		{"the leader never acts", 3, []step{
 			{ms: 2000, leader: leader3, contactMs: 0, leading: true, reachable: []int32{1, 2}},
 		}},
