@@ -45,7 +45,11 @@ type KafkaClientConfig struct {
 	// or idle (default 8); a request finding them all in use waits for
 	// one. Idle connections are kept, never more than the cap.
 	MaxConnsPerAddr int
-	Logger          *slog.Logger
+	// LeaderPoll is how often a request waiting for its answer asks
+	// Leader whether the quorum moved on; when it names another node the
+	// request is given up (default 100 ms). See followLeader.
+	LeaderPoll time.Duration
+	Logger     *slog.Logger
 }
 
 // KafkaClient is the ControllerClient of a broker whose controller runs
@@ -53,7 +57,9 @@ type KafkaClientConfig struct {
 // framing, kmsg bodies) to the Kafka listener of the node running the
 // active controller, found through Leader and Resolve. Requests that get
 // NOT_CONTROLLER or cannot reach that node are retried, following the
-// leader, until their context ends; a request that may have reached a
+// leader, until their context ends; a request still waiting for its
+// answer when the quorum names another leader is given up (followLeader);
+// a request that may have reached a
 // controller before its connection failed is retried only if resending
 // it is harmless (BrokerRegistration, BrokerHeartbeat,
 // ListPartitionReassignments, DescribeQuorum), else the error is
@@ -108,6 +114,9 @@ func NewKafkaClient(cfg KafkaClientConfig) *KafkaClient {
 	if cfg.MaxConnsPerAddr <= 0 {
 		cfg.MaxConnsPerAddr = defaultMaxConnsPerAddr
 	}
+	if cfg.LeaderPoll <= 0 {
+		cfg.LeaderPoll = defaultLeaderPoll
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -148,7 +157,11 @@ func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Respo
 	if tags := requestTags(req); tags != nil && isControllerKey(req.Key()) {
 		wiretag.AskControllerOffset(tags)
 	}
-	resp, written, err := c.roundTrip(ctx, req)
+	rtCtx, moved := k.followLeader(ctx, leader, req.Key())
+	resp, written, err := c.roundTrip(rtCtx, req)
+	if moved() && err != nil {
+		err = fmt.Errorf("%w (node %d); %v", errLeaderMoved, leader, err)
+	}
 	if errors.Is(err, ErrUnsupportedRequest) {
 		k.put(c)
 		return nil, -1, false, err
@@ -165,6 +178,54 @@ func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Respo
 		}
 	}
 	return resp, offset, false, nil
+}
+
+// errLeaderMoved says a request was given up because the quorum named
+// another leader while it waited for its answer.
+var errLeaderMoved = errors.New("kraft: the controller moved while a request waited for its answer")
+
+// defaultLeaderPoll is how often a request waiting for the node it was
+// sent to looks whether the quorum moved on (KafkaClientConfig.LeaderPoll).
+const defaultLeaderPoll = 100 * time.Millisecond
+
+// followLeader returns the context a round trip to leader runs under: it
+// ends when ctx does, or when Leader names another node. A request sent
+// to a controller that stops answering (its process descheduled, its
+// host cut off) would otherwise wait out its whole timeout after a new
+// controller was elected, and with it whatever queues behind it (a
+// broker sends its ISR changes one request at a time). moved, called
+// once the round trip is over, stops the watch and reports whether it
+// ended the round trip. Nothing is watched for a request that is not a
+// controller's (a replica fetch between brokers, whose Leader names one
+// fixed node), when the leader was unknown (a bootstrap address), or
+// when there is no Leader to ask.
+func (k *KafkaClient) followLeader(ctx context.Context, leader int32, key int16) (context.Context, func() bool) {
+	if leader < 0 || k.cfg.Leader == nil || !isControllerKey(key) {
+		return ctx, func() bool { return false }
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(k.cfg.LeaderPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			if now := k.cfg.Leader(); now >= 0 && now != leader {
+				cancel(errLeaderMoved)
+				return
+			}
+		}
+	}()
+	return wctx, func() bool {
+		cancel(nil)
+		<-done
+		return errors.Is(context.Cause(wctx), errLeaderMoved)
+	}
 }
 
 func (k *KafkaClient) bootstrap() (string, bool) {

@@ -268,3 +268,79 @@ func TestKafkaClientCapsConnections(t *testing.T) {
 		t.Fatalf("%d connections opened after ten more requests, want the same 3", d)
 	}
 }
+
+// TestKafkaClientFollowsALeaderThatMoves: a request waiting on a
+// controller that stopped answering (its process descheduled) is given
+// up as soon as the quorum names another leader, not when its timeout
+// ends: a request safe to resend then goes to the new leader, any other
+// comes back with the error so its sender decides (a broker's ISR
+// changes resend; they queue behind the one in flight).
+func TestKafkaClientFollowsALeaderThatMoves(t *testing.T) {
+	release := make(chan struct{})
+	stuck := &scripted{keys: ControllerKeys, answer: func(req kmsg.Request) kmsg.Response {
+		<-release
+		return NotControllerResponse(req)
+	}}
+	ctrl := &scripted{keys: ControllerKeys, answer: func(req kmsg.Request) kmsg.Response { return req.ResponseKind() }}
+	a, b := serve(t, stuck, "127.0.0.1:0"), serve(t, ctrl, "127.0.0.1:0")
+	defer b.stop()
+	defer a.stop()
+	defer close(release)
+
+	var leader atomic.Int32
+	cl := NewKafkaClient(KafkaClientConfig{
+		Leader: func() int32 { return leader.Load() },
+		Resolve: func(id int32) (string, bool) {
+			switch id {
+			case 1:
+				return a.srv.Addr().String(), true
+			case 2:
+				return b.srv.Addr().String(), true
+			}
+			return "", false
+		},
+		LeaderPoll: 10 * time.Millisecond,
+	})
+	defer cl.Close()
+
+	for _, tc := range []struct {
+		name string
+		send func(ctx context.Context) error
+		// want is nil when the request must be answered by the new
+		// leader, else the error it must come back with.
+		want error
+	}{
+		{"heartbeat, resent to the new leader", func(ctx context.Context) error {
+			_, err := cl.Heartbeat(ctx, kmsg.NewPtrBrokerHeartbeatRequest())
+			return err
+		}, nil},
+		{"alter partition, given back", func(ctx context.Context) error {
+			_, err := cl.Admin(ctx, kmsg.NewPtrAlterPartitionRequest())
+			return err
+		}, errLeaderMoved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			leader.Store(1)
+			before := len(stuck.requests())
+			go func() {
+				// Once the stuck node holds the request, the quorum
+				// elects node 2.
+				for len(stuck.requests()) == before {
+					time.Sleep(5 * time.Millisecond)
+				}
+				leader.Store(2)
+			}()
+			start := time.Now()
+			err := tc.send(ctxTimeout(t, 20*time.Second))
+			if took := time.Since(start); took > 5*time.Second {
+				t.Fatalf("answered after %v: the request waited for the old leader", took)
+			}
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if n := len(ctrl.requests()); n != 1 {
+		t.Fatalf("the new leader saw %d requests, want the heartbeat only", n)
+	}
+}
