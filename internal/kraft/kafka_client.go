@@ -157,10 +157,10 @@ func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Respo
 	if tags := requestTags(req); tags != nil && isControllerKey(req.Key()) {
 		wiretag.AskControllerOffset(tags)
 	}
-	rtCtx, moved := k.followLeader(ctx, leader, req.Key())
+	rtCtx, moved := k.followLeader(ctx, addr, req.Key())
 	resp, written, err := c.roundTrip(rtCtx, req)
 	if moved() && err != nil {
-		err = fmt.Errorf("%w (node %d); %v", errLeaderMoved, leader, err)
+		err = fmt.Errorf("%w (%s); %v", errLeaderMoved, addr, err)
 	}
 	if errors.Is(err, ErrUnsupportedRequest) {
 		k.put(c)
@@ -188,19 +188,19 @@ var errLeaderMoved = errors.New("kraft: the controller moved while a request wai
 // sent to looks whether the quorum moved on (KafkaClientConfig.LeaderPoll).
 const defaultLeaderPoll = 100 * time.Millisecond
 
-// followLeader returns the context a round trip to leader runs under: it
-// ends when ctx does, or when Leader names another node. A request sent
-// to a controller that stops answering (its process descheduled, its
-// host cut off) would otherwise wait out its whole timeout after a new
-// controller was elected, and with it whatever queues behind it (a
-// broker sends its ISR changes one request at a time). moved, called
-// once the round trip is over, stops the watch and reports whether it
-// ended the round trip. Nothing is watched for a request that is not a
-// controller's (a replica fetch between brokers, whose Leader names one
-// fixed node), when the leader was unknown (a bootstrap address), or
-// when there is no Leader to ask.
-func (k *KafkaClient) followLeader(ctx context.Context, leader int32, key int16) (context.Context, func() bool) {
-	if leader < 0 || k.cfg.Leader == nil || !isControllerKey(key) {
+// followLeader returns the context a round trip to addr runs under: it
+// ends when ctx does, or when Leader names a node whose address is
+// another. A request sent to a controller that stops answering (its
+// process descheduled, its host cut off), or to a bootstrap address
+// while no leader was known, would otherwise wait out its whole timeout
+// after a new controller was elected, and with it whatever queues behind
+// it (a broker sends its ISR changes one request at a time). moved,
+// called once the round trip is over, stops the watch and reports
+// whether it ended the round trip. Nothing is watched for a request
+// that is not a controller's (a replica fetch between brokers, whose
+// Leader names one fixed node) or when there is no Leader to ask.
+func (k *KafkaClient) followLeader(ctx context.Context, addr string, key int16) (context.Context, func() bool) {
+	if k.cfg.Leader == nil || k.cfg.Resolve == nil || !isControllerKey(key) {
 		return ctx, func() bool { return false }
 	}
 	wctx, cancel := context.WithCancelCause(ctx)
@@ -215,9 +215,11 @@ func (k *KafkaClient) followLeader(ctx context.Context, leader int32, key int16)
 				return
 			case <-t.C:
 			}
-			if now := k.cfg.Leader(); now >= 0 && now != leader {
-				cancel(errLeaderMoved)
-				return
+			if id := k.cfg.Leader(); id >= 0 {
+				if now, ok := k.cfg.Resolve(id); ok && now != addr {
+					cancel(errLeaderMoved)
+					return
+				}
 			}
 		}
 	}()

@@ -299,28 +299,37 @@ func TestKafkaClientFollowsALeaderThatMoves(t *testing.T) {
 			}
 			return "", false
 		},
+		// While no leader is known, the stuck node is where requests go.
+		Bootstrap:  []string{a.srv.Addr().String()},
 		LeaderPoll: 10 * time.Millisecond,
 	})
 	defer cl.Close()
 
 	for _, tc := range []struct {
 		name string
+		// from is the leader named when the request is sent: the stuck
+		// node, or none (the request goes to the bootstrap address).
+		from int32
 		send func(ctx context.Context) error
 		// want is nil when the request must be answered by the new
 		// leader, else the error it must come back with.
 		want error
 	}{
-		{"heartbeat, resent to the new leader", func(ctx context.Context) error {
+		{"heartbeat, resent to the new leader", 1, func(ctx context.Context) error {
 			_, err := cl.Heartbeat(ctx, kmsg.NewPtrBrokerHeartbeatRequest())
 			return err
 		}, nil},
-		{"alter partition, given back", func(ctx context.Context) error {
+		{"alter partition, given back", 1, func(ctx context.Context) error {
+			_, err := cl.Admin(ctx, kmsg.NewPtrAlterPartitionRequest())
+			return err
+		}, errLeaderMoved},
+		{"alter partition sent while leaderless, given back", -1, func(ctx context.Context) error {
 			_, err := cl.Admin(ctx, kmsg.NewPtrAlterPartitionRequest())
 			return err
 		}, errLeaderMoved},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			leader.Store(1)
+			leader.Store(tc.from)
 			before := len(stuck.requests())
 			go func() {
 				// Once the stuck node holds the request, the quorum
