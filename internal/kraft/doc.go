@@ -42,7 +42,9 @@
 //     (same process, calls the Node) and KafkaClient (kafka_client.go,
 //     kconn.go: the Kafka protocol to the active controller's Kafka
 //     listener over a plain net.Conn with our own framing and kmsg
-//     bodies, following the raft leader, retrying NOT_CONTROLLER).
+//     bodies, following the raft leader, retrying NOT_CONTROLLER, and
+//     giving up a round trip when the quorum names a leader at another
+//     address while it waits).
 //   - InterBrokerClient (interbroker.go): requests to other brokers'
 //     Kafka listeners (the replica fetchers' Transport, the share and
 //     transaction coordinators' inter-broker calls), one KafkaClient per
