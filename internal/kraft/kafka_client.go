@@ -150,14 +150,17 @@ func (k *KafkaClient) attempt(ctx context.Context, req kmsg.Request) (kmsg.Respo
 			return nil, -1, true, fmt.Errorf("kraft: no known controller (leader %d)", leader)
 		}
 	}
-	c, err := k.get(ctx, leader, addr)
+	// The watch covers the connection too: a dial to a descheduled
+	// process completes in its kernel, then waits for its ApiVersions.
+	rtCtx, moved := k.followLeader(ctx, addr, req.Key())
+	c, err := k.get(rtCtx, leader, addr)
 	if err != nil {
+		moved()
 		return nil, -1, ctx.Err() == nil && !errors.Is(err, ErrClosed), err
 	}
 	if tags := requestTags(req); tags != nil && isControllerKey(req.Key()) {
 		wiretag.AskControllerOffset(tags)
 	}
-	rtCtx, moved := k.followLeader(ctx, addr, req.Key())
 	resp, written, err := c.roundTrip(rtCtx, req)
 	if moved() && err != nil {
 		err = fmt.Errorf("%w (%s); %v", errLeaderMoved, addr, err)

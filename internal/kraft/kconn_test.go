@@ -353,3 +353,63 @@ func TestKafkaClientFollowsALeaderThatMoves(t *testing.T) {
 		t.Fatalf("the new leader saw %d requests, want the heartbeat only", n)
 	}
 }
+
+// TestKafkaClientDialFollowsALeaderThatMoves: a connection to a
+// descheduled process completes in its kernel and then waits for the
+// ApiVersions answer; that wait too ends when the quorum names another
+// leader, not after DialTimeout.
+func TestKafkaClientDialFollowsALeaderThatMoves(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c // held open, never answered
+		}
+	}()
+	defer func() {
+		for len(accepted) > 0 {
+			(<-accepted).Close()
+		}
+	}()
+	ctrl := &scripted{keys: ControllerKeys, answer: func(req kmsg.Request) kmsg.Response { return req.ResponseKind() }}
+	b := serve(t, ctrl, "127.0.0.1:0")
+	defer b.stop()
+
+	var leader atomic.Int32
+	leader.Store(1)
+	cl := NewKafkaClient(KafkaClientConfig{
+		Leader: func() int32 { return leader.Load() },
+		Resolve: func(id int32) (string, bool) {
+			if id == 1 {
+				return silent.Addr().String(), true
+			}
+			return b.srv.Addr().String(), id == 2
+		},
+		DialTimeout: 20 * time.Second,
+		LeaderPoll:  10 * time.Millisecond,
+	})
+	defer cl.Close()
+	go func() {
+		c := <-accepted
+		accepted <- c
+		leader.Store(2)
+	}()
+	start := time.Now()
+	if _, err := cl.Heartbeat(ctxTimeout(t, 30*time.Second), kmsg.NewPtrBrokerHeartbeatRequest()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("answered after %v: the dial waited for the old leader", took)
+	}
+	if n := len(ctrl.requests()); n != 1 {
+		t.Fatalf("the new leader saw %d requests", n)
+	}
+}
