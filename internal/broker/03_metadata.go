@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -98,15 +97,6 @@ func (b *Broker) metadataResponse(r *kmsg.MetadataRequest, listener string, crea
 // returns the error code of each topic that could not be created (an
 // existing topic is not an error).
 func (b *Broker) autoCreate(ctx context.Context, names []string) map[string]int16 {
-	// A client that connected while this broker was still joining (a
-	// probe at start-up) waits for it a little rather than retry later.
-	wait := time.NewTimer(5 * time.Second)
-	select {
-	case <-b.startedCh:
-	case <-wait.C:
-	case <-ctx.Done():
-	}
-	wait.Stop()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	for _, n := range names {
 		rt := kmsg.NewCreateTopicsRequestTopic()

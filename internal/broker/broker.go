@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,10 +134,9 @@ type Broker struct {
 	img     atomic.Pointer[metadata.Image] // the image the registry reflects
 	started atomic.Bool                    // Start finished: coordinators run
 
-	startedCh chan struct{} // closed when Start finished
-	regMu     sync.Mutex
-	regCh     chan struct{} // closed at each registry update
-	applyMu   sync.RWMutex  // held by the metadata loop while it applies an update
+	regMu   sync.Mutex
+	regCh   chan struct{} // closed at each registry update
+	applyMu sync.RWMutex  // held by the metadata loop while it applies an update
 
 	mu         sync.RWMutex
 	topics     map[string]*topic
@@ -196,7 +196,6 @@ func New(cfg Config) (*Broker, error) {
 		topics:     map[string]*topic{},
 		topicsByID: map[[16]byte]*topic{},
 		regCh:      make(chan struct{}),
-		startedCh:  make(chan struct{}),
 	}
 	b.isr = alterpartition.New(alterpartition.Config{BrokerID: cfg.NodeID, Host: alterPartitionHost{b}, Logger: b.logger})
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -453,6 +452,12 @@ func (b *Broker) Serve(ctx context.Context, req *server.Request) *server.Reply {
 	if req.Version < h.minServed {
 		b.logger.Warn("request version no longer served; closing connection",
 			"api", kmsg.NameForKey(req.Key), "version", req.Version, "remote", req.Conn.Remote)
+		return server.CloseConnection()
+	}
+	if !b.started.Load() && req.Key != 18 && !strings.HasPrefix(req.ClientID, brokerClientPrefix) && !strings.HasPrefix(req.ClientID, "weir-replica-") {
+		// Joining: the image is what this node had on disk, with the
+		// leaders and brokers of its last run. As Kafka, which serves no
+		// client before it caught up, close; the client tries another.
 		return server.CloseConnection()
 	}
 	return b.faults.Apply(ctx, req, b.serveAuthorized(ctx, h, req))

@@ -181,7 +181,6 @@ func (b *Broker) Start(ctx context.Context) error {
 		return fmt.Errorf("broker: load share groups: %w", err)
 	}
 	b.started.Store(true)
-	close(b.startedCh)
 	img := b.node.Image()
 	for _, res := range img.ConfigResources() {
 		if res.Type == metadata.ResourceGroup {
