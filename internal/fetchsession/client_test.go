@@ -248,9 +248,9 @@ func compareSession(t *testing.T, cache *Cache, c *Client[string, int], id int32
 	}
 	server := map[string]PartitionData{}
 	s.mu.Lock()
-	for _, e := range s.entries {
-		if e.used() {
-			server[key2(s.topics[e.topic], e.partition)] = e.data
+	for i := range s.entries {
+		if e := &s.entries[i]; e.used() {
+			server[key2(s.topics[e.topic], e.partition)] = s.data(e)
 		}
 	}
 	s.mu.Unlock()

@@ -51,9 +51,14 @@
 //     open-addressing table of 4-byte cells keyed by topic and
 //     partition), a topic's name or id stored once: about 77 bytes per
 //     followed partition, where a map of pointers to entries took about
-//     145. A Session finds its entries (72 bytes each) through a
+//     145. A Session finds its entries (32 bytes each) through a
 //     slotIndex too, not a dense array per topic (a follower's session
-//     holds about a third of each topic's partitions at RF 3).
+//     holds about a third of each topic's partitions at RF 3). An entry
+//     of a partition never written (fetched at offset 0 with no last
+//     fetched epoch, answered a high watermark and log start of 0)
+//     holds only its names, its leader epoch and its Source, the rest
+//     being the session's blank data; any other gets a 40-byte entryExt
+//     with the data asked and the answers, until it is removed.
 //
 // # What it does not own
 //
