@@ -114,9 +114,8 @@ type Session struct {
 	entries  []entry
 	free     []int32 // indexes of removed entries, for reuse
 	exts     []entryExt
-	extFree  []int32       // indexes of exts let go, for reuse
-	blank    PartitionData // what a never-written partition's fetcher asks, but its leader epoch
-	blankSet bool
+	extFree  []int32 // indexes of exts let go, for reuse
+	blank    blank
 	size     int
 	gen      uint32   // bumped by every request admitted
 	read     []uint64 // bit per entry: read by the request of gen
@@ -170,23 +169,35 @@ func (s *Session) data(e *entry) PartitionData {
 	if e.ext > 0 {
 		return s.exts[e.ext-1].data
 	}
-	d := s.blank
-	d.LeaderEpoch = e.epoch
-	return d
+	return s.blank.with(e.epoch)
 }
 
-// isBlank reports whether d asks what a never-written partition's
-// fetcher asks: offset 0, no last fetched epoch, and the log start
-// offset and maximum bytes of the session's first such partition. mu
-// held.
-func (s *Session) isBlank(d PartitionData) bool {
+// blank is what the fetcher of a never-written partition asks: offset
+// 0, no last fetched epoch, and the log start offset and maximum bytes
+// of the first such partition its holder (a Session, a Client) saw. Only
+// the leader epoch differs from one such partition to the next, so an
+// entry holding that much holds all its data.
+type blank struct {
+	d   PartitionData // LeaderEpoch unused
+	set bool
+}
+
+// is reports whether d is blank but for its leader epoch.
+func (b *blank) is(d PartitionData) bool {
 	if d.FetchOffset != 0 || d.LastFetchedEpoch != -1 {
 		return false
 	}
-	if !s.blankSet {
-		s.blank, s.blankSet = PartitionData{LogStartOffset: d.LogStartOffset, MaxBytes: d.MaxBytes, LastFetchedEpoch: -1}, true
+	if !b.set {
+		b.d, b.set = PartitionData{LogStartOffset: d.LogStartOffset, MaxBytes: d.MaxBytes, LastFetchedEpoch: -1}, true
 	}
-	return d.LogStartOffset == s.blank.LogStartOffset && d.MaxBytes == s.blank.MaxBytes
+	return d.LogStartOffset == b.d.LogStartOffset && d.MaxBytes == b.d.MaxBytes
+}
+
+// with is the blank data with leader epoch epoch.
+func (b *blank) with(epoch int32) PartitionData {
+	d := b.d
+	d.LeaderEpoch = epoch
+	return d
 }
 
 // setData records d as what e's fetcher asks. mu held.
@@ -194,7 +205,7 @@ func (s *Session) setData(e *entry, d PartitionData) {
 	switch {
 	case e.ext > 0:
 		s.exts[e.ext-1].data = d
-	case s.isBlank(d):
+	case s.blank.is(d):
 		e.epoch = d.LeaderEpoch
 	default:
 		hw, logStart := s.answered(e)
