@@ -540,7 +540,7 @@ func (c *Consumer) fetch(node int32, conn brokerConn, m *metadata, pss []*partSt
 	}
 	rb := fetchsession.NewRequestBuilder(req, pl)
 	for _, k := range pl.Send {
-		rb.Add(k.Topic, k.Partition, cl.Get(k).Data())
+		rb.Add(k.Topic, k.Partition, cl.Data(cl.Get(k)))
 	}
 	for _, k := range pl.Forget {
 		rb.Forget(k.Topic, k.Partition)
@@ -585,7 +585,7 @@ func (c *Consumer) handleFetch(node int32, m *metadata, cl *fetchSession, pl fet
 	for i, k := range keys {
 		offsets[i] = -1
 		if p := cl.Get(k); p != nil {
-			offsets[i] = p.Data().FetchOffset
+			offsets[i] = cl.Data(p).FetchOffset
 		}
 	}
 	c.mu.Unlock()

@@ -82,7 +82,7 @@ func benchFetch(b *testing.B, br *Broker, replica int32, epoch int64, targets []
 		r.MaxBytes, r.MinBytes, r.MaxWaitMillis = 50<<20, 1, 0
 		rb := fetchsession.NewRequestBuilder(r, pl)
 		for _, k := range pl.Send {
-			rb.Add(fetchsession.TopicRef{ID: k.Topic}, k.Partition, cl.Get(k).Data())
+			rb.Add(fetchsession.TopicRef{ID: k.Topic}, k.Partition, cl.Data(cl.Get(k)))
 		}
 		reply := br.Serve(ctx, &server.Request{Key: 1, Version: 17, Body: r})
 		if !server.WaitReply(reply, 5*time.Second) {

@@ -41,10 +41,13 @@ type Client[T comparable, V any] struct {
 	topics     []clientTopic[T]
 	freeTopics []int32
 
-	chunks [][]Partition[V]
-	n      int32   // slots handed out, used or free
-	free   []int32 // freed slots, for reuse
-	index  slotIndex
+	chunks   [][]Partition[V]
+	n        int32   // slots handed out, used or free
+	free     []int32 // freed slots, for reuse
+	index    slotIndex
+	blank    blank
+	exts     []PartitionData // the data of partitions that are not blank
+	extsFree []int32         // indexes of exts let go, for reuse
 
 	live   int     // entries not gone
 	wanted int     // entries wanted
@@ -59,45 +62,78 @@ type clientTopic[T comparable] struct {
 	n   int32 // slots of the topic in use
 }
 
-// Partition is one partition a Client knows of.
+// Partition is one partition a Client knows of (32 bytes for a
+// follower's, whose V is 16).
 type Partition[V any] struct {
 	Value V
-	// want* are the PartitionData the fetcher asks (Data), kept as
-	// fields so that they share the padding; once a request names them,
-	// the session holds them (while inSession), until Want changes them
-	// and queues the partition again.
-	wantOffset, wantLogStart                 int64
-	wantMaxBytes, wantEpoch, wantLastFetched int32
-	topic                                    int32 // index in Client.topics
-	partition                                int32
-	flags                                    uint8
+	// The PartitionData the fetcher asks (Client.Data): once a request
+	// names it, the session holds it (while fInSession), until Want
+	// changes it and queues the partition again. A never-written
+	// partition's is the Client's blank data with wantEpoch; any other's
+	// is in Client.exts.
+	wantEpoch int32
+	topic     int32 // index in Client.topics
+	partition int32
+	// bits holds the flags in its low extShift bits and, above them,
+	// the place in Client.exts of the data asked plus one (0: blank).
+	bits uint32
 }
 
 // The flags of a Partition.
 const (
-	fUsed      uint8 = 1 << iota // the slot holds a partition
-	fWanted                      // fetched, not paused
-	fInSession                   // the broker's session holds want
-	fInQueue                     // in Client.queue
-	fInForget                    // in Client.forget
+	fUsed      uint32 = 1 << iota // the slot holds a partition
+	fWanted                       // fetched, not paused
+	fInSession                    // the broker's session holds the data asked
+	fInQueue                      // in Client.queue
+	fInForget                     // in Client.forget
 	// fGone: deleted while the session holds it; freed once forgotten.
 	fGone
+
+	// extShift is where a Partition's place in Client.exts starts in
+	// its bits: 2^26 partitions of a Client can be other than blank at
+	// once, far past what one fetcher follows.
+	extShift = iota
 )
 
-func (p *Partition[V]) has(f uint8) bool { return p.flags&f != 0 }
+func (p *Partition[V]) has(f uint32) bool { return p.bits&f != 0 }
 
-func (p *Partition[V]) set(f uint8, on bool) {
+func (p *Partition[V]) set(f uint32, on bool) {
 	if on {
-		p.flags |= f
+		p.bits |= f
 	} else {
-		p.flags &^= f
+		p.bits &^= f
 	}
 }
 
-// Data is what the fetcher asks of the partition.
-func (p *Partition[V]) Data() PartitionData {
-	return PartitionData{FetchOffset: p.wantOffset, LogStartOffset: p.wantLogStart, MaxBytes: p.wantMaxBytes,
-		LeaderEpoch: p.wantEpoch, LastFetchedEpoch: p.wantLastFetched}
+// ext is the partition's place in Client.exts plus one; 0 when blank.
+func (p *Partition[V]) ext() uint32 { return p.bits >> extShift }
+
+func (p *Partition[V]) setExt(x uint32) { p.bits = p.bits&(1<<extShift-1) | x<<extShift }
+
+// Data is what the fetcher asks of p.
+func (c *Client[T, V]) Data(p *Partition[V]) PartitionData {
+	if x := p.ext(); x > 0 {
+		return c.exts[x-1]
+	}
+	return c.blank.with(p.wantEpoch)
+}
+
+// setData records d as what the fetcher asks of p.
+func (c *Client[T, V]) setData(p *Partition[V], d PartitionData) {
+	switch x := p.ext(); {
+	case x > 0:
+		c.exts[x-1] = d
+	case c.blank.is(d):
+		p.wantEpoch = d.LeaderEpoch
+	case len(c.extsFree) > 0:
+		i := c.extsFree[len(c.extsFree)-1]
+		c.extsFree = c.extsFree[:len(c.extsFree)-1]
+		c.exts[i] = d
+		p.setExt(uint32(i) + 1)
+	default:
+		c.exts = append(c.exts, d)
+		p.setExt(uint32(len(c.exts)))
+	}
 }
 
 // Wanted reports whether the partition is fetched (not paused).
@@ -189,7 +225,7 @@ func (c *Client[T, V]) alloc(k Key[T], v V) int32 {
 	}
 	c.topics[ti].n++
 	i := c.newSlot()
-	*c.slot(i) = Partition[V]{Value: v, topic: ti, partition: k.Partition, flags: fUsed}
+	*c.slot(i) = Partition[V]{Value: v, topic: ti, partition: k.Partition, bits: fUsed}
 	c.index.insert(i, ti, k.Partition, c.at)
 	c.live++
 	return i
@@ -199,6 +235,10 @@ func (c *Client[T, V]) alloc(k Key[T], v V) int32 {
 func (c *Client[T, V]) release(i int32) {
 	p := c.slot(i)
 	c.index.remove(i, p.topic, p.partition, c.at)
+	if x := p.ext(); x > 0 {
+		c.exts[x-1] = PartitionData{}
+		c.extsFree = append(c.extsFree, int32(x-1))
+	}
 	t := &c.topics[p.topic]
 	if t.n--; t.n == 0 {
 		delete(c.topicAt, t.ref)
@@ -212,6 +252,7 @@ func (c *Client[T, V]) release(i int32) {
 		c.chunks, c.n, c.free = nil, 0, nil
 		c.topics, c.freeTopics = nil, nil
 		c.queue, c.forget = nil, nil
+		c.exts, c.extsFree = nil, nil
 	}
 }
 
@@ -285,9 +326,8 @@ func (c *Client[T, V]) Want(k Key[T], d PartitionData) {
 	if !p.has(fWanted) {
 		c.wanted++
 	}
-	changed := !p.has(fInSession) || p.Data() != d
-	p.wantOffset, p.wantLogStart, p.wantMaxBytes = d.FetchOffset, d.LogStartOffset, d.MaxBytes
-	p.wantEpoch, p.wantLastFetched = d.LeaderEpoch, d.LastFetchedEpoch
+	changed := !p.has(fInSession) || c.Data(p) != d
+	c.setData(p, d)
 	p.set(fWanted, true)
 	if changed && !p.has(fInQueue) {
 		p.set(fInQueue, true)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"unsafe"
 )
 
 // refClient is the Client's behaviour written the plain way (a map of
@@ -20,6 +21,7 @@ type refClient struct {
 type refPartition struct {
 	value                                      int
 	want                                       PartitionData
+	asked                                      bool // wanted once: want holds what was asked
 	wanted, inSession, inQueue, inForget, gone bool
 }
 
@@ -46,7 +48,7 @@ func (c *refClient) want(k Key[string], d PartitionData) {
 	}
 	p := c.parts[k]
 	changed := !p.inSession || p.want != d
-	p.want, p.wanted = d, true
+	p.want, p.wanted, p.asked = d, true, true
 	if changed && !p.inQueue {
 		p.inQueue = true
 		c.queue = append(c.queue, k)
@@ -153,7 +155,10 @@ func TestClientLayout(t *testing.T) {
 				}
 				switch op := rnd(20); {
 				case op < 8 && !shrink || op < 2:
-					d := PartitionData{FetchOffset: int64(rnd(3)), MaxBytes: 1, LeaderEpoch: int32(rnd(2))}
+					// Blank (offset 0, no last fetched epoch, log start 0) a
+					// time in twelve.
+					d := PartitionData{FetchOffset: int64(rnd(3)), LogStartOffset: int64(rnd(2)), MaxBytes: 1,
+						LeaderEpoch: int32(rnd(2)), LastFetchedEpoch: int32(rnd(2)) - 1}
 					c.Want(k, d)
 					ref.want(k, d)
 				case op < 10:
@@ -233,9 +238,9 @@ func checkLayout(t *testing.T, step int, c *Client[string, int], ref *refClient)
 		if p == nil {
 			t.Fatalf("step %d: %v missing", step, k)
 		}
-		if p.Value != rp.value || p.Data() != rp.want || p.Wanted() != rp.wanted || p.has(fInSession) != rp.inSession {
+		if p.Value != rp.value || (rp.asked && c.Data(p) != rp.want) || p.Wanted() != rp.wanted || p.has(fInSession) != rp.inSession {
 			t.Fatalf("step %d: %v is %d %+v wanted=%t in session=%t, want %d %+v %t %t", step, k,
-				p.Value, p.Data(), p.Wanted(), p.has(fInSession), rp.value, rp.want, rp.wanted, rp.inSession)
+				p.Value, c.Data(p), p.Wanted(), p.has(fInSession), rp.value, rp.want, rp.wanted, rp.inSession)
 		}
 	}
 	if c.Len() != live || c.Wanted() != wanted {
@@ -254,11 +259,14 @@ func checkLayout(t *testing.T, step int, c *Client[string, int], ref *refClient)
 	}
 	// Every slot in use is indexed once, each topic counts its slots,
 	// and the free list holds exactly the other slots.
-	used, perTopic := 0, map[int32]int32{}
+	used, extended, perTopic := 0, 0, map[int32]int32{}
 	for i := range c.n {
 		if p := c.slot(i); p.has(fUsed) {
 			used++
 			perTopic[p.topic]++
+			if p.ext() > 0 {
+				extended++
+			}
 			if c.find(c.keyOf(p)) != i {
 				t.Fatalf("step %d: slot %d (%v) not found by its key", step, i, c.keyOf(p))
 			}
@@ -269,6 +277,10 @@ func checkLayout(t *testing.T, step int, c *Client[string, int], ref *refClient)
 		if v != 0 {
 			inIndex++
 		}
+	}
+	// Exactly the slots whose data is not blank hold an ext.
+	if len(c.exts)-len(c.extsFree) != extended {
+		t.Fatalf("step %d: %d exts in use, %d slots hold one", step, len(c.exts)-len(c.extsFree), extended)
 	}
 	if used != c.index.n || inIndex != used || len(c.free) != int(c.n)-used {
 		t.Fatalf("step %d: %d slots used, %d indexed (%d counted), %d free of %d", step, used, inIndex, c.index.n, len(c.free), c.n)
@@ -304,5 +316,51 @@ func TestClientChunks(t *testing.T) {
 	}
 	if total < 3000 || total >= 3000+chunkMax {
 		t.Fatalf("chunks hold %d slots for 3000", total)
+	}
+}
+
+// TestPartitionSize keeps a follower's Partition at 32 bytes: a
+// follower's fetcher holds one per partition it follows, written or not.
+func TestPartitionSize(t *testing.T) {
+	type followerValue struct { // the replica fetcher's
+		r     *int
+		epoch int32
+		gen   uint32
+	}
+	if n := unsafe.Sizeof(Partition[followerValue]{}); n > 32 {
+		t.Fatalf("Partition is %d bytes, want at most 32", n)
+	}
+}
+
+// TestClientBlankPartitionsHoldNoExt: partitions fetched at 0 with no
+// last fetched epoch take no ext, whatever their leader epochs; the
+// first fetch past 0 takes one, and deleting the partition lets it go.
+func TestClientBlankPartitionsHoldNoExt(t *testing.T) {
+	c := NewClient[string, int]()
+	blank := func(epoch int32) PartitionData {
+		return PartitionData{MaxBytes: 1 << 20, LeaderEpoch: epoch, LastFetchedEpoch: -1}
+	}
+	for p := range int32(100) {
+		c.Want(Key[string]{"t", p}, blank(p%3))
+	}
+	c.Answered(c.Next(), 0, 1, nil)
+	if len(c.exts) != 0 {
+		t.Fatalf("%d exts for 100 never-written partitions", len(c.exts))
+	}
+	for p := range int32(100) {
+		if d := c.Data(c.Get(Key[string]{"t", p})); d != blank(p%3) {
+			t.Fatalf("partition %d asks %+v, want %+v", p, d, blank(p%3))
+		}
+	}
+	d := blank(1)
+	d.FetchOffset = 9
+	c.Want(Key[string]{"t", 5}, d)
+	if len(c.exts) != 1 || c.Data(c.Get(Key[string]{"t", 5})) != d {
+		t.Fatalf("a fetch at 9: exts %d, data %+v", len(c.exts), c.Data(c.Get(Key[string]{"t", 5})))
+	}
+	c.Delete(Key[string]{"t", 5})
+	c.Next() // forgets it
+	if len(c.exts)-len(c.extsFree) != 0 {
+		t.Fatalf("%d exts in use after the only extended partition went", len(c.exts)-len(c.extsFree))
 	}
 }

@@ -58,7 +58,7 @@ func TestClientTranscripts(t *testing.T) {
 				}
 				var send []string
 				for _, k := range last.Send {
-					send = append(send, fmt.Sprintf("%s@%d", ks(k), c.slot(c.find(k)).Data().FetchOffset))
+					send = append(send, fmt.Sprintf("%s@%d", ks(k), c.Data(c.slot(c.find(k))).FetchOffset))
 				}
 				var forget []string
 				for _, k := range last.Forget {
@@ -219,7 +219,7 @@ func planRequest(c *Client[string, int], pl Plan[Key[string]]) *kmsg.FetchReques
 	r.SessionID, r.SessionEpoch = pl.SessionID, pl.Epoch
 	for _, k := range pl.Send {
 		topic, p := k.Topic, k.Partition
-		d := c.Get(k).Data()
+		d := c.Data(c.Get(k))
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(p), d.FetchOffset, d.MaxBytes
 		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = d.LeaderEpoch, d.LastFetchedEpoch, d.LogStartOffset
@@ -248,16 +248,16 @@ func compareSession(t *testing.T, cache *Cache, c *Client[string, int], id int32
 	}
 	server := map[string]PartitionData{}
 	s.mu.Lock()
-	for _, e := range s.entries {
-		if e.used() {
-			server[key2(s.topics[e.topic], e.partition)] = e.data
+	for i := range s.entries {
+		if e := &s.entries[i]; e.used() {
+			server[key2(s.topics[e.topic], e.partition)] = s.data(e)
 		}
 	}
 	s.mu.Unlock()
 	client := map[string]PartitionData{}
 	for i := range c.n {
 		if p := c.slot(i); p.has(fUsed) && p.has(fInSession) {
-			client[ks(c.keyOf(p))] = p.Data()
+			client[ks(c.keyOf(p))] = c.Data(p)
 		}
 	}
 	if fmt.Sprint(server) != fmt.Sprint(client) {

@@ -46,14 +46,22 @@
 //     request after a session error or a lost answer. A follower's
 //     fetcher holds every partition it follows from one leader, so the
 //     Client keeps its partitions by value in chunks that never move
-//     (56 bytes each for a follower's: the PartitionData asked for kept
-//     as fields beside the flags), found through one slotIndex (an
+//     (32 bytes each for a follower's: the fetcher's value, names,
+//     leader epoch, flags), found through one slotIndex (an
 //     open-addressing table of 4-byte cells keyed by topic and
-//     partition), a topic's name or id stored once: about 77 bytes per
+//     partition), a topic's name or id stored once: about 50 bytes per
 //     followed partition, where a map of pointers to entries took about
-//     145. A Session finds its entries (72 bytes each) through a
+//     145. What a partition never written asks (offset 0, no last
+//     fetched epoch) is the Client's blank data with the partition's
+//     leader epoch; any other's PartitionData is kept apart (32 bytes)
+//     until the partition goes. A Session finds its entries (32 bytes each) through a
 //     slotIndex too, not a dense array per topic (a follower's session
-//     holds about a third of each topic's partitions at RF 3).
+//     holds about a third of each topic's partitions at RF 3). An entry
+//     of a partition never written (fetched at offset 0 with no last
+//     fetched epoch, answered a high watermark and log start of 0)
+//     holds only its names, its leader epoch and its Source, the rest
+//     being the session's blank data; any other gets a 40-byte entryExt
+//     with the data asked and the answers, until it is removed.
 //
 // # What it does not own
 //

@@ -76,7 +76,7 @@ func (f *Fetch) Pending(dst []Read) []Read {
 		if s.markRead(f.gen, i) {
 			f.read = append(f.read, i)
 		}
-		dst = append(dst, Read{Index: i, Topic: s.topics[e.topic], Partition: e.partition, PartitionData: e.data, Src: e.src})
+		dst = append(dst, Read{Index: i, Topic: s.topics[e.topic], Partition: e.partition, PartitionData: s.data(e), Src: e.src})
 	}
 	return dst
 }
@@ -209,7 +209,7 @@ func (f *Fetch) all(outcome func(int32) Outcome, remember bool) Result {
 		}
 		res.Include = append(res.Include, Included{Index: int32(i), Topic: s.topics[e.topic], Partition: e.partition})
 		if remember && s.wasRead(f.gen, int32(i)) {
-			e.mustRespond(outcome(int32(i)), true)
+			s.mustRespond(e, outcome(int32(i)))
 		}
 	}
 	if remember {
@@ -257,7 +257,7 @@ func (f *Fetch) finishIncremental(outcome func(int32) Outcome) Result {
 		if !e.used() {
 			continue
 		}
-		if e.mustRespond(outcome(i), true) {
+		if s.mustRespond(e, outcome(i)) {
 			res.Include = append(res.Include, Included{Index: i, Topic: s.topics[e.topic], Partition: e.partition})
 		}
 	}

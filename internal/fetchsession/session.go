@@ -113,6 +113,9 @@ type Session struct {
 	index    slotIndex // entries by (topic, partition)
 	entries  []entry
 	free     []int32 // indexes of removed entries, for reuse
+	exts     []entryExt
+	extFree  []int32 // indexes of exts let go, for reuse
+	blank    blank
 	size     int
 	gen      uint32   // bumped by every request admitted
 	read     []uint64 // bit per entry: read by the request of gen
@@ -126,19 +129,144 @@ type Session struct {
 	c      chan struct{}
 }
 
-// entry is one partition of a session: what the fetcher asked last and
-// what the session last answered for it (72 bytes: sessions of followers
-// hold one per partition they follow).
+// entry is one partition of a session (32 bytes: sessions of followers
+// hold one per partition they follow). A partition never written is
+// fetched at offset 0 with no last fetched epoch and answered a high
+// watermark and log start offset of 0: while that is all it holds, its
+// data is the session's blank one with its own leader epoch, and the
+// entry needs nothing more. Anything else (a fetch offset past 0, other
+// answers, an error) gives it an entryExt of its own, in s.exts, kept
+// until the entry is removed.
 type entry struct {
-	data      PartitionData
 	topic     int32 // index in topics; -1 for a free slot
 	partition int32
-	hw        int64 // high watermark last answered; -1 after an error
-	logStart  int64 // this broker's log start offset last answered
-	src       Source
+	epoch     int32 // the LeaderEpoch asked, while ext <= 0
+	// ext > 0: s.exts[ext-1] holds the data and answers; extNone:
+	// nothing answered yet (high watermark and log start -1); extZero:
+	// a high watermark and log start of 0 answered.
+	ext int32
+	src Source
+}
+
+// The answers an entry without an entryExt holds.
+const (
+	extNone int32 = 0
+	extZero int32 = -1
+)
+
+// entryExt is what an entry holds once its partition is more than
+// blank: what the fetcher asked last and what the session last answered.
+type entryExt struct {
+	data     PartitionData
+	hw       int64 // high watermark last answered; -1 after an error
+	logStart int64 // this broker's log start offset last answered
 }
 
 func (e *entry) used() bool { return e.topic >= 0 }
+
+// data is what e's fetcher asked last. mu held.
+func (s *Session) data(e *entry) PartitionData {
+	if e.ext > 0 {
+		return s.exts[e.ext-1].data
+	}
+	return s.blank.with(e.epoch)
+}
+
+// blank is what the fetcher of a never-written partition asks: offset
+// 0, no last fetched epoch, and the log start offset and maximum bytes
+// of the first such partition its holder (a Session, a Client) saw. Only
+// the leader epoch differs from one such partition to the next, so an
+// entry holding that much holds all its data.
+type blank struct {
+	d   PartitionData // LeaderEpoch unused
+	set bool
+}
+
+// is reports whether d is blank but for its leader epoch.
+func (b *blank) is(d PartitionData) bool {
+	if d.FetchOffset != 0 || d.LastFetchedEpoch != -1 {
+		return false
+	}
+	if !b.set {
+		b.d, b.set = PartitionData{LogStartOffset: d.LogStartOffset, MaxBytes: d.MaxBytes, LastFetchedEpoch: -1}, true
+	}
+	return d.LogStartOffset == b.d.LogStartOffset && d.MaxBytes == b.d.MaxBytes
+}
+
+// with is the blank data with leader epoch epoch.
+func (b *blank) with(epoch int32) PartitionData {
+	d := b.d
+	d.LeaderEpoch = epoch
+	return d
+}
+
+// setData records d as what e's fetcher asks. mu held.
+func (s *Session) setData(e *entry, d PartitionData) {
+	switch {
+	case e.ext > 0:
+		s.exts[e.ext-1].data = d
+	case s.blank.is(d):
+		e.epoch = d.LeaderEpoch
+	default:
+		hw, logStart := s.answered(e)
+		s.extend(e, entryExt{data: d, hw: hw, logStart: logStart})
+	}
+}
+
+// answered is the high watermark and log start offset last answered for
+// e. mu held.
+func (s *Session) answered(e *entry) (hw, logStart int64) {
+	switch {
+	case e.ext > 0:
+		x := &s.exts[e.ext-1]
+		return x.hw, x.logStart
+	case e.ext == extZero:
+		return 0, 0
+	default:
+		return -1, -1
+	}
+}
+
+// setAnswered records what the session answered for e. mu held.
+func (s *Session) setAnswered(e *entry, hw, logStart int64) {
+	switch {
+	case e.ext > 0:
+		x := &s.exts[e.ext-1]
+		x.hw, x.logStart = hw, logStart
+	case hw == -1 && logStart == -1:
+		e.ext = extNone
+	case hw == 0 && logStart == 0:
+		e.ext = extZero
+	default:
+		s.extend(e, entryExt{data: s.data(e), hw: hw, logStart: logStart})
+	}
+}
+
+// extend gives e (which has none) an entryExt holding x. mu held.
+func (s *Session) extend(e *entry, x entryExt) {
+	if n := len(s.extFree); n > 0 {
+		i := s.extFree[n-1]
+		s.extFree = s.extFree[:n-1]
+		s.exts[i] = x
+		e.ext = i + 1
+		return
+	}
+	s.exts = append(s.exts, x)
+	e.ext = int32(len(s.exts))
+}
+
+// release frees e's entryExt, if it has one. mu held.
+func (s *Session) release(e *entry) {
+	if e.ext <= 0 {
+		return
+	}
+	s.exts[e.ext-1] = entryExt{}
+	s.extFree = append(s.extFree, e.ext-1)
+	e.ext = extNone
+	if len(s.extFree) == len(s.exts) {
+		s.exts, s.extFree = nil, nil
+	}
+}
 
 func newSession(replica int32, usesIDs bool, now time.Time) *Session {
 	s := &Session{
@@ -189,7 +317,7 @@ func (s *Session) find(ref TopicRef, partition int32) int32 {
 // and reports whether it was added. mu held.
 func (s *Session) put(ref TopicRef, partition int32, d PartitionData) (int32, bool) {
 	if i := s.find(ref, partition); i >= 0 {
-		s.entries[i].data = d
+		s.setData(&s.entries[i], d)
 		s.mark(i)
 		return i, false
 	}
@@ -200,7 +328,7 @@ func (s *Session) put(ref TopicRef, partition int32, d PartitionData) (int32, bo
 		s.topicAt[ref] = ti
 	}
 	var i int32
-	e := entry{topic: ti, partition: partition, data: d, hw: -1, logStart: -1}
+	e := entry{topic: ti, partition: partition}
 	if n := len(s.free); n > 0 {
 		i = s.free[n-1]
 		s.free = s.free[:n-1]
@@ -225,6 +353,7 @@ func (s *Session) put(ref TopicRef, partition int32, d PartitionData) (int32, bo
 		}
 		s.qmu.Unlock()
 	}
+	s.setData(&s.entries[i], d)
 	s.index.insert(i, ti, partition, s.at)
 	s.size++
 	s.mark(i)
@@ -243,6 +372,7 @@ func (s *Session) remove(ref TopicRef, partition int32) bool {
 		e.src.Unwatch(Mark{s, i})
 	}
 	s.index.remove(i, e.topic, partition, s.at)
+	s.release(e)
 	*e = entry{topic: -1}
 	s.free = append(s.free, i)
 	s.size--
@@ -348,29 +478,18 @@ func (s *Session) wasRead(gen uint32, i int32) bool {
 }
 
 // mustRespond is Kafka's rule for whether an incremental response
-// carries a partition, applied to what a read found; with update it also
-// remembers what the response tells the fetcher.
-func (e *entry) mustRespond(o Outcome, update bool) bool {
-	must := o.Bytes > 0 || o.Diverging
-	if e.hw != o.HighWatermark {
-		must = true
-		if update {
-			e.hw = o.HighWatermark
-		}
-	}
-	if e.logStart != o.LogStartOffset {
-		must = true
-		if update {
-			e.logStart = o.LogStartOffset
-		}
-	}
-	if o.ErrorCode != 0 {
+// carries e's partition, applied to what a read found, and remembers
+// what the response tells the fetcher. mu held.
+func (s *Session) mustRespond(e *entry, o Outcome) bool {
+	hw, logStart := s.answered(e)
+	must := o.Bytes > 0 || o.Diverging || hw != o.HighWatermark || logStart != o.LogStartOffset ||
 		// Errors go out every time; a high watermark of -1 makes the
 		// partition go out once more when the error clears.
-		must = true
-		if update {
-			e.hw = -1
-		}
+		o.ErrorCode != 0
+	hw = o.HighWatermark
+	if o.ErrorCode != 0 {
+		hw = -1
 	}
+	s.setAnswered(e, hw, o.LogStartOffset)
 	return must
 }

@@ -546,7 +546,7 @@ func (f *fetcher) buildRequest() (*kmsg.FetchRequest, fetchsession.Plan[partitio
 	b := fetchsession.NewRequestBuilder(req, pl)
 	for _, k := range pl.Send {
 		sp := f.session.Get(k)
-		b.Add(fetchsession.TopicRef{ID: k.Topic, Name: sp.Value.r.Topic()}, k.Partition, sp.Data())
+		b.Add(fetchsession.TopicRef{ID: k.Topic, Name: sp.Value.r.Topic()}, k.Partition, f.session.Data(sp))
 	}
 	for _, k := range pl.Forget {
 		b.Forget(fetchsession.TopicRef{ID: k.Topic}, k.Partition)
