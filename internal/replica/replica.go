@@ -479,12 +479,19 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 			r.roleMu.Unlock()
 			return nil
 		}
+		isrChanged := !slices.Equal(r.ls.isr(), st.ISR)
 		r.lead().setAssignment(st, now)
 		moved := r.lead().advanceHW(leo, now)
 		r.afterHWLocked(moved)
 		r.mu.Unlock()
 		r.roleMu.Unlock()
 		r.notifyHW(moved)
+		if isrChanged {
+			// The change reached this broker's image before the
+			// controller's answer (always possible on the controller's
+			// own node); the answer then matches no change in flight.
+			r.info("replica: ISR changed", "isr", st.ISR, "partition_epoch", st.PartitionEpoch, "from", "metadata")
+		}
 		return nil
 	}
 	// A never-written log's leader leaves its epoch's entry implied
