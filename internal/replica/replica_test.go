@@ -621,10 +621,11 @@ func lazyReplica(t *testing.T, hw int64) *Replica {
 	return r
 }
 
-// A leader logs each change of its committed ISR once, whichever way it
-// learnt of it: the controller's answer to its proposal, or the metadata
-// image, which can bring the change first (on the controller's own node
-// the answer then matches no change in flight and is dropped unlogged).
+// A leader logs at INFO each change of its committed ISR that it
+// proposed once, whichever way it learnt of it: the controller's answer,
+// or the metadata image, which can bring the change first (on the
+// controller's own node the answer then matches no change in flight and
+// is dropped unlogged). Other changes the image brings are at debug.
 func TestISRChangeLoggedOnce(t *testing.T) {
 	st := func(partitionEpoch int32, isr ...int32) PartitionState {
 		return PartitionState{Leader: 1, LeaderEpoch: 3, PartitionEpoch: partitionEpoch, Replicas: []int32{1, 2, 3}, ISR: isr}
@@ -646,6 +647,12 @@ func TestISRChangeLoggedOnce(t *testing.T) {
 			}
 			r.CompleteISRChange(shrink, ISRChangeResult{LeaderEpoch: 3, PartitionEpoch: 8, ISR: shrink.NewISR})
 		}, []string{`isr="[1 2]" partition_epoch=8 from=metadata`}},
+		{"metadata with nothing in flight", func(t *testing.T, r *Replica, shrink ISRChange) {
+			r.CompleteISRChange(shrink, ISRChangeResult{Err: kerr.OperationNotAttempted})
+			if err := r.BecomeLeader(st(8, 1, 2)); err != nil {
+				t.Fatal(err)
+			}
+		}, nil}, // at debug: a restart replays every change of the metadata log
 		{"metadata that keeps the ISR", func(t *testing.T, r *Replica, _ ISRChange) {
 			if err := r.BecomeLeader(st(8, 1, 2, 3)); err != nil {
 				t.Fatal(err)
