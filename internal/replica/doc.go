@@ -213,7 +213,13 @@
 //   - Shrink: ISR followers not caught up within MaxLag. Expand: an
 //     eligible follower whose fetch offset reached the high watermark and
 //     the leader epoch's start offset. One change in flight; metadata
-//     (BecomeLeader) clears it. A change whose outcome is unknown is never
+//     (BecomeLeader) clears it, and may bring the committed change before
+//     the controller's answer does (always possible on the controller's
+//     own node: the answer then matches nothing in flight and is
+//     dropped). Either way the leader logs "replica: ISR changed" at
+//     INFO once, from=answer or from=metadata; a change it did not
+//     propose (the controller's, or a restart replaying the metadata
+//     log) is logged at debug. A change whose outcome is unknown is never
 //     dropped: an expansion the controller committed but the leader
 //     forgot would let the high watermark pass an ISR member (the
 //     simulation test finds that loss when the change is dropped).

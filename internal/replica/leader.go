@@ -360,7 +360,7 @@ func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMo
 		moved := r.lead().advanceHW(r.cache.log.EndOffset(), r.now())
 		r.afterHWLocked(moved)
 		r.wakeLocked() // acks=all waiters re-check the ISR size
-		r.info("replica: ISR changed", "isr", res.ISR, "partition_epoch", res.PartitionEpoch)
+		r.info("replica: ISR changed", "isr", res.ISR, "partition_epoch", res.PartitionEpoch, "from", "answer")
 		return moved, false
 	case ke == kerr.OperationNotAttempted || ke == kerr.IneligibleReplica:
 		r.ls.pending = nil

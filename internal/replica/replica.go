@@ -479,12 +479,26 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 			r.roleMu.Unlock()
 			return nil
 		}
+		isrChanged, proposed := !slices.Equal(r.ls.isr(), st.ISR), r.ls.inFlight() != nil
 		r.lead().setAssignment(st, now)
 		moved := r.lead().advanceHW(leo, now)
 		r.afterHWLocked(moved)
 		r.mu.Unlock()
 		r.roleMu.Unlock()
 		r.notifyHW(moved)
+		switch {
+		case isrChanged && proposed:
+			// Most likely this leader's change, committed and in the
+			// image before the controller's answer came (always possible
+			// on the controller's own node): the answer will match no
+			// change in flight and goes unlogged.
+			r.info("replica: ISR changed", "isr", st.ISR, "partition_epoch", st.PartitionEpoch, "from", "metadata")
+		case isrChanged:
+			// The controller's own change (a fenced broker leaves the
+			// ISRs), or a restart replaying the metadata log: one line
+			// per partition and change, so not at INFO.
+			r.debug("replica: ISR changed", "isr", st.ISR, "partition_epoch", st.PartitionEpoch, "from", "metadata")
+		}
 		return nil
 	}
 	// A never-written log's leader leaves its epoch's entry implied

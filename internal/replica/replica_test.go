@@ -3,9 +3,11 @@ package replica
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -617,4 +619,89 @@ func lazyReplica(t *testing.T, hw int64) *Replica {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// A leader logs at INFO each change of its committed ISR that it
+// proposed once, whichever way it learnt of it: the controller's answer,
+// or the metadata image, which can bring the change first (on the
+// controller's own node the answer then matches no change in flight and
+// is dropped unlogged). Other changes the image brings are at debug.
+func TestISRChangeLoggedOnce(t *testing.T) {
+	st := func(partitionEpoch int32, isr ...int32) PartitionState {
+		return PartitionState{Leader: 1, LeaderEpoch: 3, PartitionEpoch: partitionEpoch, Replicas: []int32{1, 2, 3}, ISR: isr}
+	}
+	tests := []struct {
+		name string
+		do   func(t *testing.T, r *Replica, shrink ISRChange)
+		want []string // the ISR changed lines, without time and level
+	}{
+		{"answer, then its metadata", func(t *testing.T, r *Replica, shrink ISRChange) {
+			r.CompleteISRChange(shrink, ISRChangeResult{LeaderEpoch: 3, PartitionEpoch: 8, ISR: shrink.NewISR})
+			if err := r.BecomeLeader(st(8, 1, 2)); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{`isr="[1 2]" partition_epoch=8 from=answer`}},
+		{"metadata, then the answer", func(t *testing.T, r *Replica, shrink ISRChange) {
+			if err := r.BecomeLeader(st(8, 1, 2)); err != nil {
+				t.Fatal(err)
+			}
+			r.CompleteISRChange(shrink, ISRChangeResult{LeaderEpoch: 3, PartitionEpoch: 8, ISR: shrink.NewISR})
+		}, []string{`isr="[1 2]" partition_epoch=8 from=metadata`}},
+		{"metadata with nothing in flight", func(t *testing.T, r *Replica, shrink ISRChange) {
+			r.CompleteISRChange(shrink, ISRChangeResult{Err: kerr.OperationNotAttempted})
+			if err := r.BecomeLeader(st(8, 1, 2)); err != nil {
+				t.Fatal(err)
+			}
+		}, nil}, // at debug: a restart replays every change of the metadata log
+		{"metadata that keeps the ISR", func(t *testing.T, r *Replica, _ ISRChange) {
+			if err := r.BecomeLeader(st(8, 1, 2, 3)); err != nil {
+				t.Fatal(err)
+			}
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs strings.Builder
+			l := openLog(t, t.TempDir())
+			t.Cleanup(func() { _ = l.Close() })
+			clock := newFakeClock()
+			var proposals []ISRChange
+			env := NewEnv(Env{LocalID: 1, MaxLag: time.Second, Now: clock.Now,
+				OnISRChange: func(_ *Replica, c ISRChange) { proposals = append(proposals, c) },
+				Logger:      slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime}))})
+			r, err := Open(l, 0, Config{Env: env, Topic: "t"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.BecomeLeader(st(7, 1, 2, 3)); err != nil {
+				t.Fatal(err)
+			}
+			if res := r.FetchForFollower(nil, FollowerFetch{ReplicaID: 2, BrokerEpoch: -1, CurrentLeaderEpoch: 3, LastFetchedEpoch: -1, MaxBytes: 1}); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			clock.Advance(2 * time.Second) // follower 3 never fetched
+			r.MaybeShrinkISR()
+			if len(proposals) != 1 || !slices.Equal(proposals[0].NewISR, []int32{1, 2}) {
+				t.Fatalf("proposals %+v, want one shrink to [1 2]", proposals)
+			}
+			tt.do(t, r, proposals[0])
+			var got []string
+			for line := range strings.Lines(logs.String()) {
+				if _, rest, ok := strings.Cut(strings.TrimSpace(line), `msg="replica: ISR changed" topic=t partition=0 `); ok {
+					got = append(got, rest)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("ISR changed lines %q, want %q\nlog:\n%s", got, tt.want, logs.String())
+			}
+		})
+	}
+}
+
+// dropTime leaves the time out of a text log line.
+func dropTime(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
 }

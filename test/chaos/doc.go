@@ -18,6 +18,12 @@
 // longer than replica.lag.time.max.ms (3 s in that test's
 // server.properties), then SIGCONTs it; it also requires that in at
 // least one round the frozen node left the ISR of a partition it follows.
+// Each round logs how long after the fault (the SIGCONT, the restart,
+// the heal) every partition had a leader and its full ISR, as a broker
+// answers a Metadata request sent for each check: not from the admin
+// client's metadata cache, which keeps a topic for 5 s (MetadataMinAge)
+// and so made a node back in the ISR within milliseconds read as back
+// 5.0x s after resuming whenever the first check came before it.
 //
 // TestKillLoopSASLSSL (security_test.go) is the kill loop on a cluster
 // whose every node serves one SASL_SSL listener (localcluster's
@@ -97,6 +103,8 @@
 // errors; kept in a temporary directory when a test fails),
 // WEIR_CHAOS_KEEP_DATA=DIR the cluster's directory (every node's
 // partition logs, for inspection with internal/log) when a test failed,
+// WEIR_CHAOS_LOG_LEVEL=debug (or info, warn, error) the nodes' log level
+// (`weir serve --log-level`; info by default),
 // WEIR_CHAOS_JAVA=0
 // leaves the Java producer out. scripts/chaos runs either form in one
 // command and saves the output under bench/out/ (git ignores it), or

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -75,6 +77,9 @@ func startCluster(t *testing.T, ctx context.Context, props map[string]string, la
 	t.Helper()
 	dir := t.TempDir()
 	args := []string{"--shutdown-timeout", "5s"}
+	if level := os.Getenv("WEIR_CHAOS_LOG_LEVEL"); level != "" {
+		args = append(args, "--log-level", level)
+	}
 	protocol := ""
 	if sec != nil {
 		if lab != nil {
@@ -178,51 +183,53 @@ type layout struct {
 	isr    []int32
 }
 
-// layouts reads every partition's leader and ISR from the cluster.
+// layouts reads every partition's leader and ISR from the cluster, as
+// the broker the client picks answers now. Not kadm's Metadata: that one
+// answers from the client's metadata cache, which keeps a topic for
+// MetadataMinAge (5 s by default), so a check polled from the moment a
+// node resumes would read, for 5 s, the ISR its first request saw.
 func (c *chaosCluster) layouts(ctx context.Context) ([]layout, error) {
-	md, err := c.adm.Metadata(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	td, ok := md.Topics[topic]
-	if !ok || td.Err != nil {
-		return nil, fmt.Errorf("topic %s: %v", topic, td.Err)
-	}
-	out := make([]layout, partitions)
-	for p := range out {
-		pd, ok := td.Partitions[int32(p)]
-		if !ok {
-			return nil, fmt.Errorf("partition %d missing from metadata", p)
-		}
-		out[p] = layout{leader: pd.Leader, isr: pd.ISR}
-	}
-	return out, nil
+	return topicLayouts(ctx, c.cl)
 }
 
 // layoutsFrom asks node n (and no other) for every partition's leader
 // and ISR.
 func (c *chaosCluster) layoutsFrom(ctx context.Context, n int) ([]layout, error) {
+	ls, err := topicLayouts(ctx, c.cl.Broker(n))
+	if err != nil {
+		return nil, fmt.Errorf("node %d: %w", n, err)
+	}
+	return ls, nil
+}
+
+// topicLayouts sends r a Metadata request for the test topic (a kgo
+// client sends it to a broker of its choosing and reads no cache for it)
+// and returns the leader and ISR of each of its partitions.
+func topicLayouts(ctx context.Context, r kmsg.Requestor) ([]layout, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, c.cl.Broker(n))
+	resp, err := req.RequestWith(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
-		return nil, fmt.Errorf("node %d: no metadata of topic %s", n, topic)
+	if len(resp.Topics) != 1 {
+		return nil, fmt.Errorf("metadata of %d topics, want %s", len(resp.Topics), topic)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		return nil, fmt.Errorf("topic %s: %w", topic, err)
 	}
 	out := make([]layout, partitions)
-	seen := 0
+	seen := make([]bool, partitions)
 	for _, p := range resp.Topics[0].Partitions {
 		if p.Partition >= 0 && p.Partition < partitions {
 			out[p.Partition] = layout{leader: p.Leader, isr: p.ISR}
-			seen++
+			seen[p.Partition] = true
 		}
 	}
-	if seen != partitions {
-		return nil, fmt.Errorf("node %d: metadata of %d partitions, want %d", n, seen, partitions)
+	if i := slices.Index(seen, false); i >= 0 {
+		return nil, fmt.Errorf("partition %d missing from the metadata of %s", i, topic)
 	}
 	return out, nil
 }
