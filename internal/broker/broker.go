@@ -455,9 +455,8 @@ func (b *Broker) Serve(ctx context.Context, req *server.Request) *server.Reply {
 		return server.CloseConnection()
 	}
 	if !b.started.Load() && req.Key != 18 && !strings.HasPrefix(req.ClientID, brokerClientPrefix) && !strings.HasPrefix(req.ClientID, "weir-replica-") {
-		// Joining: the image is what this node had on disk, with the
-		// leaders and brokers of its last run. As Kafka, which serves no
-		// client before it caught up, close; the client tries another.
+		// Joining: the image may be the last run's. As Kafka, serve no client
+		// before catching up; closed, the client tries another broker.
 		return server.CloseConnection()
 	}
 	return b.faults.Apply(ctx, req, b.serveAuthorized(ctx, h, req))

@@ -69,3 +69,50 @@ func TestJoiningBrokerServesNoClient(t *testing.T) {
 		t.Error("after Start, a client's Metadata was not answered")
 	}
 }
+
+// TestHeartbeatsReportTheRegistrysOffset: the offset a broker reports to
+// the controller (which unfences it, and elects it leader, once that
+// offset reaches its registration) is what its registry applied, not
+// what the metadata log holds: a restarted broker whose registry lags
+// must not be made a leader it cannot serve yet.
+func TestHeartbeatsReportTheRegistrysOffset(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), nil)
+	b := tb.b
+	b.applyMu.Lock() // the registry applies nothing from here
+	locked := true
+	defer func() {
+		if locked {
+			b.applyMu.Unlock()
+		}
+	}()
+	applied := b.image().Offset()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "lagging", 1, 1
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := b.ctl.Admin(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if b.node.Image().Offset() <= applied {
+		t.Fatalf("the metadata log did not move past %d", applied)
+	}
+	for range 3 {
+		b.life.HeartbeatNow()
+		time.Sleep(50 * time.Millisecond)
+		if r := b.life.Reported(); r > applied {
+			t.Fatalf("reported offset %d while the registry has applied %d", r, applied)
+		}
+	}
+	b.applyMu.Unlock()
+	locked = false
+	deadline := time.Now().Add(10 * time.Second)
+	for b.life.Reported() < b.node.Image().Offset() {
+		if time.Now().After(deadline) {
+			t.Fatalf("reported %d, the registry at %d: the applied change was never reported", b.life.Reported(), b.image().Offset())
+		}
+		b.life.HeartbeatNow()
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -140,7 +140,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	life, err := kraft.StartLifecycle(kraft.LifecycleConfig{
 		BrokerID: b.cfg.NodeID, ClusterID: b.clusterID,
 		Listeners: regs, Rack: rack,
-		Client: b.ctl, Metadata: b.node.FSM(), Ready: b.leadershipReady,
+		Client: b.ctl, Metadata: registryView{b}, Ready: b.leadershipReady,
 		HeartbeatInterval: b.cfg.Quorum.HeartbeatInterval,
 		// Registering and catching up are small requests: retry them
 		// soon, since each wait is start-up latency.
@@ -279,6 +279,13 @@ func (b *Broker) waitRegistry(ctx context.Context, cond func() bool) error {
 		}
 	}
 }
+
+// registryView is the lifecycle's metadata: the registry's image, so the
+// controller unfences (and elects) this broker once it serves what it reports.
+type registryView struct{ b *Broker }
+
+func (v registryView) Image() *metadata.Image   { return v.b.image() }
+func (v registryView) Changed() <-chan struct{} { return v.b.regChanged() }
 
 // regChanged returns a channel closed at the next registry update.
 func (b *Broker) regChanged() <-chan struct{} {

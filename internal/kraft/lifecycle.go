@@ -28,7 +28,10 @@ func (realClock) Now() time.Time                         { return time.Now() }
 func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // MetadataView is the broker's applied metadata, as the lifecycle needs
-// it. MetadataFSM (Node.FSM) implements it.
+// it: the offset it reports is Image().Offset(), which the controller
+// compares with the registration's to unfence the broker. MetadataFSM
+// (Node.FSM) implements it; a broker passes the image its registry has
+// applied, so that it is unfenced only once it serves what it reports.
 type MetadataView interface {
 	Image() *metadata.Image
 	// Changed returns a channel closed at the next applied change.
