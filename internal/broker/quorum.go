@@ -140,7 +140,10 @@ func (b *Broker) Start(ctx context.Context) error {
 	life, err := kraft.StartLifecycle(kraft.LifecycleConfig{
 		BrokerID: b.cfg.NodeID, ClusterID: b.clusterID,
 		Listeners: regs, Rack: rack,
-		Client: b.ctl, Metadata: registryView{b}, Ready: b.leadershipReady,
+		Client: b.ctl, Ready: b.leadershipReady,
+		// The registry's image: the controller unfences (and elects) this
+		// broker once it serves what it reports.
+		Metadata:          kraft.MetadataFuncs{Img: b.image, Chg: b.regChanged},
 		HeartbeatInterval: b.cfg.Quorum.HeartbeatInterval,
 		// Registering and catching up are small requests: retry them
 		// soon, since each wait is start-up latency.
@@ -151,10 +154,8 @@ func (b *Broker) Start(ctx context.Context) error {
 		return err
 	}
 	b.life = life
-	select {
-	case <-life.Unfenced():
-	case <-ctx.Done():
-		return fmt.Errorf("broker: not unfenced by the controller within %v (state %v)", timeout, life.State())
+	if err := life.AwaitUnfenced(local, ctx, func() bool { return b.image().Offset() < b.node.Image().Offset() }); err != nil {
+		return fmt.Errorf("broker: start-up timeout %v: %w", timeout, err)
 	}
 	// Clients learn of this broker from the image: wait until the
 	// registry reflects the unfencing of this registration. On a restart
@@ -279,13 +280,6 @@ func (b *Broker) waitRegistry(ctx context.Context, cond func() bool) error {
 		}
 	}
 }
-
-// registryView is the lifecycle's metadata: the registry's image, so the
-// controller unfences (and elects) this broker once it serves what it reports.
-type registryView struct{ b *Broker }
-
-func (v registryView) Image() *metadata.Image   { return v.b.image() }
-func (v registryView) Changed() <-chan struct{} { return v.b.regChanged() }
 
 // regChanged returns a channel closed at the next registry update.
 func (b *Broker) regChanged() <-chan struct{} {

@@ -38,6 +38,15 @@ type MetadataView interface {
 	Changed() <-chan struct{}
 }
 
+// MetadataFuncs is a MetadataView made of two functions.
+type MetadataFuncs struct {
+	Img func() *metadata.Image
+	Chg func() <-chan struct{}
+}
+
+func (m MetadataFuncs) Image() *metadata.Image   { return m.Img() }
+func (m MetadataFuncs) Changed() <-chan struct{} { return m.Chg() }
+
 // LifecycleState is where a broker is in its life with the controller.
 type LifecycleState int32
 
@@ -195,6 +204,31 @@ func (l *BrokerLifecycle) Reported() int64 { return l.reported.Load() }
 
 // Unfenced is closed the first time the controller unfences the broker.
 func (l *BrokerLifecycle) Unfenced() <-chan struct{} { return l.unfenced }
+
+// AwaitUnfenced waits until the controller unfences this broker, or ctx
+// ends. When bounded ends first (a start-up timeout) it gives up, unless
+// catchingUp says the metadata this broker reports is still behind what
+// its node holds: catching up is this node's own work (seconds at
+// 100,000 partitions on a busy machine), and the controller unfences it
+// once done, so the wait goes on, bounded by ctx alone.
+func (l *BrokerLifecycle) AwaitUnfenced(ctx, bounded context.Context, catchingUp func() bool) error {
+	select {
+	case <-l.unfenced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-bounded.Done():
+	}
+	if catchingUp == nil || !catchingUp() {
+		return fmt.Errorf("kraft: not unfenced by the controller (state %v): %w", l.State(), bounded.Err())
+	}
+	select {
+	case <-l.unfenced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Stopped is closed when the controller has let the broker go.
 func (l *BrokerLifecycle) Stopped() <-chan struct{} { return l.stopped }

@@ -2,6 +2,7 @@ package kraft
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -335,5 +336,57 @@ func TestLifecycleShutdownBeforeRegistering(t *testing.T) {
 	closed.Close()
 	if err := closed.Shutdown(ctxTimeout(t, time.Second)); err != ErrClosed {
 		t.Fatalf("Shutdown after Close: %v", err)
+	}
+}
+
+// TestAwaitUnfenced: the start-up bound gives up on a broker the
+// controller does not unfence, unless the metadata it reports is still
+// catching up with what its node holds (local work, as long as it takes):
+// then only ctx ends the wait.
+func TestAwaitUnfenced(t *testing.T) {
+	expired := func() context.Context {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}
+	for _, tc := range []struct {
+		name       string
+		catchingUp bool
+		unfence    bool // the controller unfences it, later
+		ctxEnds    bool
+		want       string // "" for nil
+	}{
+		{"bound over, caught up: gives up", false, false, false, "not unfenced by the controller"},
+		{"bound over, catching up, unfenced later", true, true, false, ""},
+		{"bound over, catching up, ctx ends", true, false, true, "context canceled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &BrokerLifecycle{unfenced: make(chan struct{})}
+			l.state.Store(int32(StateFenced))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				time.Sleep(50 * time.Millisecond)
+				if tc.unfence {
+					close(l.unfenced)
+				}
+				if tc.ctxEnds {
+					cancel()
+				}
+			}()
+			err := l.AwaitUnfenced(ctx, expired(), func() bool { return tc.catchingUp })
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("err %v, want none", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+	// Unfenced within the bound: no question asked.
+	l := &BrokerLifecycle{unfenced: make(chan struct{})}
+	close(l.unfenced)
+	if err := l.AwaitUnfenced(context.Background(), context.Background(), nil); err != nil {
+		t.Fatal(err)
 	}
 }
