@@ -130,7 +130,7 @@ var topicDefs = newDefSet([]Def{
 	{Name: BackgroundSync, Type: Boolean, Default: "true", Support: Honoured, Synonyms: syn(WeirLogBackgroundSync),
 		Doc: "weir: fsync data not yet fsynced about once a second in the background. false fsyncs only where Kafka does (segment roll, flush.ms, flush.messages, shutdown): page cache only, for comparisons with Kafka's defaults."},
 	{Name: Preallocate, Type: Boolean, Default: "true", Support: Honoured, Synonyms: syn(WeirLogPreallocate),
-		Doc: "weir: once the active segment holds 1 MiB, keep as much again (at most 16 MiB) of disk blocks reserved past its end (fallocate, file size unchanged), so that appends do not wait for the filesystem to allocate blocks while writeback holds the file; sealed segments give the rest back. Unlike preallocate, it never reserves a whole segment."},
+		Doc: "weir: once the active segment holds 1 MiB, keep as much again (at most 16 MiB) of disk blocks reserved past its end (fallocate, file size unchanged), so that appends do not wait for the filesystem to allocate blocks while writeback holds the file; sealed segments give the rest back. Past 128 KiB it also writes zeros up to 128 KiB ahead of the end, so that small appends overwrite cached pages (the file's size runs ahead of the log; sealing, closing and recovery cut it back). Unlike preallocate, it never reserves a whole segment."},
 })
 
 // infiniteMs is the largest millisecond count that still fits a

@@ -33,8 +33,9 @@ type Config struct {
 	// end once it holds 1 MiB (as much as it holds, at most 16 MiB), so
 	// that appends do not wait for the filesystem to allocate blocks while
 	// writeback holds the file (weir.preallocate). Sealed segments give
-	// the rest back. Kafka's own preallocate (whole segments) is a
-	// different, unhonoured setting.
+	// the rest back. It also writes zeros up to 128 KiB ahead of the end
+	// once the segment holds 128 KiB (segment.go, fill). Kafka's own
+	// preallocate (whole segments) is a different, unhonoured setting.
 	Preallocate bool
 	// FileDeleteDelay is how long files of a deleted segment stay open so
 	// that reads already holding their ranges can finish

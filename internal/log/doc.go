@@ -108,6 +108,13 @@
 // block allocation while writeback holds the file; sealing and Close give
 // the rest back. docs/DESIGN.md has the measurement behind it.
 //
+// With Preallocate the active segment also writes zeros ahead of its end
+// once it holds 128 KiB, 128 KiB at a time (fill), so that appends of a
+// few KiB overwrite pages already in the page cache instead of adding them
+// one by one: half the CPU of such an append. The file's size is then up
+// to 128 KiB past the log's end; sealing and Close cut it back, and
+// recovery cuts the zeros a killed process left as it cuts a torn tail.
+//
 // # Many partitions
 //
 // A broker may hold far more partitions than it writes to. Two options keep

@@ -601,7 +601,7 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *setting
 		// A failed write may have left part of the batch in the file;
 		// cut it off so the log stays a valid prefix.
 		_ = active.f.Truncate(active.size)
-		active.alloc = min(active.alloc, active.size)
+		active.cutAt(active.size)
 		l.mu.Unlock()
 		l.ioFailed(err)
 		return AppendResult{}, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
@@ -673,13 +673,17 @@ func (l *Log) maybeRoll(size int, last int64, cfg *settings, now time.Time) erro
 // roll seals the active segment (the syncer flushes it in the background)
 // and opens a new one at the log end offset. Called with mu held.
 func (l *Log) roll(now time.Time) error {
+	prev := l.segs[len(l.segs)-1]
+	if err := prev.trim(); err != nil && prev.filled > prev.size {
+		// Zeros past a sealed segment's batches would read as a torn
+		// tail after a restart and cut the segments after it.
+		return fmt.Errorf("%w: cut the zeros past a sealed segment: %v", kerr.KafkaStorageError, err)
+	} else if err != nil {
+		l.env().logger.Warn("log: could not free blocks reserved past a sealed segment", "dir", l.dir, "base", prev.base, "err", err)
+	}
 	seg, err := createSegment(l.dir, l.leo, now)
 	if err != nil {
 		return fmt.Errorf("%w: roll segment: %v", kerr.KafkaStorageError, err)
-	}
-	prev := l.segs[len(l.segs)-1]
-	if err := prev.trim(); err != nil {
-		l.env().logger.Warn("log: could not free blocks reserved past a sealed segment", "dir", l.dir, "base", prev.base, "err", err)
 	}
 	l.toFlush = append(l.toFlush, prev)
 	l.segs = append(l.segs[:len(l.segs):len(l.segs)], seg)
@@ -855,7 +859,7 @@ func (l *Log) Truncate(offset int64) error {
 	if err := seg.f.Truncate(pos); err != nil {
 		return fmt.Errorf("%w: truncate: %v", kerr.KafkaStorageError, err)
 	}
-	seg.alloc = min(seg.alloc, pos) // truncating freed the reserved blocks too
+	seg.cutAt(pos) // truncating freed the reserved blocks and zeros too
 	if err := seg.f.Sync(); err != nil {
 		return fmt.Errorf("%w: truncate: %v", kerr.KafkaStorageError, err)
 	}

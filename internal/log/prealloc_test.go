@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // fileBlocks returns a file's size and the bytes of disk blocks it holds.
@@ -74,8 +75,8 @@ func TestPreallocateReservesAheadAndGivesBack(t *testing.T) {
 				written = append(written, appendN(t, l, clock, 1, 64, 1000)...)
 				path, size, _ := activeSegment(l)
 				fsize, allocated := fileBlocks(t, path)
-				if fsize != size {
-					t.Fatalf("file size %d, segment size %d: reserving must not move the end of the file", fsize, size)
+				if ahead := fsize - size; ahead < 0 || ahead > fillChunk || (!tc.preallocate && ahead != 0) {
+					t.Fatalf("file size %d, segment size %d: only zeros written ahead may move the end of the file", fsize, size)
 				}
 				mostAhead = max(mostAhead, allocated-pageUp(size))
 			}
@@ -163,4 +164,94 @@ func closeTrimmedAndReopen(t *testing.T, l *Log, dir string, cfg Config, clock *
 	if got := readAll(t, l, 0); len(got) != len(written) {
 		t.Fatalf("reopened log has %d batches, want %d", len(got), len(written))
 	}
+}
+
+// Appends past the first fillChunk of a segment find zeros written ahead
+// of them, at most a chunk past the end; sealing and closing cut them
+// off; a process killed with zeros past the end recovers exactly the
+// batches written, and so does a follower's truncation into the zeros'
+// segment.
+func TestZerosAheadOfTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	clock := newFakeClock()
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 2 << 20
+	l := openTestLog(t, dir, cfg, clock)
+	var written [][]byte
+	var filled bool
+	for range 40 { // 40 x ~5 KB: the first 128 KiB plainly, then zeros ahead
+		written = append(written, appendN(t, l, clock, 1, 5, 1000)...)
+		path, size, _ := activeSegment(l)
+		fsize, _ := fileBlocks(t, path)
+		if ahead := fsize - size; ahead < 0 || ahead >= fillChunk || (size < fillChunk && ahead != 0) {
+			t.Fatalf("file size %d for a %d-byte segment: want zeros ahead only past %d bytes, less than a chunk", fsize, size, fillChunk)
+		}
+		filled = filled || fsize > size
+		if fsize > size && !zeroedTail(openRead(t, path), size, fsize) {
+			t.Fatalf("bytes past the end of %d-byte segment are not zeros", size)
+		}
+	}
+	if !filled {
+		t.Fatal("no zeros were written ahead of the end")
+	}
+	// A follower's truncation cuts the zeros with the batches past it.
+	if err := l.Truncate(int64(5 * (len(written) - 3))); err != nil { // 5 records a batch
+		t.Fatal(err)
+	}
+	written = written[:len(written)-3]
+	path, size, _ := activeSegment(l)
+	if fsize, _ := fileBlocks(t, path); fsize != size {
+		t.Fatalf("file size %d after a truncation to %d bytes", fsize, size)
+	}
+	written = append(written, appendN(t, l, clock, 3, 5, 1000)...)
+	path, size, _ = activeSegment(l)
+	fsize, _ := fileBlocks(t, path)
+	if fsize <= size {
+		t.Fatalf("file size %d for a %d-byte segment: no zeros ahead after the truncation", fsize, size)
+	}
+	crash(l)
+	// crash cut the zeros as a clean close does; a killed process would
+	// have left them.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(fsize); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	l = openTestLog(t, dir, cfg, clock)
+	if got := readAll(t, l, 0); len(got) != len(written) {
+		t.Fatalf("recovered %d batches, want %d", len(got), len(written))
+	}
+	if _, size, _ := activeSegment(l); size >= fsize {
+		t.Fatalf("recovered segment of %d bytes: the zeros up to %d were kept", size, fsize)
+	}
+	written = append(written, appendN(t, l, clock, 3, 5, 1000)...)
+	// Sealing cuts the zeros: the sealed segment ends at its last batch.
+	clock.add(cfg.SegmentTime + time.Second) // past the first batch's max timestamp
+	written = append(written, appendN(t, l, clock, 1, 5, 1000)...)
+	if fsize, _ := fileBlocks(t, path); fsize != sizeOf(written[:len(written)-1]) {
+		t.Fatalf("sealed segment file of %d bytes, its batches hold %d", fsize, sizeOf(written[:len(written)-1]))
+	}
+	closeTrimmedAndReopen(t, l, dir, cfg, clock, written)
+}
+
+func openRead(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func sizeOf(batches [][]byte) int64 {
+	var n int64
+	for _, b := range batches {
+		n += int64(len(b))
+	}
+	return n
 }

@@ -101,7 +101,9 @@ func (l *Log) recover() error {
 			seg.created = time.UnixMilli(first)
 		}
 		if r.validEnd < size {
-			if r.next < rp {
+			if zeroedTail(f, r.validEnd, size) {
+				l.env().logger.Info("log: cutting zeros written ahead of the end", "dir", l.dir, "segment", base, "valid_bytes", r.validEnd, "file_bytes", size, "end_offset", r.next)
+			} else if r.next < rp {
 				l.env().logger.Error("log: data below the recovery point is unreadable; truncating", "dir", l.dir, "segment", base, "offset", r.next, "recovery_point", rp)
 			} else {
 				l.env().logger.Warn("log: truncating torn or corrupt tail", "dir", l.dir, "segment", base, "valid_bytes", r.validEnd, "file_bytes", size, "end_offset", r.next)
@@ -152,6 +154,26 @@ func (l *Log) recover() error {
 	l.ckptHW = l.hw.Load()
 	l.env().logger.Debug("log: opened", "dir", l.dir, "segments", len(l.segs), "log_start_offset", l.logStart, "log_end_offset", l.leo)
 	return nil
+}
+
+// zeroedTail reports whether the file holds only zeros from pos to its
+// end: what fill wrote ahead of a segment's end, which is no tear. The
+// cut is the same either way; only what recovery says about it differs.
+func zeroedTail(f *os.File, pos, size int64) bool {
+	buf := make([]byte, 32<<10)
+	for pos < size {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), size-pos)], pos)
+		for _, c := range buf[:n] {
+			if c != 0 {
+				return false
+			}
+		}
+		if err != nil {
+			return false
+		}
+		pos += int64(n)
+	}
+	return true
 }
 
 func firstBatchTimestamp(s *segment) (int64, error) {
