@@ -229,7 +229,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.transport = kraft.NewInterBrokerClient(kraft.InterBrokerConfig{Resolve: kraft.ListenerResolver(b.node, b.interBrokerListener),
-		Dial: cfg.InterBrokerDial, ClientID: "weir-replica-" + itoa(cfg.NodeID), Logger: b.logger})
+		Dial: cfg.InterBrokerDial, ClientID: replicaClientPrefix + itoa(cfg.NodeID), Logger: b.logger})
 	b.replicas = replica.NewManager(replica.ManagerConfig{
 		LocalID: cfg.NodeID, BrokerEpoch: -1, Transport: b.transport, Logger: b.logger,
 	})
@@ -454,7 +454,7 @@ func (b *Broker) Serve(ctx context.Context, req *server.Request) *server.Reply {
 			"api", kmsg.NameForKey(req.Key), "version", req.Version, "remote", req.Conn.Remote)
 		return server.CloseConnection()
 	}
-	if !b.started.Load() && req.Key != 18 && !strings.HasPrefix(req.ClientID, brokerClientPrefix) && !strings.HasPrefix(req.ClientID, "weir-replica-") {
+	if !b.started.Load() && req.Key != 18 && !strings.HasPrefix(req.ClientID, brokerClientPrefix) && !strings.HasPrefix(req.ClientID, replicaClientPrefix) {
 		// Joining: the image may be the last run's. As Kafka, serve no client
 		// before catching up; closed, the client tries another broker.
 		return server.CloseConnection()

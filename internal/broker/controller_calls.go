@@ -24,8 +24,8 @@ import (
 // of being validated and forwarded again.
 
 // brokerClientPrefix starts the client id of the controller client every
-// broker uses.
-const brokerClientPrefix = "weir-broker-"
+// broker uses, replicaClientPrefix that of its inter-broker transport.
+const brokerClientPrefix, replicaClientPrefix = "weir-broker-", "weir-replica-"
 
 // fromBroker reports whether a request was forwarded by another broker's
 // controller client.

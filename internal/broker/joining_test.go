@@ -55,7 +55,7 @@ func TestJoiningBrokerServesNoClient(t *testing.T) {
 	}{
 		{"app", metadata(), false},
 		{"app", apiVersions(), true},
-		{"weir-replica-2", metadata(), true},
+		{replicaClientPrefix + "2", metadata(), true},
 		{brokerClientPrefix + "2", metadata(), true},
 	} {
 		if got := answered(tc.client, tc.req); got != tc.want {

@@ -77,7 +77,7 @@ func (h txnHost) Send(ctx context.Context, node int32, req kmsg.Request) (kmsg.R
 	if !ok {
 		return nil, fmt.Errorf("broker: no handler for %s", kmsg.NameForKey(req.Key()))
 	}
-	r := &server.Request{Key: req.Key(), Version: req.GetVersion(), ClientID: "weir-replica-" + itoa(h.b.cfg.NodeID), Body: req}
+	r := &server.Request{Key: req.Key(), Version: req.GetVersion(), ClientID: replicaClientPrefix + itoa(h.b.cfg.NodeID), Body: req}
 	resp, ok := hd.serve(h.b, ctx, r).Response(ctx)
 	if !ok {
 		return nil, fmt.Errorf("broker: %s to this node: no answer", kmsg.NameForKey(req.Key()))
