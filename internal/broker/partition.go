@@ -140,13 +140,12 @@ func (p *partition) setLeadership(leader, epoch int32) (was int32) {
 	return int32(uint32(p.leadership.Swap(int64(leader)<<32 | int64(uint32(epoch)))))
 }
 
-// producers is the idempotent-producer state the log keeps in step with
-// its batches (see internal/producer); nil without a local log.
-func (p *partition) producers() *producer.State {
-	if p.rep == nil {
-		return nil
+// producers is the idempotent-producer state of the replica's own log
+// (internal/producer), for a write; nil without a local log.
+func (p *partition) producers() (st *producer.State) {
+	if p.rep != nil {
+		st, _ = p.rep.LogToWrite().Producers().(*producer.State)
 	}
-	st, _ := p.log().Producers().(*producer.State)
 	return st
 }
 

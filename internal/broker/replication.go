@@ -21,17 +21,14 @@ import (
 // high watermark and propose ISR changes, which internal/alterpartition
 // sends to the controller as AlterPartition.
 
-// openPartition opens the log of one partition (with lazy, a partition
-// never written has no files until its first append) and the Replica
-// over it. The log drives the producer state, which it makes (logEnv)
-// with its body: it applies every batch written (leader, marker,
-// follower), restores it at open and rebuilds it at truncation.
-//
-// The high watermark starts from the log's checkpoint (replica.Open
-// clamps it to the log), or from the log end for a log whose checkpoint
-// holds none (written before the checkpoint carried it): a replica that
-// takes its whole log for committed could, as a new leader, show
-// consumers records its followers never had.
+// openPartition opens the log of one partition and the Replica over it;
+// with lazy, a never-written partition has no files and its replica holds
+// the blank log of its settings until OwnLog opens it (OpenLog) to write.
+// The log drives the producer state, made (logEnv) with its body. The
+// high watermark starts from the log's checkpoint (replica.Open clamps
+// it), or from the log end for a log whose checkpoint holds none (written
+// before it carried one): a replica that takes its whole log for
+// committed could, as a new leader, show records its followers never had.
 func (b *Broker) openPartition(t *topic, i int32, cfg wlog.Config, lazy bool, minISR int) (*partition, error) {
 	l, err := wlog.Open(partitionDir(b.cfg.DataDir, t.name, i), cfg, wlog.Options{Env: b.logEnv, Lazy: lazy})
 	if err != nil {
@@ -70,8 +67,11 @@ func (b *Broker) replicaEnv() *replica.Env {
 			OnAppend:   func(r *replica.Replica) { owner(r).wakeAll() },
 			OnLogStart: func(r *replica.Replica, _ int64) { owner(r).wakeAll() },
 			LastFetch:  func(r *replica.Replica, id int32) time.Time { return owner(r).lastFetchBy(id) },
-			Now:        b.now,
-			Logger:     b.logger,
+			OpenLog: func(r *replica.Replica, cfg wlog.Config) (*wlog.Log, error) {
+				return wlog.Open(partitionDir(b.cfg.DataDir, owner(r).topic.name, owner(r).index), cfg, wlog.Options{Env: b.logEnv, Lazy: true}) // OwnLog
+			},
+			Now:    b.now,
+			Logger: b.logger,
 		})
 	})
 	return b.repEnv

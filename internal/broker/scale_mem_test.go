@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -129,6 +131,53 @@ func liveHeap() uint64 {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// TestNeverWrittenPartitionHeap: opening a hosted partition that was
+// never written, as a topic's creation does, keeps 160 B of live heap per
+// partition and nothing more: the broker's partition (48 B) and the
+// replica (112 B), which holds the blank log of the topic's settings
+// rather than a Log of its own (48 B more before), and no directory or
+// file. The size tests hold each object to its size class; this one also
+// fails when opening starts keeping anything else (a Log per partition
+// again, an allocation behind a new field, a per-partition name, an
+// epoch-cache entry). BenchmarkHostedReplicaHeap measures the rest of a
+// hosted replica (leader state, sessions, image) in a running cluster.
+func TestNeverWrittenPartitionHeap(t *testing.T) {
+	const n, want = 4000, 160
+	b := startBroker(t, t.TempDir(), nil).b
+	cfg, err := b.topicLogConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := math.Inf(1)
+	for try := range 3 {
+		tp := &topic{name: fmt.Sprintf("never-written-%d", try)}
+		ps := make([]*partition, n)
+		before := liveHeap()
+		for i := range ps {
+			if ps[i], err = b.openPartition(tp, int32(i), cfg, true, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		perPartition := float64(liveHeap()-before) / n
+		runtime.KeepAlive(ps)
+		best = min(best, perPartition)
+		for _, p := range ps {
+			if !p.log().IsBlank() {
+				t.Fatalf("never-written partition %d holds a log of its own", p.index)
+			}
+			if _, err := os.Stat(partitionDir(b.cfg.DataDir, tp.name, p.index)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("never-written partition %d has a directory (stat: %v)", p.index, err)
+			}
+		}
+	}
+	// The least of three tries: the broker's own work beside the test can
+	// only add to a try's figure.
+	if best > want+2 {
+		t.Fatalf("a never-written hosted partition keeps %.1f B of heap, want at most %d", best, want)
+	}
+	t.Logf("a never-written hosted partition keeps %.1f B of heap", best)
 }
 
 // TestHostedPartitionSize: a hosted partition's broker object stays in

@@ -37,7 +37,7 @@ func (b *Broker) applyTopicConfigs(t *topic, overrides map[string]string, parts 
 		if p.rep == nil {
 			continue
 		}
-		if err := p.log().SetConfig(cfg); err != nil {
+		if err := p.rep.SetLogConfig(cfg); err != nil {
 			return fmt.Errorf("%w: %s-%d: %v", kerr.InvalidConfig, t.name, p.index, err)
 		}
 		if p.rep != nil {

@@ -175,7 +175,7 @@ func (p *partition) TopicPartition() txn.TopicPartition {
 
 func (p *partition) Producers() *producer.State { return p.producers() }
 
-func (p *partition) WithProducers(fn func()) { p.log().WithProducers(fn) }
+func (p *partition) WithProducers(fn func()) { p.rep.LogToWrite().WithProducers(fn) }
 
 // startProducerExpiration forgets, every
 // producer.id.expiration.check.interval.ms, the producers of each local

@@ -132,7 +132,11 @@
 // Env, which a log holds as one field; a topic config change keeps them
 // shared), and a topic's logs share their directory's prefix, so a
 // never-written log costs 64 bytes of heap (BenchmarkManyLogs, with an
-// Env of its own: 144).
+// Env of its own: 144). A caller that keeps a pointer per partition can
+// keep none of those: the blank log of a log's settings (Log.Blank,
+// blank.go) reads as every never-written log of that Env and settings
+// does and is never written, so it can stand for them until the caller
+// opens a partition's log again to write it (internal/replica does).
 //
 // # Concurrency
 //

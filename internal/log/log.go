@@ -116,6 +116,9 @@ const (
 	// stateHWNoted: a never-written log had high watermark 0 noted, the
 	// only one it can have (it ends at 0); its body starts with it.
 	stateHWNoted
+	// stateBlank: the log is the blank of its settings (blank.go), which
+	// stands for many never-written logs and is never written itself.
+	stateBlank
 )
 
 func (l *Log) has(flag uint32) bool { return l.state.Load()&flag != 0 }
@@ -235,6 +238,8 @@ type Env struct {
 type settings struct {
 	*Config
 	env *Env
+	// blank is the blank log of these settings, made on first use.
+	blank atomic.Pointer[Log]
 }
 
 // configs interns log settings across Envs: equal Configs are one.
@@ -411,6 +416,9 @@ func (l *Log) materialize(now time.Time) {
 // has never been written, as recovery of an empty directory would, and
 // starts its private Syncer. mu held.
 func (l *Log) createLocked(now time.Time) error {
+	if l.IsBlank() {
+		return errBlank
+	}
 	if err := os.MkdirAll(l.name().String(), 0o755); err != nil {
 		return err
 	}
@@ -463,6 +471,9 @@ func (l *Log) SetConfig(cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
+	if l.IsBlank() {
+		return errBlank
+	}
 	l.cfg.Store(l.env().settingsOf(cfg))
 	l.signal()
 	return nil
@@ -477,7 +488,7 @@ func (l *Log) Config() Config { return *l.cfg.Load().Config }
 // is for a caller about to write it (an idempotence check, a
 // transaction's verification).
 func (l *Log) Producers() ProducerState {
-	if l.live() {
+	if l.live() || l.IsBlank() {
 		return l.producers
 	}
 	l.mu.Lock()
@@ -490,7 +501,7 @@ func (l *Log) Producers() ProducerState {
 
 // Dir is the partition directory.
 func (l *Log) Dir() string {
-	if l.live() {
+	if l.live() || l.IsBlank() {
 		return l.body.dir
 	}
 	return l.name().String()
@@ -560,6 +571,9 @@ func (l *Log) Append(b []byte, opts AppendOptions) (AppendResult, error) {
 }
 
 func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *settings, now time.Time, assign bool) (AppendResult, error) {
+	if l.IsBlank() {
+		return AppendResult{}, errBlank // not an I/O failure: nothing was tried
+	}
 	l.mu.Lock()
 	if l.closed() {
 		l.mu.Unlock()
@@ -838,7 +852,7 @@ func (l *Log) Truncate(offset int64) error {
 		return nil
 	}
 	if len(l.segs) == 0 {
-		return nil // never written: already the empty log at offset 0
+		return nil // never written (or blank): already the empty log at offset 0
 	}
 	l.truncations++
 	l.truncatedTo = min(l.truncatedTo, offset)
@@ -907,6 +921,9 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 		return ErrClosed
 	}
 	now := l.env().now()
+	if l.IsBlank() {
+		return errBlank
+	}
 	if len(l.segs) == 0 {
 		// Never written: nothing to drop; the directory and its first
 		// segment start at offset, as an append there would make them.
@@ -983,6 +1000,9 @@ func (l *Log) NoteHighWatermark(hw int64) {
 	if l.live() {
 		l.hw.Store(hw)
 		return
+	}
+	if l.IsBlank() {
+		return // noted 0 for good: its logs end at 0
 	}
 	// Never written, so at most 0: a flag, not the shared body.
 	l.mu.Lock()
@@ -1092,6 +1112,9 @@ func (l *Log) deleteBelow(now time.Time, del func(*segment) bool) error {
 // retention.bytes no longer keeps, never past the high watermark hw. It
 // returns how many segments went.
 func (l *Log) EnforceRetention(hw int64) (int, error) {
+	if l.IsBlank() {
+		return 0, nil
+	}
 	cfg := l.cfg.Load()
 	l.segMu.Lock()
 	defer l.segMu.Unlock()
@@ -1223,6 +1246,9 @@ func (l *Log) signal() {
 // Close flushes the log, writes the final checkpoint and closes its files.
 // A lazy log that was never written is left as it was: nothing on disk.
 func (l *Log) Close() error {
+	if l.IsBlank() {
+		return nil // the logs it stands for were never opened
+	}
 	l.segMu.Lock() // waits for a cleaner's swap in progress
 	l.mu.Lock()
 	if l.closing() {

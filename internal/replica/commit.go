@@ -31,7 +31,7 @@ func (r *Replica) Acked(res AppendResult, acks int16) (done bool, err error) {
 		return true, nil
 	}
 	end := res.LastOffset + 1
-	if r.cache.log.Config().SyncBeforeAck && r.cache.log.DurableOffset() < end {
+	if r.log().Config().SyncBeforeAck && r.log().DurableOffset() < end {
 		return false, nil
 	}
 	if acks != -1 {
@@ -50,8 +50,8 @@ func (r *Replica) WaitAcked(ctx context.Context, res AppendResult, acks int16) e
 		return nil
 	}
 	end := res.LastOffset + 1
-	if r.cache.log.Config().SyncBeforeAck {
-		if err := r.cache.log.WaitDurable(ctx, end); err != nil {
+	if r.log().Config().SyncBeforeAck {
+		if err := r.log().WaitDurable(ctx, end); err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return err
 			}

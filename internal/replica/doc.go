@@ -70,6 +70,10 @@
 //     log end) and makes its followers' states at the first append, a
 //     fetch anywhere else or a metadata change (leaderState.expand), so a
 //     never-written partition led by this broker costs no follower state.
+//   - OpenLog(r, cfg): opens the replica's log again, lazily, for its
+//     first write (Replica.OwnLog). With it, a replica opened over a
+//     never-written log holds the blank log of its settings (see
+//     internal/log) rather than a Log of its own; Replica.Log reads it.
 //   - OnFollowerAppend(r, header) and OnTruncate(r, end): keep
 //     idempotent-producer state on followers (producer.State.Record for
 //     each copied batch; rebuild after a truncation). Run under the role

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	wlog "weir/internal/log"
 )
@@ -51,8 +52,11 @@ var errBadCheckpoint = errors.New("replica: malformed leader-epoch checkpoint")
 //
 // Concurrency: a leaf mutex; methods are safe for concurrent use.
 type EpochCache struct {
-	mu  sync.Mutex
-	log *wlog.Log // the checkpoint is in its directory; nil: not persisted (tests)
+	mu sync.Mutex
+	// log is the replica's log (the checkpoint is in its directory), or
+	// the blank log of a never-written one (Replica.ownLog); nil: not
+	// persisted (tests).
+	log atomic.Pointer[wlog.Log]
 	// list holds the entries (see entries); nil while there are none, as
 	// for most replicas of never-written partitions, which then save the
 	// slice header.
@@ -93,7 +97,7 @@ func openEpochCache(l *wlog.Log) (*EpochCache, bool, error) {
 
 // load is openEpochCache into c, which a Replica holds by value.
 func (c *EpochCache) load(l *wlog.Log) (bool, error) {
-	c.log = l
+	c.log.Store(l)
 	b, err := os.ReadFile(filepath.Join(l.Dir(), epochCheckpointFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -169,7 +173,7 @@ func (c *EpochCache) assignFirst(epoch int32) error {
 	if c.list != nil {
 		return nil
 	}
-	c.setEntries([]EpochEntry{{Epoch: epoch, StartOffset: c.log.EndOffset()}})
+	c.setEntries([]EpochEntry{{Epoch: epoch, StartOffset: c.log.Load().EndOffset()}})
 	return c.persistLocked()
 }
 
@@ -256,13 +260,14 @@ func (c *EpochCache) reset(entries []EpochEntry) error {
 // persistLocked writes the checkpoint. c.mu held, so checkpoints land in
 // the order the cache changed.
 func (c *EpochCache) persistLocked() error {
-	if c.log == nil {
+	l := c.log.Load()
+	if l == nil {
 		return nil
 	}
 	// The log builds the path of a never-written lazy log only when
 	// asked, so the cache holds no copy of it.
-	dir := c.log.Dir()
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+	dir := l.Dir()
+	if _, err := os.Stat(dir); dir == "" || errors.Is(err, os.ErrNotExist) {
 		// A lazy log not written yet (internal/log Options.Lazy): there
 		// is nothing the entries could describe. The next change after
 		// the first append writes the file; a crash before that finds

@@ -305,7 +305,7 @@ func (f *fetcher) isFenced(k partitionKey, p *fetchPartition) bool {
 func (f *fetcher) want(k partitionKey, p *fetchPartition) {
 	offset, lastEpoch := p.r.fetchPosition()
 	f.session.Want(k, fetchsession.PartitionData{
-		FetchOffset: offset, LogStartOffset: p.r.cache.log.StartOffset(), MaxBytes: f.m.cfg.PartitionMaxBytes,
+		FetchOffset: offset, LogStartOffset: p.r.log().StartOffset(), MaxBytes: f.m.cfg.PartitionMaxBytes,
 		LeaderEpoch: p.leaderEpoch, LastFetchedEpoch: lastEpoch,
 	})
 }
@@ -320,7 +320,7 @@ func (f *fetcher) add(fs []Follow) {
 				continue
 			}
 			interrupt = true
-		} else if l := fl.Replica.cache.log; l.EndOffset() > l.StartOffset() {
+		} else if l := fl.Replica.log(); l.EndOffset() > l.StartOffset() {
 			interrupt = true
 		}
 		f.gen++
@@ -473,7 +473,7 @@ func (f *fetcher) truncateEpochless() {
 	f.mu.Unlock()
 	for _, c := range check {
 		r := c.p.r
-		if _, ok := r.cache.Latest(); ok || r.cache.log.EndOffset() <= r.cache.log.StartOffset() || !f.begin(c.k, c.gen) {
+		if _, ok := r.cache.Latest(); ok || r.log().EndOffset() <= r.log().StartOffset() || !f.begin(c.k, c.gen) {
 			continue
 		}
 		if err := r.truncateTo(c.p.leaderEpoch, r.HighWatermark()); err != nil {
@@ -714,7 +714,7 @@ func (f *fetcher) resetOutOfRange(ctx context.Context, p fetchPartition) error {
 	if err != nil {
 		return err
 	}
-	leo := r.cache.log.EndOffset()
+	leo := r.log().EndOffset()
 	if leaderEnd < leo {
 		f.logger.Warn("replica: leader's log ends below ours; truncating", "topic", r.Topic(), "partition", r.Partition(), "leader_end", leaderEnd, "leo", leo)
 		return r.truncateTo(epoch, leaderEnd)

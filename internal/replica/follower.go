@@ -16,7 +16,7 @@ func (r *Replica) fetchPosition() (offset int64, lastFetchedEpoch int32) {
 	if e, ok := r.cache.Latest(); ok {
 		lastFetchedEpoch = e.Epoch
 	}
-	return r.cache.log.EndOffset(), lastFetchedEpoch
+	return r.log().EndOffset(), lastFetchedEpoch
 }
 
 // followerCheck fails unless the replica follows in epoch. roleMu held.
@@ -66,8 +66,12 @@ func (r *Replica) truncateFullyAndStartAt(epoch int32, offset int64) error {
 	if err := r.followerCheck(epoch); err != nil {
 		return err
 	}
-	before := r.cache.log.EndOffset()
-	if err := r.cache.log.TruncateFullyAndStartAt(offset); err != nil {
+	l, err := r.OwnLog()
+	if err != nil {
+		return err
+	}
+	before := l.EndOffset()
+	if err := l.TruncateFullyAndStartAt(offset); err != nil {
 		return err
 	}
 	if err := r.cache.reset(nil); err != nil {
@@ -88,7 +92,7 @@ func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, 
 	if err := r.followerCheck(epoch); err != nil {
 		return false, err
 	}
-	leo := r.cache.log.EndOffset()
+	leo := r.log().EndOffset()
 	var start, end int
 	var headers []wlog.BatchHeader
 	latest, haveLatest := r.cache.Latest()
@@ -105,7 +109,7 @@ func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, 
 			end = start
 			continue
 		}
-		if end == start && h.BaseOffset < leo && r.cache.log.StartOffset() == leo && r.cache.log.Size() == 0 {
+		if end == start && h.BaseOffset < leo && r.log().StartOffset() == leo && r.log().Size() == 0 {
 			return false, restartBelow(h.BaseOffset)
 		}
 		if h.LeaderEpoch >= 0 && (!haveLatest || h.LeaderEpoch > latest.Epoch) {
@@ -120,18 +124,21 @@ func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, 
 		end += int(h.Length)
 	}
 	if end > start {
-		_, err := r.cache.log.AppendReplicated(batches[start:end])
+		l, err := r.OwnLog()
+		if err == nil {
+			_, err = l.AppendReplicated(batches[start:end])
+		}
 		if r.env.OnFollowerAppend != nil {
 			// Also on error: the batches before the failing one are in.
 			for i := range headers {
-				if headers[i].BaseOffset < r.cache.log.EndOffset() {
+				if headers[i].BaseOffset < r.log().EndOffset() {
 					r.env.OnFollowerAppend(r, &headers[i])
 				}
 			}
 		}
 		if err != nil {
 			// Entries assigned for batches that did not make it.
-			_ = r.cache.TruncateFromEnd(r.cache.log.EndOffset())
+			_ = r.cache.TruncateFromEnd(r.log().EndOffset())
 			return false, err
 		}
 	}
@@ -144,7 +151,7 @@ func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, 
 // as a Kafka follower does (it follows the leader, down as well as up).
 // It reports whether the high watermark rose. roleMu held.
 func (r *Replica) setFollowerHW(leaderHW int64) bool {
-	hw := min(max(leaderHW, r.cache.log.StartOffset()), r.cache.log.EndOffset())
+	hw := min(max(leaderHW, r.log().StartOffset()), r.log().EndOffset())
 	rose := r.hw() < hw
 	r.setHW(hw)
 	return rose
@@ -154,10 +161,10 @@ func (r *Replica) setFollowerHW(leaderHW int64) bool {
 // the leader deleted records (retention, DeleteRecords) that the follower
 // still has, never past the follower's high watermark. roleMu held.
 func (r *Replica) followLogStart(leaderLogStart int64) {
-	if leaderLogStart <= r.cache.log.StartOffset() {
+	if leaderLogStart <= r.log().StartOffset() {
 		return
 	}
-	start, err := r.cache.log.AdvanceStartOffset(min(leaderLogStart, r.hw(), r.cache.log.EndOffset()), r.hw())
+	start, err := r.log().AdvanceStartOffset(min(leaderLogStart, r.hw(), r.log().EndOffset()), r.hw())
 	if err != nil {
 		r.warn("replica: cannot follow the leader's log start offset", "leader_log_start", leaderLogStart, "err", err)
 		return
@@ -170,9 +177,9 @@ func (r *Replica) followLogStart(leaderLogStart int64) {
 // below it. The broker calls this instead of, or right after, the log's
 // own AdvanceStartOffset / EnforceRetention.
 func (r *Replica) AdvanceStartOffset(offset int64) (int64, error) {
-	before := r.cache.log.StartOffset()
-	start, err := r.cache.log.AdvanceStartOffset(offset, r.hw())
-	if cerr := r.cache.TruncateFromStart(r.cache.log.StartOffset()); err == nil {
+	before := r.log().StartOffset()
+	start, err := r.log().AdvanceStartOffset(offset, r.hw())
+	if cerr := r.cache.TruncateFromStart(r.log().StartOffset()); err == nil {
 		err = cerr
 	}
 	r.notifyLogStart(before)
@@ -181,7 +188,7 @@ func (r *Replica) AdvanceStartOffset(offset int64) (int64, error) {
 
 // notifyLogStart calls OnLogStart if the log start rose past before.
 func (r *Replica) notifyLogStart(before int64) {
-	if start := r.cache.log.StartOffset(); start > before && r.env.OnLogStart != nil {
+	if start := r.log().StartOffset(); start > before && r.env.OnLogStart != nil {
 		r.env.OnLogStart(r, start)
 	}
 }
@@ -190,9 +197,9 @@ func (r *Replica) notifyLogStart(before int64) {
 // retention.bytes) below the high watermark and cuts the epoch cache to
 // the new log start. It returns how many segments went.
 func (r *Replica) EnforceRetention() (int, error) {
-	before := r.cache.log.StartOffset()
-	n, err := r.cache.log.EnforceRetention(r.hw())
-	if cerr := r.cache.TruncateFromStart(r.cache.log.StartOffset()); err == nil {
+	before := r.log().StartOffset()
+	n, err := r.log().EnforceRetention(r.hw())
+	if cerr := r.cache.TruncateFromStart(r.log().StartOffset()); err == nil {
 		err = cerr
 	}
 	r.notifyLogStart(before)
@@ -214,11 +221,11 @@ func (r *Replica) truncateTo(epoch int32, offset int64) error {
 // truncateLocked cuts log, epoch cache and high watermark. roleMu held for
 // writing.
 func (r *Replica) truncateLocked(offset int64) error {
-	before := r.cache.log.EndOffset()
-	if err := r.cache.log.Truncate(offset); err != nil {
+	before := r.log().EndOffset()
+	if err := r.log().Truncate(offset); err != nil {
 		return err
 	}
-	leo := r.cache.log.EndOffset()
+	leo := r.log().EndOffset()
 	if err := r.cache.TruncateFromEnd(leo); err != nil {
 		return err
 	}
@@ -248,7 +255,7 @@ func (r *Replica) truncateLocked(offset int64) error {
 //     end (capped by the leader's end offset); not done;
 //   - the follower has no epoch that old: cut to the leader's end; done.
 func (r *Replica) truncationOffset(leader EpochEntryEnd) (offset int64, done bool) {
-	leo := r.cache.log.EndOffset()
+	leo := r.log().EndOffset()
 	switch {
 	case leader.EndOffset == UndefinedOffset:
 		return r.hw(), true

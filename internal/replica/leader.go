@@ -29,7 +29,11 @@ type AppendResult struct {
 // watermark, else OnAppend.
 func (r *Replica) Append(batch []byte, acks int16, opts wlog.AppendOptions) (AppendResult, error) {
 	return r.leaderAppend(acks, opts, func(opts wlog.AppendOptions) (wlog.AppendResult, error) {
-		return r.cache.log.Append(batch, opts)
+		l, err := r.OwnLog()
+		if err != nil {
+			return wlog.AppendResult{}, err
+		}
+		return l.Append(batch, opts)
 	})
 }
 
@@ -42,7 +46,11 @@ func (r *Replica) Append(batch []byte, acks int16, opts wlog.AppendOptions) (App
 // their log applies them to the producer state it drives.
 func (r *Replica) AppendMarker(m wlog.TxnMarker, opts wlog.AppendOptions) (AppendResult, error) {
 	return r.leaderAppend(-1, opts, func(opts wlog.AppendOptions) (wlog.AppendResult, error) {
-		return r.cache.log.AppendMarker(m, opts)
+		l, err := r.OwnLog()
+		if err != nil {
+			return wlog.AppendResult{}, err
+		}
+		return l.AppendMarker(m, opts)
 	})
 }
 
@@ -50,7 +58,7 @@ func (r *Replica) AppendMarker(m wlog.TxnMarker, opts wlog.AppendOptions) (Appen
 // the replica's high watermark (read_committed reads stop below it,
 // ListOffsets latest with read_committed answers it, and Fetch answers
 // carry it). On a leader and a follower alike.
-func (r *Replica) LastStableOffset() int64 { return r.cache.log.LastStableOffset(r.hw()) }
+func (r *Replica) LastStableOffset() int64 { return r.log().LastStableOffset(r.hw()) }
 
 // leaderAppend runs one append as leader: role and acks checks, the
 // leader epoch stamped, the high watermark moved.
@@ -93,7 +101,7 @@ func (r *Replica) leaderAppend(acks int16, opts wlog.AppendOptions, write func(w
 // leaderLEOChanged re-derives the high watermark after the leader's log
 // grew (a one-replica ISR commits at once). roleMu held, role leader.
 func (r *Replica) leaderLEOChanged() bool {
-	leo := r.cache.log.EndOffset()
+	leo := r.log().EndOffset()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ls == nil {
@@ -213,7 +221,7 @@ func (e EpochEntryEnd) Diverged() bool { return e.Epoch >= 0 }
 // watermark. The result's high watermark is the one after that update.
 // dst is reused for the ranges.
 func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) FollowerFetchResult {
-	res := FollowerFetchResult{HighWatermark: r.hw(), LogStartOffset: r.cache.log.StartOffset(), LogEndOffset: r.cache.log.EndOffset(), DivergingEpoch: EpochEntryEnd{UndefinedEpoch, UndefinedOffset}}
+	res := FollowerFetchResult{HighWatermark: r.hw(), LogStartOffset: r.log().StartOffset(), LogEndOffset: r.log().EndOffset(), DivergingEpoch: EpochEntryEnd{UndefinedEpoch, UndefinedOffset}}
 	r.roleMu.RLock()
 	if err := checkLeaderEpoch(f.CurrentLeaderEpoch, r.leaderEpoch); err != nil {
 		r.roleMu.RUnlock()
@@ -233,7 +241,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 		res.Err = fmt.Errorf("%w: broker %d is not a follower of this partition", kerr.NotLeaderForPartition, f.ReplicaID)
 		return res
 	}
-	leo := r.cache.log.EndOffset()
+	leo := r.log().EndOffset()
 	res.LogEndOffset = leo
 	if f.LastFetchedEpoch >= 0 {
 		epoch, end := r.endOffsetFor(f.LastFetchedEpoch, leo)
@@ -243,7 +251,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 			return res
 		}
 	}
-	read, err := r.cache.log.Read(dst, f.FetchOffset, f.MaxBytes, leo)
+	read, err := r.log().Read(dst, f.FetchOffset, f.MaxBytes, leo)
 	if err != nil {
 		r.roleMu.RUnlock()
 		res.Err = err
@@ -254,12 +262,12 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	r.mu.Lock()
 	change := r.lead().fetched(f.ReplicaID, f.FetchOffset, leo, f.BrokerEpoch, now)
 	r.ls.minISR = int32(r.minISR)
-	moved := r.lead().advanceHW(r.cache.log.EndOffset(), now)
+	moved := r.lead().advanceHW(r.log().EndOffset(), now)
 	r.afterHWLocked(moved)
 	res.HighWatermark = r.ls.hw
 	r.mu.Unlock()
 	r.roleMu.RUnlock()
-	res.LogStartOffset = r.cache.log.StartOffset()
+	res.LogStartOffset = r.log().StartOffset()
 	r.notifyHW(moved)
 	r.proposeISR(change)
 	return res
@@ -279,7 +287,7 @@ func (r *Replica) EndOffsetForEpoch(currentLeaderEpoch, epoch int32, leaderOnly 
 	if err := checkLeaderEpoch(currentLeaderEpoch, r.leaderEpoch); err != nil {
 		return EpochEntryEnd{UndefinedEpoch, UndefinedOffset}, err
 	}
-	e, end := r.endOffsetFor(epoch, r.cache.log.EndOffset())
+	e, end := r.endOffsetFor(epoch, r.log().EndOffset())
 	return EpochEntryEnd{e, end}, nil
 }
 
@@ -293,7 +301,7 @@ func (r *Replica) MaybeShrinkISR() {
 		r.roleMu.RUnlock()
 		return
 	}
-	leo := r.cache.log.EndOffset()
+	leo := r.log().EndOffset()
 	r.mu.Lock()
 	change := r.lead().maybeShrink(leo, r.now())
 	r.mu.Unlock()
@@ -357,7 +365,7 @@ func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMo
 		r.ls.setISR(res.ISR)
 		r.ls.partitionEpoch = res.PartitionEpoch
 		r.ls.pending = nil
-		moved := r.lead().advanceHW(r.cache.log.EndOffset(), r.now())
+		moved := r.lead().advanceHW(r.log().EndOffset(), r.now())
 		r.afterHWLocked(moved)
 		r.wakeLocked() // acks=all waiters re-check the ISR size
 		r.info("replica: ISR changed", "isr", res.ISR, "partition_epoch", res.PartitionEpoch, "from", "answer")

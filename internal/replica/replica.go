@@ -129,6 +129,12 @@ type Env struct {
 	// leaderState.noteLEO. Called with the replica's locks held: it must
 	// be quick and must not call the Replica. nil: unknown.
 	LastFetch func(r *Replica, follower int32) time.Time
+	// OpenLog opens the replica's log lazily (nothing on disk until
+	// written) with cfg, for OwnLog. With it, a replica opened over a
+	// never-written lazy log keeps the blank log of its settings instead
+	// (Replica.Log), so a partition never written costs no Log; nil: the
+	// replica keeps the log it was opened with.
+	OpenLog func(r *Replica, cfg wlog.Config) (*wlog.Log, error)
 	// Now is the clock for lag decisions; nil means time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -262,7 +268,7 @@ func (r *Replica) Stats() Stats {
 	r.mu.Unlock()
 	r.roleMu.RUnlock()
 	st.HighWatermark = r.hw()
-	st.LogStartOffset, st.LogEndOffset = r.cache.log.StartOffset(), r.cache.log.EndOffset()
+	st.LogStartOffset, st.LogEndOffset = r.log().StartOffset(), r.log().EndOffset()
 	st.ISRShrinks, st.ISRExpands, st.Truncations = uint64(r.isrShrinks.Load()), uint64(r.isrExpands.Load()), uint64(r.truncations.Load())
 	return st
 }
@@ -315,6 +321,11 @@ func Open(l *wlog.Log, hw int64, cfg Config) (*Replica, error) {
 		}
 	}
 	r.setHW(min(max(hw, l.StartOffset()), l.EndOffset()))
+	if env.OpenLog != nil && l.NeverWritten() {
+		// Nothing on disk: the blank of its settings reads the same, and
+		// OwnLog opens the partition's log again to write it.
+		r.cache.log.Store(l.Blank())
+	}
 	return r, nil
 }
 
@@ -363,8 +374,63 @@ func epochsFromLog(l *wlog.Log) ([]EpochEntry, error) {
 	return out, err
 }
 
-// Log is the replica's log.
-func (r *Replica) Log() *wlog.Log { return r.cache.log }
+// Log is the replica's log for reading: its own, or while the partition
+// was never written (with Env.OpenLog) the blank log of its settings,
+// which reads as the empty log at offset 0 and is not written (see
+// internal/log's blank.go). OwnLog is the one to write.
+func (r *Replica) Log() *wlog.Log { return r.log() }
+
+func (r *Replica) log() *wlog.Log { return r.cache.log.Load() }
+
+// OwnLog is the replica's own log, opened first through Env.OpenLog when
+// it held a blank: for a caller about to write it or give it state of
+// its own (producer state; a config of its own is SetLogConfig's).
+func (r *Replica) OwnLog() (*wlog.Log, error) {
+	for {
+		l := r.log()
+		if !l.IsBlank() {
+			return l, nil
+		}
+		own, err := r.env.OpenLog(r, l.Config())
+		if err != nil {
+			return nil, fmt.Errorf("%w: open log: %v", kerr.KafkaStorageError, err)
+		}
+		own.NoteHighWatermark(0) // the blank's, the only one it can have
+		if r.cache.log.CompareAndSwap(l, own) {
+			return own, nil
+		}
+		own.Close() // a config change or another writer came first
+	}
+}
+
+// LogToWrite is OwnLog for a caller with no error to return: when the
+// log cannot be opened it is the blank, whose writes fail with an error
+// (and whose producer state is nil), so the failure is reported there.
+func (r *Replica) LogToWrite() *wlog.Log {
+	if l, err := r.OwnLog(); err == nil {
+		return l
+	}
+	return r.log()
+}
+
+// SetLogConfig applies a topic config change to the replica's log: its
+// own, or, while it holds a blank, by holding the blank of the new
+// settings (the log opened later takes them).
+func (r *Replica) SetLogConfig(cfg wlog.Config) error {
+	for {
+		l := r.log()
+		if !l.IsBlank() {
+			return l.SetConfig(cfg)
+		}
+		b, err := l.BlankFor(cfg)
+		if err != nil {
+			return err
+		}
+		if r.cache.log.CompareAndSwap(l, b) {
+			return nil
+		}
+	}
+}
 
 // EpochCache is the replica's leader-epoch cache.
 func (r *Replica) EpochCache() *EpochCache { return &r.cache }
@@ -415,8 +481,8 @@ func (r *Replica) HighWatermark() int64 { return r.hw() }
 // hw is the high watermark, as noted in the log; setHW changes it. Its
 // writers are serialised by the replica's locks: the leader's under mu,
 // the follower's and truncations under roleMu.
-func (r *Replica) hw() int64      { return r.cache.log.NotedHighWatermark() }
-func (r *Replica) setHW(hw int64) { r.cache.log.NoteHighWatermark(hw) }
+func (r *Replica) hw() int64      { return r.log().NotedHighWatermark() }
+func (r *Replica) setHW(hw int64) { r.log().NoteHighWatermark(hw) }
 
 // SetMinISR changes min.insync.replicas (a topic config change). Values
 // past 32,767 are stored as that: no ISR can reach either.
@@ -469,7 +535,7 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 		return fmt.Errorf("%w: leader epoch %d, have %d", ErrStaleState, st.LeaderEpoch, r.leaderEpoch)
 	}
 	now := r.now()
-	leo := r.cache.log.EndOffset()
+	leo := r.log().EndOffset()
 	if r.role == RoleLeader && st.LeaderEpoch == r.leaderEpoch {
 		r.mu.Lock()
 		// An AlterPartition answer may already have brought the leader
@@ -503,7 +569,7 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 	}
 	// A never-written log's leader leaves its epoch's entry implied
 	// (epochEntries) until its first append or the leadership's end.
-	if !r.cache.empty() || leo != r.cache.log.StartOffset() {
+	if !r.cache.empty() || leo != r.log().StartOffset() {
 		if err := r.cache.Assign(st.LeaderEpoch, leo); err != nil {
 			r.roleMu.Unlock()
 			return err
@@ -547,7 +613,7 @@ func (r *Replica) BecomeFollower(st PartitionState) error {
 	r.ls = nil
 	r.mu.Unlock()
 	if changed {
-		r.debug("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.cache.log.EndOffset(), "hw", r.hw())
+		r.debug("replica: became follower", "leader", st.Leader, "epoch", st.LeaderEpoch, "leo", r.log().EndOffset(), "hw", r.hw())
 	}
 	return nil
 }
