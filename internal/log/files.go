@@ -46,6 +46,9 @@ import (
 type Files struct {
 	max   int64
 	grace time.Duration
+	// minGrace is the grace kept when the bound cannot be kept otherwise
+	// (or the process ran out of descriptors): min(grace, 1 s).
+	minGrace time.Duration
 
 	mu   sync.Mutex
 	ring []*segFile // open, evictable handles
@@ -60,8 +63,14 @@ type Files struct {
 }
 
 // DefaultHandoutGrace is how long a handle stays open after a read handed
-// its file out: a client's request.timeout.ms (30 s) bounds how long the
-// response carrying it is waited for.
+// its file out while the bound can be kept without it: a client's
+// request.timeout.ms (30 s) bounds how long the response carrying it is
+// waited for. When the bound cannot be kept otherwise, files handed out
+// more than a second ago are closed too: a response is sent within
+// milliseconds of its read, and a sendfile already started holds its
+// descriptor until it ends (os.File counts its users), so only a range
+// still queued behind a slow connection's earlier responses can fail
+// (os.ErrClosed; the connection closes and the client fetches again).
 const DefaultHandoutGrace = 30 * time.Second
 
 // NewFiles returns a cache keeping at most max segment files open (soft:
@@ -74,7 +83,7 @@ func NewFiles(max int, grace time.Duration) *Files {
 	if grace < 0 {
 		grace = DefaultHandoutGrace
 	}
-	return &Files{max: int64(max), grace: grace}
+	return &Files{max: int64(max), grace: grace, minGrace: min(grace, time.Second)}
 }
 
 // DefaultMaxOpenFiles is half the process's RLIMIT_NOFILE soft limit
@@ -211,7 +220,7 @@ func (h *segFile) unpin() {
 	h.pins--
 	h.mu.Unlock()
 	if h.c.over.Load() && h.c.over.CompareAndSwap(true, false) {
-		if reached, closed := h.c.sweep(h.c.max, true); !reached && closed > 0 {
+		if reached, closed := h.c.enforce(); !reached && closed > 0 {
 			h.c.over.Store(true)
 		}
 	}
@@ -357,15 +366,28 @@ func (c *Files) trim() {
 	if c.open.Load() <= c.max {
 		return
 	}
-	if reached, _ := c.sweep(c.max, true); !reached {
+	if reached, _ := c.enforce(); !reached {
 		c.over.Store(true)
 	}
 }
 
+// enforce sweeps down to max, with the full grace for handed-out files
+// first and, if that is not enough, with minGrace.
+func (c *Files) enforce() (reached bool, closed int) {
+	reached, closed = c.sweep(c.max, true, c.grace)
+	if !reached && c.minGrace < c.grace {
+		var more int
+		reached, more = c.sweep(c.max, true, c.minGrace)
+		closed += more
+	}
+	return reached, closed
+}
+
 // shed closes idle handles after the process ran out of descriptors: a
-// quarter of those open, used recently or not.
+// quarter of those open, used recently or not, handed out or not but
+// within minGrace.
 func (c *Files) shed() {
-	c.sweep(c.open.Load()*3/4, false)
+	c.sweep(c.open.Load()*3/4, false, c.minGrace)
 }
 
 // sweepSteps bounds the handles one sweep looks at beyond twice the
@@ -377,9 +399,10 @@ const sweepSteps = 256
 // sweep runs the clock until at most target files are open, two turns
 // found nothing more to close, or (with clock) it looked at sweepSteps
 // more handles than it had to close twice over. With clock, a handle
-// used since the last turn is spared once. It reports whether target
-// was reached and how many files it closed.
-func (c *Files) sweep(target int64, clock bool) (reached bool, closed int) {
+// used since the last turn is spared once; a handle handed out within
+// grace is spared. It reports whether target was reached and how many
+// files it closed.
+func (c *Files) sweep(target int64, clock bool, grace time.Duration) (reached bool, closed int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	steps := 2 * len(c.ring)
@@ -397,7 +420,7 @@ func (c *Files) sweep(target int64, clock bool) (reached bool, closed int) {
 			continue
 		}
 		switch {
-		case h.pins > 0 || h.held || h.f == nil || now-h.out < int64(c.grace):
+		case h.pins > 0 || h.held || h.f == nil || now-h.out < int64(grace):
 			c.hand++
 		case clock && h.ref:
 			h.ref = false

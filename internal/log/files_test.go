@@ -251,6 +251,7 @@ func TestConcurrentAppendReadEvict(t *testing.T) {
 // other files want its place: the fetch sends it after the read returned.
 func TestHandedOutFileOutlivesEviction(t *testing.T) {
 	files := NewFiles(1, time.Hour)
+	files.minGrace = time.Hour // what a file handed out a moment ago has
 	logs := openWith(t, t.TempDir(), 3, DefaultConfig(), Options{Files: files})
 	clock := newFakeClock()
 	want := appendN(t, logs[0], clock, 2, 2, 20)
@@ -268,6 +269,28 @@ func TestHandedOutFileOutlivesEviction(t *testing.T) {
 	}
 	if !bytes.Equal(got, append(append([]byte(nil), want[0]...), want[1]...)) {
 		t.Fatal("a handed-out range reads other bytes")
+	}
+}
+
+// When the bound cannot be kept otherwise, a file handed out longer ago
+// than minGrace is closed even within the grace: a consumer fetching
+// every partition of a broker must not keep all their files open for 30 s.
+func TestHandedOutFileClosedPastMinGrace(t *testing.T) {
+	files := NewFiles(1, time.Hour)
+	files.minGrace = 0 // the hand-out is older than minGrace
+	logs := openWith(t, t.TempDir(), 2, DefaultConfig(), Options{Files: files})
+	clock := newFakeClock()
+	appendN(t, logs[0], clock, 1, 1, 20)
+	if _, err := logs[0].Read(nil, 0, 1<<20, logs[0].EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, logs[1], clock, 1, 1, 10)
+	h := logs[0].segs[0].h
+	h.mu.Lock()
+	open := h.f != nil
+	h.mu.Unlock()
+	if open || files.Open() > 1 {
+		t.Fatalf("handed-out file open %v, %d files open with a budget of 1", open, files.Open())
 	}
 }
 
@@ -328,6 +351,15 @@ func TestOutOfFileDescriptorsIsNotADiskFailure(t *testing.T) {
 	var ke *kerr.Error
 	if err == nil || !errors.As(err, &ke) || !ke.Retriable {
 		t.Fatalf("append out of descriptors: %v, want a retriable Kafka error", err)
+	}
+	// A checkpoint the Syncer cannot write for want of a descriptor is
+	// no I/O error either (its error keeps the errno under the Kafka
+	// code).
+	fresh[0].NoteHighWatermark(1)
+	fresh[0].lastCkpt = time.Time{} // the checkpoint is due
+	fresh[0].syncPass()
+	if e := fresh[0].lastSyncErr.Load(); e == nil || !IsFDLimit(*e) {
+		t.Fatalf("the checkpoint pass out of descriptors: %v", e)
 	}
 	mu.Lock()
 	if len(told) != 0 {

@@ -597,7 +597,7 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *setting
 		if err := l.createLocked(now); err != nil {
 			l.mu.Unlock()
 			l.ioFailed(err)
-			return AppendResult{}, fmt.Errorf("%w: create log: %v", kerr.KafkaStorageError, err)
+			return AppendResult{}, fmt.Errorf("%w: create log: %w", kerr.KafkaStorageError, err)
 		}
 	}
 	if err := l.maybeRoll(len(b), base+int64(info.LastOffsetDelta), cfg, now); err != nil {
@@ -616,7 +616,7 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *setting
 		active.cutAt(active.size)
 		l.mu.Unlock()
 		l.ioFailed(err)
-		return AppendResult{}, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		return AppendResult{}, fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
 	}
 	l.leo = info.NextOffset()
 	l.applyLocked(info)
@@ -689,13 +689,13 @@ func (l *Log) roll(now time.Time) error {
 	if err := prev.trim(); err != nil && prev.filled > prev.size {
 		// Zeros past a sealed segment's batches would read as a torn
 		// tail after a restart and cut the segments after it.
-		return fmt.Errorf("%w: cut the zeros past a sealed segment: %v", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: cut the zeros past a sealed segment: %w", kerr.KafkaStorageError, err)
 	} else if err != nil {
 		l.env().logger.Warn("log: could not free blocks reserved past a sealed segment", "dir", l.dir, "base", prev.base, "err", err)
 	}
 	seg, err := createSegment(l.env().files, l.dir, l.leo, now)
 	if err != nil {
-		return fmt.Errorf("%w: roll segment: %v", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: roll segment: %w", kerr.KafkaStorageError, err)
 	}
 	l.toFlush = append(l.toFlush, prev)
 	l.segs = append(l.segs[:len(l.segs):len(l.segs)], seg)
@@ -884,17 +884,17 @@ func (l *Log) Truncate(offset int64) error {
 	}
 	f, err := v.file()
 	if err != nil {
-		return fmt.Errorf("%w: truncate: %v", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: truncate: %w", kerr.KafkaStorageError, err)
 	}
 	for _, s := range l.segs[i+1:] {
 		l.retire(s, now)
 	}
 	if err := f.Truncate(pos); err != nil {
-		return fmt.Errorf("%w: truncate: %v", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: truncate: %w", kerr.KafkaStorageError, err)
 	}
 	seg.cutAt(pos) // truncating freed the reserved blocks and zeros too
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("%w: truncate: %v", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: truncate: %w", kerr.KafkaStorageError, err)
 	}
 	// Rebuild what the cut invalidated from the remaining headers.
 	r, _, err := seg.scan(f, scanStart{next: seg.base, maxTs: -1}, pos, math.MaxInt64, l.cfg.Load().IndexIntervalBytes, nil)
@@ -969,7 +969,7 @@ func (l *Log) restartAt(offset int64, now time.Time) error {
 	}
 	seg, err := createSegment(l.env().files, l.dir, offset, now)
 	if err != nil {
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
 	}
 	l.segs = []*segment{seg}
 	l.toFlush = nil
@@ -1002,7 +1002,7 @@ func (l *Log) writeCheckpointLocked() error {
 	hw := l.hw.Load()
 	ck := checkpoint{recoveryPoint: l.recoveryPoint, logStartOffset: l.logStart, highWatermark: hw}
 	if err := l.env().files.retry(func() error { return writeCheckpoint(l.dir, ck) }); err != nil {
-		return fmt.Errorf("%w: checkpoint: %v", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: checkpoint: %w", kerr.KafkaStorageError, err)
 	}
 	l.ckptHW = hw
 	return nil
@@ -1220,7 +1220,7 @@ func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 		// data may never become durable (a full or failing disk).
 		if l.durable.Load() < offset && l.syncFailures.Load() != failures {
 			if err := l.lastSyncErr.Load(); err != nil {
-				return fmt.Errorf("%w: %v", kerr.KafkaStorageError, *err)
+				return fmt.Errorf("%w: %w", kerr.KafkaStorageError, *err)
 			}
 		}
 	}
