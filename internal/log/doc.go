@@ -148,8 +148,9 @@
 // more partitions than it has descriptors. Never closed: a handle pinned
 // by an append, a sync, a truncation or a read doing I/O in the log; one
 // whose file a read handed out as a FileRange within the last 30 s (a
-// client's request timeout: the fetch sends it after Read returned); one
-// of a deleted or cleaned-away segment (its name is gone, so it closes
+// client's request timeout: the fetch sends it after Read returned), as
+// long as the bound can be kept without it, and within the last second in
+// any case; one of a deleted or cleaned-away segment (its name is gone, so it closes
 // when its delete delay ends, as before). Closing loses nothing: the
 // segment's synced mark stays, and the next flush reopens the file to
 // fsync it (fsync covers the file, whatever descriptor wrote it); zeros
