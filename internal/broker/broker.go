@@ -221,6 +221,7 @@ func New(cfg Config) (*Broker, error) {
 	b.syncer = wlog.NewSyncer(0)
 	b.logDir = logdir.New(logdir.Config{Path: cfg.DataDir, Logger: b.logger, OnChange: b.logDirChanged})
 	b.logEnv = wlog.NewEnv(wlog.Options{Logger: b.logger, Now: b.now, Syncer: b.syncer, OnIOError: b.logDir.Failed,
+		Files:     wlog.FilesFor(int(settings.Int(config.WeirLogMaxOpenFiles))),
 		Producers: func() wlog.ProducerState { return producer.NewStateWith(b.producerOptions()) }})
 	if err := b.newCleaner(); err != nil {
 		b.syncer.Close()

@@ -49,6 +49,7 @@ const (
 	WeirLogBackgroundSync  = "weir.log.background.sync"
 	WeirLogPreallocate     = "weir.log.preallocate"
 	WeirLogCleanerNice     = "weir.log.cleaner.nice"
+	WeirLogMaxOpenFiles    = "weir.log.max.open.files"
 	FaultProduceResponseMs = "weir.fault.produce.response.delay.ms"
 	FaultFetchResponseMs   = "weir.fault.fetch.response.delay.ms"
 	// The concurrent variants delay each response on its own, however
@@ -155,6 +156,7 @@ var coreBrokerDefs = []Def{
 	{Name: WeirLogSyncBeforeAck, Type: Boolean, Default: "false", Dynamic: true, Support: Honoured, Doc: "weir: default weir.sync.before.ack."},
 	{Name: WeirLogBackgroundSync, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "weir: default weir.background.sync."},
 	{Name: WeirLogPreallocate, Type: Boolean, Default: "true", Dynamic: true, Support: Honoured, Doc: "weir: default weir.preallocate."},
+	{Name: WeirLogMaxOpenFiles, Type: Int, Default: "0", valid: atLeast(0), Support: Honoured, Doc: "weir: the most segment files the broker's logs keep open; files of idle segments are closed and reopened on use, so a broker may host more partitions than file descriptors. 0: half the process's RLIMIT_NOFILE (raised to the hard limit at start), leaving the rest to connections."},
 	{Name: WeirLogCleanerNice, Type: Int, Default: "19", valid: between(0, 19), Dynamic: true, Support: Honoured, Doc: "weir: the CPU priority (nice, 0 to 19) of each log cleaner worker, run on an OS thread of its own, so that the kernel runs produce and fetch first when they and the cleaner want the same core. 0 leaves the workers at the broker's priority; where the platform refuses it the workers run as they are (logged once)."},
 	{Name: FaultProduceResponseMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: a slow broker, as a Kafka broker that takes this many milliseconds longer over each produce request: a connection's produce responses go out one after another, each this many milliseconds after the later of its own completion and the connection's previous delayed response (Kafka handles one request per connection at a time)."},
 	{Name: FaultProduceResponseConcurrentMs, Type: Long, Default: "0", valid: atLeast(0), Dynamic: true, Support: Honoured, Doc: "weir fault injection: delay every produce response by this many milliseconds, each on its own (a connection with five requests in flight has five delays running at once)."},

@@ -114,9 +114,10 @@ func (l *Log) CleanerView() (CleanerView, error) {
 		v.Segments = append(v.Segments, SegmentSummary{Base: s.base, Next: s.next, Bytes: s.size, MaxTimestamp: s.maxTs, FirstTimestamp: -1})
 	}
 	l.mu.Unlock()
+	defer unpinViews(views)
 	for i, sv := range views {
 		var h header
-		if err := readHeaderAt(sv.f, 0, sv.size, &h); err == nil {
+		if err := sv.readHeader(0, sv.size, &h); err == nil {
 			v.Segments[i].FirstTimestamp = h.maxTs
 		}
 	}
@@ -151,6 +152,7 @@ func (l *Log) EachCleanableBatch(from, to int64, buf []byte, fn func(segBase int
 	if err != nil {
 		return buf, err
 	}
+	defer unpinViews(views)
 	if cap(buf) < BatchHeaderSize {
 		buf = make([]byte, 0, 64<<10)
 	}
@@ -160,6 +162,9 @@ func (l *Log) EachCleanableBatch(from, to int64, buf []byte, fn func(segBase int
 			if pos, err = v.offsetPos(from); err != nil {
 				return buf, err
 			}
+		}
+		if _, err := v.file(); err != nil {
+			return buf, err
 		}
 		for pos < v.size {
 			n := min(int64(cap(buf)), v.size-pos)

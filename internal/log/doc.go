@@ -138,6 +138,33 @@
 // does and is never written, so it can stand for them until the caller
 // opens a partition's log again to write it (internal/replica does).
 //
+// # Open files
+//
+// A segment's .log file is a handle of a Files cache (files.go), shared
+// by the logs of an Env (Options.Files; by default one per process, as
+// the descriptor limit is): at most half of RLIMIT_NOFILE's soft limit
+// (which Go raises to the hard limit at start; weir.log.max.open.files
+// overrides it) are open at once, and the file of an idle segment is
+// closed, by a clock over the open handles, and reopened on its next use.
+// The index, time index and aborted-transaction index files are opened
+// only to be written or loaded, so a partition with data costs at most
+// one descriptor per segment, an idle one none, and a broker may host
+// more partitions than it has descriptors. Never closed: a handle pinned
+// by an append, a sync, a truncation or a read doing I/O in the log; one
+// whose file a read handed out as a FileRange within the last 30 s (a
+// client's request timeout: the fetch sends it after Read returned), as
+// long as the bound can be kept without it, and within the last second in
+// any case; one of a deleted or cleaned-away segment (its name is gone, so it closes
+// when its delete delay ends, as before). Closing loses nothing: the
+// segment's synced mark stays, and the next flush reopens the file to
+// fsync it (fsync covers the file, whatever descriptor wrote it); zeros
+// and blocks reserved ahead of the end are the file's and are trimmed
+// through whichever descriptor is open. An open, an index or a
+// checkpoint write that meets EMFILE or ENFILE closes idle files and
+// tries once more; if it still fails the request fails with a retriable
+// error, and OnIOError is not told: running out of descriptors is no
+// disk failure.
+//
 // # Concurrency
 //
 // Appends, truncation and retention serialise on one mutex held only for
@@ -162,7 +189,9 @@
 // Close) are serialised by its flushMu. Lock order: flushMu, segMu (a
 // flush takes it only around its index writes, so that no retention,
 // truncation or swap changes the files it writes; nothing takes flushMu
-// holding segMu), Log.mu, then the Syncer's mu, which is a leaf; the
+// holding segMu), Log.mu, then a segment file handle's mu, then the
+// Files cache's mu (the cache's sweep takes a handle's mu only with
+// TryLock), and the Syncer's mu, which is a leaf; the
 // Syncer never takes a log's lock while holding its own. Checkpoint writes, which are rare, happen with the log's
 // mutex held so that they land in the order the state changed.
 package log

@@ -50,7 +50,7 @@ func (l *Log) ReadIsolated(dst []FileRange, offset, maxBytes, hw int64, iso Isol
 	default:
 		return out, fmt.Errorf("log: isolation level %d", iso)
 	}
-	res, next, err := l.read(dst, offset, maxBytes, lso, true)
+	res, next, err := l.read(dst, offset, maxBytes, lso, true, nil)
 	out.ReadResult = res
 	if err != nil || res.Bytes == 0 {
 		return out, err
@@ -100,7 +100,7 @@ func (v *view) offsetAtBoundary(pos int64) (int64, error) {
 		return v.next, nil
 	}
 	var h header
-	if err := readHeaderAt(v.f, pos, v.size, &h); err != nil {
+	if err := v.readHeader(pos, v.size, &h); err != nil {
 		return 0, err
 	}
 	return h.base, nil

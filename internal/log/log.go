@@ -64,9 +64,15 @@ type Options struct {
 	// OnIOError, when set, is told of every write or sync of the log's
 	// files that failed (a full or failing disk), with the error as the
 	// file system returned it; the append or flush fails as well. The
-	// broker marks the log directory offline on it. Called with no lock
-	// of the log held; it must not call the log.
+	// broker marks the log directory offline on it. Running out of file
+	// descriptors (EMFILE, ENFILE) is not such a failure and is not told:
+	// the request fails, retriably, and the disk is fine. Called with no
+	// lock of the log held; it must not call the log.
 	OnIOError func(error)
+	// Files bounds the segment files the log keeps open, shared with the
+	// other logs given the same one (files.go). nil: the process's cache,
+	// half of RLIMIT_NOFILE.
+	Files *Files
 }
 
 // Log is one partition's log: an ordered list of segments, the last of
@@ -224,6 +230,7 @@ type Env struct {
 	syncer    *Syncer
 	private   bool                 // the syncer belongs to one log (no shared Syncer given)
 	onIOError func(error)          // Options.OnIOError; may be nil
+	files     *Files               // Options.Files, or the process's
 	producers func() ProducerState // Options.Producers; may be nil
 	// fsync replaces (*os.File).Sync in tests that make it fail (set on a
 	// log's private Env only).
@@ -270,10 +277,13 @@ func (e *Env) settingsOf(c Config) *settings {
 func (l *Log) env() *Env { return l.cfg.Load().env }
 
 // NewEnv returns the shared environment of the logs opened with opts
-// (Logger, Now, CheckpointInterval, Syncer, OnIOError, Producers; nil
+// (Logger, Now, CheckpointInterval, Syncer, OnIOError, Producers, Files; nil
 // Syncer: each log makes a private one).
 func NewEnv(opts Options) *Env {
-	e := &Env{logger: opts.Logger, now: opts.Now, ckpt: opts.CheckpointInterval, syncer: opts.Syncer, onIOError: opts.OnIOError, producers: opts.Producers, settings: new(sync.Map)}
+	e := &Env{logger: opts.Logger, now: opts.Now, ckpt: opts.CheckpointInterval, syncer: opts.Syncer, onIOError: opts.OnIOError, producers: opts.Producers, files: opts.Files, settings: new(sync.Map)}
+	if e.files == nil {
+		e.files = processFiles()
+	}
 	if e.logger == nil {
 		e.logger = discardLogger
 	}
@@ -425,19 +435,21 @@ func (l *Log) createLocked(now time.Time) error {
 	if l.body == emptyBody {
 		l.materialize(now)
 	}
-	seg, err := createSegment(l.dir, l.leo, now)
+	seg, err := createSegment(l.env().files, l.dir, l.leo, now)
 	if err != nil {
 		return err
 	}
 	// The checkpoint write fsyncs the directory, so the segment's name is
 	// durable; the parent is fsynced for the directory's own name.
-	err = writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.leo, logStartOffset: l.logStart, highWatermark: l.hw.Load()})
+	err = l.env().files.retry(func() error {
+		return writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.leo, logStartOffset: l.logStart, highWatermark: l.hw.Load()})
+	})
 	if err == nil {
 		l.ckptHW = l.hw.Load()
 		err = syncDir(filepath.Dir(l.dir))
 	}
 	if err != nil {
-		seg.f.Close()
+		seg.h.close()
 		return err
 	}
 	l.segs = []*segment{seg}
@@ -599,7 +611,7 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *setting
 		if err := l.createLocked(now); err != nil {
 			l.mu.Unlock()
 			l.ioFailed(err)
-			return AppendResult{}, fmt.Errorf("%w: create log: %v", kerr.KafkaStorageError, err)
+			return AppendResult{}, fmt.Errorf("%w: create log: %w", kerr.KafkaStorageError, err)
 		}
 	}
 	if err := l.maybeRoll(len(b), base+int64(info.LastOffsetDelta), cfg, now); err != nil {
@@ -614,11 +626,11 @@ func (l *Log) append(b []byte, info *BatchInfo, opts AppendOptions, cfg *setting
 	if err := active.appendBatch(b, &info.BatchHeader, cfg.IndexIntervalBytes, cfg.Preallocate, cfg.SegmentBytes); err != nil {
 		// A failed write may have left part of the batch in the file;
 		// cut it off so the log stays a valid prefix.
-		_ = active.f.Truncate(active.size)
+		_ = active.h.do(func(f *os.File) error { return f.Truncate(active.size) })
 		active.cutAt(active.size)
 		l.mu.Unlock()
 		l.ioFailed(err)
-		return AppendResult{}, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		return AppendResult{}, fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
 	}
 	l.leo = info.NextOffset()
 	l.applyLocked(info)
@@ -691,13 +703,13 @@ func (l *Log) roll(now time.Time) error {
 	if err := prev.trim(); err != nil && prev.filled > prev.size {
 		// Zeros past a sealed segment's batches would read as a torn
 		// tail after a restart and cut the segments after it.
-		return fmt.Errorf("%w: cut the zeros past a sealed segment: %v", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: cut the zeros past a sealed segment: %w", kerr.KafkaStorageError, err)
 	} else if err != nil {
 		l.env().logger.Warn("log: could not free blocks reserved past a sealed segment", "dir", l.dir, "base", prev.base, "err", err)
 	}
-	seg, err := createSegment(l.dir, l.leo, now)
+	seg, err := createSegment(l.env().files, l.dir, l.leo, now)
 	if err != nil {
-		return fmt.Errorf("%w: roll segment: %v", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: roll segment: %w", kerr.KafkaStorageError, err)
 	}
 	l.toFlush = append(l.toFlush, prev)
 	l.segs = append(l.segs[:len(l.segs):len(l.segs)], seg)
@@ -720,13 +732,15 @@ type ReadResult struct {
 // offset below the log start or past the log end fails with
 // OFFSET_OUT_OF_RANGE. dst is reused for the ranges.
 func (l *Log) Read(dst []FileRange, offset int64, maxBytes int64, maxOffset int64) (ReadResult, error) {
-	res, _, err := l.read(dst, offset, maxBytes, maxOffset, false)
+	res, _, err := l.read(dst, offset, maxBytes, maxOffset, false, nil)
 	return res, err
 }
 
 // read is Read; with wantNext it also returns the offset that follows the
-// last batch returned (offset when nothing is).
-func (l *Log) read(dst []FileRange, offset int64, maxBytes int64, maxOffset int64, wantNext bool) (ReadResult, int64, error) {
+// last batch returned (offset when nothing is). With copied, the ranges'
+// bytes are appended to it while their files are pinned, and the files
+// are not handed out.
+func (l *Log) read(dst []FileRange, offset int64, maxBytes int64, maxOffset int64, wantNext bool, copied *[]byte) (ReadResult, int64, error) {
 	res := ReadResult{Ranges: dst[:0]}
 	next := offset
 	l.mu.Lock()
@@ -752,6 +766,7 @@ func (l *Log) read(dst []FileRange, offset int64, maxBytes int64, maxOffset int6
 		vs = append(vs, s.view())
 	}
 	l.mu.Unlock()
+	defer unpinViews(vs)
 
 	first := true
 	for _, v := range vs {
@@ -780,7 +795,7 @@ func (l *Log) read(dst []FileRange, offset int64, maxBytes int64, maxOffset int6
 		limit := start + maxBytes
 		if first && maxBytes < end-start {
 			var h header
-			if err := readHeaderAt(v.f, start, end, &h); err != nil {
+			if err := v.readHeader(start, end, &h); err != nil {
 				return res, next, err
 			}
 			limit = max(limit, start+h.length) // at least one whole batch
@@ -793,7 +808,13 @@ func (l *Log) read(dst []FileRange, offset int64, maxBytes int64, maxOffset int6
 			end = p
 		}
 		if end > start {
-			res.Ranges = append(res.Ranges, FileRange{File: v.f, Pos: start, Len: end - start})
+			// The file leaves the log: the cache keeps it open for its
+			// grace period (files.go).
+			f, err := v.h.file(copied == nil)
+			if err != nil {
+				return res, next, err
+			}
+			res.Ranges = append(res.Ranges, FileRange{File: f, Pos: start, Len: end - start})
 			res.Bytes += end - start
 			maxBytes -= end - start
 			if wantNext {
@@ -809,23 +830,30 @@ func (l *Log) read(dst []FileRange, offset int64, maxBytes int64, maxOffset int6
 			break
 		}
 	}
+	if copied != nil {
+		return res, next, copyRanges(copied, res.Ranges)
+	}
 	return res, next, nil
+}
+
+// copyRanges appends the bytes of ranges to out.
+func copyRanges(out *[]byte, ranges []FileRange) error {
+	for _, r := range ranges {
+		n := len(*out)
+		*out = append(*out, make([]byte, r.Len)...)
+		if _, err := r.File.ReadAt((*out)[n:], r.Pos); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReadBytes is Read copied into memory, for callers that cannot send file
 // ranges (tests, replication over a copy path).
 func (l *Log) ReadBytes(offset, maxBytes, maxOffset int64) ([]byte, error) {
-	res, err := l.Read(nil, offset, maxBytes, maxOffset)
-	if err != nil {
+	out := []byte{}
+	if _, _, err := l.read(nil, offset, maxBytes, maxOffset, false, &out); err != nil {
 		return nil, err
-	}
-	out := make([]byte, 0, res.Bytes)
-	for _, r := range res.Ranges {
-		n := len(out)
-		out = out[:n+int(r.Len)]
-		if _, err := r.File.ReadAt(out[n:], r.Pos); err != nil && !errors.Is(err, io.EOF) {
-			return nil, err
-		}
 	}
 	return out, nil
 }
@@ -863,22 +891,27 @@ func (l *Log) Truncate(offset int64) error {
 	i := l.segmentFor(offset)
 	seg := l.segs[i]
 	v := seg.view()
+	defer unpinViews([]view{v})
 	pos, err := v.offsetPos(offset)
 	if err != nil {
 		return err
 	}
+	f, err := v.file()
+	if err != nil {
+		return fmt.Errorf("%w: truncate: %w", kerr.KafkaStorageError, err)
+	}
 	for _, s := range l.segs[i+1:] {
 		l.retire(s, now)
 	}
-	if err := seg.f.Truncate(pos); err != nil {
-		return fmt.Errorf("%w: truncate: %v", kerr.KafkaStorageError, err)
+	if err := f.Truncate(pos); err != nil {
+		return fmt.Errorf("%w: truncate: %w", kerr.KafkaStorageError, err)
 	}
 	seg.cutAt(pos) // truncating freed the reserved blocks and zeros too
-	if err := seg.f.Sync(); err != nil {
-		return fmt.Errorf("%w: truncate: %v", kerr.KafkaStorageError, err)
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("%w: truncate: %w", kerr.KafkaStorageError, err)
 	}
 	// Rebuild what the cut invalidated from the remaining headers.
-	r, _, err := seg.scan(scanStart{next: seg.base, maxTs: -1}, pos, math.MaxInt64, l.cfg.Load().IndexIntervalBytes, nil)
+	r, _, err := seg.scan(f, scanStart{next: seg.base, maxTs: -1}, pos, math.MaxInt64, l.cfg.Load().IndexIntervalBytes, nil)
 	if err != nil {
 		return err
 	}
@@ -951,9 +984,9 @@ func (l *Log) restartAt(offset int64, now time.Time) error {
 	for _, s := range l.segs {
 		l.retire(s, now)
 	}
-	seg, err := createSegment(l.dir, offset, now)
+	seg, err := createSegment(l.env().files, l.dir, offset, now)
 	if err != nil {
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
 	}
 	l.segs = []*segment{seg}
 	l.toFlush = nil
@@ -984,8 +1017,9 @@ func (l *Log) afterTruncate() error {
 // flush), so the short stall of appends is accepted.
 func (l *Log) writeCheckpointLocked() error {
 	hw := l.hw.Load()
-	if err := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.recoveryPoint, logStartOffset: l.logStart, highWatermark: hw}); err != nil {
-		return fmt.Errorf("%w: checkpoint: %v", kerr.KafkaStorageError, err)
+	ck := checkpoint{recoveryPoint: l.recoveryPoint, logStartOffset: l.logStart, highWatermark: hw}
+	if err := l.env().files.retry(func() error { return writeCheckpoint(l.dir, ck) }); err != nil {
+		return fmt.Errorf("%w: checkpoint: %w", kerr.KafkaStorageError, err)
 	}
 	l.ckptHW = hw
 	return nil
@@ -1049,8 +1083,13 @@ func keepSegments(list, alive []*segment) []*segment {
 }
 
 // retire unlinks a segment's files now and closes its file after the
-// delete delay, so reads that already hold its ranges can finish. mu held.
+// delete delay, so reads that already hold its ranges can finish. The
+// cache no longer closes it; one it closed already stays closed unless a
+// read has it pinned. mu held.
 func (l *Log) retire(s *segment, now time.Time) {
+	if err := s.h.hold(false); err != nil {
+		l.env().logger.Warn("log: could not reopen a deleted segment for the reads in flight", "dir", l.dir, "base", s.base, "err", err)
+	}
 	s.removeFiles()
 	l.retired = append(l.retired, retiredSegment{seg: s, deadline: now.Add(l.cfg.Load().FileDeleteDelay)})
 	l.armLocked()
@@ -1204,15 +1243,16 @@ func (l *Log) WaitDurable(ctx context.Context, offset int64) error {
 		// data may never become durable (a full or failing disk).
 		if l.durable.Load() < offset && l.syncFailures.Load() != failures {
 			if err := l.lastSyncErr.Load(); err != nil {
-				return fmt.Errorf("%w: %v", kerr.KafkaStorageError, *err)
+				return fmt.Errorf("%w: %w", kerr.KafkaStorageError, *err)
 			}
 		}
 	}
 }
 
 // ioFailed tells the owner of an I/O failure (never with mu held).
+// Running out of descriptors is not one (Options.OnIOError).
 func (l *Log) ioFailed(err error) {
-	if l.env().onIOError != nil && err != nil {
+	if l.env().onIOError != nil && err != nil && !isFDLimit(err) {
 		l.env().onIOError(err)
 	}
 }
@@ -1293,10 +1333,10 @@ func (l *Log) closeFiles() {
 		if err := s.trim(); err != nil {
 			l.env().logger.Warn("log: could not free blocks reserved past the log end", "dir", l.dir, "base", s.base, "err", err)
 		}
-		s.f.Close()
+		s.h.close()
 	}
 	for _, r := range l.retired {
-		r.seg.f.Close()
+		r.seg.h.close()
 	}
 	l.retired = nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -437,21 +436,7 @@ var syncModes = []struct {
 // earlier (such as their Syncer).
 func openLogs(t testing.TB, n int, cfg Config, opts Options) []*Log {
 	t.Helper()
-	root := t.TempDir()
-	logs := make([]*Log, n)
-	for i := range logs {
-		l, err := Open(filepath.Join(root, strconv.Itoa(i)), cfg, opts)
-		if err != nil {
-			t.Fatalf("Open: %v", err)
-		}
-		logs[i] = l
-	}
-	t.Cleanup(func() {
-		for _, l := range logs {
-			l.Close()
-		}
-	})
-	return logs
+	return openWith(t, t.TempDir(), n, cfg, opts)
 }
 
 func TestGroupCommitSharesFsyncs(t *testing.T) {

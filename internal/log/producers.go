@@ -324,7 +324,7 @@ func (l *Log) truncateProducersLocked(restart bool) error {
 		// is left of the segment.
 		last := l.segs[len(l.segs)-1]
 		if err := writeTxnIndex(last.prefix, last.ix.aborted); err != nil {
-			return fmt.Errorf("%w: truncate aborted-transaction index: %v", kerr.KafkaStorageError, err)
+			return fmt.Errorf("%w: truncate aborted-transaction index: %w", kerr.KafkaStorageError, err)
 		}
 	}
 	if l.producers == nil {

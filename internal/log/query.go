@@ -16,6 +16,7 @@ type TimestampResult struct {
 // none; Kafka then answers offset -1.
 func (l *Log) OffsetForTimestamp(ts, maxOffset int64) (TimestampResult, error) {
 	views, logStart := l.views()
+	defer unpinViews(views)
 	for _, v := range views {
 		if v.base >= maxOffset {
 			break
@@ -36,12 +37,13 @@ func (l *Log) OffsetForTimestamp(ts, maxOffset int64) (TimestampResult, error) {
 // log below maxOffset (ListOffsets with timestamp -3, KIP-734).
 func (l *Log) MaxTimestamp(maxOffset int64) (TimestampResult, error) {
 	views, logStart := l.views()
+	defer unpinViews(views)
 	best := TimestampResult{Offset: -1, Timestamp: -1}
 	var buf []byte
 	for _, v := range views {
 		var h header
 		for pos := int64(0); ; pos += h.length {
-			err := readHeaderAt(v.f, pos, v.size, &h)
+			err := v.readHeader(pos, v.size, &h)
 			if err == io.EOF {
 				break
 			}
@@ -86,7 +88,11 @@ func readBatch(v view, pos, length int64, buf []byte) ([]byte, error) {
 		buf = make([]byte, length)
 	}
 	buf = buf[:length]
-	_, err := v.f.ReadAt(buf, pos)
+	f, err := v.file()
+	if err != nil {
+		return buf, err
+	}
+	_, err = f.ReadAt(buf, pos)
 	return buf, err
 }
 
@@ -94,7 +100,7 @@ func (v *view) firstRecordAtOrAfter(pos, ts, maxOffset, logStart int64) (Timesta
 	var h header
 	var buf []byte
 	for ; ; pos += h.length {
-		err := readHeaderAt(v.f, pos, v.size, &h)
+		err := v.readHeader(pos, v.size, &h)
 		if err == io.EOF {
 			return TimestampResult{}, nil
 		}

@@ -69,12 +69,22 @@ func (l *Log) recover() error {
 			(&segment{prefix: prefix}).removeFiles()
 			continue
 		}
-		f, size, err := openSized(prefix+logSuffix, os.O_RDWR)
+		h, err := openSegFile(l.env().files, prefix+logSuffix, os.O_RDWR)
 		if err != nil {
 			return err
 		}
-		seg := &segment{base: base, prefix: prefix, f: f, maxTs: -1}
+		seg := &segment{base: base, prefix: prefix, h: h, maxTs: -1}
 		l.segs = append(l.segs, seg)
+		// Pinned (openSegFile) until the segment is recovered.
+		f, err := h.file(false)
+		if err != nil {
+			return err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		size := fi.Size()
 		wholeTrusted := i+1 < len(bases) && bases[i+1] <= rp
 		st := scanStart{next: base, maxTs: -1}
 		if ix, err := loadIndex(prefix+indexSuffix, prefix+timeIndexSuffix, size); err == nil && len(ix.entries) > 0 {
@@ -90,14 +100,14 @@ func (l *Log) recover() error {
 				st = scanStart{pos: int64(e.pos), next: base + int64(e.rel), maxTs: e.maxTsBef, entries: ix.entries[:n-1]}
 			}
 		}
-		r, b, err := seg.scan(st, size, rp, l.cfg.Load().IndexIntervalBytes, buf)
+		r, b, err := seg.scan(f, st, size, rp, l.cfg.Load().IndexIntervalBytes, buf)
 		buf = b
 		if err != nil {
 			return err
 		}
 		seg.size, seg.next, seg.maxTs, seg.ix, seg.sinceIx = r.validEnd, r.next, r.maxTs, r.ix, r.sinceIx
 		seg.created = now
-		if first, err := firstBatchTimestamp(seg); err == nil && first >= 0 {
+		if first, err := firstBatchTimestamp(f, seg.size); err == nil && first >= 0 {
 			seg.created = time.UnixMilli(first)
 		}
 		if r.validEnd < size {
@@ -117,10 +127,11 @@ func (l *Log) recover() error {
 		if !wholeTrusted || r.stopped || len(st.entries) != len(r.ix.entries) {
 			seg.dirty = true
 		}
+		h.unpin()
 	}
 	start := ck.logStartOffset
 	if len(l.segs) == 0 {
-		seg, err := createSegment(l.dir, start, now)
+		seg, err := createSegment(l.env().files, l.dir, start, now)
 		if err != nil {
 			return err
 		}
@@ -136,10 +147,10 @@ func (l *Log) recover() error {
 	// checkpoint's recovery point is honest.
 	for _, s := range l.segs {
 		if s.dirty || s == last {
-			if err := s.f.Sync(); err != nil {
+			if err := l.env().files.retry(func() error { return s.h.do((*os.File).Sync) }); err != nil {
 				return err
 			}
-			if err := s.writeIndex(); err != nil {
+			if err := l.env().files.retry(s.writeIndex); err != nil {
 				return err
 			}
 			s.dirty = false
@@ -148,7 +159,8 @@ func (l *Log) recover() error {
 	}
 	l.durable.Store(l.leo)
 	l.recoveryPoint = l.leo
-	if err := writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.leo, logStartOffset: l.logStart, highWatermark: l.hw.Load()}); err != nil {
+	end := checkpoint{recoveryPoint: l.leo, logStartOffset: l.logStart, highWatermark: l.hw.Load()}
+	if err := l.env().files.retry(func() error { return writeCheckpoint(l.dir, end) }); err != nil {
 		return err
 	}
 	l.ckptHW = l.hw.Load()
@@ -176,9 +188,9 @@ func zeroedTail(f *os.File, pos, size int64) bool {
 	return true
 }
 
-func firstBatchTimestamp(s *segment) (int64, error) {
+func firstBatchTimestamp(f *os.File, size int64) (int64, error) {
 	var h header
-	if err := readHeaderAt(s.f, 0, s.size, &h); err != nil {
+	if err := readHeaderAt(f, 0, size, &h); err != nil {
 		return -1, err
 	}
 	return h.maxTs, nil

@@ -63,8 +63,9 @@ func (l *Log) viewsFrom(from int64) ([]view, int64, error) {
 
 // scanViews walks the batch headers of vs from the batch holding offset
 // from, calling fn until it returns false. With markers, control batches
-// are read whole and their marker decoded.
+// are read whole and their marker decoded. It unpins vs when done.
 func scanViews(vs []view, from int64, markers bool, fn func(h *BatchHeader, m *Marker) bool) error {
+	defer unpinViews(vs)
 	w := headerWindow{buf: make([]byte, scanWindow)}
 	var buf []byte
 	// One header and marker for the whole scan: fn's pointers make them
@@ -80,7 +81,11 @@ func scanViews(vs []view, from int64, markers bool, fn func(h *BatchHeader, m *M
 			}
 			pos = p
 		}
-		w.reset(v.f)
+		f, err := v.file()
+		if err != nil {
+			return err
+		}
+		w.reset(f)
 		for pos < v.size {
 			raw, err := w.at(pos, v.size)
 			if err != nil {

@@ -41,11 +41,11 @@ func parseSegmentName(name string) (int64, bool) {
 // need (see view) and then read the file without the lock.
 type segment struct {
 	base    int64
-	prefix  string // path without suffix
-	f       *os.File
-	size    int64 // bytes of valid batches
-	next    int64 // offset after the last batch
-	maxTs   int64 // largest batch max timestamp, -1 when empty
+	prefix  string   // path without suffix
+	h       *segFile // the .log file, opened and closed by its Files cache
+	size    int64    // bytes of valid batches
+	next    int64    // offset after the last batch
+	maxTs   int64    // largest batch max timestamp, -1 when empty
 	ix      index
 	sinceIx int       // bytes appended since the last index entry
 	created time.Time // for segment.ms
@@ -64,9 +64,12 @@ type segment struct {
 
 func (s *segment) empty() bool { return s.size == 0 }
 
-// view is an immutable snapshot of a segment for lock-free reads.
+// view is an immutable snapshot of a segment for lock-free reads. It
+// pins the segment's file handle (the cache does not close it) until
+// unpinViews; f is the open file once file has been called.
 type view struct {
 	base    int64
+	h       *segFile
 	f       *os.File
 	size    int64
 	next    int64
@@ -74,22 +77,56 @@ type view struct {
 	aborted []AbortedTxn
 }
 
+// view copies the segment and pins its file. mu held.
 func (s *segment) view() view {
-	return view{base: s.base, f: s.f, size: s.size, next: s.next, entries: s.ix.entries, aborted: s.ix.aborted}
+	s.h.pin()
+	return view{base: s.base, h: s.h, size: s.size, next: s.next, entries: s.ix.entries, aborted: s.ix.aborted}
 }
 
-func createSegment(dir string, base int64, now time.Time) (*segment, error) {
+// file opens the view's file (reopening it if the cache closed it).
+func (v *view) file() (*os.File, error) {
+	if v.f == nil {
+		f, err := v.h.file(false)
+		if err != nil {
+			return nil, err
+		}
+		v.f = f
+	}
+	return v.f, nil
+}
+
+// unpinViews releases the pins view took.
+func unpinViews(vs []view) {
+	for i := range vs {
+		vs[i].h.unpin()
+	}
+}
+
+// readHeader is readHeaderAt on the view's file.
+func (v *view) readHeader(pos, end int64, h *header) error {
+	if pos >= end {
+		return io.EOF
+	}
+	f, err := v.file()
+	if err != nil {
+		return err
+	}
+	return readHeaderAt(f, pos, end, h)
+}
+
+func createSegment(c *Files, dir string, base int64, now time.Time) (*segment, error) {
 	prefix := segmentPrefix(dir, base)
-	f, err := os.OpenFile(prefix+logSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	h, err := openSegFile(c, prefix+logSuffix, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return nil, err
 	}
+	h.unpin()
 	// Stale index files of an earlier segment with the same base must not
 	// be mistaken for this one's after a crash.
 	_ = os.Remove(prefix + indexSuffix)
 	_ = os.Remove(prefix + timeIndexSuffix)
 	_ = os.Remove(prefix + txnIndexSuffix)
-	return &segment{base: base, prefix: prefix, f: f, next: base, maxTs: -1, created: now}, nil
+	return &segment{base: base, prefix: prefix, h: h, next: base, maxTs: -1, created: now}, nil
 }
 
 // Block reservation ahead of the active segment's end. On ext4 (and other
@@ -111,14 +148,14 @@ const (
 // reserved, extending the reservation by a chunk when they are not. A
 // filesystem that refuses turns reservation off for the segment; the write
 // then allocates as it goes, as it would without it.
-func (s *segment) reserve(n, limit int64) {
+func (s *segment) reserve(f *os.File, n, limit int64) {
 	end := s.size + n
 	if s.noReserve || s.size < reserveFrom || end <= s.alloc {
 		return
 	}
 	from := max(s.alloc, s.size)
 	to := min(end+min(s.size, reserveMax), max(limit, end))
-	if err := reserveBlocks(s.f, from, to-from); err != nil {
+	if err := reserveBlocks(f, from, to-from); err != nil {
 		s.noReserve = true
 		return
 	}
@@ -147,7 +184,7 @@ var zeros [fillChunk]byte
 // bytes at the end, writing them a chunk at a time. A write that fails is
 // cut back and filling stops for the segment; the append then writes as
 // it would without.
-func (s *segment) fill(n, limit int64) {
+func (s *segment) fill(f *os.File, n, limit int64) {
 	end := s.size + n
 	if s.noFill || s.size < fillChunk || end <= s.filled {
 		return
@@ -156,9 +193,9 @@ func (s *segment) fill(n, limit int64) {
 	to := min((end+fillChunk-1)/fillChunk*fillChunk, max(limit, end))
 	for from < to {
 		k := min(to-from, fillChunk)
-		if _, err := s.f.WriteAt(zeros[:k], from); err != nil {
+		if _, err := f.WriteAt(zeros[:k], from); err != nil {
 			s.noFill = true
-			if s.f.Truncate(s.size) == nil {
+			if f.Truncate(s.size) == nil {
 				s.filled = s.size
 			}
 			return
@@ -175,7 +212,7 @@ func (s *segment) trim() error {
 	if s.alloc <= s.size && s.filled <= s.size {
 		return nil
 	}
-	if err := s.f.Truncate(s.size); err != nil {
+	if err := s.h.do(func(f *os.File) error { return f.Truncate(s.size) }); err != nil {
 		return err
 	}
 	s.cutAt(s.size)
@@ -190,12 +227,19 @@ func (s *segment) cutAt(pos int64) {
 
 // appendBatch writes a stamped batch at the end of the segment and indexes
 // it. The batch must start at s.next.
+// The file is pinned for the write: the cache may close it between
+// appends, never during one.
 func (s *segment) appendBatch(b []byte, h *BatchHeader, indexInterval int, reserve bool, limit int64) error {
-	if reserve {
-		s.reserve(int64(len(b)), limit)
-		s.fill(int64(len(b)), limit)
+	f, err := s.h.acquire()
+	if err != nil {
+		return err
 	}
-	if _, err := s.f.WriteAt(b, s.size); err != nil {
+	defer s.h.unpin()
+	if reserve {
+		s.reserve(f, int64(len(b)), limit)
+		s.fill(f, int64(len(b)), limit)
+	}
+	if _, err := f.WriteAt(b, s.size); err != nil {
 		return err
 	}
 	s.index(h, s.size, int(h.Length), indexInterval)
@@ -297,7 +341,7 @@ func (v *view) offsetPos(offset int64) (int64, error) {
 	}
 	var h header
 	for {
-		err := readHeaderAt(v.f, pos, v.size, &h)
+		err := v.readHeader(pos, v.size, &h)
 		if err == io.EOF {
 			return v.size, nil
 		}
@@ -335,7 +379,7 @@ func (v *view) boundaryBefore(from, limit int64) (int64, error) {
 	}
 	var h header
 	for {
-		err := readHeaderAt(v.f, pos, v.size, &h)
+		err := v.readHeader(pos, v.size, &h)
 		if err == io.EOF {
 			return pos, nil
 		}
@@ -375,13 +419,13 @@ type scanStart struct {
 // first one that does not, which marks a torn or corrupt tail. Batches
 // before verifyFrom (below the recovery point, fsynced earlier) are trusted
 // from their headers.
-func (s *segment) scan(st scanStart, fileSize, verifyFrom int64, interval int, buf []byte) (scanResult, []byte, error) {
+func (s *segment) scan(f *os.File, st scanStart, fileSize, verifyFrom int64, interval int, buf []byte) (scanResult, []byte, error) {
 	r := scanResult{validEnd: st.pos, next: st.next, maxTs: st.maxTs, firstTs: -1}
 	r.ix.entries = append(make([]indexEntry, 0, len(st.entries)+64), st.entries...)
 	var h header
 	pos := st.pos
 	for {
-		err := readHeaderAt(s.f, pos, fileSize, &h)
+		err := readHeaderAt(f, pos, fileSize, &h)
 		if err == io.EOF {
 			break
 		}
@@ -404,7 +448,7 @@ func (s *segment) scan(st scanStart, fileSize, verifyFrom int64, interval int, b
 				buf = make([]byte, h.length)
 			}
 			buf = buf[:h.length]
-			if _, err := s.f.ReadAt(buf, pos); err != nil {
+			if _, err := f.ReadAt(buf, pos); err != nil {
 				return r, buf, err
 			}
 			if crc32.Checksum(buf[offAttributes:], castagnoli) != binary.BigEndian.Uint32(buf[offCRC:]) {

@@ -77,8 +77,9 @@ type CleanedSegment struct {
 	markers     map[int64]bool // offsets of the markers kept
 	truncations uint64
 	seg         *segment
-	path        string // the .cleaned file
-	buf         []byte // written at seg.size - len(buf)
+	path        string   // the .cleaned file
+	f           *os.File // open on path; the cache's once installed
+	buf         []byte   // written at seg.size - len(buf)
 	interval    int
 	done        bool
 }
@@ -113,11 +114,12 @@ func (l *Log) NewCleanedSegment(base, end int64) (*CleanedSegment, error) {
 	l.mu.Unlock()
 	prefix := segmentPrefix(l.dir, base)
 	w.path = prefix + logSuffix + cleanedSuffix
-	f, err := os.OpenFile(w.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := l.env().files.openFile(w.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	w.seg = &segment{base: base, prefix: prefix, f: f, next: base, maxTs: -1, created: l.env().now()}
+	w.f = f
+	w.seg = &segment{base: base, prefix: prefix, next: base, maxTs: -1, created: l.env().now()}
 	return w, nil
 }
 
@@ -189,7 +191,7 @@ func (w *CleanedSegment) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	if _, err := w.seg.f.WriteAt(w.buf, w.seg.size-int64(len(w.buf))); err != nil {
+	if _, err := w.f.WriteAt(w.buf, w.seg.size-int64(len(w.buf))); err != nil {
 		return err
 	}
 	w.buf = w.buf[:0]
@@ -203,7 +205,7 @@ func (w *CleanedSegment) Abort() {
 	}
 	w.done = true
 	w.releaseBuf()
-	w.seg.f.Close()
+	w.f.Close()
 	_ = os.Remove(w.path)
 }
 
@@ -230,14 +232,14 @@ func (w *CleanedSegment) Commit() error {
 	err := w.flush()
 	if err == nil {
 		w.releaseBuf()
-		err = w.seg.f.Sync()
+		err = w.f.Sync()
 	}
 	if err == nil {
 		err = w.l.fault(stepCleanedWritten)
 	}
 	if err != nil {
 		if errors.Is(err, errSwapFault) {
-			w.seg.f.Close() // as a crash would leave it
+			w.f.Close() // as a crash would leave it
 		} else {
 			w.Abort()
 		}
@@ -248,12 +250,23 @@ func (w *CleanedSegment) Commit() error {
 	l.segMu.Lock()
 	defer l.segMu.Unlock()
 	if !l.groupStill(w) {
-		w.seg.f.Close()
+		w.f.Close()
 		_ = os.Remove(w.path)
 		return ErrStaleClean
 	}
+	// The old segments' names go next: their files must be open from now
+	// on, out of the cache's reach, so that reads find them until the
+	// delete delay ends (and the old segments serve reads if the swap
+	// fails half way).
+	for _, s := range w.old {
+		if err := s.h.hold(true); err != nil {
+			w.f.Close()
+			_ = os.Remove(w.path)
+			return err
+		}
+	}
 	if err := w.swapFiles(); err != nil {
-		w.seg.f.Close()
+		w.f.Close()
 		if !errors.Is(err, errSwapFault) {
 			l.env().logger.Error("log: swap of a cleaned segment failed; reopening the log finishes it", "dir", l.dir, "base", w.seg.base, "err", err)
 		}
@@ -338,6 +351,8 @@ func (l *Log) install(w *CleanedSegment) {
 	defer l.mu.Unlock()
 	i, j := l.groupLocked(w.seg.base, w.end)
 	w.seg.synced = w.seg.size
+	w.seg.h = newSegFile(l.env().files, w.seg.prefix+logSuffix, w.f)
+	w.seg.h.unpin()
 	segs := make([]*segment, 0, len(l.segs)-(j-i))
 	segs = append(segs, l.segs[:i]...)
 	segs = append(segs, w.seg)
@@ -404,8 +419,8 @@ func (l *Log) finishSwap(base int64) error {
 	if err != nil {
 		return err
 	}
-	s := &segment{base: base, prefix: prefix, f: f}
-	r, _, err := s.scan(scanStart{next: base, maxTs: -1}, size, 0, l.cfg.Load().IndexIntervalBytes, nil)
+	s := &segment{base: base, prefix: prefix}
+	r, _, err := s.scan(f, scanStart{next: base, maxTs: -1}, size, 0, l.cfg.Load().IndexIntervalBytes, nil)
 	f.Close()
 	if err != nil {
 		return err

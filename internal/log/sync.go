@@ -194,12 +194,12 @@ func (l *Log) flush(checkpointToo, force bool) error {
 		return err
 	}
 	for i, p := range sealed {
-		if err := l.syncFile(p.seg.f); err != nil {
+		if err := l.syncFile(p.seg.h); err != nil {
 			return failed(i, err)
 		}
 	}
 	if needActive {
-		if err := l.syncFile(active.f); err != nil {
+		if err := l.syncFile(active.h); err != nil {
 			return failed(len(sealed), err)
 		}
 	}
@@ -246,15 +246,18 @@ func (l *Log) flush(checkpointToo, force bool) error {
 	return err
 }
 
-// syncFile fsyncs f; a file already closed belongs to a segment deleted
-// meanwhile and needs nothing.
-func (l *Log) syncFile(f *os.File) error {
+// syncFile fsyncs a segment's file, reopening it if the cache closed it
+// (an fsync covers what was written through an earlier descriptor); a
+// file closed for good belongs to a segment deleted meanwhile and needs
+// nothing.
+func (l *Log) syncFile(h *segFile) error {
 	l.fsyncs.Add(1)
 	sync := (*os.File).Sync
 	if l.env().fsync != nil {
 		sync = l.env().fsync
 	}
-	if err := sync(f); err != nil && !errors.Is(err, os.ErrClosed) {
+	err := l.env().files.retry(func() error { return h.do(sync) })
+	if err != nil && !errors.Is(err, os.ErrClosed) && !errors.Is(err, errSegmentGone) {
 		return err
 	}
 	return nil
@@ -290,7 +293,7 @@ func (l *Log) closeRetired(now time.Time) {
 	l.retired = keep
 	l.mu.Unlock()
 	for _, s := range done {
-		s.f.Close()
+		s.h.close()
 	}
 }
 
@@ -320,14 +323,22 @@ func (l *Log) writeIndexes(sealed []sealedCopy, withActive bool, active *segment
 		if !live[p.seg] {
 			continue
 		}
-		if err := (&segment{prefix: p.seg.prefix, ix: p.ix}).writeIndexWith(commitFor(p.seg)); err != nil {
+		if err := l.writeIndexFile(p.seg, p.ix, commitFor); err != nil {
 			return err
 		}
 	}
 	if withActive && live[active] {
-		if err := (&segment{prefix: active.prefix, ix: activeIx}).writeIndexWith(commitFor(active)); err != nil {
+		if err := l.writeIndexFile(active, activeIx, commitFor); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeIndexFile writes a copied index of seg, once more after shedding
+// idle files when the process ran out of descriptors.
+func (l *Log) writeIndexFile(seg *segment, ix index, commitFor func(*segment) func(func() error) error) error {
+	return l.env().files.retry(func() error {
+		return (&segment{prefix: seg.prefix, ix: ix}).writeIndexWith(commitFor(seg))
+	})
 }

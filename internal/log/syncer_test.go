@@ -54,7 +54,7 @@ func TestSharedSyncerClosesRetiredFiles(t *testing.T) {
 	l := openLogs(t, 1, cfg, Options{Syncer: s, Now: clock.now})[0]
 	appendN(t, l, clock, 6, 2, 100)
 	l.mu.Lock()
-	first := l.segs[0].f
+	first := l.segs[0].h.f
 	l.mu.Unlock()
 	if n, err := l.EnforceRetention(l.EndOffset()); err != nil || n == 0 {
 		t.Fatalf("retention deleted %d: %v", n, err)

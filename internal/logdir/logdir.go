@@ -63,9 +63,10 @@ func New(cfg Config) *Dir {
 
 // Failed takes the directory offline after an I/O error of a log in it;
 // a later failure while offline changes nothing. Errors that say nothing
-// about the disk (a closed file, a cancelled wait) are ignored.
+// about the disk (a closed file, a cancelled wait, the process or system
+// out of file descriptors: EMFILE, ENFILE) are ignored.
 func (d *Dir) Failed(err error) {
-	if err == nil || errors.Is(err, os.ErrClosed) {
+	if err == nil || errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 		return
 	}
 	d.mu.Lock()

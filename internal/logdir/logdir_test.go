@@ -89,3 +89,23 @@ func TestProbe(t *testing.T) {
 		t.Fatalf("the probe file stayed: %v", err)
 	}
 }
+
+// Running out of file descriptors (EMFILE for the process, ENFILE for the
+// system) says nothing about the disk: the directory stays online, as
+// the controller scenario at 50,000 partitions needed (each EMFILE took
+// the directory offline and the broker asked to be fenced).
+func TestOutOfDescriptorsKeepsDirectoryOnline(t *testing.T) {
+	changed := 0
+	d := New(Config{Path: t.TempDir(), OnChange: func(bool) { changed++ }})
+	defer d.Close()
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
+		d.Failed(&os.PathError{Op: "open", Path: "checkpoint.tmp", Err: errno})
+	}
+	if !d.Online() || changed != 0 {
+		t.Fatalf("online %v after running out of descriptors, %d changes", d.Online(), changed)
+	}
+	d.Failed(&os.PathError{Op: "write", Path: "x.log", Err: syscall.EIO})
+	if d.Online() {
+		t.Fatal("an I/O error left the directory online")
+	}
+}
