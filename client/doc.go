@@ -201,6 +201,17 @@
 // or go in a ShareAcknowledge on commit. Close closes every share session,
 // which releases whatever the member still holds.
 //
+// In both modes Poll returns as soon as a leader's answer brings records:
+// the other leaders' fetches that may wait (fetch.max.wait.ms, sent once
+// every leader was found empty) stay in flight, one per leader at most,
+// and what they bring is kept for a later Poll, as the Java consumer
+// hands each leader's answer over as it comes. Before, a Poll waited for
+// every leader's answer, and share case 4's trickle over six leaders had
+// p99 end-to-end latency near fetch.max.wait.ms (EXPERIMENTS.md).
+// TestSharePollDoesNotWaitForOtherLeaders checks it against two in-memory
+// leaders, one of which never answers. A commit and Close wait for the
+// fetches in flight (at most fetch.max.wait.ms) before acknowledging.
+//
 // share.acquire.mode=record_limit makes max.poll.records a strict cap: the
 // records the member holds (acquired, not yet acknowledged) never exceed
 // it. The Java client then fetches from one broker per Poll in turn, each
@@ -274,10 +285,11 @@
 // The producer adds one sender goroutine; appenders lock only the queue of
 // the partition they append to, and response handling runs on the
 // connection's reader goroutine. The consumer adds a heartbeat goroutine
-// per group membership; a share consumer adds one heartbeat goroutine, runs
-// a Poll's requests on goroutines that Poll waits for (a lone request on
-// the caller's goroutine), and CommitAsync on
-// a goroutine Close waits for. Close stops every goroutine a client started and
+// per group membership; a share consumer adds one heartbeat goroutine, a
+// goroutine per ShareFetch in flight (at most one per leader; a fetch may
+// outlive the Poll that sent it, commits and Close wait for it, and Close
+// cancels it only if its own context ends first), and CommitAsync on a
+// goroutine Close waits for. Close stops every goroutine a client started and
 // waits for it. Times come from an injected clock so the producer can run
 // step by step in tests.
 //

@@ -29,11 +29,25 @@ import (
 //
 // # Fetch policy
 //
-// A Poll runs one round of ShareFetch requests, at most one per leader of
-// the assigned partitions, sent together; it waits for all of them. Which
-// leaders are asked, for how many records (MaxRecords) and how long they
-// may wait (MaxWaitMs) is planShareFetches, a pure function with its own
-// tests:
+// A Poll runs a round of ShareFetch requests, at most one per leader of
+// the assigned partitions, sent together, each on a goroutine of its own
+// (launch); a leader with a fetch in flight is not sent another request.
+// The Poll returns as soon as answers brought records and no fetch sent
+// without a wait is still out: a fetch that may wait (MaxWaitMs > 0)
+// stays in flight after the Poll returns, and what it acquires is
+// buffered for a later Poll, its acknowledgements going to its leader on
+// that session's next request. An answer without records frees its
+// leader for another round within the same Poll, so records reaching one
+// leader are fetched while the others' waits run, not after them; a Poll
+// that finds nothing returns when a waiting fetch comes back empty (or
+// when nothing is in flight after a round without a wait). A fetch is
+// never cancelled for a Poll's sake (what it acquired would stay locked
+// until the acquisition lock timed out): fetches run on the consumer's
+// context; commits and Close wait for them, and Close cancels them only
+// when its own context ends first. Which leaders are asked, for how many
+// records (MaxRecords) and how long they may wait (MaxWaitMs) is
+// planShareFetches, a pure function with its own tests, over the leaders
+// with no fetch in flight:
 //
 //   - batch_optimized: every leader, each for max.poll.records, a soft
 //     cap, as Kafka does; records beyond max.poll.records wait in the
@@ -56,17 +70,26 @@ import (
 //     the cap split evenly (leaders beyond the cap wait for a later round;
 //     the starting leader rotates).
 //   - Waiting: a round waits up to fetch.max.wait.ms only when the round
-//     before asked every leader and got nothing; otherwise MaxWaitMs is 0.
-//     A leader with nothing never holds a Poll while another has records;
-//     an idle consumer long-polls after at most two empty 0-wait rounds
-//     (the target alone, then every leader).
+//     before asked every leader (or they were in flight) and got nothing;
+//     otherwise MaxWaitMs is 0. A leader with nothing never holds a Poll
+//     while another has records; an idle consumer long-polls after at
+//     most two empty 0-wait rounds (the target alone, then every leader).
+//   - With record_limit the fetches in flight keep their MaxRecords out
+//     of the cap: a round shares only what is left.
+//
+// Share case 4 (a trickle over six leaders, EXPERIMENTS.md) measured
+// what waiting for every answer cost: records one leader answered at
+// once waited for the other leaders' long polls: p99 end-to-end 479 ms
+// at 200 records/s with fetch.max.wait.ms 500, 13-18 ms once a Poll
+// returned with the first answer's records (bench/results/share-tail-*.md).
 //
 // With record_limit the acknowledgements of the previous Poll for a
 // leader this round does not fetch from go first, alone
 // (ShareAcknowledge), and the fetches follow: with the target's
 // acknowledgements riding on its own ShareFetch, the records the member
 // holds (acquired, not acknowledged) never exceed max.poll.records, and a
-// round is one request most of the time, sent from the caller's goroutine.
+// round is one request most of the time. Acknowledgements for a leader
+// with a fetch in flight wait for its answer and go on its next request.
 //
 // # Deferred durability (record_limit)
 //
@@ -141,12 +164,21 @@ type shareLeader struct {
 	// wiretag.ShareFetchDeferAcks and no answer since has said they are
 	// durable; a commit asks it (ShareAcknowledge waits for them).
 	unconfirmed bool
+	// inflight: a ShareFetch to this leader is out. Its goroutine owns
+	// every other field until its answer is taken (takeAnswers); then
+	// whoever holds sessMu does again. reserved is that fetch's
+	// MaxRecords, waits whether it may wait (MaxWaitMs > 0). Set and
+	// cleared under sessMu.
+	inflight bool
+	reserved int32
+	waits    bool
 }
 
 // lost forgets the session with node after a failed request. The broker
 // may have dropped it, and with it the acknowledgements it had not yet
 // made durable: their outcome is unknown, and the next commit says so
-// (their records may be delivered again). Called with sessMu held.
+// (their records may be delivered again). Called by l's owner: the
+// holder of sessMu, or the goroutine of l's fetch in flight.
 func (s *ShareConsumer) lost(node int32, l *shareLeader) {
 	l.epoch = 0
 	if l.unconfirmed {
@@ -174,9 +206,11 @@ type ShareConsumer struct {
 	sessMu  sync.Mutex
 	leaders map[int32]*shareLeader
 	// target is the hot leader record_limit rounds go to, stick the
-	// rounds it has had in a row (guarded by sessMu).
-	target int32
-	stick  int
+	// rounds it has had in a row; fetchErrs the errors of fetches
+	// answered, for the next Poll (guarded by sessMu).
+	target    int32
+	stick     int
+	fetchErrs []error
 
 	mu        sync.Mutex // leaf: membership, acknowledgements, buffers
 	topics    []string
@@ -186,15 +220,34 @@ type ShareConsumer struct {
 	pending   map[shareTP]*ackRuns // acknowledgements not sent yet
 	delivered map[shareTP]*ackRuns // handed out, not yet acknowledged (type unused)
 	buffered  []*ShareRecord
-	ackErrs   []error
-	idle      bool // the previous round asked every leader and got nothing
-	rotate    int
-	closed    bool
+	// answers are the fetches answered and not yet taken by a Poll, a
+	// commit or Close (takeAnswers); answered is poked with each.
+	answers []shareAnswer
+	ackErrs []error
+	idle    bool // the previous round asked every leader and got nothing
+	rotate  int
+	closed  bool
 
 	wake     chan struct{}
+	answered chan struct{}
 	hbCtx    context.Context // ends at Close, stopping the heartbeat
 	hbCancel context.CancelFunc
 	wg       sync.WaitGroup
+	// fetchCtx is the in-flight fetches' context: theirs, not a Poll's,
+	// since a fetch outlives the Poll that sent it; Close ends it if
+	// its own context ends before they are answered. fetches counts
+	// their goroutines.
+	fetchCtx    context.Context
+	fetchCancel context.CancelFunc
+	fetches     sync.WaitGroup
+}
+
+// shareAnswer is what one ShareFetch brought: n records (already in
+// buffered), or err.
+type shareAnswer struct {
+	node int32
+	n    int
+	err  error
 }
 
 // NewShareConsumer validates props (Kafka's names: group.id,
@@ -218,8 +271,10 @@ func NewShareConsumer(props map[string]string, opts ...Option) (*ShareConsumer, 
 		pending:   map[shareTP]*ackRuns{},
 		delivered: map[shareTP]*ackRuns{},
 		wake:      make(chan struct{}, 1),
+		answered:  make(chan struct{}, 1),
 	}
 	s.hbCtx, s.hbCancel = context.WithCancel(context.Background())
+	s.fetchCtx, s.fetchCancel = context.WithCancel(context.Background())
 	s.cl = newCore(cfg.commonConfig, o, cfg.autoCreate)
 	s.co = &coordinator{cl: s.cl, group: cfg.groupID, node: -1}
 	return s, nil
@@ -415,9 +470,11 @@ func evenShare(total, n, i int) int {
 
 // Poll acknowledges, in implicit mode, everything the previous Poll
 // returned, and returns the next records: at most max.poll.records. It
-// returns when records arrived, or after one round that found none (which
-// waits up to fetch.max.wait.ms when the round before was empty too), or
-// when ctx ends.
+// returns as soon as a fetch brought records (once the fetches sent
+// without a wait are answered too; fetches that may wait stay in flight,
+// and what they bring is kept for a later Poll), or when a waiting fetch
+// came back empty, or after a round without a wait found nothing and
+// nothing else is in flight, or when ctx ends.
 func (s *ShareConsumer) Poll(ctx context.Context) ([]*ShareRecord, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -437,10 +494,16 @@ func (s *ShareConsumer) Poll(ctx context.Context) ([]*ShareRecord, error) {
 	if recs := s.takeBuffered(); len(recs) > 0 {
 		return recs, nil
 	}
-	if err := s.round(ctx, true); err != nil {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	s.takeAnswers()
+	if err := s.takeFetchErrs(); err != nil {
 		return nil, err
 	}
-	return s.takeBuffered(), nil
+	if recs := s.takeBuffered(); len(recs) > 0 {
+		return recs, nil
+	}
+	return s.pollRounds(ctx)
 }
 
 // acceptDeliveredLocked turns every delivered, unacknowledged record into a
@@ -561,13 +624,142 @@ func (s *ShareConsumer) leaderOf(m *metadata, tp shareTP) int32 {
 	return l
 }
 
-// round runs one fetch round over every leader of the assignment (fetch
-// false: acknowledgements only, with ShareAcknowledge).
-func (s *ShareConsumer) round(ctx context.Context, fetch bool) error {
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	m := s.cl.meta.Load()
+// pollRounds runs rounds of fetches until one brings records: each round
+// asks the leaders with no fetch in flight (planShareFetches), and waits
+// for answers. Records return once no fetch without a wait is out; an
+// answer without records frees its leader for the next round while the
+// other leaders' waiting fetches stay out, so records that reach one
+// leader never wait for another leader's wait. Called with sessMu held.
+func (s *ShareConsumer) pollRounds(ctx context.Context) ([]*ShareRecord, error) {
+	asked := map[int32]bool{} // leaders asked by this Poll or in flight
+	for pass := 1; ; pass++ {
+		nodes, err := s.startRound(ctx, asked)
+		allAsked := true
+		for _, n := range nodes {
+			allAsked = allAsked && asked[n]
+		}
+		if !s.anyInflight() {
+			// Nothing assigned yet: wait a little for the heartbeat.
+			t := time.NewTimer(min(s.cfg.fetchMaxWait, 100*time.Millisecond))
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		if err != nil {
+			return nil, err
+		}
+		for {
+			if err := s.waitAnswer(ctx); err != nil {
+				return nil, err
+			}
+			_, expired := s.takeAnswers()
+			if err := s.takeFetchErrs(); err != nil {
+				return nil, err
+			}
+			if s.quickInflight() {
+				// Its answer comes at once: wait for it, so that a
+				// round's records come together.
+				continue
+			}
+			if recs := s.takeBuffered(); len(recs) > 0 {
+				s.setIdle(false)
+				return recs, nil
+			}
+			// Nothing: the next round waits only once every leader
+			// was asked (or is) and found nothing.
+			s.setIdle(allAsked)
+			if expired || !s.anyInflight() || pass >= shareMaxPasses {
+				return nil, nil
+			}
+			break
+		}
+	}
+}
+
+// shareMaxPasses bounds the rounds of one Poll that finds nothing: a
+// round to the target, one to every leader, one that waits.
+const shareMaxPasses = 4
+
+func (s *ShareConsumer) setIdle(idle bool) {
 	s.mu.Lock()
+	s.idle = idle
+	s.mu.Unlock()
+}
+
+// startRound sends one round's ShareFetch requests to the leaders of the
+// assignment with no fetch in flight, and ShareAcknowledge to those that
+// hold acknowledgements and are not fetched from (with record_limit
+// first, answered before anything is acquired). It returns the leaders
+// of the assignment and adds those asked, or in flight, to asked. With
+// record_limit, the fetches in flight keep their MaxRecords from the cap.
+// Called with sessMu held.
+func (s *ShareConsumer) startRound(ctx context.Context, asked map[int32]bool) ([]int32, error) {
+	m := s.cl.meta.Load()
+	byNode, ackNodes := s.byLeader(m)
+	s.mu.Lock()
+	idle, rotate := s.idle, s.rotate
+	s.rotate++
+	s.mu.Unlock()
+
+	budget := s.cfg.maxPollRecords
+	for n, l := range s.leaders {
+		if l.inflight {
+			asked[n] = true
+			if s.cfg.recordLimit {
+				budget -= int(l.reserved)
+			}
+		}
+	}
+	var nodes, free []int32
+	for n := range byNode {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	for _, n := range nodes {
+		if l := s.leaders[n]; l == nil || !l.inflight {
+			free = append(free, n)
+		}
+	}
+	var plans []shareFetchPlan
+	if budget > 0 && len(free) > 0 {
+		plans = planShareFetches(s.roundState(free, idle, rotate, budget))
+	}
+	planned := map[int32]bool{}
+	for _, p := range plans {
+		planned[p.node] = true
+	}
+	var ackOnly []int32
+	for n := range ackNodes {
+		if l := s.leaders[n]; !planned[n] && (l == nil || !l.inflight) {
+			ackOnly = append(ackOnly, n)
+		}
+	}
+	var err error
+	if s.cfg.recordLimit {
+		// The strict cap: records acknowledged to a leader this round
+		// is not fetching from are released there before anything new
+		// is acquired, so the member never holds more than the cap.
+		err = s.acknowledgeAll(ctx, m, ackOnly, false)
+	}
+	for _, p := range plans {
+		s.launch(m, p, byNode[p.node])
+		asked[p.node] = true
+	}
+	if !s.cfg.recordLimit {
+		err = s.acknowledgeAll(ctx, m, ackOnly, false)
+	}
+	return nodes, err
+}
+
+// byLeader groups the assigned partitions by leader and lists the leaders
+// of partitions with acknowledgements pending.
+func (s *ShareConsumer) byLeader(m *metadata) (map[int32][]shareTP, map[int32]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	byNode := map[int32][]shareTP{}
 	for tp := range s.assigned {
 		if l := s.leaderOf(m, tp); l >= 0 {
@@ -582,109 +774,154 @@ func (s *ShareConsumer) round(ctx context.Context, fetch bool) error {
 			ackNodes[l] = true
 		}
 	}
-	if !fetch {
-		// A commit also asks the leaders holding acknowledgements whose
-		// durability was deferred: ShareAcknowledge waits for them.
-		for n, l := range s.leaders {
-			if l.unconfirmed && l.epoch != 0 {
-				ackNodes[n] = true
-			}
+	return byNode, ackNodes
+}
+
+// commitRound sends every pending acknowledgement with ShareAcknowledge,
+// and asks every leader holding acknowledgements whose durability was
+// deferred (ShareAcknowledge waits for them), once the fetches in flight
+// are answered: a leader is sent one request at a time.
+func (s *ShareConsumer) commitRound(ctx context.Context) error {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	if err := s.settle(ctx); err != nil {
+		return err
+	}
+	m := s.cl.meta.Load()
+	_, ackNodes := s.byLeader(m)
+	for n, l := range s.leaders {
+		if l.unconfirmed && l.epoch != 0 {
+			ackNodes[n] = true
 		}
 	}
-	idle, rotate := s.idle, s.rotate
-	s.rotate++
-	s.mu.Unlock()
-
 	var nodes []int32
-	for n := range byNode {
+	for n := range ackNodes {
 		nodes = append(nodes, n)
 	}
-	slices.Sort(nodes)
-	var plans []shareFetchPlan
-	if fetch {
-		plans = planShareFetches(s.roundState(nodes, idle, rotate))
-	}
-	planned := map[int32]bool{}
-	for _, p := range plans {
-		planned[p.node] = true
-	}
-	var ackOnly []int32
-	for n := range ackNodes {
-		if !planned[n] {
-			ackOnly = append(ackOnly, n)
-		}
-	}
-	if len(plans) == 0 && len(ackOnly) == 0 {
-		if fetch {
-			// Nothing assigned yet: wait a little for the heartbeat.
-			t := time.NewTimer(min(s.cfg.fetchMaxWait, 100*time.Millisecond))
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	}
+	return s.acknowledgeAll(ctx, m, nodes, false)
+}
 
-	// Sessions are made here so the goroutines below only read the map.
-	for _, p := range plans {
-		s.leader(p.node)
+// acknowledgeAll runs acknowledgeTo for every node at once and waits for
+// them; a single one runs on the caller's goroutine. Called with sessMu
+// held; no node may have a fetch in flight.
+func (s *ShareConsumer) acknowledgeAll(ctx context.Context, m *metadata, nodes []int32, final bool) error {
+	for _, n := range nodes {
+		s.leader(n) // made here so the goroutines below only read the map
 	}
-	for _, n := range ackOnly {
-		s.leader(n)
+	errs := make([]error, len(nodes))
+	if len(nodes) == 1 {
+		return s.acknowledgeTo(ctx, m, nodes[0], final)
 	}
-	var errMu sync.Mutex
-	var errs []error
-	got := 0
-	note := func(n int, err error) {
-		errMu.Lock()
-		got += n
-		if err != nil {
-			errs = append(errs, err)
-		}
-		errMu.Unlock()
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = s.acknowledgeTo(ctx, m, n, final) })
 	}
-	acks := make([]func(), len(ackOnly))
-	for i, n := range ackOnly {
-		acks[i] = func() { note(0, s.acknowledgeTo(ctx, m, n, false)) }
-	}
-	fetches := make([]func(), len(plans))
-	now := time.Now()
-	for i, p := range plans {
-		s.leaders[p.node].asked = now
-		fetches[i] = func() { note(s.fetchFrom(ctx, m, p, byNode[p.node])) }
-	}
-	if s.cfg.recordLimit {
-		// The strict cap: records acknowledged to a leader this round
-		// is not fetching from are released there before anything new
-		// is acquired, so the member never holds more than the cap.
-		runAll(acks)
-		runAll(fetches)
-	} else {
-		runAll(append(acks, fetches...))
-	}
-	if fetch {
-		s.mu.Lock()
-		s.idle = got == 0 && len(plans) == len(nodes)
-		s.mu.Unlock()
-	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// runAll runs fns at once and waits for them; a single one runs on the
-// caller's goroutine.
-func runAll(fns []func()) {
-	if len(fns) == 1 {
-		fns[0]()
-		return
+// launch sends p on a goroutine of its own; its answer lands in answers,
+// its records in buffered (together, so records are never handed out
+// before their leader is free again). The fetch has the consumer's
+// context, not the Poll's: it may outlive the Poll, and cancelling it
+// would leave what it acquired locked until the acquisition lock times
+// out. Called with sessMu held.
+func (s *ShareConsumer) launch(m *metadata, p shareFetchPlan, parts []shareTP) {
+	l := s.leader(p.node)
+	l.asked = time.Now()
+	l.inflight, l.reserved, l.waits = true, p.maxRecords, p.maxWait > 0
+	s.fetches.Add(1)
+	go func() {
+		defer s.fetches.Done()
+		recs, err := s.fetchFrom(s.fetchCtx, m, p, l, parts)
+		s.mu.Lock()
+		s.buffered = append(s.buffered, recs...)
+		s.answers = append(s.answers, shareAnswer{node: p.node, n: len(recs), err: err})
+		s.mu.Unlock()
+		poke(s.answered)
+	}()
+}
+
+// takeAnswers takes the answers of the fetches that came back: their
+// leaders are free again, and their errors wait in fetchErrs for the next
+// Poll. expired: a fetch that could wait came back empty. Called with
+// sessMu held.
+func (s *ShareConsumer) takeAnswers() (got int, expired bool) {
+	s.mu.Lock()
+	answers := s.answers
+	s.answers = nil
+	s.mu.Unlock()
+	for _, a := range answers {
+		l := s.leaders[a.node]
+		if a.n == 0 && a.err == nil && l.waits {
+			expired = true
+		}
+		l.inflight, l.reserved, l.waits = false, 0, false
+		got += a.n
+		if a.err != nil {
+			s.fetchErrs = append(s.fetchErrs, a.err)
+		}
 	}
-	var wg sync.WaitGroup
-	for _, fn := range fns {
-		wg.Go(fn)
+	return got, expired
+}
+
+// takeFetchErrs returns, once, the errors of the fetches answered so far.
+// Called with sessMu held.
+func (s *ShareConsumer) takeFetchErrs() error {
+	err := errors.Join(s.fetchErrs...)
+	s.fetchErrs = nil
+	return err
+}
+
+// waitAnswer returns once an answer is waiting to be taken, or ctx ended.
+func (s *ShareConsumer) waitAnswer(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		n := len(s.answers)
+		s.mu.Unlock()
+		if n > 0 {
+			return nil
+		}
+		select {
+		case <-s.answered:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	wg.Wait()
+}
+
+// settle waits until no fetch is in flight, taking their answers (their
+// records stay buffered). Called with sessMu held.
+func (s *ShareConsumer) settle(ctx context.Context) error {
+	for {
+		s.takeAnswers()
+		if !s.anyInflight() {
+			return nil
+		}
+		if err := s.waitAnswer(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// anyInflight says whether a fetch is out; quickInflight whether one
+// sent without a wait is. Called with sessMu held.
+func (s *ShareConsumer) anyInflight() bool {
+	for _, l := range s.leaders {
+		if l.inflight {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *ShareConsumer) quickInflight() bool {
+	for _, l := range s.leaders {
+		if l.inflight && !l.waits {
+			return true
+		}
+	}
+	return false
 }
 
 // shareStickRounds is how many rounds in a row record_limit serves one
@@ -698,13 +935,16 @@ const (
 	shareProbeEvery  = 50 * time.Millisecond
 )
 
-// roundState gathers what planShareFetches needs and, with record_limit,
-// picks the round's target: the hot leader served last, for up to
-// shareStickRounds rounds, then the next hot one. Called with sessMu held.
-func (s *ShareConsumer) roundState(nodes []int32, idle bool, rotate int) shareRound {
+// roundState gathers what planShareFetches needs for nodes, the leaders
+// with no fetch in flight, and budget records (the cap less what the
+// fetches in flight may acquire, with record_limit) and, with
+// record_limit, picks the round's target: the hot leader served last,
+// for up to shareStickRounds rounds, then the next hot one. Called with
+// sessMu held.
+func (s *ShareConsumer) roundState(nodes []int32, idle bool, rotate, budget int) shareRound {
 	r := shareRound{
 		nodes: nodes, hot: make([]bool, len(nodes)), probe: make([]bool, len(nodes)), target: -1,
-		maxPollRecords: s.cfg.maxPollRecords, recordLimit: s.cfg.recordLimit,
+		maxPollRecords: budget, recordLimit: s.cfg.recordLimit,
 		idle: idle, maxWait: s.cfg.fetchMaxWait, rotate: rotate,
 	}
 	now := time.Now()
@@ -801,12 +1041,11 @@ func isSessionErr(err error) bool {
 	return errors.Is(err, kerr.ShareSessionNotFound) || errors.Is(err, kerr.InvalidShareSessionEpoch)
 }
 
-// fetchFrom sends one ShareFetch to p.node for parts, with the pending
-// acknowledgements of the partitions it leads, and buffers what it
-// acquired. It is called with sessMu held; leaders[p.node] is touched by
-// this goroutine only during the round.
-func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetchPlan, parts []shareTP) (int, error) {
-	l := s.leaders[p.node]
+// fetchFrom sends one ShareFetch to p.node, whose session is l, for
+// parts, with the pending acknowledgements of the partitions it leads,
+// and returns what it acquired. It runs on the fetch's goroutine (launch),
+// which owns l until its answer is taken.
+func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetchPlan, l *shareLeader, parts []shareTP) ([]*ShareRecord, error) {
 	acks := s.takeAcks(m, p.node)
 	req := kmsg.NewPtrShareFetchRequest()
 	group, member := s.cfg.groupID, s.memberID
@@ -880,22 +1119,22 @@ func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetch
 	conn, err := s.cl.conn(ctx, p.node)
 	if err != nil {
 		s.restoreAcks(acks)
-		return 0, err
+		return nil, err
 	}
 	raw, err := conn.Do(ctx, req, s.cfg.requestTimeout+p.maxWait)
 	if err != nil {
 		s.restoreAcks(acks)
 		s.lost(p.node, l) // the broker may or may not have seen it
-		return 0, err
+		return nil, err
 	}
 	resp := raw.(*kmsg.ShareFetchResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		s.restoreAcks(acks)
 		if isSessionErr(err) {
 			s.lost(p.node, l)
-			return 0, nil
+			return nil, nil
 		}
-		return 0, fmt.Errorf("client: share fetch from node %d: %w", p.node, err)
+		return nil, fmt.Errorf("client: share fetch from node %d: %w", p.node, err)
 	}
 	l.epoch = nextSessionEpoch(l.epoch)
 	switch {
@@ -921,7 +1160,7 @@ func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetch
 	for _, tp := range forget {
 		delete(l.parts, tp)
 	}
-	n := 0
+	var out []*ShareRecord
 	var errs []error
 	for _, t := range resp.Topics {
 		name := m.byID[t.TopicID]
@@ -942,16 +1181,11 @@ func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetch
 			if err != nil {
 				errs = append(errs, err)
 			}
-			n += len(recs)
-			if len(recs) > 0 {
-				s.mu.Lock()
-				s.buffered = append(s.buffered, recs...)
-				s.mu.Unlock()
-			}
+			out = append(out, recs...)
 		}
 	}
-	l.hadData = n > 0
-	return n, errors.Join(errs...)
+	l.hadData = len(out) > 0
+	return out, errors.Join(errs...)
 }
 
 func (s *ShareConsumer) noteAckErr(topic string, part int32, err error) {

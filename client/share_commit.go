@@ -35,7 +35,7 @@ func (s *ShareConsumer) CommitSync(ctx context.Context) error {
 // flushAcks sends the pending acknowledgements and collects every refusal
 // seen since the last commit.
 func (s *ShareConsumer) flushAcks(ctx context.Context) error {
-	err := s.round(ctx, false)
+	err := s.commitRound(ctx)
 	s.mu.Lock()
 	errs := append([]error{err}, s.ackErrs...)
 	s.ackErrs = nil
@@ -159,11 +159,23 @@ func (s *ShareConsumer) Close(ctx context.Context) error {
 	if !s.cfg.explicit {
 		s.acceptDeliveredLocked()
 	}
-	s.buffered = nil
 	s.mu.Unlock()
 
 	var errs []error
 	s.sessMu.Lock()
+	// The fetches in flight are answered first (a session takes one
+	// request at a time); if ctx ends before, they are cancelled. What
+	// they acquired is released with their sessions below.
+	if err := s.settle(ctx); err != nil {
+		s.fetchCancel()
+		s.fetches.Wait()
+		s.takeAnswers()
+		errs = append(errs, fmt.Errorf("client: share fetches in flight at close: %w", err))
+	}
+	s.fetchErrs = nil
+	s.mu.Lock()
+	s.buffered = nil
+	s.mu.Unlock()
 	m := s.cl.meta.Load()
 	nodes := map[int32]bool{}
 	for n, l := range s.leaders {
@@ -184,6 +196,7 @@ func (s *ShareConsumer) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	s.fetchCancel()
 	s.sessMu.Unlock()
 
 	s.mu.Lock()

@@ -48,13 +48,91 @@ type shareFake struct {
 	// sessionLost makes the next ShareFetch answer
 	// SHARE_SESSION_NOT_FOUND, as after a broker restart.
 	sessionLost bool
+	// hold[node]: a ShareFetch that may wait and finds nothing there
+	// waits until records arrive (arrive) or release, however long its
+	// MaxWaitMs. A fetch that waits wakes when records arrive, as a
+	// broker's does; waiting counts those out.
+	hold    [2]bool
+	waiting [2]int
+	arrived [2]chan struct{}
+	// inflight counts the requests a node is answering, maxInflight its
+	// peak; ackCounts how often each offset was acknowledged; epochErrs
+	// the requests whose ShareSessionEpoch was not the session's next.
+	inflight, maxInflight [2]int
+	ackCounts             [2]map[int64]int
+	nextEpoch             [2]int32
+	epochErrs             []string
 }
 
-// acked takes acknowledged records off held.
-func (f *shareFake) acked(first, last int64) {
+// acked takes records acknowledged to node off held and counts them.
+func (f *shareFake) acked(node int32, first, last int64) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.held -= int(last - first + 1)
+	if f.ackCounts[node] == nil {
+		f.ackCounts[node] = map[int64]int{}
+	}
+	for o := first; o <= last; o++ {
+		f.ackCounts[node][o]++
+	}
+}
+
+// begin notes a request to node with a session epoch: one more in
+// flight, and an epoch out of sequence is noted. end undoes the count.
+func (f *shareFake) begin(node, epoch int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inflight[node]++
+	f.maxInflight[node] = max(f.maxInflight[node], f.inflight[node])
+	switch {
+	case epoch == 0:
+		f.nextEpoch[node] = 1
+	case epoch == -1:
+		f.nextEpoch[node] = 0
+	case epoch != f.nextEpoch[node]:
+		f.epochErrs = append(f.epochErrs, fmt.Sprintf("node %d: epoch %d, want %d", node, epoch, f.nextEpoch[node]))
+		f.nextEpoch[node] = epoch + 1
+	default:
+		f.nextEpoch[node]++
+	}
+}
+
+func (f *shareFake) end(node int32) {
+	f.mu.Lock()
+	f.inflight[node]--
 	f.mu.Unlock()
+}
+
+// arrive adds n records to node's partition and wakes a fetch waiting
+// there.
+func (f *shareFake) arrive(node int32, n int) {
+	f.mu.Lock()
+	f.available[node] += n
+	f.wakeLocked(node)
+	f.mu.Unlock()
+}
+
+// release ends node's hold: a fetch waiting there answers.
+func (f *shareFake) release(node int32) {
+	f.mu.Lock()
+	f.hold[node] = false
+	f.wakeLocked(node)
+	f.mu.Unlock()
+}
+
+func (f *shareFake) wakeLocked(node int32) {
+	if f.arrived[node] != nil {
+		close(f.arrived[node])
+		f.arrived[node] = nil
+	}
+}
+
+// arrival returns a channel closed when records arrive on node.
+func (f *shareFake) arrivalLocked(node int32) chan struct{} {
+	if f.arrived[node] == nil {
+		f.arrived[node] = make(chan struct{})
+	}
+	return f.arrived[node]
 }
 
 // recordLimitConsumer is a subscribed share consumer of f with
@@ -149,10 +227,12 @@ func (c *shareFakeConn) Do(ctx context.Context, req kmsg.Request, _ time.Duratio
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
 				for _, b := range p.AcknowledgementBatches {
-					f.acked(b.FirstOffset, b.LastOffset)
+					f.acked(c.node, b.FirstOffset, b.LastOffset)
 				}
 			}
 		}
+		f.begin(c.node, r.ShareSessionEpoch)
+		defer f.end(c.node)
 		f.mu.Lock()
 		f.acknowledges[c.node]++
 		gate, fail := f.ackGate, f.ackFail
@@ -179,6 +259,8 @@ func (c *shareFakeConn) Do(ctx context.Context, req kmsg.Request, _ time.Duratio
 }
 
 func (f *shareFake) shareFetch(ctx context.Context, node int32, r *kmsg.ShareFetchRequest) (kmsg.Response, error) {
+	f.begin(node, r.ShareSessionEpoch)
+	defer f.end(node)
 	f.mu.Lock()
 	lost := f.sessionLost
 	f.sessionLost = false
@@ -192,7 +274,7 @@ func (f *shareFake) shareFetch(ctx context.Context, node int32, r *kmsg.ShareFet
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {
 			for _, b := range p.AcknowledgementBatches {
-				f.acked(b.FirstOffset, b.LastOffset)
+				f.acked(node, b.FirstOffset, b.LastOffset)
 				carried = true
 			}
 		}
@@ -204,26 +286,62 @@ func (f *shareFake) shareFetch(ctx context.Context, node int32, r *kmsg.ShareFet
 	f.waits[node] = append(f.waits[node], r.MaxWaitMillis)
 	f.records[node] = append(f.records[node], r.MaxRecords)
 	f.tagged[node] = append(f.tagged[node], wiretag.HasShareFetchAllLeaders(&r.UnknownTags))
-	n := min(f.available[node], int(r.MaxRecords))
-	f.available[node] -= n
-	first := f.next[node]
-	f.next[node] += int64(n)
-	f.held += n
-	f.maxHeld = max(f.maxHeld, f.held)
-	left := f.available[node]
 	f.mu.Unlock()
+	// Records are acquired when there are some; a fetch that may wait
+	// waits for them for MaxWaitMs (or, held, until they come or the
+	// hold is released).
+	timer := time.NewTimer(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	defer timer.Stop()
+	var n, left int
+	var first int64
+	for {
+		f.mu.Lock()
+		n = min(f.available[node], int(r.MaxRecords))
+		f.available[node] -= n
+		first = f.next[node]
+		f.next[node] += int64(n)
+		f.held += n
+		f.maxHeld = max(f.maxHeld, f.held)
+		left = f.available[node]
+		held := f.hold[node]
+		arrival := f.arrivalLocked(node)
+		if n > 0 || r.MaxWaitMillis == 0 {
+			f.mu.Unlock()
+			break
+		}
+		f.waiting[node]++
+		f.mu.Unlock()
+		expired := timer.C
+		if held {
+			expired = nil
+		}
+		var err error
+		done := false
+		select {
+		case <-arrival:
+		case <-expired:
+			done = true
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		f.mu.Lock()
+		f.waiting[node]--
+		if held && !f.hold[node] {
+			done = true // released
+		}
+		f.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			break
+		}
+	}
 	resp := kmsg.NewPtrShareFetchResponse()
 	if f.hints && wiretag.HasShareFetchBacklogWanted(&r.UnknownTags) {
 		wiretag.SetShareFetchBacklog(&resp.UnknownTags, []wiretag.PartitionBacklog{{TopicID: f.id, Partition: node, Records: int64(left)}})
 	}
 	if n == 0 {
-		t := time.NewTimer(time.Duration(r.MaxWaitMillis) * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
 		return resp, nil
 	}
 	b := records.NewBuilder(records.None, 1<<20, 1)
@@ -550,4 +668,144 @@ func pollShare(t *testing.T, s *ShareConsumer, n int) []*ShareRecord {
 		t.Fatalf("polled %d of %d records", len(recs), n)
 	}
 	return recs
+}
+
+// TestSharePollDoesNotWaitForOtherLeaders is share case 4's tail: an idle
+// consumer long-polls both leaders; records reach node 0 while node 1
+// has nothing (held: its fetch waits until records come). Poll returns
+// node 0's records at once, node 1's fetch still out (before, a Poll
+// waited for every leader's answer, here forever). When records reach
+// node 1, its fetch, never sent twice, brings them, and a later Poll
+// delivers them; a commit then acknowledges every record once, each
+// request with its session's next epoch. record_limit keeps its cap with
+// a fetch in flight.
+func TestSharePollDoesNotWaitForOtherLeaders(t *testing.T) {
+	for _, mode := range []string{"batch_optimized", "record_limit"} {
+		t.Run(mode, func(t *testing.T) {
+			f := &shareFake{topic: "tail", id: [16]byte{9, 9, 1}, hold: [2]bool{false, true}}
+			s := f.recordLimitConsumer(t, "share.acquire.mode", mode)
+			t.Cleanup(func() { f.release(1) }) // before the consumer's Close
+			// A Poll that waited for node 1 would end with this context.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			go func() {
+				f.waitFor(ctx, func() bool { return f.waiting[0] > 0 && f.waiting[1] > 0 })
+				f.arrive(0, 5)
+			}()
+			var recs []*ShareRecord
+			for polls := 0; len(recs) == 0 && polls < 20; polls++ {
+				got, err := s.Poll(ctx)
+				if err != nil {
+					t.Fatalf("poll %d: %v (it waited for node 1's fetch)", polls, err)
+				}
+				recs = got
+			}
+			f.mu.Lock()
+			out1 := f.inflight[1]
+			f.mu.Unlock()
+			if len(recs) != 5 || recs[0].Partition != 0 || out1 != 1 {
+				t.Fatalf("got %d records with %d fetches out to node 1; want node 0's 5 while node 1's fetch waits", len(recs), out1)
+			}
+			f.arrive(1, 3)
+			var late []*ShareRecord
+			for polls := 0; len(late) < 3 && polls < 20; polls++ {
+				got, err := s.Poll(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range got {
+					if r.Partition != 1 {
+						t.Fatalf("record of partition %d delivered again", r.Partition)
+					}
+				}
+				late = append(late, got...)
+			}
+			if len(late) != 3 {
+				t.Fatalf("node 1's 3 records: delivered %d", len(late))
+			}
+			f.release(1)
+			if err := s.CommitSync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			for node, want := range []int{5, 3} {
+				if len(f.ackCounts[node]) != want {
+					t.Errorf("node %d: %d offsets acknowledged, want %d", node, len(f.ackCounts[node]), want)
+				}
+				for off, n := range f.ackCounts[node] {
+					if n != 1 {
+						t.Errorf("node %d offset %d acknowledged %d times", node, off, n)
+					}
+				}
+				if f.maxInflight[node] > 1 {
+					t.Errorf("node %d had %d requests out at once", node, f.maxInflight[node])
+				}
+			}
+			if len(f.epochErrs) > 0 {
+				t.Errorf("session epochs out of sequence: %v", f.epochErrs)
+			}
+			if mode == "record_limit" && f.maxHeld > 10 {
+				t.Errorf("the consumer held %d records, max.poll.records=10", f.maxHeld)
+			}
+		})
+	}
+}
+
+// TestShareCloseEndsFetchInFlight: Close with a fetch out that will not be
+// answered waits for it until Close's context ends (here at once), then
+// cancels it: the
+// fetch's goroutine is gone when Close returns, and a Poll after it says
+// the consumer is closed.
+func TestShareCloseEndsFetchInFlight(t *testing.T) {
+	f := &shareFake{topic: "close", id: [16]byte{9, 9, 2}, hold: [2]bool{false, true}}
+	s := f.recordLimitConsumer(t)
+	ctx := testCtx(t)
+	go func() {
+		f.waitFor(ctx, func() bool { return f.waiting[0] > 0 && f.waiting[1] > 0 })
+		f.arrive(0, 2)
+	}()
+	for polls := 0; polls < 20; polls++ {
+		recs, err := s.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) > 0 {
+			break
+		}
+	}
+	f.mu.Lock()
+	out1 := f.inflight[1]
+	f.mu.Unlock()
+	if out1 != 1 {
+		t.Fatalf("%d fetches out to node 1, want the waiting one", out1)
+	}
+	// Close's context has ended: it cannot wait for node 1's answer.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.Close(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close: %v, want the cancelled wait for the fetch in flight", err)
+	}
+	f.mu.Lock()
+	out1 = f.inflight[1]
+	f.mu.Unlock()
+	if out1 != 0 {
+		t.Fatalf("node 1 still answering %d requests after Close", out1)
+	}
+	if _, err := s.Poll(ctx); !errors.Is(err, ErrConsumerClosed) {
+		t.Fatalf("Poll after Close: %v", err)
+	}
+}
+
+// waitFor returns once cond, called with f.mu held, is true, or ctx ended.
+func (f *shareFake) waitFor(ctx context.Context, cond func() bool) {
+	for ctx.Err() == nil {
+		f.mu.Lock()
+		ok := cond()
+		f.mu.Unlock()
+		if ok {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
