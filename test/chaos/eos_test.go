@@ -260,15 +260,13 @@ func eosVictim(ctx context.Context, c *chaosCluster, kind int) (int, string, err
 	if kind == 2 {
 		name = eosOut
 	}
-	// Asked directly, not through kadm's metadata cache, which can name a
-	// leader of up to 5 s ago (a node already killed and not yet leading).
-	ls, err := topicLayouts(ctx, c.cl, name)
+	md, err := c.adm.Metadata(ctx, name)
 	if err != nil {
 		return 0, "", err
 	}
-	for p, l := range ls {
-		if l.leader > 0 {
-			return int(l.leader), fmt.Sprintf("leader of %s-%d", name, p), nil
+	for p, pd := range md.Topics[name].Partitions {
+		if pd.Leader > 0 {
+			return int(pd.Leader), fmt.Sprintf("leader of %s-%d", name, p), nil
 		}
 	}
 	return 0, "", fmt.Errorf("%s has no led partition", name)

@@ -189,37 +189,36 @@ type layout struct {
 // MetadataMinAge (5 s by default), so a check polled from the moment a
 // node resumes would read, for 5 s, the ISR its first request saw.
 func (c *chaosCluster) layouts(ctx context.Context) ([]layout, error) {
-	return topicLayouts(ctx, c.cl, topic)
+	return topicLayouts(ctx, c.cl)
 }
 
 // layoutsFrom asks node n (and no other) for every partition's leader
 // and ISR.
 func (c *chaosCluster) layoutsFrom(ctx context.Context, n int) ([]layout, error) {
-	ls, err := topicLayouts(ctx, c.cl.Broker(n), topic)
+	ls, err := topicLayouts(ctx, c.cl.Broker(n))
 	if err != nil {
 		return nil, fmt.Errorf("node %d: %w", n, err)
 	}
 	return ls, nil
 }
 
-// topicLayouts sends r a Metadata request for topic name, one of the
-// test's topics of `partitions` partitions (a kgo client sends it to a
-// broker of its choosing and reads no cache for it), and returns the
-// leader and ISR of each of its partitions.
-func topicLayouts(ctx context.Context, r kmsg.Requestor, name string) ([]layout, error) {
+// topicLayouts sends r a Metadata request for the test topic (a kgo
+// client sends it to a broker of its choosing and reads no cache for it)
+// and returns the leader and ISR of each of its partitions.
+func topicLayouts(ctx context.Context, r kmsg.Requestor) ([]layout, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(name)
+	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	if len(resp.Topics) != 1 {
-		return nil, fmt.Errorf("metadata of %d topics, want %s", len(resp.Topics), name)
+		return nil, fmt.Errorf("metadata of %d topics, want %s", len(resp.Topics), topic)
 	}
 	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		return nil, fmt.Errorf("topic %s: %w", name, err)
+		return nil, fmt.Errorf("topic %s: %w", topic, err)
 	}
 	out := make([]layout, partitions)
 	seen := make([]bool, partitions)
@@ -230,7 +229,7 @@ func topicLayouts(ctx context.Context, r kmsg.Requestor, name string) ([]layout,
 		}
 	}
 	if i := slices.Index(seen, false); i >= 0 {
-		return nil, fmt.Errorf("partition %d missing from the metadata of %s", i, name)
+		return nil, fmt.Errorf("partition %d missing from the metadata of %s", i, topic)
 	}
 	return out, nil
 }
