@@ -133,6 +133,7 @@ type Broker struct {
 	life    *kraft.BrokerLifecycle
 	img     atomic.Pointer[metadata.Image] // the image the registry reflects
 	started atomic.Bool                    // Start finished: coordinators run
+	joined  *server.Hold                   // clients' requests until Start ends
 
 	regMu   sync.Mutex
 	regCh   chan struct{} // closed at each registry update
@@ -196,6 +197,7 @@ func New(cfg Config) (*Broker, error) {
 		topics:     map[string]*topic{},
 		topicsByID: map[[16]byte]*topic{},
 		regCh:      make(chan struct{}),
+		joined:     server.NewHold(10000),
 	}
 	b.isr = alterpartition.New(alterpartition.Config{BrokerID: cfg.NodeID, Host: alterPartitionHost{b}, Logger: b.logger})
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -350,6 +352,7 @@ func (b *Broker) Close() error {
 		b.life.Close()
 	}
 	b.cancel()
+	b.joined.Close()
 	b.autoTopics.Close()
 	if b.expiry != nil {
 		b.expiry.Close()
@@ -455,11 +458,15 @@ func (b *Broker) Serve(ctx context.Context, req *server.Request) *server.Reply {
 			"api", kmsg.NameForKey(req.Key), "version", req.Version, "remote", req.Conn.Remote)
 		return server.CloseConnection()
 	}
-	if !b.started.Load() && req.Key != 18 && !strings.HasPrefix(req.ClientID, brokerClientPrefix) && !strings.HasPrefix(req.ClientID, replicaClientPrefix) {
+	if !b.joined.Opened() && req.Key != 18 && !strings.HasPrefix(req.ClientID, brokerClientPrefix) && !strings.HasPrefix(req.ClientID, replicaClientPrefix) {
 		// Joining: the image may be the last run's. As Kafka, serve no client
-		// before catching up; closed, the client tries another broker.
-		return server.CloseConnection()
+		// before catching up: its requests wait, in order, until Start ends.
+		return b.joined.Serve(ctx, func(ctx context.Context) *server.Reply { return b.serveReq(ctx, h, req) })
 	}
+	return b.serveReq(ctx, h, req)
+}
+
+func (b *Broker) serveReq(ctx context.Context, h handler, req *server.Request) *server.Reply {
 	return b.faults.Apply(ctx, req, b.serveAuthorized(ctx, h, req))
 }
 

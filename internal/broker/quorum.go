@@ -190,6 +190,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.reloadGroups()
 	b.txnLeadershipChanged()
+	b.joined.Open()
 	b.logger.Info("broker active", "node", b.cfg.NodeID, "cluster_id", b.clusterID)
 	return nil
 }

@@ -227,8 +227,8 @@ func (c *conn) readRequests() (flush bool) {
 			}
 			return true
 		}
-		more := c.handle(frame)
-		if pooled {
+		more, held := c.handle(frame)
+		if pooled && !held {
 			c.s.frames.put(frame) // Serve has returned
 		}
 		if !more {
@@ -293,24 +293,25 @@ func (c *conn) acquireSlot() bool {
 }
 
 // handle decodes and dispatches one frame. It reports whether reading
-// should go on.
-func (c *conn) handle(frame []byte) bool {
+// should go on, and whether the dispatcher holds the request (Hold), so
+// that its frame must not be reused.
+func (c *conn) handle(frame []byte) (more, held bool) {
 	if c.gate != nil {
 		if h, ok := readFixedHeader(frame); ok && !c.gate.Admit(h.key) {
 			c.s.stats.authFailures.Add(1)
 			c.log.Info("request refused before authentication; closing connection", "api", kmsg.NameForKey(h.key), "key", h.key)
-			return false
+			return false, false
 		}
 	}
 	h, req, clientID, err := decodeWith(c.l.versions, frame)
 	if err != nil {
 		c.violation(err.Error(), "key", h.key, "api", kmsg.NameForKey(h.key), "version", h.version)
-		return false
+		return false, false
 	}
 	c.s.stats.requests[h.key].Add(1)
 	if req == nil { // an ApiVersions version we do not serve
 		reply := Ready(apiVersionsFallback(c.l.versions[apiVersionsKey]))
-		return c.send(outgoing{reply: reply, key: apiVersionsKey, correlationID: h.correlationID})
+		return c.send(outgoing{reply: reply, key: apiVersionsKey, correlationID: h.correlationID}), false
 	}
 	r := &Request{
 		Key:           h.key,
@@ -334,16 +335,16 @@ func (c *conn) handle(frame []byte) bool {
 		if v.Response != nil {
 			more := c.send(outgoing{reply: Ready(v.Response), key: h.key, version: h.version,
 				correlationID: h.correlationID, flexible: flexibleResponseHeader(req)})
-			return more && !v.Close
+			return more && !v.Close, false
 		}
 		if v.Close {
-			return false
+			return false, false
 		}
 	}
 	reply := c.s.dispatcher.Serve(c.ctx, r)
 	if reply == nil {
 		c.log.Error("dispatcher returned no reply, closing connection", "key", h.key, "version", h.version)
-		return false
+		return false, false
 	}
 	return c.send(outgoing{
 		reply:         reply,
@@ -351,7 +352,7 @@ func (c *conn) handle(frame []byte) bool {
 		version:       h.version,
 		correlationID: h.correlationID,
 		flexible:      flexibleResponseHeader(req),
-	})
+	}), reply.holdsFrame
 }
 
 // send answers one request in order and reports whether reading should go

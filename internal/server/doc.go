@@ -84,7 +84,20 @@
 // that go back to the pool when Serve returns. A stream of 97 KiB
 // produce requests then allocates about 600 bytes per request instead of
 // 107 KiB (BenchmarkProduceFrames: 66-81 us/op fresh, 18-21 us/op
-// reused).
+// reused). A request a dispatcher holds (Hold) keeps its frame.
+//
+// # Holding requests
+//
+// Hold is for a dispatcher that may not serve some requests yet (a
+// broker still joining its cluster, whose metadata may be the last
+// run's): it answers them with pending replies, keeps them in arrival
+// order, and serves them in that order once opened, requests arriving
+// meanwhile behind them, so a connection's requests keep their order.
+// Kafka binds its listener early too and accepts only once started, the
+// requests waiting in the listen backlog; closing them instead reads to
+// franz-go as a first-read EOF, which it does not retry (it fails the
+// records it has not sent). Past its bound, after Close, or for a
+// connection gone while held, a request is closed as before.
 //
 // Bad input never reaches the broker: a frame size below the smallest
 // header or above Config.MaxRequestSize, an unknown API key, an

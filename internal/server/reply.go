@@ -41,6 +41,9 @@ type Reply struct {
 	// mapResp, set before Serve returns (Map), changes the response
 	// before it is encoded.
 	mapResp func(kmsg.Response) kmsg.Response
+	// holdsFrame, set before Serve returns, keeps the request's frame
+	// from being reused: a held request is served after Serve returned.
+	holdsFrame bool
 }
 
 // closedDone is shared by replies that are ready when created.
