@@ -60,9 +60,14 @@
 // read_committed group consumers whose transactional producers commit
 // the group's offsets in each transaction) copy eos-in to eos-out while
 // an idempotent producer keeps writing eos-in and a read_committed
-// consumer reads eos-out. Every round SIGKILLs a node: one round in
-// three the transaction coordinator of a copy loop, otherwise the leader
-// of an input or output partition, restarted after 0.5-2 s. Afterwards
+// consumer reads eos-out. A copy loop aborts a transaction any of whose
+// records failed (kgo.AbortingFirstErrPromise, as franz-go's own
+// exactly-once example: franz-go fails records it has not sent on some
+// errors, and committing anyway commits offsets without their copies).
+// Every round SIGKILLs a node: one round in three the transaction
+// coordinator of a copy loop, otherwise the current leader of an input
+// or output partition (asked with a Metadata request of its own, not
+// from a client's cache), restarted after 0.5-2 s. Afterwards
 // the input producer stops and flushes (a batch for a partition whose
 // leader was just killed can wait seconds in the client for its new
 // leader, so the input's end is only known then), the loops catch up
@@ -105,6 +110,9 @@
 // partition logs, for inspection with internal/log) when a test failed,
 // WEIR_CHAOS_LOG_LEVEL=debug (or info, warn, error) the nodes' log level
 // (`weir serve --log-level`; info by default),
+// WEIR_CHAOS_EOS_KGO_LOG=PATH the exactly-once copy loops' franz-go logs
+// at INFO (PATH.eos-copy-N: transactions begun and ended, failed
+// records, rejoins),
 // WEIR_CHAOS_JAVA=0
 // leaves the Java producer out. scripts/chaos runs either form in one
 // command and saves the output under bench/out/ (git ignores it), or

@@ -260,13 +260,15 @@ func eosVictim(ctx context.Context, c *chaosCluster, kind int) (int, string, err
 	if kind == 2 {
 		name = eosOut
 	}
-	md, err := c.adm.Metadata(ctx, name)
+	// Asked directly, not through kadm's metadata cache, which can name a
+	// leader of up to 5 s ago (a node already killed and not yet leading).
+	ls, err := topicLayouts(ctx, c.cl, name)
 	if err != nil {
 		return 0, "", err
 	}
-	for p, pd := range md.Topics[name].Partitions {
-		if pd.Leader > 0 {
-			return int(pd.Leader), fmt.Sprintf("leader of %s-%d", name, p), nil
+	for p, l := range ls {
+		if l.leader > 0 {
+			return int(l.leader), fmt.Sprintf("leader of %s-%d", name, p), nil
 		}
 	}
 	return 0, "", fmt.Errorf("%s has no led partition", name)
@@ -344,18 +346,26 @@ func eosCopy(ctx context.Context, t *testing.T, seeds []string, id string, commi
 }
 
 func eosSession(ctx context.Context, seeds []string, id string, commits, aborts *atomic.Int64) error {
-	sess, err := kgo.NewGroupTransactSession(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.TransactionalID(id),
-		kgo.TransactionTimeout(10*time.Second),
+		kgo.TransactionTimeout(10 * time.Second),
 		kgo.ConsumerGroup(eosGroup),
 		kgo.ConsumeTopics(eosIn),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
-		kgo.SessionTimeout(10*time.Second),
+		kgo.SessionTimeout(10 * time.Second),
 		kgo.DefaultProduceTopic(eosOut),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-	)
+	}
+	if f := os.Getenv("WEIR_CHAOS_EOS_KGO_LOG"); f != "" {
+		w, err := os.OpenFile(f+"."+id, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err == nil {
+			defer w.Close()
+			opts = append(opts, kgo.WithLogger(kgo.BasicLogger(w, kgo.LogLevelInfo, func() string { return time.Now().Format("15:04:05.000 ") })))
+		}
+	}
+	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		return err
 	}
@@ -373,11 +383,15 @@ func eosSession(ctx context.Context, seeds []string, id string, commits, aborts 
 		if err := sess.Begin(); err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
+		// A record that fails (franz-go fails records it has not sent yet
+		// on some errors) aborts the transaction: committing it would
+		// commit the input offsets without their copies.
+		e := kgo.AbortingFirstErrPromise(sess.Client())
 		fs.EachRecord(func(r *kgo.Record) {
-			sess.Produce(ctx, &kgo.Record{Value: r.Value}, nil)
+			sess.Produce(ctx, &kgo.Record{Value: r.Value}, e.Promise())
 		})
 		ectx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		committed, err := sess.End(ectx, kgo.TryCommit)
+		committed, err := sess.End(ectx, kgo.TransactionEndTry(e.Err() == nil))
 		cancel()
 		if committed {
 			commits.Add(1)

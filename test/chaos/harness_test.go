@@ -189,36 +189,37 @@ type layout struct {
 // MetadataMinAge (5 s by default), so a check polled from the moment a
 // node resumes would read, for 5 s, the ISR its first request saw.
 func (c *chaosCluster) layouts(ctx context.Context) ([]layout, error) {
-	return topicLayouts(ctx, c.cl)
+	return topicLayouts(ctx, c.cl, topic)
 }
 
 // layoutsFrom asks node n (and no other) for every partition's leader
 // and ISR.
 func (c *chaosCluster) layoutsFrom(ctx context.Context, n int) ([]layout, error) {
-	ls, err := topicLayouts(ctx, c.cl.Broker(n))
+	ls, err := topicLayouts(ctx, c.cl.Broker(n), topic)
 	if err != nil {
 		return nil, fmt.Errorf("node %d: %w", n, err)
 	}
 	return ls, nil
 }
 
-// topicLayouts sends r a Metadata request for the test topic (a kgo
-// client sends it to a broker of its choosing and reads no cache for it)
-// and returns the leader and ISR of each of its partitions.
-func topicLayouts(ctx context.Context, r kmsg.Requestor) ([]layout, error) {
+// topicLayouts sends r a Metadata request for topic name, one of the
+// test's topics of `partitions` partitions (a kgo client sends it to a
+// broker of its choosing and reads no cache for it), and returns the
+// leader and ISR of each of its partitions.
+func topicLayouts(ctx context.Context, r kmsg.Requestor, name string) ([]layout, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
+	rt.Topic = kmsg.StringPtr(name)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	if len(resp.Topics) != 1 {
-		return nil, fmt.Errorf("metadata of %d topics, want %s", len(resp.Topics), topic)
+		return nil, fmt.Errorf("metadata of %d topics, want %s", len(resp.Topics), name)
 	}
 	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		return nil, fmt.Errorf("topic %s: %w", topic, err)
+		return nil, fmt.Errorf("topic %s: %w", name, err)
 	}
 	out := make([]layout, partitions)
 	seen := make([]bool, partitions)
@@ -229,7 +230,7 @@ func topicLayouts(ctx context.Context, r kmsg.Requestor) ([]layout, error) {
 		}
 	}
 	if i := slices.Index(seen, false); i >= 0 {
-		return nil, fmt.Errorf("partition %d missing from the metadata of %s", i, topic)
+		return nil, fmt.Errorf("partition %d missing from the metadata of %s", i, name)
 	}
 	return out, nil
 }
