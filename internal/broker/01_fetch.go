@@ -17,23 +17,19 @@ import (
 )
 
 // Fetch v4-18, with fetch sessions (KIP-227, internal/fetchsession): a
-// request is admitted as sessionless, full (opening a session when the
-// cache has a slot) or incremental (naming only what changed, answered
-// with only what changed), and reads only the partitions that may have
-// something new: those it names and those marked since the session's
-// last answer. Isolation levels read the same data because there are no
-// transactions (the last stable offset is the high watermark). RackID
-// is not used (no follower fetching for consumers); a follower's
-// ReplicaDirectoryID is not either.
+// request is sessionless, full (opening a session when the cache has a
+// slot) or incremental (naming, and answered with, only what changed),
+// and reads only the partitions it names and those marked since the
+// session's last answer. read_committed reads up to the last stable
+// offset, with the aborted transactions (readIsolated). RackID and a
+// follower's ReplicaDirectoryID are not used.
 //
-// Below MinBytes the request parks: its session's partitions are
-// watched, and a wake re-reads only the partitions marked since, until
-// MinBytes, MaxWaitMillis or the connection's end; a fetch with
-// partitions its principal may not read (answered
-// TOPIC_AUTHORIZATION_FAILED) answers at once. A consumer over its
-// consumer_byte_rate quota gets an answer without records and its
-// throttle time (internal/admission; its session is left as it was, as Kafka
-// does), and its MaxBytes is capped at what the quota allows in a window.
+// Below MinBytes the request parks: a wake re-reads only the partitions
+// marked since, until MinBytes, MaxWaitMillis or the connection's end; a
+// fetch with partitions its principal may not read answers at once. A
+// consumer over its consumer_byte_rate quota gets an answer without
+// records and its throttle time (internal/admission; its session left as
+// it was, as Kafka does), its MaxBytes capped at what the quota allows.
 var _ = register(handler{key: 1, min: 4, max: 18, serve: (*Broker).handleFetch})
 
 func (b *Broker) handleFetch(ctx context.Context, req *server.Request) *server.Reply {

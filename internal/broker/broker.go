@@ -459,8 +459,7 @@ func (b *Broker) Serve(ctx context.Context, req *server.Request) *server.Reply {
 		return server.CloseConnection()
 	}
 	if !b.joined.Opened() && req.Key != 18 && !strings.HasPrefix(req.ClientID, brokerClientPrefix) && !strings.HasPrefix(req.ClientID, replicaClientPrefix) {
-		// Joining: the image may be the last run's. As Kafka, serve no client
-		// before catching up: its requests wait, in order, until Start ends.
+		// Joining (the image may be the last run's): held until Start ends.
 		return b.joined.Serve(ctx, func(ctx context.Context) *server.Reply { return b.serveReq(ctx, h, req) })
 	}
 	return b.serveReq(ctx, h, req)

@@ -134,3 +134,32 @@ func TestHeartbeatsReportTheRegistrysOffset(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestFailedStartReleasesHeldClients: a client's request held while the
+// broker joins is closed when Start fails, not left waiting (a server
+// shutting down would wait for its reply for ever).
+func TestFailedStartReleasesHeldClients(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	held := b.Serve(context.Background(), &server.Request{Key: req.Key(), Version: req.Version, Body: req, ClientID: "app"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.Start(ctx); err == nil {
+		t.Fatal("Start with an ended context succeeded")
+	}
+	select {
+	case <-held.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held request still waits after Start failed")
+	}
+	if _, ok := held.Response(context.Background()); ok {
+		t.Error("the held request was answered, want its connection closed")
+	}
+}

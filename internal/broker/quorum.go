@@ -118,7 +118,12 @@ func (b *Broker) knownBrokers() []string {
 // the controller unfences this broker, makes sure the internal topics
 // exist and starts the group and share coordinators. Call it once, after
 // New and before serving clients' requests.
-func (b *Broker) Start(ctx context.Context) error {
+func (b *Broker) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil { // the clients' held requests would wait for ever
+			b.joined.Close()
+		}
+	}()
 	timeout := b.cfg.Quorum.StartTimeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second
