@@ -129,10 +129,12 @@ func (p *partition) leaderAndEpoch() (leader, epoch int32) {
 func (p *partition) leader() int32      { return int32(p.leadership.Load() >> 32) }
 func (p *partition) leaderEpoch() int32 { return int32(uint32(p.leadership.Load())) }
 
-// Topic, TopicID and Partition name the partition (a replica.Owner).
-func (p *partition) Topic() string     { return p.topic.name }
-func (p *partition) TopicID() [16]byte { return p.topic.id }
-func (p *partition) Partition() int32  { return p.index }
+// Topic, TopicID and Partition name the partition, and ReplicaEnv is
+// the broker's replica.Env, which the topic holds (a replica.Owner).
+func (p *partition) Topic() string            { return p.topic.name }
+func (p *partition) TopicID() [16]byte        { return p.topic.id }
+func (p *partition) Partition() int32         { return p.index }
+func (p *partition) ReplicaEnv() *replica.Env { return p.topic.env }
 
 // setLeadership stores the leader and leader epoch, returning the epoch
 // they replace.

@@ -152,7 +152,7 @@ func TestNeverWrittenPartitionHeap(t *testing.T) {
 	}
 	best := math.Inf(1)
 	for try := range 3 {
-		tp := &topic{name: fmt.Sprintf("never-written-%d", try)}
+		tp := &topic{name: fmt.Sprintf("never-written-%d", try), env: b.replicaEnv()}
 		ps := make([]*partition, n)
 		before := liveHeap()
 		for i := range ps {

@@ -595,13 +595,64 @@ func TestSetMinISRReachesTheLeader(t *testing.T) {
 	}
 }
 
-// TestReplicaSize: a replica stays in the 112-byte size class (its high
+// TestReplicaSize: a replica stays in the 96-byte size class (its high
 // watermark in its log, min.insync.replicas in its role's padding, no
-// note of its fetcher): a field added back costs every hosted replica
-// 16 B.
+// note of its fetcher, its Env through its Owner, its counters the
+// Env's): a field added back costs every hosted replica 16 B.
 func TestReplicaSize(t *testing.T) {
-	if n := unsafe.Sizeof(Replica{}); n > 112 {
-		t.Fatalf("Replica is %d B, want at most 112", n)
+	if n := unsafe.Sizeof(Replica{}); n > 96 {
+		t.Fatalf("Replica is %d B, want at most 96", n)
+	}
+}
+
+// TestReplicaCountsAreTheEnvs: the ISR change and truncation counts
+// Stats reports are those of every replica of one Env together (kept in
+// the Env, not in each replica), and replicas of another Env count apart.
+func TestReplicaCountsAreTheEnvs(t *testing.T) {
+	env, other := NewEnv(Env{LocalID: 1}), NewEnv(Env{LocalID: 1})
+	open := func(env *Env, i int32) *Replica {
+		r, err := Open(openLog(t, filepath.Join(t.TempDir(), "t-0")), 0, Config{Env: env, Topic: "t", Partition: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b, c := open(env, 0), open(env, 1), open(other, 0)
+	a.env().counts.isrShrinks.Add(1)
+	b.env().counts.isrExpands.Add(2)
+	b.env().counts.truncations.Add(3)
+	for _, r := range []*Replica{a, b} {
+		if st := r.Stats(); st.ISRShrinks != 1 || st.ISRExpands != 2 || st.Truncations != 3 {
+			t.Fatalf("partition %d: counts %d/%d/%d, want the Env's 1/2/3", r.Partition(), st.ISRShrinks, st.ISRExpands, st.Truncations)
+		}
+	}
+	if st := c.Stats(); st.ISRShrinks != 0 || st.ISRExpands != 0 || st.Truncations != 0 {
+		t.Fatalf("a replica of another Env counts %d/%d/%d, want none", st.ISRShrinks, st.ISRExpands, st.Truncations)
+	}
+}
+
+// envOwner is an Owner with the Env it gives.
+type envOwner struct{ env *Env }
+
+func (o envOwner) Topic() string     { return "t" }
+func (o envOwner) TopicID() [16]byte { return [16]byte{1} }
+func (o envOwner) Partition() int32  { return 7 }
+func (o envOwner) ReplicaEnv() *Env  { return o.env }
+
+// TestOwnerGivesTheEnv: a replica with an Owner uses the Owner's Env,
+// not Config.Env, and refuses one NewEnv did not make (its rules and
+// counts would be missing).
+func TestOwnerGivesTheEnv(t *testing.T) {
+	env := NewEnv(Env{LocalID: 4})
+	r, err := Open(openLog(t, filepath.Join(t.TempDir(), "t-7")), 0, Config{Env: NewEnv(Env{LocalID: 9}), Owner: envOwner{env}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.env() != env || r.lead().rules != env.rules || r.Partition() != 7 {
+		t.Fatalf("replica's Env %p (rules %p), want the owner's %p", r.env(), r.lead().rules, env)
+	}
+	if _, err := Open(openLog(t, filepath.Join(t.TempDir(), "t-8")), 0, Config{Owner: envOwner{&Env{LocalID: 4}}}); err == nil {
+		t.Fatal("opened with an owner's Env not made by NewEnv")
 	}
 }
 
