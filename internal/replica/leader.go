@@ -107,7 +107,7 @@ func (r *Replica) leaderLEOChanged() bool {
 	if r.ls == nil {
 		return false
 	}
-	r.ls.minISR = int32(r.minISR)
+	r.ls.minISR = r.minISR
 	r.lead().noteLEO(leo, r.lastFetch)
 	moved := r.lead().advanceHW(leo, r.now())
 	r.afterHWLocked(moved)
@@ -261,7 +261,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	now := r.now()
 	r.mu.Lock()
 	change := r.lead().fetched(f.ReplicaID, f.FetchOffset, leo, f.BrokerEpoch, now)
-	r.ls.minISR = int32(r.minISR)
+	r.ls.minISR = r.minISR
 	moved := r.lead().advanceHW(r.log().EndOffset(), now)
 	r.afterHWLocked(moved)
 	res.HighWatermark = r.ls.hw

@@ -517,7 +517,7 @@ func (r *Replica) SetMinISR(n int) {
 	r.minISR = int16(min(max(n, 1), math.MaxInt16))
 	r.mu.Lock()
 	if r.ls != nil {
-		r.ls.minISR = int32(r.minISR)
+		r.ls.minISR = r.minISR
 	}
 	r.mu.Unlock()
 }
@@ -604,7 +604,7 @@ func (r *Replica) BecomeLeader(st PartitionState) error {
 	r.mu.Lock()
 	r.wakeLocked() // the previous epoch's waiters
 	r.ls = newLeaderState(r.env().rules, st, leo, r.hw(), now)
-	r.ls.minISR = int32(r.minISR)
+	r.ls.minISR = r.minISR
 	moved := r.lead().advanceHW(leo, now)
 	r.afterHWLocked(moved)
 	r.wakeLocked()

@@ -283,7 +283,7 @@ func TestStateOfMetadataPartition(t *testing.T) {
 	if n := testing.AllocsPerRun(10, func() { s = newLeaderState(rules, got, 0, 0, time.Unix(0, 0)) }); n != 1 {
 		t.Fatalf("a leader state from StateOf makes %v allocations, want 1", n)
 	}
-	if !slices.Equal(s.replicas(), []int32{3, 1, 2}) || !slices.Equal(s.isr(), []int32{3, 1}) || &s.lists[0] != &p.ReplicasAndISR()[0] {
+	if !slices.Equal(s.replicas(), []int32{3, 1, 2}) || !slices.Equal(s.isr(), []int32{3, 1}) || s.lists != &p.ReplicasAndISR()[0] {
 		t.Fatalf("leader state replicas %v isr %v, want the image's [3 1 2] [3 1]", s.replicas(), s.isr())
 	}
 	s.setISR([]int32{3, 1, 2})
@@ -292,12 +292,38 @@ func TestStateOfMetadataPartition(t *testing.T) {
 	}
 }
 
-// TestLeaderStateSize: a leader state stays in the 80-byte size class
-// (replicas and ISR one slice): a field added back costs every led
-// partition 16 B.
+// TestLeaderStateSize: a leader state stays in the 64-byte size class
+// (replicas and ISR one array, held by its first element and length): a
+// field added back costs every led partition 16 B.
 func TestLeaderStateSize(t *testing.T) {
-	if n := unsafe.Sizeof(leaderState{}); n > 80 {
-		t.Fatalf("leaderState is %d B, want at most 80", n)
+	if n := unsafe.Sizeof(leaderState{}); n > 64 {
+		t.Fatalf("leaderState is %d B, want at most 64", n)
+	}
+}
+
+// TestLeaderStateLists: the lists a leader state holds read back as
+// given through every way they are set, empty ones included.
+func TestLeaderStateLists(t *testing.T) {
+	for _, tc := range []struct{ replicas, isr []int32 }{
+		{nil, nil},
+		{[]int32{1}, nil},
+		{[]int32{1, 2, 3}, []int32{1}},
+		{[]int32{4, 5, 6, 7, 8, 9, 10, 11, 12}, []int32{4, 5, 6, 7, 8, 9, 10, 11, 12}},
+	} {
+		var s leaderState
+		s.setLists(PartitionState{Replicas: tc.replicas, ISR: tc.isr})
+		if !slices.Equal(s.replicas(), tc.replicas) || !slices.Equal(s.isr(), tc.isr) {
+			t.Fatalf("set %v %v, read %v %v", tc.replicas, tc.isr, s.replicas(), s.isr())
+		}
+		if len(s.replicas()) > 0 && cap(s.replicas()) != len(tc.replicas) {
+			t.Fatalf("replicas %v have room for %d: an append would write the ISR", s.replicas(), cap(s.replicas()))
+		}
+		isr := append(slices.Clone(tc.isr), 99)
+		s.setISR(isr)
+		isr[0] = -1 // a copy is kept
+		if !slices.Equal(s.replicas(), tc.replicas) || !slices.Equal(s.isr(), append(slices.Clone(tc.isr), 99)) {
+			t.Fatalf("after setISR: %v %v", s.replicas(), s.isr())
+		}
 	}
 }
 
