@@ -171,8 +171,8 @@ func (run *fetchRun) read(rd *fetchsession.Read) {
 	rd.Src = nil
 	if t != nil {
 		b.mu.RLock()
-		if rd.Partition >= 0 && int(rd.Partition) < len(t.partitions) {
-			rd.Src = t.partitions[rd.Partition]
+		if rd.Partition >= 0 && int(rd.Partition) < len(t.partitions) && t.partitions[rd.Partition] != nil {
+			rd.Src = &t.partitions[rd.Partition].src
 		}
 		b.mu.RUnlock()
 	}

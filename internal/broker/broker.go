@@ -123,6 +123,7 @@ type Broker struct {
 	logDir   *logdir.Dir      // the data directory's health (logdir.go)
 	logEnv   *wlog.Env        // what every partition log shares (logger, clock, syncer)
 	cleaner  *cleaner.Cleaner // compacts the logs of compacted topics (cleaner.go)
+	cleanMu  sync.Mutex       // held to hand a partition to the cleaner or take it back
 	gate     *admission.Gate  // authorization and client quotas of every request (security.go)
 	cfgAdmin *configadmin.Manager
 

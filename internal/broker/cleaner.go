@@ -44,8 +44,8 @@ func (b *Broker) cleanWhenWritten(p *partition, hw int64) {
 	if hw <= 0 || p.cleaning.Load() != notCleaned {
 		return
 	}
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
+	b.cleanMu.Lock()
+	defer b.cleanMu.Unlock()
 	if p.cleaning.Load() != notCleaned {
 		return
 	}
@@ -77,9 +77,9 @@ func (b *Broker) cleanPartition(p *partition) {
 // waiting for a round of it in progress; a deleted partition's checkpoint
 // entry goes too.
 func (b *Broker) stopCleaning(p *partition, deleted bool) {
-	p.wmu.Lock()
+	b.cleanMu.Lock()
 	was := p.cleaning.Swap(cleanerDone)
-	p.wmu.Unlock()
+	b.cleanMu.Unlock()
 	if was != cleaned || p.topic.name == sharestate.Topic {
 		return
 	}

@@ -62,7 +62,7 @@ func TestReplicaStartsFromCheckpointedHighWatermark(t *testing.T) {
 		{"none", -1, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tp := &topic{name: "side-" + tc.name}
+			tp := &topic{name: "side-" + tc.name, env: b.replicaEnv()}
 			p, err := b.openPartition(tp, 0, cfg, false, 1)
 			if err != nil {
 				t.Fatal(err)

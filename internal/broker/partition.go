@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,7 +20,7 @@ type partition struct {
 	topic *topic
 	index int32
 	// cleaning is where the log stands with the cleaner (cleaner.go):
-	// notCleaned, cleaned or cleanerDone; changed under wmu.
+	// notCleaned, cleaned or cleanerDone; changed under Broker.cleanMu.
 	cleaning atomic.Uint32
 	rep      *replica.Replica // the replica over the local log; nil without one
 
@@ -30,93 +28,17 @@ type partition struct {
 	// epoch, as one snapshot (leader in the high 32 bits).
 	leadership atomic.Int64
 
-	// watchers are the fetch sessions reading this partition and the
-	// share fetches parked on it; nil while there are none.
-	wmu      sync.Mutex
-	watchers *watchers
-}
-
-// watchers is one allocation of 48 B for a led partition's followers'
-// sessions; the parked ShareFetches, rare, have one of their own.
-type watchers struct {
-	marks   fetchsession.Marks // fetch sessions (internal/fetchsession)
-	waiters *[]*replica.Waiter // parked ShareFetches; nil while none
-}
-
-func (p *partition) watchersLocked() *watchers {
-	if p.watchers == nil {
-		p.watchers = &watchers{}
-	}
-	return p.watchers
-}
-
-// dropIfEmptyLocked frees the watchers once nothing watches.
-func (p *partition) dropIfEmptyLocked() {
-	if w := p.watchers; w != nil && w.marks.Len() == 0 && w.waiters == nil {
-		p.watchers = nil
-	}
-}
-
-// Watch and Unwatch make the partition a fetchsession.Source.
-func (p *partition) Watch(m fetchsession.Mark) {
-	p.wmu.Lock()
-	p.watchersLocked().marks.Add(m)
-	p.wmu.Unlock()
-}
-
-func (p *partition) Unwatch(m fetchsession.Mark) {
-	p.wmu.Lock()
-	if w := p.watchers; w != nil {
-		w.marks.Remove(m)
-		p.dropIfEmptyLocked()
-	}
-	p.wmu.Unlock()
+	// src holds the marks of the fetch sessions reading this partition
+	// and the ShareFetches parked on it (internal/fetchsession).
+	src fetchsession.Source
 }
 
 // lastFetchBy is when follower id last fetched in a session holding
 // this partition (zero if none does): replica.Config.LastFetch.
-func (p *partition) lastFetchBy(id int32) time.Time {
-	var last time.Time
-	p.wmu.Lock()
-	if w := p.watchers; w != nil {
-		for _, m := range w.marks.All() {
-			if s := m.Session(); s.Replica() == id {
-				if t := s.LastUsed(); t.After(last) {
-					last = t
-				}
-			}
-		}
-	}
-	p.wmu.Unlock()
-	return last
-}
+func (p *partition) lastFetchBy(id int32) time.Time { return p.src.LastUsedBy(id) }
 
-func (p *partition) addWaiter(wt *replica.Waiter) {
-	p.wmu.Lock()
-	w := p.watchersLocked()
-	if w.waiters == nil {
-		w.waiters = new([]*replica.Waiter)
-	}
-	*w.waiters = append(*w.waiters, wt)
-	p.wmu.Unlock()
-}
-
-func (p *partition) removeWaiter(wt *replica.Waiter) {
-	p.wmu.Lock()
-	if w := p.watchers; w != nil && w.waiters != nil {
-		ws := *w.waiters
-		if i := slices.Index(ws, wt); i >= 0 {
-			last := len(ws) - 1
-			ws[i], ws[last] = ws[last], nil
-			*w.waiters = ws[:last]
-		}
-		if len(*w.waiters) == 0 {
-			w.waiters = nil
-		}
-		p.dropIfEmptyLocked()
-	}
-	p.wmu.Unlock()
-}
+func (p *partition) addWaiter(wt *replica.Waiter)    { p.src.AddWaker(wt) }
+func (p *partition) removeWaiter(wt *replica.Waiter) { p.src.RemoveWaker(wt) }
 
 // leaderAndEpoch is the leader and its epoch as the image last gave
 // them together.
@@ -129,10 +51,12 @@ func (p *partition) leaderAndEpoch() (leader, epoch int32) {
 func (p *partition) leader() int32      { return int32(p.leadership.Load() >> 32) }
 func (p *partition) leaderEpoch() int32 { return int32(uint32(p.leadership.Load())) }
 
-// Topic, TopicID and Partition name the partition (a replica.Owner).
-func (p *partition) Topic() string     { return p.topic.name }
-func (p *partition) TopicID() [16]byte { return p.topic.id }
-func (p *partition) Partition() int32  { return p.index }
+// Topic, TopicID and Partition name the partition, and ReplicaEnv is
+// the broker's replica.Env, which the topic holds (a replica.Owner).
+func (p *partition) Topic() string            { return p.topic.name }
+func (p *partition) TopicID() [16]byte        { return p.topic.id }
+func (p *partition) Partition() int32         { return p.index }
+func (p *partition) ReplicaEnv() *replica.Env { return p.topic.env }
 
 // setLeadership stores the leader and leader epoch, returning the epoch
 // they replace.
@@ -175,20 +99,7 @@ func (p *partition) setState(s metadata.Partition) (changed bool) {
 // fetch sessions reading it (each queues it for its next read and wakes
 // its parked fetch) and the parked ShareFetches. Called after an append,
 // a high watermark or log start move, and leadership changes.
-func (p *partition) wakeAll() {
-	p.wmu.Lock()
-	if w := p.watchers; w != nil {
-		for _, m := range w.marks.All() {
-			m.Mark()
-		}
-		if w.waiters != nil {
-			for _, wt := range *w.waiters {
-				wt.Wake()
-			}
-		}
-	}
-	p.wmu.Unlock()
-}
+func (p *partition) wakeAll() { p.src.MarkAll() }
 
 // localOnly keeps the partitions this node holds a replica of.
 func localOnly(ps []*partition) []*partition {

@@ -18,8 +18,8 @@ import (
 // closes it, as a follower that starts over sends), and checks that the
 // partition still marks the open ones and keeps none of the closed ones
 // alive: a session holds an entry for every partition its follower
-// follows. The marks fit in the partition's watchers up to two and grow
-// out of them past that, and come back when they fit again.
+// follows. The marks fit inline in the partition's Source up to two and
+// grow out of them past that, and come back when they fit again.
 func TestUnwatchedPartitionKeepsNoSession(t *testing.T) {
 	for _, tc := range []struct {
 		open  int
@@ -53,7 +53,7 @@ func TestUnwatchedPartitionKeepsNoSession(t *testing.T) {
 				}
 				reads := f.Pending(nil)
 				for j := range reads {
-					reads[j].Src = p
+					reads[j].Src = &p.src
 				}
 				f.Bind(reads)
 				f.Wait() // the session watches its partitions from now on
@@ -77,14 +77,10 @@ func TestUnwatchedPartitionKeepsNoSession(t *testing.T) {
 					open = append(open, s)
 				}
 			}
-			p.wmu.Lock()
 			var watching []*fetchsession.Session
-			if p.watchers != nil {
-				for _, m := range p.watchers.marks.All() {
-					watching = append(watching, m.Session())
-				}
+			for _, m := range p.src.Marks() {
+				watching = append(watching, m.Session())
 			}
-			p.wmu.Unlock()
 			if len(watching) != len(open) {
 				t.Fatalf("the partition marks %d sessions, want the %d open", len(watching), len(open))
 			}

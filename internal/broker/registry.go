@@ -199,7 +199,7 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 	t := old
 	if t == nil {
 		t = &topic{name: mt.Name(), id: mt.ID(), internal: metadata.InternalTopic(mt.Name()), self: self,
-			configs: configadmin.TopicOverrides(img, mt.Name())}
+			configs: configadmin.TopicOverrides(img, mt.Name()), env: b.replicaEnv()}
 	}
 	cfg, err := b.topicLogConfig(t.configs)
 	if err != nil {

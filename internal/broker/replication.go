@@ -39,7 +39,7 @@ func (b *Broker) openPartition(t *topic, i int32, cfg wlog.Config, lazy bool, mi
 		hw = ck
 	}
 	p := &partition{topic: t, index: i}
-	if p.rep, err = replica.Open(l, hw, replica.Config{Env: b.replicaEnv(), Owner: p, MinISR: minISR}); err != nil {
+	if p.rep, err = replica.Open(l, hw, replica.Config{Owner: p, MinISR: minISR}); err != nil {
 		l.Close()
 		return nil, err
 	}

@@ -134,17 +134,18 @@ func liveHeap() uint64 {
 }
 
 // TestNeverWrittenPartitionHeap: opening a hosted partition that was
-// never written, as a topic's creation does, keeps 160 B of live heap per
+// never written, as a topic's creation does, keeps 144 B of live heap per
 // partition and nothing more: the broker's partition (48 B) and the
-// replica (112 B), which holds the blank log of the topic's settings
-// rather than a Log of its own (48 B more before), and no directory or
-// file. The size tests hold each object to its size class; this one also
+// replica (96 B, its Env through the partition and its counters the
+// Env's; 112 B before), which holds the blank log of the topic's
+// settings rather than a Log of its own (48 B more before), and no
+// directory or file. The size tests hold each object to its size class; this one also
 // fails when opening starts keeping anything else (a Log per partition
 // again, an allocation behind a new field, a per-partition name, an
 // epoch-cache entry). BenchmarkHostedReplicaHeap measures the rest of a
 // hosted replica (leader state, sessions, image) in a running cluster.
 func TestNeverWrittenPartitionHeap(t *testing.T) {
-	const n, want = 4000, 160
+	const n, want = 4000, 144
 	b := startBroker(t, t.TempDir(), nil).b
 	cfg, err := b.topicLogConfig(nil)
 	if err != nil {
@@ -152,7 +153,7 @@ func TestNeverWrittenPartitionHeap(t *testing.T) {
 	}
 	best := math.Inf(1)
 	for try := range 3 {
-		tp := &topic{name: fmt.Sprintf("never-written-%d", try)}
+		tp := &topic{name: fmt.Sprintf("never-written-%d", try), env: b.replicaEnv()}
 		ps := make([]*partition, n)
 		before := liveHeap()
 		for i := range ps {

@@ -10,6 +10,7 @@ import (
 
 	"weir/internal/config"
 	"weir/internal/producer"
+	"weir/internal/replica"
 )
 
 // topic is a named set of partitions. The partitions slice and configs
@@ -22,6 +23,7 @@ type topic struct {
 	self       int32 // this node's id, which partition.isLeader compares
 	partitions []*partition
 	configs    map[string]string // dynamic overrides (DYNAMIC_TOPIC_CONFIG)
+	env        *replica.Env      // the broker's, which its replicas share (partition.ReplicaEnv)
 }
 
 // Kafka's rule for legal topic names.

@@ -21,13 +21,7 @@ type fakePartition struct {
 	hw       int64
 	logStart int64
 	err      int16
-	marks    []Mark
-}
-
-func (p *fakePartition) Watch(m Mark) { p.marks = append(p.marks, m) }
-
-func (p *fakePartition) Unwatch(m Mark) {
-	p.marks = slices.DeleteFunc(p.marks, func(x Mark) bool { return x == m })
+	src      Source
 }
 
 // read is what a fetch of p at d finds: every offset below the high
@@ -79,9 +73,7 @@ type racingChange struct {
 
 func (c racingChange) apply() {
 	c.p.hw = c.hw
-	for _, m := range slices.Clone(c.p.marks) {
-		m.Mark()
-	}
+	c.p.src.MarkAll()
 }
 
 // TestCacheTranscripts drives the session cache through the transcripts
@@ -131,7 +123,10 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 	case "partition":
 		name := d.CmdArgs[0].Key
 		p := tr.part(name)
-		before := *p
+		before := struct {
+			hw, logStart int64
+			err          int16
+		}{p.hw, p.logStart, p.err}
 		for _, a := range d.CmdArgs[1:] {
 			v, err := strconv.ParseInt(a.Vals[0], 10, 64)
 			if err != nil {
@@ -149,11 +144,9 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 		if p.hw != before.hw || p.logStart != before.logStart || p.err != before.err {
-			for _, m := range slices.Clone(p.marks) {
-				m.Mark()
-			}
+			p.src.MarkAll()
 		}
-		return fmt.Sprintf("%s watched by %d", name, len(p.marks))
+		return fmt.Sprintf("%s watched by %d", name, len(p.src.Marks()))
 	case "fetch":
 		return tr.fetch(t, d)
 	case "read":
@@ -353,7 +346,7 @@ func (tr *transcript) readPending(of *openFetch) string {
 			name = nameOf(r.Topic.ID) + ":" + strconv.Itoa(int(r.Partition))
 		}
 		p := tr.part(name)
-		r.Src = p
+		r.Src = &p.src
 		of.outcomes[r.Index] = p.read(r.PartitionData)
 		names = append(names, fmt.Sprintf("%s@%d", name, r.FetchOffset))
 	}

@@ -146,9 +146,7 @@ func checkClientAgainstCache(t *testing.T, ops []byte) {
 		case 5:
 			p := part(key(arg))
 			p.hw++
-			for _, m := range slices.Clone(p.marks) {
-				m.Mark()
-			}
+			p.src.MarkAll()
 		case 6, 7:
 			pl := c.Next()
 			req := planRequest(c, pl)
@@ -161,7 +159,7 @@ func checkClientAgainstCache(t *testing.T, ops []byte) {
 				for j := range reads {
 					r := &reads[j]
 					p := part(key2(r.Topic, r.Partition))
-					r.Src = p
+					r.Src = &p.src
 					outcomes[r.Index] = p.read(r.PartitionData)
 				}
 				f.Bind(reads)

@@ -20,8 +20,10 @@
 //     records, a changed high watermark or log start offset, an error, a
 //     divergence.
 //   - What a request reads. Every partition of a session is watched: the
-//     broker's partition holds a Mark per session (in a Marks, two
-//     inline) and calls it after any change a fetch could see. A request
+//     broker's partition holds a Source (16 bytes, by value), which
+//     holds a Mark per session (two inline in one 32-byte object, more
+//     and the broker's parked ShareFetches, as Wakers, in an overflow),
+//     and calls MarkAll after any change a fetch could see. A request
 //     reads the partitions marked since the last answer and those it
 //     names itself, and, parked below MinBytes, only those marked while
 //     it waited. Kafka's broker reads
@@ -54,7 +56,7 @@
 //     145. What a partition never written asks (offset 0, no last
 //     fetched epoch) is the Client's blank data with the partition's
 //     leader epoch; any other's PartitionData is kept apart (32 bytes)
-//     until the partition goes. A Session finds its entries (32 bytes each) through a
+//     until the partition goes. A Session finds its entries (24 bytes each, the Source a pointer) through a
 //     slotIndex too, not a dense array per topic (a follower's session
 //     holds about a third of each topic's partitions at RF 3). An entry
 //     of a partition never written (fetched at offset 0 with no last
@@ -79,15 +81,18 @@
 //	parked: <-f.Wait() (with the timeout and the connection's context); reads = f.Pending(reads[:0]) ...
 //	res := f.Finish(now, outcomeOf)                // res.SessionID, res.ErrorCode, res.Include in order
 //
-// and the broker's partition implements Source: Watch/Unwatch add and
-// remove a Mark, and every change calls Mark on each one it holds.
+// and the broker's partition holds a Source (Read.Src points to it),
+// to which sessions add and remove their Marks (Watch/Unwatch), the
+// broker its parked ShareFetches (AddWaker/RemoveWaker); every change
+// calls MarkAll, and a leader asks it when a follower last fetched
+// (LastUsedBy).
 //
 // # Concurrency
 //
 // Lock order: Cache.mu, then a cached Session.mu; a new session's mu may
 // be held while taking Cache.mu (it is in no one else's hands yet);
 // Session.mu is held while calling a partition's Watch/Unwatch (which
-// take the partition's own lock); Session.qmu, the queue of marked
+// take the Source's own lock); Session.qmu, the queue of marked
 // partitions, is a leaf taken under the partition's lock by Mark. No
 // lock is held while the broker reads a partition or waits. A request
 // admitted at the next epoch while an earlier one is still parked makes

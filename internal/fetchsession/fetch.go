@@ -38,7 +38,7 @@ type Read struct {
 	Topic     TopicRef
 	Partition int32
 	PartitionData
-	Src Source
+	Src *Source
 }
 
 // Outcome is what a read of a partition found, as far as the session

@@ -52,32 +52,6 @@ type PartitionData struct {
 	LastFetchedEpoch int32 // -1 when not given
 }
 
-// Source is the broker's partition an entry reads, as the session sees
-// it: something that marks the sessions watching it when it changes.
-// Watch adds m to the partition's marks and Unwatch removes it; both are
-// called with the session's lock held and must not call back into the
-// session. The partition calls m.Mark (which only takes the session's
-// leaf queue lock) after anything that a fetch of it could see: an
-// append, a high watermark or log start move, a truncation, a leader or
-// epoch change, its removal.
-type Source interface {
-	Watch(m Mark)
-	Unwatch(m Mark)
-}
-
-// Mark is one entry of one session, as a partition holds it.
-type Mark struct {
-	s *Session
-	i int32
-}
-
-// Mark queues the entry for the session's next read and wakes a fetch
-// parked on the session. It never blocks.
-func (m Mark) Mark() { m.s.mark(m.i) }
-
-// Session is the session the mark belongs to.
-func (m Mark) Session() *Session { return m.s }
-
 // Session is the partitions one fetcher reads from this broker, with
 // what the last response told it of each (Kafka's FetchSession with its
 // CachedPartitions). A cached session lives in the Cache between
@@ -129,7 +103,7 @@ type Session struct {
 	c      chan struct{}
 }
 
-// entry is one partition of a session (32 bytes: sessions of followers
+// entry is one partition of a session (24 bytes: sessions of followers
 // hold one per partition they follow). A partition never written is
 // fetched at offset 0 with no last fetched epoch and answered a high
 // watermark and log start offset of 0: while that is all it holds, its
@@ -145,7 +119,7 @@ type entry struct {
 	// nothing answered yet (high watermark and log start -1); extZero:
 	// a high watermark and log start of 0 answered.
 	ext int32
-	src Source
+	src *Source
 }
 
 // The answers an entry without an entryExt holds.
@@ -440,7 +414,7 @@ func (s *Session) unwatch() {
 // the read and now would otherwise go unread until something else
 // changes (the fetcher, told there was nothing new, does not name it
 // again). mu held.
-func (s *Session) bind(i int32, src Source) {
+func (s *Session) bind(i int32, src *Source) {
 	e := &s.entries[i]
 	if !e.used() || e.src == src {
 		return

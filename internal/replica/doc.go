@@ -40,10 +40,12 @@
 //
 // Opening: Open(log, hw, Config) for every local replica. Config carries
 // an Owner (the broker's partition: it names the replica, Topic, TopicID
-// and Partition, and the shared callbacks find it with r.Owner()),
-// MinISR (min.insync.replicas; SetMinISR on a config change) and the Env
-// every replica of
-// the broker shares (NewEnv): LocalID, MaxLag (replica.lag.time.max.ms),
+// and Partition, gives the Env with ReplicaEnv, which the replica keeps
+// no pointer to, and the shared callbacks find it with r.Owner()),
+// MinISR (min.insync.replicas; SetMinISR on a config change); the Env
+// every replica of the broker shares (NewEnv, which also makes the
+// counters Stats reports, the broker's together as Kafka counts ISR
+// shrinks and expands, kept there rather than per replica): LocalID, MaxLag (replica.lag.time.max.ms),
 // HoldHWUnderMinISR (KIP-966's rule, off by default),
 // Eligible(brokerID, brokerEpoch) (KIP-841/903: may a broker, at the
 // broker epoch its fetch carried, join an ISR; EligibleIn answers it from

@@ -78,10 +78,10 @@ func (r *Replica) truncateFullyAndStartAt(epoch int32, offset int64) error {
 		return err
 	}
 	r.setHW(offset)
-	r.truncations.Add(1)
+	r.env().counts.truncations.Add(1)
 	r.info("replica: log restarted at the leader's log start", "from", before, "to", offset)
-	if r.env.OnTruncate != nil {
-		r.env.OnTruncate(r, offset)
+	if r.env().OnTruncate != nil {
+		r.env().OnTruncate(r, offset)
 	}
 	return nil
 }
@@ -118,7 +118,7 @@ func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, 
 			}
 			latest, haveLatest = EpochEntry{h.LeaderEpoch, h.BaseOffset}, true
 		}
-		if r.env.OnFollowerAppend != nil {
+		if r.env().OnFollowerAppend != nil {
 			headers = append(headers, h)
 		}
 		end += int(h.Length)
@@ -128,11 +128,11 @@ func (r *Replica) appendFromLeaderLocked(epoch int32, batches []byte, leaderHW, 
 		if err == nil {
 			_, err = l.AppendReplicated(batches[start:end])
 		}
-		if r.env.OnFollowerAppend != nil {
+		if r.env().OnFollowerAppend != nil {
 			// Also on error: the batches before the failing one are in.
 			for i := range headers {
 				if headers[i].BaseOffset < r.log().EndOffset() {
-					r.env.OnFollowerAppend(r, &headers[i])
+					r.env().OnFollowerAppend(r, &headers[i])
 				}
 			}
 		}
@@ -188,8 +188,8 @@ func (r *Replica) AdvanceStartOffset(offset int64) (int64, error) {
 
 // notifyLogStart calls OnLogStart if the log start rose past before.
 func (r *Replica) notifyLogStart(before int64) {
-	if start := r.log().StartOffset(); start > before && r.env.OnLogStart != nil {
-		r.env.OnLogStart(r, start)
+	if start := r.log().StartOffset(); start > before && r.env().OnLogStart != nil {
+		r.env().OnLogStart(r, start)
 	}
 }
 
@@ -233,10 +233,10 @@ func (r *Replica) truncateLocked(offset int64) error {
 		r.setHW(leo)
 	}
 	if leo < before {
-		r.truncations.Add(1)
+		r.env().counts.truncations.Add(1)
 		r.info("replica: truncated log", "from", before, "to", leo)
-		if r.env.OnTruncate != nil {
-			r.env.OnTruncate(r, leo)
+		if r.env().OnTruncate != nil {
+			r.env().OnTruncate(r, leo)
 		}
 	}
 	return nil

@@ -127,19 +127,7 @@ type memNode struct {
 	// The node's fetch sessions, as a leader's broker keeps them, and the
 	// marks of those reading its partition.
 	sessions *fetchsession.Cache
-	marks    []fetchsession.Mark
-}
-
-func (n *memNode) Watch(m fetchsession.Mark) {
-	n.mu.Lock()
-	n.marks = append(n.marks, m)
-	n.mu.Unlock()
-}
-
-func (n *memNode) Unwatch(m fetchsession.Mark) {
-	n.mu.Lock()
-	n.marks = slices.DeleteFunc(n.marks, func(x fetchsession.Mark) bool { return x == m })
-	n.mu.Unlock()
+	src      fetchsession.Source
 }
 
 func (n *memNode) hooks() ([]int64, []int64) {
@@ -149,25 +137,13 @@ func (n *memNode) hooks() ([]int64, []int64) {
 }
 
 // lastFetchBy is Config.LastFetch, as the broker's partition answers it.
-func (n *memNode) lastFetchBy(id int32) time.Time {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var last time.Time
-	for _, m := range n.marks {
-		if s := m.Session(); s.Replica() == id && s.LastUsed().After(last) {
-			last = s.LastUsed()
-		}
-	}
-	return last
-}
+func (n *memNode) lastFetchBy(id int32) time.Time { return n.src.LastUsedBy(id) }
 
 func (n *memNode) signal() {
 	n.mu.Lock()
 	close(n.grow)
 	n.grow = make(chan struct{})
-	for _, m := range n.marks {
-		m.Mark()
-	}
+	n.src.MarkAll()
 	n.mu.Unlock()
 }
 
@@ -415,7 +391,7 @@ func (c *memCluster) serveFetch(ctx context.Context, n *memNode, r *kmsg.FetchRe
 		for i := range reads {
 			rd := &reads[i]
 			if rd.Topic.ID == c.topicID && rd.Partition == 0 {
-				rd.Src = n
+				rd.Src = &n.src
 			}
 			bytes -= outcomes[rd.Index].Bytes
 			sp, b := c.readOne(n, r, rd.Topic.ID, rd.Partition, rd.PartitionData)

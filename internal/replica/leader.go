@@ -92,8 +92,8 @@ func (r *Replica) leaderAppend(acks int16, opts wlog.AppendOptions, write func(w
 	r.roleMu.RUnlock()
 	if moved {
 		r.notifyHW(true)
-	} else if r.env.OnAppend != nil {
-		r.env.OnAppend(r)
+	} else if r.env().OnAppend != nil {
+		r.env().OnAppend(r)
 	}
 	return AppendResult{AppendResult: res, LeaderEpoch: epoch}, nil
 }
@@ -107,7 +107,7 @@ func (r *Replica) leaderLEOChanged() bool {
 	if r.ls == nil {
 		return false
 	}
-	r.ls.minISR = int32(r.minISR)
+	r.ls.minISR = r.minISR
 	r.lead().noteLEO(leo, r.lastFetch)
 	moved := r.lead().advanceHW(leo, r.now())
 	r.afterHWLocked(moved)
@@ -116,10 +116,10 @@ func (r *Replica) leaderLEOChanged() bool {
 
 // lastFetch is Config.LastFetch for leaderState.noteLEO; nil without one.
 func (r *Replica) lastFetch(id int32) time.Time {
-	if r.env.LastFetch == nil {
+	if r.env().LastFetch == nil {
 		return time.Time{}
 	}
-	return r.env.LastFetch(r, id)
+	return r.env().LastFetch(r, id)
 }
 
 // WaitForHW blocks until the high watermark reaches offset (the append's
@@ -261,7 +261,7 @@ func (r *Replica) FetchForFollower(dst []wlog.FileRange, f FollowerFetch) Follow
 	now := r.now()
 	r.mu.Lock()
 	change := r.lead().fetched(f.ReplicaID, f.FetchOffset, leo, f.BrokerEpoch, now)
-	r.ls.minISR = int32(r.minISR)
+	r.ls.minISR = r.minISR
 	moved := r.lead().advanceHW(r.log().EndOffset(), now)
 	r.afterHWLocked(moved)
 	res.HighWatermark = r.ls.hw
@@ -358,9 +358,9 @@ func (r *Replica) completeISRChange(change ISRChange, res ISRChangeResult) (hwMo
 		}
 		switch {
 		case len(res.ISR) < len(r.ls.isr()):
-			r.isrShrinks.Add(1)
+			r.env().counts.isrShrinks.Add(1)
 		case len(res.ISR) > len(r.ls.isr()):
-			r.isrExpands.Add(1)
+			r.env().counts.isrExpands.Add(1)
 		}
 		r.ls.setISR(res.ISR)
 		r.ls.partitionEpoch = res.PartitionEpoch

@@ -3,6 +3,7 @@ package replica
 import (
 	"slices"
 	"time"
+	"unsafe"
 )
 
 // UnknownOffset is a follower log end offset the leader has not learnt yet
@@ -60,19 +61,23 @@ type leaderState struct {
 	leaderEpoch    int32
 	partitionEpoch int32
 	leo            int64 // the leader's log end offset, as last noted (noteLEO)
-	// lists are the replicas, then the committed ISR, as the metadata
-	// says (replicas and isr read them; nReplicas splits them): one
-	// slice, the image's own when StateOf made the assignment.
-	lists []int32
+	// lists is the first of the replicas, then the committed ISR, as the
+	// metadata says, nLists of them (replicas and isr read them;
+	// nReplicas splits them): one array, the image's own when StateOf
+	// made the assignment. A pointer and a length rather than a slice
+	// header (8 B less, which keeps a led partition's state in the
+	// 64-byte size class); nil when there are none.
+	lists *int32
 	hw    int64
 	// since is when the leadership started (Unix nanoseconds).
 	since int64
 	// minISR is min.insync.replicas, for the KIP-966 rule (rules).
-	minISR int32
+	minISR int16
 	// atLEO marks, by index in replicas, the ISR followers that fetched
 	// at the log end while the leadership is compact.
 	atLEO     uint8
 	nReplicas uint16
+	nLists    uint16
 	// busy is nil while the leadership is compact (see expand).
 	*busy
 }
@@ -137,23 +142,37 @@ func newLeaderState(rules *leaderRules, st PartitionState, epochStart, hw int64,
 }
 
 // replicas are the partition's replicas; isr is the committed ISR.
-func (s *leaderState) replicas() []int32 { return s.lists[:s.nReplicas:s.nReplicas] }
-func (s *leaderState) isr() []int32      { return s.lists[s.nReplicas:len(s.lists):len(s.lists)] }
+func (s *leaderState) replicas() []int32 { return s.all()[:s.nReplicas:s.nReplicas] }
+func (s *leaderState) isr() []int32      { return s.all()[s.nReplicas:] }
+
+// all are the lists, replicas then ISR.
+func (s *leaderState) all() []int32 { return unsafe.Slice(s.lists, s.nLists) }
 
 // setLists takes replicas and ISR from st. Kept as given, never written
 // to: StateOf's lists are the metadata image's, shared by every replica
 // of the partition on this node; others are joined into one copy.
 func (s *leaderState) setLists(st PartitionState) {
-	s.nReplicas = uint16(len(st.Replicas))
 	if len(st.lists) == len(st.Replicas)+len(st.ISR) {
-		s.lists = st.lists
+		s.keepLists(st.lists, len(st.Replicas))
 		return
 	}
-	s.lists = slices.Concat(st.Replicas, st.ISR)
+	s.keepLists(slices.Concat(st.Replicas, st.ISR), len(st.Replicas))
+}
+
+// keepLists holds lists, whose first nReplicas are the replicas and the
+// rest the ISR; never written to after. Both fit a uint16: a
+// replication factor is at most 32,767 (an int16 in CreateTopics).
+func (s *leaderState) keepLists(lists []int32, nReplicas int) {
+	s.lists, s.nLists, s.nReplicas = unsafe.SliceData(lists), uint16(len(lists)), uint16(nReplicas)
+	if len(lists) == 0 {
+		s.lists = nil
+	}
 }
 
 // setISR replaces the committed ISR (a copy of isr).
-func (s *leaderState) setISR(isr []int32) { s.lists = slices.Concat(s.replicas(), isr) }
+func (s *leaderState) setISR(isr []int32) {
+	s.keepLists(slices.Concat(s.replicas(), isr), int(s.nReplicas))
+}
 
 // maxCompactReplicas is the most replicas atLEO has bits for.
 const maxCompactReplicas = 8

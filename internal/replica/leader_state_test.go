@@ -61,7 +61,7 @@ func TestLeaderStateTranscript(t *testing.T) {
 				if d.HasArg("minisr") {
 					var minISR int
 					d.ScanArgs(t, "minisr", &minISR)
-					s.minISR = int32(minISR)
+					s.minISR = int16(minISR)
 					rules.holdUnderMinISR = d.HasArg("hold")
 				}
 				var out []int32

@@ -283,7 +283,7 @@ func TestStateOfMetadataPartition(t *testing.T) {
 	if n := testing.AllocsPerRun(10, func() { s = newLeaderState(rules, got, 0, 0, time.Unix(0, 0)) }); n != 1 {
 		t.Fatalf("a leader state from StateOf makes %v allocations, want 1", n)
 	}
-	if !slices.Equal(s.replicas(), []int32{3, 1, 2}) || !slices.Equal(s.isr(), []int32{3, 1}) || &s.lists[0] != &p.ReplicasAndISR()[0] {
+	if !slices.Equal(s.replicas(), []int32{3, 1, 2}) || !slices.Equal(s.isr(), []int32{3, 1}) || s.lists != &p.ReplicasAndISR()[0] {
 		t.Fatalf("leader state replicas %v isr %v, want the image's [3 1 2] [3 1]", s.replicas(), s.isr())
 	}
 	s.setISR([]int32{3, 1, 2})
@@ -292,12 +292,38 @@ func TestStateOfMetadataPartition(t *testing.T) {
 	}
 }
 
-// TestLeaderStateSize: a leader state stays in the 80-byte size class
-// (replicas and ISR one slice): a field added back costs every led
-// partition 16 B.
+// TestLeaderStateSize: a leader state stays in the 64-byte size class
+// (replicas and ISR one array, held by its first element and length): a
+// field added back costs every led partition 16 B.
 func TestLeaderStateSize(t *testing.T) {
-	if n := unsafe.Sizeof(leaderState{}); n > 80 {
-		t.Fatalf("leaderState is %d B, want at most 80", n)
+	if n := unsafe.Sizeof(leaderState{}); n > 64 {
+		t.Fatalf("leaderState is %d B, want at most 64", n)
+	}
+}
+
+// TestLeaderStateLists: the lists a leader state holds read back as
+// given through every way they are set, empty ones included.
+func TestLeaderStateLists(t *testing.T) {
+	for _, tc := range []struct{ replicas, isr []int32 }{
+		{nil, nil},
+		{[]int32{1}, nil},
+		{[]int32{1, 2, 3}, []int32{1}},
+		{[]int32{4, 5, 6, 7, 8, 9, 10, 11, 12}, []int32{4, 5, 6, 7, 8, 9, 10, 11, 12}},
+	} {
+		var s leaderState
+		s.setLists(PartitionState{Replicas: tc.replicas, ISR: tc.isr})
+		if !slices.Equal(s.replicas(), tc.replicas) || !slices.Equal(s.isr(), tc.isr) {
+			t.Fatalf("set %v %v, read %v %v", tc.replicas, tc.isr, s.replicas(), s.isr())
+		}
+		if len(s.replicas()) > 0 && cap(s.replicas()) != len(tc.replicas) {
+			t.Fatalf("replicas %v have room for %d: an append would write the ISR", s.replicas(), cap(s.replicas()))
+		}
+		isr := append(slices.Clone(tc.isr), 99)
+		s.setISR(isr)
+		isr[0] = -1 // a copy is kept
+		if !slices.Equal(s.replicas(), tc.replicas) || !slices.Equal(s.isr(), append(slices.Clone(tc.isr), 99)) {
+			t.Fatalf("after setISR: %v %v", s.replicas(), s.isr())
+		}
 	}
 }
 
@@ -595,13 +621,64 @@ func TestSetMinISRReachesTheLeader(t *testing.T) {
 	}
 }
 
-// TestReplicaSize: a replica stays in the 112-byte size class (its high
+// TestReplicaSize: a replica stays in the 96-byte size class (its high
 // watermark in its log, min.insync.replicas in its role's padding, no
-// note of its fetcher): a field added back costs every hosted replica
-// 16 B.
+// note of its fetcher, its Env through its Owner, its counters the
+// Env's): a field added back costs every hosted replica 16 B.
 func TestReplicaSize(t *testing.T) {
-	if n := unsafe.Sizeof(Replica{}); n > 112 {
-		t.Fatalf("Replica is %d B, want at most 112", n)
+	if n := unsafe.Sizeof(Replica{}); n > 96 {
+		t.Fatalf("Replica is %d B, want at most 96", n)
+	}
+}
+
+// TestReplicaCountsAreTheEnvs: the ISR change and truncation counts
+// Stats reports are those of every replica of one Env together (kept in
+// the Env, not in each replica), and replicas of another Env count apart.
+func TestReplicaCountsAreTheEnvs(t *testing.T) {
+	env, other := NewEnv(Env{LocalID: 1}), NewEnv(Env{LocalID: 1})
+	open := func(env *Env, i int32) *Replica {
+		r, err := Open(openLog(t, filepath.Join(t.TempDir(), "t-0")), 0, Config{Env: env, Topic: "t", Partition: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b, c := open(env, 0), open(env, 1), open(other, 0)
+	a.env().counts.isrShrinks.Add(1)
+	b.env().counts.isrExpands.Add(2)
+	b.env().counts.truncations.Add(3)
+	for _, r := range []*Replica{a, b} {
+		if st := r.Stats(); st.ISRShrinks != 1 || st.ISRExpands != 2 || st.Truncations != 3 {
+			t.Fatalf("partition %d: counts %d/%d/%d, want the Env's 1/2/3", r.Partition(), st.ISRShrinks, st.ISRExpands, st.Truncations)
+		}
+	}
+	if st := c.Stats(); st.ISRShrinks != 0 || st.ISRExpands != 0 || st.Truncations != 0 {
+		t.Fatalf("a replica of another Env counts %d/%d/%d, want none", st.ISRShrinks, st.ISRExpands, st.Truncations)
+	}
+}
+
+// envOwner is an Owner with the Env it gives.
+type envOwner struct{ env *Env }
+
+func (o envOwner) Topic() string     { return "t" }
+func (o envOwner) TopicID() [16]byte { return [16]byte{1} }
+func (o envOwner) Partition() int32  { return 7 }
+func (o envOwner) ReplicaEnv() *Env  { return o.env }
+
+// TestOwnerGivesTheEnv: a replica with an Owner uses the Owner's Env,
+// not Config.Env, and refuses one NewEnv did not make (its rules and
+// counts would be missing).
+func TestOwnerGivesTheEnv(t *testing.T) {
+	env := NewEnv(Env{LocalID: 4})
+	r, err := Open(openLog(t, filepath.Join(t.TempDir(), "t-7")), 0, Config{Env: NewEnv(Env{LocalID: 9}), Owner: envOwner{env}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.env() != env || r.lead().rules != env.rules || r.Partition() != 7 {
+		t.Fatalf("replica's Env %p (rules %p), want the owner's %p", r.env(), r.lead().rules, env)
+	}
+	if _, err := Open(openLog(t, filepath.Join(t.TempDir(), "t-8")), 0, Config{Owner: envOwner{&Env{LocalID: 4}}}); err == nil {
+		t.Fatal("opened with an owner's Env not made by NewEnv")
 	}
 }
 
