@@ -10,6 +10,20 @@ import (
 	"weir/internal/server"
 )
 
+// newUnstartedBroker is a broker made with the default config that is
+// never started; the test's end closes it.
+func newUnstartedBroker(t *testing.T) *Broker {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
 // TestJoiningBrokerHoldsClients: until Start has applied this run's
 // registration, the image is the one the node had on disk (the leaders
 // and brokers of its last run), so a client's request waits, as against
@@ -20,13 +34,7 @@ import (
 // Closing the connection instead made franz-go fail produced records
 // (an EOF on a connection's first request is not retried).
 func TestJoiningBrokerHoldsClients(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	b, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newUnstartedBroker(t)
 	srv, err := server.New(server.Config{Listeners: []server.Listener{{Name: "PLAINTEXT", Addr: "127.0.0.1:0"}}, Dispatcher: b})
 	if err != nil {
 		t.Fatal(err)
@@ -139,13 +147,7 @@ func TestHeartbeatsReportTheRegistrysOffset(t *testing.T) {
 // broker joins is closed when Start fails, not left waiting (a server
 // shutting down would wait for its reply for ever).
 func TestFailedStartReleasesHeldClients(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	b, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := newUnstartedBroker(t)
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12
 	held := b.Serve(context.Background(), &server.Request{Key: req.Key(), Version: req.Version, Body: req, ClientID: "app"})
