@@ -209,8 +209,12 @@
 // every leader's answer, and share case 4's trickle over six leaders had
 // p99 end-to-end latency near fetch.max.wait.ms (EXPERIMENTS.md).
 // TestSharePollDoesNotWaitForOtherLeaders checks it against two in-memory
-// leaders, one of which never answers. A commit and Close wait for the
-// fetches in flight (at most fetch.max.wait.ms) before acknowledging.
+// leaders, one of which never answers. A commit sends its
+// acknowledgements at once to every leader with no fetch in flight; it
+// waits for a fetch in flight (at most fetch.max.wait.ms) only when that
+// leader has acknowledgements to send or to confirm, as Kafka's consumer
+// does (TestShareCommitDoesNotWaitForOtherLeaders). Close waits for every
+// fetch in flight.
 //
 // share.acquire.mode=record_limit makes max.poll.records a strict cap: the
 // records the member holds (acquired, not yet acknowledged) never exceed
@@ -287,7 +291,8 @@
 // connection's reader goroutine. The consumer adds a heartbeat goroutine
 // per group membership; a share consumer adds one heartbeat goroutine, a
 // goroutine per ShareFetch in flight (at most one per leader; a fetch may
-// outlive the Poll that sent it, commits and Close wait for it, and Close
+// outlive the Poll that sent it, a commit waits for it only when its
+// leader has acknowledgements, Close waits for it, and Close
 // cancels it only if its own context ends first), and CommitAsync on a
 // goroutine Close waits for. Close stops every goroutine a client started and
 // waits for it. Times come from an injected clock so the producer can run

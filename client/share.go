@@ -43,7 +43,8 @@ import (
 // when nothing is in flight after a round without a wait). A fetch is
 // never cancelled for a Poll's sake (what it acquired would stay locked
 // until the acquisition lock timed out): fetches run on the consumer's
-// context; commits and Close wait for them, and Close cancels them only
+// context; a commit waits only for those whose leader it must ask
+// (commitRound), Close for all of them, and Close cancels them only
 // when its own context ends first. Which leaders are asked, for how many
 // records (MaxRecords) and how long they may wait (MaxWaitMs) is
 // planShareFetches, a pure function with its own tests, over the leaders
@@ -172,6 +173,11 @@ type shareLeader struct {
 	inflight bool
 	reserved int32
 	waits    bool
+	// owed: the fetch in flight carries acknowledgements, or the leader
+	// was unconfirmed when it was sent: a commit waits for its answer
+	// and then asks the leader (commitRound). Set and cleared with
+	// inflight.
+	owed bool
 }
 
 // lost forgets the session with node after a failed request. The broker
@@ -779,26 +785,69 @@ func (s *ShareConsumer) byLeader(m *metadata) (map[int32][]shareTP, map[int32]bo
 
 // commitRound sends every pending acknowledgement with ShareAcknowledge,
 // and asks every leader holding acknowledgements whose durability was
-// deferred (ShareAcknowledge waits for them), once the fetches in flight
-// are answered: a leader is sent one request at a time.
+// deferred (ShareAcknowledge waits for them). A leader is sent one
+// request at a time: those with no fetch in flight are asked at once;
+// one whose fetch in flight is owed (it carries acknowledgements, or the
+// leader was unconfirmed) is asked once that fetch is answered, and the
+// other fetches in flight are not waited for (a long poll on a leader
+// with nothing to acknowledge does not hold a commit for
+// fetch.max.wait.ms). Each leader is asked at most once per commit.
+//
+// Kafka's consumer does the same per node (ShareConsumeRequestManager
+// sends a node's acknowledgements only when no request to it is out);
+// sending a ShareAcknowledge behind a fetch in flight instead would gain
+// nothing: a broker answers a connection's requests in order, so its
+// answer would wait for the fetch's anyway.
 func (s *ShareConsumer) commitRound(ctx context.Context) error {
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
-	if err := s.settle(ctx); err != nil {
-		return err
-	}
 	m := s.cl.meta.Load()
-	_, ackNodes := s.byLeader(m)
-	for n, l := range s.leaders {
-		if l.unconfirmed && l.epoch != 0 {
-			ackNodes[n] = true
+	asked := map[int32]bool{}
+	var errs []error
+	for {
+		s.takeAnswers()
+		free, owed := s.commitNodes(m, asked)
+		for _, n := range free {
+			asked[n] = true
+		}
+		if err := s.acknowledgeAll(ctx, m, free, false); err != nil {
+			errs = append(errs, err)
+		}
+		if !owed {
+			return errors.Join(errs...)
+		}
+		if err := s.waitAnswer(ctx); err != nil {
+			return errors.Join(append(errs, err)...)
 		}
 	}
-	var nodes []int32
-	for n := range ackNodes {
-		nodes = append(nodes, n)
+}
+
+// commitNodes lists the leaders a commit asks now, sorted: those not in
+// asked with no fetch in flight and acknowledgements pending or
+// unconfirmed; owed says a leader still to ask has a fetch in flight.
+// Called with sessMu held.
+func (s *ShareConsumer) commitNodes(m *metadata, asked map[int32]bool) (free []int32, owed bool) {
+	_, ackNodes := s.byLeader(m)
+	for n, l := range s.leaders {
+		if !l.inflight && l.unconfirmed && l.epoch != 0 {
+			ackNodes[n] = true
+		}
+		if l.inflight && l.owed && !asked[n] {
+			owed = true
+		}
 	}
-	return s.acknowledgeAll(ctx, m, nodes, false)
+	for n := range ackNodes {
+		if asked[n] {
+			continue
+		}
+		if l := s.leaders[n]; l != nil && l.inflight {
+			owed = true
+			continue
+		}
+		free = append(free, n)
+	}
+	slices.Sort(free)
+	return free, owed
 }
 
 // acknowledgeAll runs acknowledgeTo for every node at once and waits for
@@ -828,12 +877,14 @@ func (s *ShareConsumer) acknowledgeAll(ctx context.Context, m *metadata, nodes [
 // out. Called with sessMu held.
 func (s *ShareConsumer) launch(m *metadata, p shareFetchPlan, parts []shareTP) {
 	l := s.leader(p.node)
+	acks := s.takeAcks(m, p.node)
 	l.asked = time.Now()
 	l.inflight, l.reserved, l.waits = true, p.maxRecords, p.maxWait > 0
+	l.owed = l.unconfirmed || len(acks) > 0
 	s.fetches.Add(1)
 	go func() {
 		defer s.fetches.Done()
-		recs, err := s.fetchFrom(s.fetchCtx, m, p, l, parts)
+		recs, err := s.fetchFrom(s.fetchCtx, m, p, l, parts, acks)
 		s.mu.Lock()
 		s.buffered = append(s.buffered, recs...)
 		s.answers = append(s.answers, shareAnswer{node: p.node, n: len(recs), err: err})
@@ -856,7 +907,7 @@ func (s *ShareConsumer) takeAnswers() (got int, expired bool) {
 		if a.n == 0 && a.err == nil && l.waits {
 			expired = true
 		}
-		l.inflight, l.reserved, l.waits = false, 0, false
+		l.inflight, l.reserved, l.waits, l.owed = false, 0, false, false
 		got += a.n
 		if a.err != nil {
 			s.fetchErrs = append(s.fetchErrs, a.err)
@@ -1042,11 +1093,10 @@ func isSessionErr(err error) bool {
 }
 
 // fetchFrom sends one ShareFetch to p.node, whose session is l, for
-// parts, with the pending acknowledgements of the partitions it leads,
-// and returns what it acquired. It runs on the fetch's goroutine (launch),
-// which owns l until its answer is taken.
-func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetchPlan, l *shareLeader, parts []shareTP) ([]*ShareRecord, error) {
-	acks := s.takeAcks(m, p.node)
+// parts, with acks, the pending acknowledgements of the partitions it
+// leads (launch took them), and returns what it acquired. It runs on the
+// fetch's goroutine (launch), which owns l until its answer is taken.
+func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetchPlan, l *shareLeader, parts []shareTP, acks map[shareTP]ackRuns) ([]*ShareRecord, error) {
 	req := kmsg.NewPtrShareFetchRequest()
 	group, member := s.cfg.groupID, s.memberID
 	req.GroupID, req.MemberID = &group, &member

@@ -18,7 +18,9 @@ import (
 // durable. An error wraps ErrShareAckFailed for acknowledgements the broker
 // refused (their records' locks had expired, for example) or could not
 // make durable (their records will be delivered again), including ones
-// that rode on earlier fetches since the last commit.
+// that rode on earlier fetches since the last commit. Leaders with no
+// fetch in flight are asked at once; a fetch in flight is waited for only
+// when its leader has acknowledgements to send or confirm (commitRound).
 func (s *ShareConsumer) CommitSync(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {

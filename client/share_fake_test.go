@@ -688,10 +688,7 @@ func TestSharePollDoesNotWaitForOtherLeaders(t *testing.T) {
 			// A Poll that waited for node 1 would end with this context.
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			go func() {
-				f.waitFor(ctx, func() bool { return f.waiting[0] > 0 && f.waiting[1] > 0 })
-				f.arrive(0, 5)
-			}()
+			f.arriveOnceBothWait(ctx, 0, 5)
 			var recs []*ShareRecord
 			for polls := 0; len(recs) == 0 && polls < 20; polls++ {
 				got, err := s.Poll(ctx)
@@ -761,10 +758,7 @@ func TestShareCloseEndsFetchInFlight(t *testing.T) {
 	f := &shareFake{topic: "close", id: [16]byte{9, 9, 2}, hold: [2]bool{false, true}}
 	s := f.recordLimitConsumer(t)
 	ctx := testCtx(t)
-	go func() {
-		f.waitFor(ctx, func() bool { return f.waiting[0] > 0 && f.waiting[1] > 0 })
-		f.arrive(0, 2)
-	}()
+	f.arriveOnceBothWait(ctx, 0, 2)
 	for polls := 0; polls < 20; polls++ {
 		recs, err := s.Poll(ctx)
 		if err != nil {
@@ -797,6 +791,15 @@ func TestShareCloseEndsFetchInFlight(t *testing.T) {
 	}
 }
 
+// arriveOnceBothWait puts n records on node, on a goroutine of its own,
+// once both nodes have a fetch waiting.
+func (f *shareFake) arriveOnceBothWait(ctx context.Context, node int32, n int) {
+	go func() {
+		f.waitFor(ctx, func() bool { return f.waiting[0] > 0 && f.waiting[1] > 0 })
+		f.arrive(node, n)
+	}()
+}
+
 // waitFor returns once cond, called with f.mu held, is true, or ctx ended.
 func (f *shareFake) waitFor(ctx context.Context, cond func() bool) {
 	for ctx.Err() == nil {
@@ -808,4 +811,122 @@ func (f *shareFake) waitFor(ctx context.Context, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestShareCommitDoesNotWaitForOtherLeaders: a Poll returned node 0's
+// records while node 1's long poll (fetch.max.wait.ms of a minute, held
+// until records come) stays in flight, with nothing to acknowledge there.
+// CommitSync and CommitAsync send node 0 its ShareAcknowledge at once
+// and return, node 1's fetch still out; before, a commit waited for every
+// fetch in flight, here until its context ended.
+func TestShareCommitDoesNotWaitForOtherLeaders(t *testing.T) {
+	for _, mode := range []string{"batch_optimized", "record_limit"} {
+		t.Run(mode, func(t *testing.T) {
+			f := &shareFake{topic: "commit", id: [16]byte{9, 9, 3}, hold: [2]bool{false, true}}
+			s := f.recordLimitConsumer(t, "share.acquire.mode", mode, "fetch.max.wait.ms", "60000")
+			t.Cleanup(func() { f.release(1) }) // before the consumer's Close
+			// A commit that waited for node 1's fetch would end with this
+			// context.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			f.arriveOnceBothWait(ctx, 0, 5)
+			recs := pollRecords(t, ctx, s)
+			if len(recs) != 5 || recs[0].Partition != 0 {
+				t.Fatalf("got %d records; want node 0's 5", len(recs))
+			}
+			if err := s.CommitSync(ctx); err != nil {
+				t.Fatalf("CommitSync: %v (it waited for node 1's fetch)", err)
+			}
+			f.arrive(0, 3)
+			if recs := pollRecords(t, ctx, s); len(recs) != 3 || recs[0].Partition != 0 {
+				t.Fatalf("got %d records; want node 0's 3", len(recs))
+			}
+			done := make(chan error, 1)
+			s.CommitAsync(ctx, func(err error) { done <- err })
+			if err := <-done; err != nil {
+				t.Fatalf("CommitAsync: %v (it waited for node 1's fetch)", err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.inflight[1] != 1 || f.acknowledges[0] != 2 || f.acknowledges[1] != 0 {
+				t.Errorf("after the commits: %d fetches out to node 1 (want its long poll), ShareAcknowledge to nodes 0 and 1: %d and %d (want 2 and 0)", f.inflight[1], f.acknowledges[0], f.acknowledges[1])
+			}
+			if len(f.ackCounts[0]) != 8 {
+				t.Errorf("node 0: %d offsets acknowledged, want 8", len(f.ackCounts[0]))
+			}
+			for off, n := range f.ackCounts[0] {
+				if n != 1 {
+					t.Errorf("node 0 offset %d acknowledged %d times", off, n)
+				}
+			}
+			if len(f.epochErrs) > 0 || f.maxInflight[0] > 1 || f.maxInflight[1] > 1 {
+				t.Errorf("session epochs out of sequence: %v; requests out at once: %v", f.epochErrs, f.maxInflight)
+			}
+		})
+	}
+}
+
+// TestShareCommitWaitsForOwedFetch: node 1's last fetch carried a Poll's
+// acknowledgements with their durability deferred, and its long poll is
+// in flight when a commit comes. The commit asks node 0 at once, and node
+// 1 once its fetch is answered (a session takes one request at a time):
+// it returns only after a ShareAcknowledge to node 1 confirmed the
+// deferred acknowledgements, each request with its session's next epoch.
+func TestShareCommitWaitsForOwedFetch(t *testing.T) {
+	f := &shareFake{topic: "owed", id: [16]byte{9, 9, 4}, hold: [2]bool{false, true}}
+	f.available[1] = 5
+	s := f.recordLimitConsumer(t, "fetch.max.wait.ms", "60000")
+	t.Cleanup(func() { f.release(1) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if recs := pollRecords(t, ctx, s); len(recs) != 5 || recs[0].Partition != 1 {
+		t.Fatalf("got %d records; want node 1's 5", len(recs))
+	}
+	f.arriveOnceBothWait(ctx, 0, 5)
+	if recs := pollRecords(t, ctx, s); len(recs) != 5 || recs[0].Partition != 0 {
+		t.Fatalf("got %d records; want node 0's 5", len(recs))
+	}
+	f.mu.Lock()
+	tags, out1 := f.deferred[1], f.inflight[1]
+	f.mu.Unlock()
+	if len(tags) != 1 || !tags[0] || out1 != 1 {
+		t.Fatalf("node 1: fetches carrying acknowledgements tagged %v, %d out; want one deferred, then its long poll", tags, out1)
+	}
+	// Node 1's long poll answers once node 0 has been asked.
+	go func() {
+		f.waitFor(ctx, func() bool { return f.acknowledges[0] > 0 })
+		f.release(1)
+	}()
+	if err := s.CommitSync(ctx); err != nil {
+		t.Fatalf("CommitSync: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.acknowledges[0] != 1 || f.acknowledges[1] != 1 {
+		t.Errorf("ShareAcknowledge to nodes 0 and 1: %d and %d, want one each", f.acknowledges[0], f.acknowledges[1])
+	}
+	for node := range 2 {
+		if len(f.ackCounts[node]) != 5 {
+			t.Errorf("node %d: %d offsets acknowledged, want 5", node, len(f.ackCounts[node]))
+		}
+	}
+	if len(f.epochErrs) > 0 || f.maxInflight[0] > 1 || f.maxInflight[1] > 1 {
+		t.Errorf("session epochs out of sequence: %v; requests out at once: %v", f.epochErrs, f.maxInflight)
+	}
+}
+
+// pollRecords polls s until a Poll brings records (at most 20 Polls).
+func pollRecords(t *testing.T, ctx context.Context, s *ShareConsumer) []*ShareRecord {
+	t.Helper()
+	for range 20 {
+		recs, err := s.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) > 0 {
+			return recs
+		}
+	}
+	t.Fatal("20 Polls brought nothing")
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"weir/internal/share"
 	"weir/internal/sharegroup"
 	"weir/internal/sharestate"
+	"weir/internal/wiretag"
 )
 
 // Helpers that drive share groups with raw kmsg requests, the way a share
@@ -181,6 +182,9 @@ type fetchOpts struct {
 	// records from in record_limit mode: MaxRecords, BatchSize,
 	// MaxBytes, MinBytes and MaxWaitMs all 0.
 	acksOnly bool
+	// deferAcks tags the request with wiretag.ShareFetchDeferAcks, as
+	// weir's record_limit consumer does.
+	deferAcks bool
 }
 
 // fetch sends a ShareFetch for the member's assigned partitions (the
@@ -206,6 +210,9 @@ func (m *shareMember) fetch(ctx context.Context, o fetchOpts) *kmsg.ShareFetchRe
 	req.ShareAcquireMode = o.mode
 	if o.acksOnly {
 		req.MaxRecords, req.BatchSize, req.MaxBytes, req.MinBytes, req.MaxWaitMillis = 0, 0, 0, 0, 0
+	}
+	if o.deferAcks {
+		wiretag.SetShareFetchDeferAcks(&req.UnknownTags)
 	}
 	t := kmsg.NewShareFetchRequestTopic()
 	t.TopicID = m.topic

@@ -180,6 +180,21 @@ func shareMemberOn(t *testing.T, dir string, n int, member string) (*testBroker,
 	return tb, m
 }
 
+// fetchAtLeast fetches until n records came (within 5 s) and returns
+// them.
+func (m *shareMember) fetchAtLeast(ctx context.Context, n int) []delivered {
+	m.t.Helper()
+	var got []delivered
+	eventually(m.t, 5*time.Second, func() error {
+		got = append(got, records(m.t, m.fetch(ctx, fetchOpts{maxWait: 200 * time.Millisecond}))...)
+		if len(got) < n {
+			return fmt.Errorf("%d of %d records so far", len(got), n)
+		}
+		return nil
+	})
+	return got
+}
+
 func TestShareRestartKeepsAcknowledgements(t *testing.T) {
 	dir := t.TempDir()
 	tb, m := shareMemberOn(t, dir, 20, "m")
@@ -210,14 +225,7 @@ func TestShareRestartKeepsAcknowledgements(t *testing.T) {
 	tb.stop()
 
 	tb2, m2 := shareMemberOn(t, dir, 0, "m2")
-	var again []delivered
-	eventually(t, 5*time.Second, func() error {
-		again = append(again, records(t, m2.fetch(ctx, fetchOpts{maxWait: 200 * time.Millisecond}))...)
-		if len(again) < 9 {
-			return fmt.Errorf("%d records redelivered so far", len(again))
-		}
-		return nil
-	})
+	again := m2.fetchAtLeast(ctx, 9)
 	want := []int64{10, 11, 12, 13, 14, 16, 17, 18, 19}
 	if got := offsetsOf(again); !slices.Equal(got, want) {
 		t.Fatalf("after restart: %v, want %v", got, want)
@@ -233,6 +241,56 @@ func TestShareRestartKeepsAcknowledgements(t *testing.T) {
 	}
 	if st := describeShareOffset(t, tb2, shareKey(t, tb2, "g", 0)); st.start != 10 {
 		t.Fatalf("start offset %d after restart, want 10", st.start)
+	}
+}
+
+// TestShareDeferredAcksSurviveRestart: a record_limit member accepts
+// 0-14 over three rounds on tagged fetches (wiretag.ShareFetchDeferAcks),
+// whose state changes the share partition gathers and writes together
+// (sharegroup's group commit). Once a ShareAcknowledge (a commit) has
+// answered, a crash (the data directory copied as it is) keeps them done;
+// a clean stop without a commit keeps them too. Only 15-19, acquired and
+// not acknowledged, come back.
+func TestShareDeferredAcksSurviveRestart(t *testing.T) {
+	for _, commit := range []bool{true, false} {
+		t.Run(fmt.Sprintf("commit=%v", commit), func(t *testing.T) {
+			dir := t.TempDir()
+			tb, m := shareMemberOn(t, dir, 20, "m")
+			ctx := testCtx(t)
+			got := records(t, m.fetch(ctx, fetchOpts{maxRecords: 5, mode: 1, maxWait: time.Second, deferAcks: true}))
+			for range 3 {
+				resp := m.fetch(ctx, fetchOpts{maxRecords: 5, mode: 1, acks: ackAll(got, 1), deferAcks: true})
+				if err := ackErrors(resp); err != nil {
+					t.Fatal(err)
+				}
+				got = records(t, resp)
+			}
+			if offs := offsetsOf(got); !slices.Equal(offs, []int64{15, 16, 17, 18, 19}) {
+				t.Fatalf("the fourth round acquired %v, want 15-19", offs)
+			}
+			restartDir := dir
+			if commit {
+				resp := m.acknowledge(ctx, nil, false)
+				if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+					t.Fatal(err)
+				}
+				for _, rt := range resp.Topics {
+					for _, p := range rt.Partitions {
+						if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+							t.Fatalf("commit: partition %d: %v", p.Partition, err)
+						}
+					}
+				}
+				restartDir = t.TempDir()
+				copyDir(t, dir, restartDir)
+			} else {
+				tb.stop()
+			}
+			_, m2 := shareMemberOn(t, restartDir, 0, "m2")
+			if offs := offsetsOf(m2.fetchAtLeast(ctx, 5)); !slices.Equal(offs, []int64{15, 16, 17, 18, 19}) {
+				t.Fatalf("after the restart: %v, want 15-19 (0-14 were accepted)", offs)
+			}
+		})
 	}
 }
 

@@ -44,7 +44,9 @@
 // nothing durable changed). Restore rebuilds a Partition from the records
 // in write order: acquired records come back as if their lock expired, so
 // nothing acknowledged is delivered again and nothing goes past the
-// delivery count limit. StateKey names the partition a record belongs to.
+// delivery count limit. MergeDeltas folds consecutive deltas into one
+// that restores the same way (an owner's group commit). StateKey names
+// the partition a record belongs to.
 // The encodings are versioned and their decoders fuzzed. wire.go maps a
 // StateRecord to and from the inter-broker ReadShareGroupState (a
 // snapshot) and WriteShareGroupState (a delta) partitions, and Fence is a

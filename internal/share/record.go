@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -431,4 +432,61 @@ func ParseCoordinatorKey(key string) (StateKey, error) {
 	k := StateKey{Group: key[:j], Partition: int32(n)}
 	copy(k.TopicID[:], raw)
 	return k, nil
+}
+
+// MergeDeltas is one delta that Restore applies as it applies a and then
+// b, two deltas of one partition written in that order: b's batches over
+// a's, b's start offset, a's batches below it left out. The owner uses it
+// to write a partition's changes of a few milliseconds as one record
+// (group commit). ok is false when they do not merge: either is not a
+// delta, or their state or leader epochs differ; the zero record merges
+// with anything as the other.
+func MergeDeltas(a, b StateRecord) (StateRecord, bool) {
+	switch {
+	case a.IsZero():
+		return b, true
+	case b.IsZero():
+		return a, true
+	case a.Kind != Delta || b.Kind != Delta || a.StateEpoch != b.StateEpoch || a.LeaderEpoch != b.LeaderEpoch:
+		return StateRecord{}, false
+	}
+	out := b
+	out.StartOffset = max(a.StartOffset, b.StartOffset)
+	out.Batches = make([]StateBatch, 0, len(a.Batches)+len(b.Batches))
+	older := slices.Clone(a.Batches) // cut below; a's own stay as they are
+	add := func(x StateBatch) {
+		x.First = max(x.First, out.StartOffset)
+		if x.First <= x.Last {
+			out.Batches = appendBatch(out.Batches, x)
+		}
+	}
+	i := 0 // a's batches before i are written out
+	for _, y := range b.Batches {
+		// a's parts before y, then y over them.
+		for ; i < len(older) && older[i].First < y.First; i++ {
+			x := older[i]
+			if x.Last >= y.First {
+				rest := x
+				rest.First = y.First
+				x.Last = y.First - 1
+				older[i] = rest // the part from y on, cut below
+				add(x)
+				break
+			}
+			add(x)
+		}
+		add(y)
+		// Drop a's parts that y covers.
+		for ; i < len(older) && older[i].First <= y.Last; i++ {
+			if x := older[i]; x.Last > y.Last {
+				x.First = y.Last + 1
+				older[i] = x
+				break
+			}
+		}
+	}
+	for ; i < len(older); i++ {
+		add(older[i])
+	}
+	return out, true
 }

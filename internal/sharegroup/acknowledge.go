@@ -11,7 +11,6 @@ import (
 
 	"weir/internal/errcode"
 	"weir/internal/share"
-	"weir/internal/sharestate"
 )
 
 // ackPart is one partition's acknowledgements and their result.
@@ -110,7 +109,7 @@ func withFailures(acks, failures []ackPart) []ackPart {
 // ShareAcknowledge and waits until they are durable, filling each part's
 // result. A partition without batches succeeds.
 func (m *Manager) acknowledge(ctx context.Context, group, member string, acks []ackPart, version int16, renew bool, st groupSettings) {
-	m.waitAcks(ctx, m.applyAcks(ctx, group, member, acks, version, renew, st))
+	m.waitAcks(ctx, m.applyAcks(ctx, group, member, acks, version, renew, st, false))
 }
 
 // ackWrite is the write of one partition's acknowledgements, under way.
@@ -121,7 +120,7 @@ type ackWrite struct {
 	a  *ackPart
 	tp sessionPart
 	sp *sharePartition
-	t  *sharestate.Ticket
+	t  stateWrite // nil when nothing durable changed
 }
 
 // applyAcks is acknowledge in two steps: it applies the acknowledgements
@@ -131,8 +130,9 @@ type ackWrite struct {
 // A ShareFetch acquires its next records in between, so that a round of
 // record_limit waits for one write, not for the acknowledgements' and
 // then its own; with wiretag.ShareFetchDeferAcks it does not wait for
-// them at all (deferred.go).
-func (m *Manager) applyAcks(ctx context.Context, group, member string, acks []ackPart, version int16, renew bool, st groupSettings) []ackWrite {
+// them at all (deferred.go), and gather says so: their changes join
+// their partitions' batches (groupcommit.go).
+func (m *Manager) applyAcks(ctx context.Context, group, member string, acks []ackPart, version int16, renew bool, st groupSettings, gather bool) []ackWrite {
 	var writes []ackWrite
 	now := m.host.Now()
 	for i := range acks {
@@ -145,9 +145,9 @@ func (m *Manager) applyAcks(ctx context.Context, group, member string, acks []ac
 		if err == nil {
 			sp, err = m.ackTarget(group, a.tp)
 		}
-		var t *sharestate.Ticket
+		var t stateWrite
 		if err == nil {
-			t, err = sp.acknowledge(ctx, member, a.batches, st.renewAck, st.offsetReset, now)
+			t, err = sp.acknowledge(ctx, member, a.batches, st.renewAck, st.offsetReset, now, gather)
 		}
 		if err != nil {
 			a.code, a.msg = storageCode(err), errcode.Message(err)
@@ -163,6 +163,9 @@ func (m *Manager) applyAcks(ctx context.Context, group, member string, acks []ac
 // records roll back.
 func (m *Manager) waitAcks(ctx context.Context, writes []ackWrite) {
 	for _, w := range writes {
+		if w.t == nil {
+			continue
+		}
 		if err := w.t.Wait(ctx); err != nil {
 			if ctx.Err() == nil {
 				w.sp.failed()

@@ -61,6 +61,11 @@ type Config struct {
 	// hands it to internal/sharestate, whose default (DefaultLogRecords)
 	// 0 stands for.
 	StateLogRecords int64
+	// DeferredFlush is how long a share partition gathers the state
+	// changes of acknowledgements whose durability a ShareFetch deferred
+	// (wiretag.ShareFetchDeferAcks) before writing them as one record
+	// (groupcommit.go): 5 ms; negative writes each at once.
+	DeferredFlush time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -112,6 +117,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SnapshotEvery <= 0 {
 		c.SnapshotEvery = 500
+	}
+	if c.DeferredFlush == 0 {
+		c.DeferredFlush = 5 * time.Millisecond
 	}
 	return c
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"weir/internal/errcode"
-	"weir/internal/sharestate"
 )
 
 // Deferred acknowledgement writes (wiretag.ShareFetchDeferAcks).
@@ -52,8 +51,10 @@ func (m *Manager) deferAcks(group, member string, writes []ackWrite) []ackWrite 
 	s := m.sessions[key]
 	if s != nil {
 		for _, w := range writes {
-			w.a = nil
-			s.deferred = append(s.deferred, w)
+			if w.t != nil { // else nothing durable changed
+				w.a = nil
+				s.deferred = append(s.deferred, w)
+			}
 		}
 	}
 	m.smu.Unlock()
@@ -121,12 +122,16 @@ func (m *Manager) waitDeferred(ctx context.Context, writes []ackWrite) []ackPart
 
 // deferWrite notes a deferred acknowledgement write of this partition,
 // so that its failure rolls the partition back.
-func (sp *sharePartition) deferWrite(t *sharestate.Ticket) {
+func (sp *sharePartition) deferWrite(t stateWrite) {
 	if t == nil {
 		return
 	}
 	sp.mu.Lock()
-	sp.deferred = append(sp.deferred, t)
+	// A batch (groupcommit.go) is noted once, however many
+	// acknowledgements it gathers.
+	if n := len(sp.deferred); n == 0 || sp.deferred[n-1] != t {
+		sp.deferred = append(sp.deferred, t)
+	}
 	sp.mu.Unlock()
 }
 

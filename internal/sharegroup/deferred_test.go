@@ -3,6 +3,7 @@ package sharegroup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -15,17 +16,20 @@ import (
 	"weir/internal/wiretag"
 )
 
-// heldWrites is a state store whose writes complete only when released.
+// heldWrites is a state store whose writes complete only when released;
+// values are the records written, in order.
 type heldWrites struct {
 	slowState
 	mu      sync.Mutex
 	pending []func(error)
+	values  [][]byte
 }
 
-func (s *heldWrites) Write([]byte, []byte, bool, sharestate.Fence) *sharestate.Ticket {
+func (s *heldWrites) Write(_, value []byte, _ bool, _ sharestate.Fence) *sharestate.Ticket {
 	t, done := sharestate.PendingTicket()
 	s.mu.Lock()
 	s.pending = append(s.pending, done)
+	s.values = append(s.values, value)
 	s.mu.Unlock()
 	return t
 }
@@ -63,11 +67,18 @@ type deferRig struct {
 	epoch int32 // the session epoch the next request carries
 }
 
-func newDeferRig(t *testing.T) *deferRig {
+// flushes are the Config.DeferredFlush values the deferral's tests run
+// with: each deferred write queued at once, and gathered for longer than
+// any test takes (written only when a request needs its outcome, or by
+// flushAll).
+var flushes = []time.Duration{-1, time.Hour}
+
+func newDeferRig(t *testing.T, flush time.Duration) *deferRig {
 	t.Helper()
 	h := newFakeHost()
 	r := &deferRig{t: t, id: h.addTopic(t, "q", 1, 40), st: &heldWrites{slowState: *newSlowState()}}
-	r.m = testManager(t, h, r.st)
+	r.m = New(Config{AutoOffsetReset: "earliest", DeferredFlush: flush}, h, r.st, nil)
+	t.Cleanup(r.m.Close)
 	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 	hb.GroupID, hb.MemberID, hb.MemberEpoch, hb.SubscribedTopicNames = "g", "member-1", 0, []string{"q"}
 	if resp := r.m.Heartbeat(context.Background(), hb, share.ClientInfo{}); resp.ErrorCode != 0 {
@@ -205,13 +216,24 @@ func waitsFor[T any](t *testing.T, st *heldWrites, c <-chan T, what string) T {
 	panic("unreachable")
 }
 
-// answers fails the test unless c delivers while writes are still held.
-func answers[T any](t *testing.T, st *heldWrites, c <-chan T, what string) T {
+// undurable says whether a write of the partition's state is held or
+// its batch not yet written (groupcommit.go).
+func (r *deferRig) undurable() bool {
+	sp, _, _ := r.m.partFor("g", r.id, 0)
+	sp.mu.Lock()
+	gathered := sp.batch != nil
+	sp.mu.Unlock()
+	return gathered || r.st.held() > 0
+}
+
+// answers fails the test unless c delivers while a write is still held
+// or gathered.
+func answers[T any](t *testing.T, r *deferRig, c <-chan T, what string) T {
 	t.Helper()
 	select {
 	case v := <-c:
-		if st.held() == 0 {
-			t.Fatalf("%s: no write was held when it answered", what)
+		if !r.undurable() {
+			t.Fatalf("%s: no write was held or gathered when it answered", what)
 		}
 		return v
 	case <-time.After(10 * time.Second):
@@ -229,12 +251,12 @@ func answers[T any](t *testing.T, st *heldWrites, c <-chan T, what string) T {
 // acknowledgement's result and the records: a round waits for one write,
 // not two in a row.
 func TestDeferredAcksAnswerAtOnce(t *testing.T) {
-	for _, tagged := range []bool{true, false} {
-		r := newDeferRig(t)
+	for i := range 4 {
+		tagged, r := i%2 == 0, newDeferRig(t, flushes[i/2])
 		c := async(func() *kmsg.ShareFetchResponse { return r.fetch(&[2]int64{0, 3}, tagged) })
 		var resp *kmsg.ShareFetchResponse
 		if tagged {
-			resp = answers(t, r.st, c, "a tagged fetch")
+			resp = answers(t, r, c, "a tagged fetch")
 		} else {
 			sp, _, _ := r.m.partFor("g", r.id, 0)
 			end := func() int64 {
@@ -280,25 +302,24 @@ func TestDeferredAcksWaitedForByTheNextRequest(t *testing.T) {
 		}},
 		{"tagged fetch", false, func(r *deferRig) answer { return answer{ackCodeOf(r.fetch(nil, true))} }},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := newDeferRig(t)
-			resp := answers(t, r.st, async(func() *kmsg.ShareFetchResponse { return r.fetch(&[2]int64{0, 3}, true) }), "a tagged fetch")
-			if got := acquiredOf(t, resp); got != [2]int64{4, 7} {
-				t.Fatalf("acquired %v, want 4-7", got)
-			}
-			c := async(func() answer { return tc.send(r) })
-			var got answer
-			if tc.wait {
-				got = waitsFor(t, r.st, c, tc.name)
-			} else {
-				got = answers(t, r.st, c, tc.name)
-			}
-			// A success lists no failure: the partition is absent (-1)
-			// or answered 0.
-			if got.code > 0 {
-				t.Fatalf("answered %v", kerr.ErrorForCode(got.code))
-			}
-		})
+		for _, flush := range flushes {
+			t.Run(fmt.Sprintf("%s/flush %v", tc.name, flush), func(t *testing.T) {
+				r := newDeferRig(t, flush)
+				r.deferredRound(0)
+				c := async(func() answer { return tc.send(r) })
+				var got answer
+				if tc.wait {
+					got = waitsFor(t, r.st, c, tc.name)
+				} else {
+					got = answers(t, r, c, tc.name)
+				}
+				// A success lists no failure: the partition is absent (-1)
+				// or answered 0.
+				if got.code > 0 {
+					t.Fatalf("answered %v", kerr.ErrorForCode(got.code))
+				}
+			})
+		}
 	}
 }
 
@@ -327,43 +348,43 @@ func TestDeferredAckFailureReportedAndRedelivered(t *testing.T) {
 		}},
 		{"acknowledge", func(r *deferRig) (int16, [2]int64) { return ackErrOf(r.t, r.acknowledge(false)), none }},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := newDeferRig(t)
-			resp := answers(t, r.st, async(func() *kmsg.ShareFetchResponse { return r.fetch(&[2]int64{0, 3}, true) }), "a tagged fetch")
-			if got := acquiredOf(t, resp); got != [2]int64{4, 7} {
-				t.Fatalf("acquired %v, want 4-7", got)
-			}
-			if r.st.fail(errors.New("replicated append failed")) == 0 {
-				t.Fatal("no write was held")
-			}
-			// Writes of the restore that follows succeed.
-			stop := make(chan struct{})
-			done := async(func() struct{} {
-				for {
-					select {
-					case <-stop:
-						return struct{}{}
-					case <-time.After(time.Millisecond):
-						r.st.release()
+		for _, flush := range flushes {
+			t.Run(fmt.Sprintf("%s/flush %v", tc.name, flush), func(t *testing.T) {
+				r := newDeferRig(t, flush)
+				r.deferredRound(0)
+				r.m.flushAll() // a gathered write goes out (the timer's part)
+				if r.st.fail(errors.New("replicated append failed")) == 0 {
+					t.Fatal("no write was held")
+				}
+				// Writes of the restore that follows succeed.
+				stop := make(chan struct{})
+				done := async(func() struct{} {
+					for {
+						select {
+						case <-stop:
+							return struct{}{}
+						case <-time.After(time.Millisecond):
+							r.st.release()
+						}
 					}
+				})
+				defer func() { close(stop); <-done }()
+				code, first := tc.next(r)
+				if code != storage {
+					t.Fatalf("the next answer reported %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(code))
+				}
+				resp := r.fetch(nil, true)
+				if code := ackCodeOf(resp); code > 0 {
+					t.Fatalf("the failure was reported again: %v", kerr.ErrorForCode(code))
+				}
+				// The restore happens at the partition's next use: the
+				// reporting fetch's acquisition, or the fetch after a
+				// ShareAcknowledge.
+				second := acquiredOf(t, resp)
+				if first[0] != 0 && second[0] != 0 {
+					t.Fatalf("after the failed write the member acquired %v then %v, want offset 0 again", first, second)
 				}
 			})
-			defer func() { close(stop); <-done }()
-			code, first := tc.next(r)
-			if code != storage {
-				t.Fatalf("the next answer reported %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(code))
-			}
-			resp = r.fetch(nil, true)
-			if code := ackCodeOf(resp); code > 0 {
-				t.Fatalf("the failure was reported again: %v", kerr.ErrorForCode(code))
-			}
-			// The restore happens at the partition's next use: the
-			// reporting fetch's acquisition, or the fetch after a
-			// ShareAcknowledge.
-			second := acquiredOf(t, resp)
-			if first[0] != 0 && second[0] != 0 {
-				t.Fatalf("after the failed write the member acquired %v then %v, want offset 0 again", first, second)
-			}
-		})
+		}
 	}
 }

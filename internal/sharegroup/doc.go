@@ -34,7 +34,10 @@
 // are delivered again. The guarantee for those acknowledgements is
 // at-least-once until a request that waits has answered, as it is for
 // any acknowledgement when a broker crashes before its write. Requests
-// without the tag (every other client's) behave as Kafka's.
+// without the tag (every other client's) behave as Kafka's. The deferred
+// writes of one partition are gathered for a few milliseconds and written
+// as one record (groupcommit.go); a request that needs their outcome
+// writes them at once.
 //
 // # What it does not own
 //

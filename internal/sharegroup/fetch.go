@@ -174,7 +174,8 @@ func (m *Manager) ShareFetch(ctx context.Context, r *kmsg.ShareFetchRequest) *Fe
 	f.full = r.ShareSessionEpoch == 0
 	f.resp.AcquisitionLockTimeoutMillis = int32(settings.part.LockDuration / time.Millisecond)
 
-	writes := m.applyAcks(ctx, group, member, f.acks, r.Version, renew, settings)
+	deferring := r.ShareSessionEpoch != -1 && wiretag.HasShareFetchDeferAcks(&r.UnknownTags)
+	writes := m.applyAcks(ctx, group, member, f.acks, r.Version, renew, settings, deferring)
 	if r.ShareSessionEpoch == -1 {
 		earlier := m.takeDeferred(group, member, true)
 		m.waitAcks(ctx, writes)
@@ -187,7 +188,7 @@ func (m *Manager) ShareFetch(ctx context.Context, r *kmsg.ShareFetchRequest) *Fe
 	// failed by now; without it the answer waits for every one of the
 	// member's writes (deferred.go).
 	var earlier []ackWrite
-	if wiretag.HasShareFetchDeferAcks(&r.UnknownTags) {
+	if deferring {
 		earlier = m.takeDeferred(group, member, false)
 		writes = m.deferAcks(group, member, writes)
 	} else {

@@ -198,6 +198,7 @@ func (m *Manager) LoadGroups(ctx context.Context) error {
 // after its request goroutines are gone, before it closes the state
 // store.
 func (m *Manager) Close() {
+	m.flushAll()
 	m.timers.close()
 	m.cancel()
 	m.wg.Wait()
@@ -470,6 +471,7 @@ func (m *Manager) DeleteGroup(ctx context.Context, id string) error {
 // held.
 func (m *Manager) dropPartLocked(k share.StateKey, sp *sharePartition) *sharestate.Ticket {
 	sp.mu.Lock()
+	sp.failBatchLocked(errBatchDropped)
 	sp.p, sp.broken = nil, false
 	sp.deleted = true
 	sp.gen++

@@ -223,6 +223,7 @@ func (m *Manager) alterOffsets(ctx context.Context, r *kmsg.AlterShareGroupOffse
 func (sp *sharePartition) reset(start int64, now time.Time) *sharestate.Ticket {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	sp.failBatchLocked(errBatchDropped)
 	sp.broken, sp.deleted = false, false
 	sp.gen++ // a load in progress read the old state
 	var t *sharestate.Ticket

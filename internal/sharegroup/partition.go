@@ -66,7 +66,12 @@ type sharePartition struct {
 	// deferred are acknowledgement writes answered before they were
 	// durable (deferred.go), until they are over; one that failed marks
 	// the partition broken.
-	deferred []*sharestate.Ticket
+	deferred []stateWrite
+	// batch gathers the changes of deferred acknowledgements until its
+	// flush (groupcommit.go), batchRec being their merged delta; nil
+	// when none is pending.
+	batch    *batchWrite
+	batchRec share.StateRecord
 }
 
 var errStateLost = errors.New("sharegroup: share partition state could not be restored")
@@ -116,6 +121,11 @@ func (sp *sharePartition) readyLocked(ctx context.Context, reset share.OffsetRes
 			}
 			continue
 		}
+		if sp.broken {
+			sp.failBatchLocked(errBatchDropped)
+		} else {
+			sp.flushLocked() // under the old leader epoch's fence
+		}
 		sp.p, sp.deltas = nil, 0
 		ch, gen := make(chan struct{}), sp.gen
 		sp.loading = ch
@@ -157,9 +167,19 @@ func (sp *sharePartition) readState(ctx context.Context, epoch int32) ([]share.S
 	return sp.m.state.Read(ctx, sp.rkey, epoch)
 }
 
-// persistLocked queues the durable form of a change; every SnapshotEvery
-// records it writes the whole state instead.
+// persistLocked queues the durable form of a change, after the gathered
+// changes of deferred acknowledgements (groupcommit.go).
 func (sp *sharePartition) persistLocked(rec share.StateRecord) *sharestate.Ticket {
+	if rec.IsZero() {
+		return nil
+	}
+	sp.flushLocked()
+	return sp.writeLocked(rec)
+}
+
+// writeLocked queues rec; every SnapshotEvery records it writes the whole
+// state instead.
+func (sp *sharePartition) writeLocked(rec share.StateRecord) *sharestate.Ticket {
 	if rec.IsZero() {
 		return nil
 	}
@@ -182,6 +202,7 @@ func (sp *sharePartition) writeSnapshotLocked() *sharestate.Ticket {
 // writeSnapshotAs queues the whole state, fenced as f says (an
 // administrative reset), else with this leader's epochs.
 func (sp *sharePartition) writeSnapshotAs(f sharestate.Fence) *sharestate.Ticket {
+	sp.flushLocked() // a no-op when the flush itself writes the snapshot
 	snap := sp.p.Snapshot()
 	v, err := snap.AppendTo(nil)
 	if err != nil {
@@ -248,8 +269,10 @@ func (sp *sharePartition) park(w *replica.Waiter) (unpark func()) {
 	}
 }
 
-// acknowledge applies one partition's acknowledgement batches for member.
-func (sp *sharePartition) acknowledge(ctx context.Context, member string, batches []share.AckBatch, renewAllowed bool, reset share.OffsetReset, now time.Time) (*sharestate.Ticket, error) {
+// acknowledge applies one partition's acknowledgement batches for member;
+// with gather (a ShareFetch deferring their durability) their change joins
+// the partition's batch (groupcommit.go) instead of being queued alone.
+func (sp *sharePartition) acknowledge(ctx context.Context, member string, batches []share.AckBatch, renewAllowed bool, reset share.OffsetReset, now time.Time, gather bool) (stateWrite, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	first, err := sp.readyLocked(ctx, reset, now)
@@ -259,17 +282,19 @@ func (sp *sharePartition) acknowledge(ctx context.Context, member string, batche
 	if !renewAllowed {
 		for _, b := range batches {
 			if slices.Contains(b.Types, share.AckRenew) {
-				return first, fmt.Errorf("%w: Renewing acquisition locks is not enabled for the group.", kerr.InvalidRecordState)
+				return written(first), fmt.Errorf("%w: Renewing acquisition locks is not enabled for the group.", kerr.InvalidRecordState)
 			}
 		}
 	}
 	rec, err := sp.p.Acknowledge(member, batches, now)
 	if err != nil {
-		return first, err
+		return written(first), err
 	}
-	t := sp.persistLocked(rec)
-	sp.afterChangeLocked(now)
-	return sharestate.Later(first, t), nil
+	defer sp.afterChangeLocked(now)
+	if gather && first == nil {
+		return sp.gatherLocked(rec), nil
+	}
+	return written(sharestate.Later(first, sp.persistLocked(rec))), nil
 }
 
 // releaseMember hands back what member holds here.
