@@ -25,7 +25,8 @@ type Hold struct {
 	closed bool
 	max    int
 
-	wg sync.WaitGroup // forward goroutines of replies still pending
+	stop chan struct{}  // closed by Close: pending forwards give up
+	wg   sync.WaitGroup // forward goroutines of replies still pending
 }
 
 type heldRequest struct {
@@ -35,7 +36,7 @@ type heldRequest struct {
 }
 
 // NewHold returns a hold that keeps up to max requests until Open.
-func NewHold(max int) *Hold { return &Hold{max: max} }
+func NewHold(max int) *Hold { return &Hold{max: max, stop: make(chan struct{})} }
 
 // Opened reports whether requests are served at once.
 func (h *Hold) Opened() bool { return h.open.Load() }
@@ -99,13 +100,18 @@ func (h *Hold) Open() {
 	}
 }
 
-// Close closes the connections of the held requests, refuses later ones
-// and waits for the replies of served ones still pending.
+// Close closes the connections of the held requests, refuses later ones,
+// and closes those of served ones whose replies are still pending (what
+// completes them may be shutting down too); it waits for nothing else.
 func (h *Hold) Close() {
 	h.mu.Lock()
 	held := h.held
+	first := !h.closed
 	h.held, h.closed = nil, true
 	h.mu.Unlock()
+	if first {
+		close(h.stop)
+	}
 	for _, r := range held {
 		r.out.CompleteClose()
 	}
@@ -121,6 +127,11 @@ func (h *Hold) forward(out, in *Reply) {
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		Forward(in, out)
+		select {
+		case <-in.done:
+			Forward(in, out)
+		case <-h.stop:
+			out.CompleteClose()
+		}
 	}()
 }

@@ -202,3 +202,24 @@ func TestHeldRequestsKeepTheirFrames(t *testing.T) {
 	}
 	d.hold.Close()
 }
+
+// TestHoldCloseDoesNotWaitForPendingReplies: Close gives up on a served
+// request whose reply never completes (what would complete it is shutting
+// down too) and closes its connection, rather than waiting for ever.
+func TestHoldCloseDoesNotWaitForPendingReplies(t *testing.T) {
+	h := NewHold(1)
+	never := NewPendingReply()
+	out := h.Serve(context.Background(), func(context.Context) *Reply { return never })
+	h.Open()
+	closed := make(chan struct{})
+	go func() { h.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waits for a reply that never completes")
+	}
+	if !out.ready() || !out.closes() {
+		t.Error("the pending request's connection was not closed")
+	}
+	h.Close() // a second Close is harmless
+}
