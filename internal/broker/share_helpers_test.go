@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,16 +87,36 @@ func produceN(t testing.TB, ctx context.Context, c *kgo.Client, topic string, pa
 		for j := i; j < min(i+batch, from+n); j++ {
 			recs = append(recs, &kgo.Record{Topic: topic, Partition: partition, Value: []byte("v" + strconv.Itoa(j))})
 		}
-		if err := c.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		// Produce then Flush: with manualProducer's linger the records
+		// go out together, one batch (ProduceSync with no linger could
+		// send the first record before the others were buffered).
+		var mu sync.Mutex
+		var first error
+		for _, r := range recs {
+			c.Produce(ctx, r, func(_ *kgo.Record, err error) {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			})
+		}
+		if err := c.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		err := first
+		mu.Unlock()
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// manualProducer produces to the partition named in each record, in one
-// batch per ProduceSync call.
+// manualProducer produces to the partition named in each record; its
+// records wait for a Flush (produceN), which sends them in one batch.
 func manualProducer(t testing.TB, tb *testBroker) *kgo.Client {
-	return newClient(t, tb.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	return newClient(t, tb.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Minute))
 }
 
 func topicIDOf(t testing.TB, tb *testBroker, name string) [16]byte {
