@@ -126,3 +126,32 @@ func TestGatheredAcksWrittenFirst(t *testing.T) {
 		t.Fatalf("start offsets written %v, want 4 then 8", got)
 	}
 }
+
+// TestCloseWritesGatheredAcks: acknowledgements a partition gathers when
+// the manager closes (the flush delay not yet passed) are written by
+// Close, not dropped: a broker stopping cleanly keeps them.
+func TestCloseWritesGatheredAcks(t *testing.T) {
+	r := newDeferRig(t, time.Hour)
+	before := r.st.count()
+	r.deferredRounds()
+	if n := r.st.count() - before; n != 0 {
+		t.Fatalf("%d state writes before Close, want none (the flush delay is an hour)", n)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.m.Close()
+	}()
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case <-time.After(time.Millisecond):
+			r.st.release()
+		}
+	}
+	recs := r.st.written(t, before)
+	if len(recs) != 1 || recs[0].Kind != share.Delta || recs[0].StartOffset != 12 {
+		t.Fatalf("Close wrote %+v, want one delta with start offset 12", recs)
+	}
+}

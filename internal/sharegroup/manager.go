@@ -109,6 +109,7 @@ type Manager struct {
 	cfg    Config
 	logger *slog.Logger
 	timers *timers
+	closed sync.Once // Close runs once
 
 	ctx    context.Context // ends at Close: bounds loads of state
 	cancel context.CancelFunc
@@ -194,10 +195,13 @@ func (m *Manager) LoadGroups(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the timers and ends the share sessions. The node calls it
-// after its request goroutines are gone, before it closes the state
-// store.
-func (m *Manager) Close() {
+// Close writes the acknowledgements partitions still gather, stops the
+// timers and ends the share sessions; a second call does nothing. The
+// node calls it after its request goroutines are gone, before it closes
+// the state store.
+func (m *Manager) Close() { m.closed.Do(m.close) }
+
+func (m *Manager) close() {
 	m.flushAll()
 	m.timers.close()
 	m.cancel()
