@@ -41,7 +41,10 @@ func TestAcked(t *testing.T) {
 				t.Fatal(err)
 			}
 			done, err := r.Acked(res, tc.acks)
-			if done != tc.doneFirst || err != nil {
+			// The log's syncer may fsync before this check; then a topic
+			// that syncs before acknowledging is rightly done already.
+			synced := tc.sync && tc.acks == 1 && done && r.Log().DurableOffset() >= res.LastOffset+1
+			if (done != tc.doneFirst && !synced) || err != nil {
 				t.Fatalf("Acked right after the append: done %v err %v, want done %v", done, err, tc.doneFirst)
 			}
 			if len(tc.isr) > 1 && tc.acks == -1 {
