@@ -221,9 +221,12 @@
 // it. The Java client then fetches from one broker per Poll in turn, each
 // fetch waiting fetch.max.wait.ms, so one busy broker among empty ones is
 // read only between long idle waits. This client goes back to the leader
-// that just returned records, with the whole cap, for up to 64 Polls in a
-// row before turning to the next leader with records; an empty leader gets
-// a one-record probe at most every 50 ms meanwhile, and a request waits
+// that just filled its fetch, with the whole cap, for up to 64 Polls in a
+// row before turning to the next leader with records (at once when the
+// leader gave less than asked: it has no backlog left); with weir's backlog
+// hints it serves the leader with the most records waiting. Every other
+// leader gets a one-record probe at most every 50 ms meanwhile (without
+// hints only an empty one), and a request waits
 // only when the round before asked every leader and found nothing, so no
 // Poll waits for an empty leader while another has records. Acknowledgements
 // for a leader the round does not fetch from are sent, and answered,

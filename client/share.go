@@ -60,16 +60,21 @@ import (
 //     with it while it has records and no other leader has more than
 //     shareSwitchFactor times as many (heaviest). Without hints (another
 //     broker, or weir.share.fetch.backlog.hints=false) a leader whose
-//     last fetch acquired records is hot. While any leader is hot, a round goes to one hot
-//     leader, the target, with the whole cap: the leader that just
-//     returned records is asked again at once, for up to shareStickRounds
-//     rounds, then the next hot leader takes over (so that a long backlog
-//     on one leader does not starve another). An empty leader not asked
-//     for shareProbeEvery gets a probe of one record in the same round,
-//     taken off the target's share, so that records arriving there are
-//     found without a wait. When no leader is hot, every leader is asked,
-//     the cap split evenly (leaders beyond the cap wait for a later round;
-//     the starting leader rotates).
+//     last fetch acquired records is hot, and full when that fetch got
+//     all it asked for. While any leader is full, a round goes to one
+//     full leader, the target, with the whole cap: the leader that just
+//     filled its fetch is asked again at once, for up to shareStickRounds
+//     rounds, then the next full leader takes over (so that a long backlog
+//     on one leader does not starve another); a target that returns less
+//     than it was asked has no backlog left, and the round turns at once.
+//     A leader not asked for shareProbeEvery gets a probe of one record
+//     in the same round, taken off the target's share, so that records
+//     arriving there are found without a wait: an empty one always, a
+//     hot one too with hints, as its answer is where its backlog is
+//     learnt (else a leader left with records would keep the hint it
+//     gave last while the target trickles). When no leader is full,
+//     every leader is asked, the cap split evenly (leaders beyond the cap
+//     wait for a later round; the starting leader rotates).
 //   - Waiting: a round waits up to fetch.max.wait.ms only when the round
 //     before asked every leader (or they were in flight) and got nothing;
 //     otherwise MaxWaitMs is 0. A leader with nothing never holds a Poll
@@ -155,6 +160,7 @@ type shareLeader struct {
 	epoch   int32            // next ShareSessionEpoch
 	parts   map[shareTP]bool // partitions in the session
 	hadData bool             // the last fetch acquired records
+	full    bool             // the last fetch acquired all it asked for
 	asked   time.Time        // when the last fetch was sent
 	// backlog is the records waiting on this leader for the member's
 	// partitions, as its last answer said (wiretag.ShareFetchBacklog);
@@ -408,10 +414,18 @@ type shareFetchPlan struct {
 type shareRound struct {
 	nodes []int32 // the leaders of the assignment, sorted
 	hot   []bool  // hot[i]: leader i's last fetch acquired records
-	// probe[i]: leader i is empty and due for a probe (record_limit).
+	// probe[i]: leader i is due for a probe (record_limit): asked last
+	// more than shareProbeEvery ago.
 	probe []bool
-	// target is the index of the hot leader served this round
-	// (record_limit), -1 when no leader is hot.
+	// probeHot: probes go to hot leaders too, not only to empty ones.
+	// With backlog hints a leader's backlog is known only from its own
+	// answers; one that had records when a round turned away from it
+	// would otherwise never be asked again while the target has any,
+	// and the hint it gave last (often 0, just drained) would stay.
+	probeHot bool
+	// target is the index of the leader served this round
+	// (record_limit): the heaviest by the hints, else a full one; -1
+	// when none is.
 	target         int
 	maxPollRecords int
 	recordLimit    bool
@@ -447,7 +461,7 @@ func planShareFetches(r shareRound) []shareFetchPlan {
 		var probes []int32
 		for k := range n {
 			j := (r.rotate + k) % n
-			if j != r.target && r.probe[j] && !r.hot[j] && len(probes) < r.maxPollRecords-1 {
+			if j != r.target && r.probe[j] && (r.probeHot || !r.hot[j]) && len(probes) < r.maxPollRecords-1 {
 				probes = append(probes, r.nodes[j])
 			}
 		}
@@ -995,14 +1009,16 @@ const (
 func (s *ShareConsumer) roundState(nodes []int32, idle bool, rotate, budget int) shareRound {
 	r := shareRound{
 		nodes: nodes, hot: make([]bool, len(nodes)), probe: make([]bool, len(nodes)), target: -1,
-		maxPollRecords: budget, recordLimit: s.cfg.recordLimit,
+		maxPollRecords: budget, recordLimit: s.cfg.recordLimit, probeHot: s.cfg.backlogHints,
 		idle: idle, maxWait: s.cfg.fetchMaxWait, rotate: rotate,
 	}
 	now := time.Now()
 	cur := -1
+	full := make([]bool, len(nodes))
 	for i, n := range nodes {
 		l := s.leaders[n]
 		r.hot[i] = l != nil && l.hadData
+		full[i] = l != nil && l.full
 		r.probe[i] = l == nil || now.Sub(l.asked) >= shareProbeEvery
 		if n == s.target {
 			cur = i
@@ -1019,7 +1035,10 @@ func (s *ShareConsumer) roundState(nodes []int32, idle bool, rotate, budget int)
 		r.target = j
 		return r
 	}
-	if cur >= 0 && r.hot[cur] && s.stick < shareStickRounds {
+	// A leader that gave less than it was asked for has nothing more
+	// right now: the round turns to one that filled its fetch, and when
+	// none did, asks every leader (its records trickle in everywhere).
+	if cur >= 0 && r.hot[cur] && full[cur] && s.stick < shareStickRounds {
 		r.target = cur
 		s.stick++
 		return r
@@ -1029,7 +1048,7 @@ func (s *ShareConsumer) roundState(nodes []int32, idle bool, rotate, budget int)
 		if cur < 0 {
 			j = k - 1
 		}
-		if r.hot[j] {
+		if r.hot[j] && full[j] {
 			r.target, s.target, s.stick = j, nodes[j], 1
 			return r
 		}
@@ -1235,6 +1254,7 @@ func (s *ShareConsumer) fetchFrom(ctx context.Context, m *metadata, p shareFetch
 		}
 	}
 	l.hadData = len(out) > 0
+	l.full = len(out) >= int(p.maxRecords)
 	return out, errors.Join(errs...)
 }
 

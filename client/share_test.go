@@ -74,6 +74,68 @@ func TestPlanShareFetches(t *testing.T) {
 	}
 }
 
+// TestShareRoundTurns: which leader a record_limit round serves, and who
+// is probed, from what the leaders' last answers said. Share case 3 (one
+// consumer, six leaders, Zipf-skewed dumps) found a consumer serving a
+// trickling leader at 100 records/s for seconds while 24,000 records
+// waited on a leader it had left with a hint of 0: a hot leader off the
+// target was never asked again, and a target giving less than asked was
+// kept for 64 rounds.
+func TestShareRoundTurns(t *testing.T) {
+	long := time.Now().Add(-time.Second)
+	type ldr struct {
+		hadData, full, knows bool
+		backlog              int64
+		asked                time.Time
+	}
+	type want struct {
+		node    int32
+		records int32
+	}
+	tests := []struct {
+		name    string
+		hints   bool
+		leaders []ldr // nodes 0, 1, 2
+		target  int32
+		want    []want
+	}{
+		{"hints: a hot leader left with a stale hint is probed", true,
+			[]ldr{{true, true, true, 0, long}, {true, false, true, 3, time.Now()}, {false, false, true, 0, time.Now()}}, 1,
+			[]want{{1, 9}, {0, 1}}},
+		{"hints: the probe's answer moves the round to the heavy leader", true,
+			[]ldr{{true, true, true, 24000, time.Now()}, {true, false, true, 3, time.Now()}, {false, false, true, 0, time.Now()}}, 1,
+			[]want{{0, 10}}},
+		{"hints: a target within the switch factor keeps the round", true,
+			[]ldr{{true, true, true, 5, time.Now()}, {true, true, true, 3, time.Now()}, {false, false, true, 0, time.Now()}}, 1,
+			[]want{{1, 10}}},
+		{"no hints: a target that gave less than asked turns to a full leader", false,
+			[]ldr{{true, true, false, 0, time.Now()}, {true, false, false, 0, time.Now()}, {false, false, false, 0, time.Now()}}, 1,
+			[]want{{0, 10}}},
+		{"no hints: a full target keeps the round; hot leaders are not probed", false,
+			[]ldr{{true, true, false, 0, long}, {true, true, false, 0, time.Now()}, {false, false, false, 0, long}}, 1,
+			[]want{{1, 9}, {2, 1}}},
+		{"no hints: nobody full, every leader asked", false,
+			[]ldr{{true, false, false, 0, time.Now()}, {true, false, false, 0, time.Now()}, {false, false, false, 0, time.Now()}}, 1,
+			[]want{{0, 4}, {1, 3}, {2, 3}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &ShareConsumer{leaders: map[int32]*shareLeader{}, target: tc.target, stick: 1}
+			s.cfg.recordLimit, s.cfg.backlogHints, s.cfg.fetchMaxWait = true, tc.hints, 500*time.Millisecond
+			for i, l := range tc.leaders {
+				s.leaders[int32(i)] = &shareLeader{hadData: l.hadData, full: l.full, knows: l.knows, backlog: l.backlog, asked: l.asked}
+			}
+			var got []want
+			for _, p := range planShareFetches(s.roundState([]int32{0, 1, 2}, false, 0, 10)) {
+				got = append(got, want{p.node, p.maxRecords})
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("round %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestShareConfig(t *testing.T) {
 	tests := []struct {
 		props map[string]string
