@@ -293,14 +293,54 @@ class ShareClusterTest {
         for (int p = 0; p < PARTITIONS; p++) {
             latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
         }
-        Compat.eventually(Duration.ofSeconds(30), () -> {
-            try (Admin fresh = Compat.admin()) {
-                fresh.listOffsets(latest).all().get(10, TimeUnit.SECONDS);
-            } catch (Exception e) {
-                throw new AssertionError("ListOffsets on " + topic + " (leaders " + ClusterTest.leaders(meta, topic) + "): " + e, e);
-            }
-        });
+        try {
+            Compat.eventually(Duration.ofSeconds(30), () -> {
+                try (Admin fresh = Compat.admin()) {
+                    fresh.listOffsets(latest).all().get(10, TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    throw new AssertionError("ListOffsets on " + topic + " (leaders " + ClusterTest.leaders(meta, topic) + "): " + e, e);
+                }
+            });
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "; as each node tells it: " + eachNode(topic, latest), e);
+        }
         return out;
+    }
+
+    /**
+     * For a failure's message: each bootstrap address's own Metadata answer for topic (the
+     * leader of every partition) and whether an Admin that learnt the leaders from that address
+     * alone gets ListOffsets answered within 5 s.
+     */
+    static String eachNode(String topic, Map<TopicPartition, OffsetSpec> latest) {
+        List<String> out = new ArrayList<>();
+        for (String addr : Compat.bootstrap().split(",")) {
+            Properties p = Compat.consumerProps(null);
+            p.put("bootstrap.servers", addr);
+            p.put("request.timeout.ms", 5000);
+            p.put("default.api.timeout.ms", 5000);
+            String view;
+            try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
+                Map<Integer, Integer> l = new TreeMap<>();
+                c.partitionsFor(topic, Duration.ofSeconds(5)).forEach(i ->
+                        l.put(i.partition(), i.leader() == null || i.leader().isEmpty() ? -1 : i.leader().id()));
+                view = "leaders " + l;
+            } catch (Exception e) {
+                view = "metadata: " + e;
+            }
+            Properties a = new Properties();
+            a.put("bootstrap.servers", addr);
+            a.put("default.api.timeout.ms", 5000);
+            a.put("request.timeout.ms", 5000);
+            try (Admin admin = Admin.create(a)) {
+                admin.listOffsets(latest).all().get(6, TimeUnit.SECONDS);
+                view += ", ListOffsets answered";
+            } catch (Exception e) {
+                view += ", ListOffsets: " + e;
+            }
+            out.add(addr + ": " + view);
+        }
+        return String.join("; ", out);
     }
 
     /**
