@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,10 +56,13 @@ import (
 //     consumer for the next Poll, still locked.
 //   - record_limit, a strict cap, with backlog hints (the default, from
 //     weir brokers: wiretag.ShareFetchBacklog says how many records wait
-//     for the member on each leader): a round goes to the leader with the
-//     most waiting, with the whole cap less the probes below, and stays
-//     with it while it has records and no other leader has more than
-//     shareSwitchFactor times as many (heaviest). Without hints (another
+//     for the member on each leader): when more than one leader has
+//     records waiting, a round asks each of them, the cap less the probes
+//     below split in proportion to their backlogs (splitByBacklog), so
+//     that a light leader's records do not wait for a heavy one to drain;
+//     when one has, the round goes to it with the whole cap less the
+//     probes, and stays with it while it has records and no other leader
+//     has more than shareSwitchFactor times as many (heaviest). Without hints (another
 //     broker, or weir.share.fetch.backlog.hints=false) a leader whose
 //     last fetch acquired records is hot, and full when that fetch got
 //     all it asked for. While any leader is full, a round goes to one
@@ -423,6 +427,11 @@ type shareRound struct {
 	// would otherwise never be asked again while the target has any,
 	// and the hint it gave last (often 0, just drained) would stay.
 	probeHot bool
+	// backlog[i]: the records waiting on leader i by its last answer's
+	// hint, set (record_limit with hints) when more than one leader has
+	// some: the round then asks each of them, the cap split in
+	// proportion (splitByBacklog), instead of serving one target.
+	backlog []int64
 	// target is the index of the leader served this round
 	// (record_limit): the heaviest by the hints, else a full one; -1
 	// when none is.
@@ -455,6 +464,31 @@ func planShareFetches(r shareRound) []shareFetchPlan {
 		for _, node := range r.nodes {
 			out = append(out, shareFetchPlan{node: node, maxRecords: capped, maxWait: wait})
 		}
+	case r.backlog != nil:
+		// Every leader with records waiting gets its part of the cap
+		// less one record per probe, the heaviest first; leaders with
+		// none are probed when due.
+		var probes []int32
+		for k := range n {
+			j := (r.rotate + k) % n
+			if r.backlog[j] == 0 && r.probe[j] && len(probes) < r.maxPollRecords-1 {
+				probes = append(probes, r.nodes[j])
+			}
+		}
+		shares := splitByBacklog(r.maxPollRecords-len(probes), r.backlog)
+		order := make([]int, 0, n)
+		for i := range n {
+			if shares[i] > 0 {
+				order = append(order, i)
+			}
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(r.backlog[b], r.backlog[a]) })
+		for _, i := range order {
+			out = append(out, shareFetchPlan{node: r.nodes[i], maxRecords: int32(shares[i]), maxWait: wait})
+		}
+		for _, node := range probes {
+			out = append(out, shareFetchPlan{node: node, maxRecords: 1, maxWait: wait})
+		}
 	case r.target >= 0:
 		// The hot target gets the cap less one record per probe; probes
 		// beyond the cap wait for a later round (in rotation).
@@ -477,6 +511,36 @@ func planShareFetches(r shareRound) []shareFetchPlan {
 		}
 	}
 	return out
+}
+
+// splitByBacklog splits total records over leaders in proportion to
+// their backlogs: each gets the floor of its part, and what the floors
+// leave goes one record at a time to the heaviest first. A leader whose
+// part is under one record may get none this round.
+func splitByBacklog(total int, backlog []int64) []int {
+	shares := make([]int, len(backlog))
+	var sum float64
+	var order []int
+	for i, b := range backlog {
+		if b > 0 {
+			sum += float64(b)
+			order = append(order, i)
+		}
+	}
+	if total <= 0 || len(order) == 0 {
+		return shares
+	}
+	left := total
+	for _, i := range order {
+		shares[i] = int(float64(total) * float64(backlog[i]) / sum)
+		left -= shares[i]
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(backlog[b], backlog[a]) })
+	for k := 0; left > 0; k++ {
+		shares[order[k%len(order)]]++
+		left--
+	}
+	return shares
 }
 
 // evenShare is the i-th of n near-equal parts of total.
@@ -1026,6 +1090,19 @@ func (s *ShareConsumer) roundState(nodes []int32, idle bool, rotate, budget int)
 	}
 	if !s.cfg.recordLimit {
 		return r
+	}
+	if s.cfg.backlogHints {
+		backlog, waiting := make([]int64, len(nodes)), 0
+		for i, n := range nodes {
+			if l := s.leaders[n]; l != nil && l.knows && l.backlog > 0 {
+				backlog[i] = l.backlog
+				waiting++
+			}
+		}
+		if waiting > 1 {
+			r.backlog = backlog
+			return r
+		}
 	}
 	if j, ok := s.heaviest(nodes, cur); ok {
 		if j != cur {

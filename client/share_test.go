@@ -105,9 +105,12 @@ func TestShareRoundTurns(t *testing.T) {
 		{"hints: the probe's answer moves the round to the heavy leader", true,
 			[]ldr{{true, true, true, 24000, time.Now()}, {true, false, true, 3, time.Now()}, {false, false, true, 0, time.Now()}}, 1,
 			[]want{{0, 10}}},
-		{"hints: a target within the switch factor keeps the round", true,
+		{"hints: two leaders with records share the cap by backlog", true,
 			[]ldr{{true, true, true, 5, time.Now()}, {true, true, true, 3, time.Now()}, {false, false, true, 0, time.Now()}}, 1,
-			[]want{{1, 10}}},
+			[]want{{0, 7}, {1, 3}}},
+		{"hints: shared by backlog, the empty leader due for a probe", true,
+			[]ldr{{true, true, true, 300, time.Now()}, {true, true, true, 100, time.Now()}, {true, false, true, 0, long}}, 0,
+			[]want{{0, 7}, {1, 2}, {2, 1}}},
 		{"no hints: a target that gave less than asked turns to a full leader", false,
 			[]ldr{{true, true, false, 0, time.Now()}, {true, false, false, 0, time.Now()}, {false, false, false, 0, time.Now()}}, 1,
 			[]want{{0, 10}}},
@@ -133,6 +136,36 @@ func TestShareRoundTurns(t *testing.T) {
 				t.Fatalf("round %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestSplitByBacklog(t *testing.T) {
+	tests := []struct {
+		total   int
+		backlog []int64
+		want    []int
+	}{
+		{10, []int64{5, 3, 0}, []int{7, 3, 0}},
+		{10, []int64{24000, 3}, []int{10, 0}},
+		{9, []int64{1, 1, 1}, []int{3, 3, 3}},
+		{2, []int64{1, 1, 1}, []int{1, 1, 0}},
+		{500, []int64{61, 25, 9, 5}, []int{305, 125, 45, 25}},
+		{10, []int64{0, 0}, []int{0, 0}},
+		{0, []int64{4}, []int{0}},
+		{7, []int64{1 << 60, 1 << 60}, []int{4, 3}},
+	}
+	for _, tc := range tests {
+		got := splitByBacklog(tc.total, tc.backlog)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("splitByBacklog(%d, %v) = %v, want %v", tc.total, tc.backlog, got, tc.want)
+		}
+		sum := 0
+		for _, n := range got {
+			sum += n
+		}
+		if sum > tc.total {
+			t.Errorf("splitByBacklog(%d, %v) hands out %d", tc.total, tc.backlog, sum)
+		}
 	}
 }
 
