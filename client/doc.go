@@ -224,8 +224,9 @@
 // that just filled its fetch, with the whole cap, for up to 64 Polls in a
 // row before turning to the next leader with records (at once when the
 // leader gave less than asked: it has no backlog left); with weir's backlog
-// hints it serves the leaders with records waiting, the cap split in
-// proportion to their backlogs. Every other
+// hints it serves the leader with the most records waiting, or, when
+// none has max.poll.records waiting, every leader with some, the cap split
+// in proportion to their backlogs. Every other
 // leader gets a one-record probe at most every 50 ms meanwhile (without
 // hints only an empty one), and a request waits
 // only when the round before asked every leader and found nothing, so no
