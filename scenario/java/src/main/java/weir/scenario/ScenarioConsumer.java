@@ -107,9 +107,15 @@ public final class ScenarioConsumer {
                             Thread.sleep(20);
                             continue;
                         }
-                        long now = System.currentTimeMillis();
+                        // Stamped when the poll has returned (its records are handed
+                        // over after it), not when it started: a record that arrived
+                        // during the poll waited until then.
+                        long[] now = {0};
                         int n = mem.poll((part, off, ts) -> {
-                            lat.record(Math.max(0, now - ts) * 1000);
+                            if (now[0] == 0) {
+                                now[0] = System.currentTimeMillis();
+                            }
+                            lat.record(Math.max(0, now[0] - ts) * 1000);
                             if (part < 0 || part >= partitions) {
                                 return;
                             }
