@@ -208,6 +208,16 @@ type consumerWorker struct {
 	rng         *rand.Rand
 }
 
+// polledOf lists what the meter needs of a Poll's records.
+func polledOf[R any](recs []R, rec func(R) *client.ConsumerRecord) []polled {
+	out := make([]polled, len(recs))
+	for i, r := range recs {
+		c := rec(r)
+		out[i] = polled{c.Partition, c.Offset, c.Timestamp}
+	}
+	return out
+}
+
 // polled is one record a Poll returned.
 type polled struct {
 	partition int32
@@ -228,11 +238,7 @@ func newConsumerWorker(cs spec.Consumer, instance int, bootstrap string, m *mete
 		}
 		w.pollRecords = func(ctx context.Context) ([]polled, error) {
 			recs, err := w.share.Poll(ctx)
-			out := make([]polled, len(recs))
-			for i, r := range recs {
-				out[i] = polled{r.Partition, r.Offset, r.Timestamp}
-			}
-			return out, err
+			return polledOf(recs, func(r *client.ShareRecord) *client.ConsumerRecord { return &r.ConsumerRecord }), err
 		}
 	} else {
 		// A group that joins after the backlog was written reads it.
@@ -244,11 +250,7 @@ func newConsumerWorker(cs spec.Consumer, instance int, bootstrap string, m *mete
 		}
 		w.pollRecords = func(ctx context.Context) ([]polled, error) {
 			recs, err := w.group.Poll(ctx)
-			out := make([]polled, len(recs))
-			for i, r := range recs {
-				out[i] = polled{r.Partition, r.Offset, r.Timestamp}
-			}
-			return out, err
+			return polledOf(recs, func(r *client.ConsumerRecord) *client.ConsumerRecord { return r }), err
 		}
 	}
 	if err != nil {
