@@ -1072,9 +1072,11 @@ const (
 // roundState gathers what planShareFetches needs for nodes, the leaders
 // with no fetch in flight, and budget records (the cap less what the
 // fetches in flight may acquire, with record_limit) and, with
-// record_limit, picks the round's target: the hot leader served last,
-// for up to shareStickRounds rounds, then the next hot one. Called with
-// sessMu held.
+// record_limit, decides who the round serves: with hints, the leaders'
+// backlogs to split the cap by when several have records and none the
+// budget's worth, else the heaviest; without them (or when no backlog is
+// known), the full leader served last, for up to shareStickRounds
+// rounds, then the next full one. Called with sessMu held.
 func (s *ShareConsumer) roundState(nodes []int32, idle bool, rotate, budget int) shareRound {
 	r := shareRound{
 		nodes: nodes, hot: make([]bool, len(nodes)), probe: make([]bool, len(nodes)), target: -1,
