@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"time"
@@ -195,6 +196,13 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	}
 	b.reloadGroups()
 	b.txnLeadershipChanged()
+	if n, wait := b.joined.Waiting(); n > 0 {
+		lvl := slog.LevelInfo
+		if wait > 5*time.Second { // a client may time out first
+			lvl = slog.LevelWarn
+		}
+		b.logger.Log(b.ctx, lvl, "serving clients' requests held while joining", "requests", n, "longest_wait", wait)
+	}
 	b.joined.Open()
 	b.logger.Info("broker active", "node", b.cfg.NodeID, "cluster_id", b.clusterID)
 	return nil

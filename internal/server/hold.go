@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Hold keeps requests a dispatcher may not serve yet, and serves them in
@@ -24,6 +25,7 @@ type Hold struct {
 	held   []heldRequest
 	closed bool
 	max    int
+	first  time.Time // when the first request of this hold arrived
 
 	stop chan struct{}  // closed by Close: pending forwards give up
 	wg   sync.WaitGroup // forward goroutines of replies still pending
@@ -60,9 +62,23 @@ func (h *Hold) Serve(ctx context.Context, serve func(context.Context) *Reply) *R
 	}
 	out := NewPendingReply()
 	out.holdsFrame = true
+	if len(h.held) == 0 {
+		h.first = time.Now()
+	}
 	h.held = append(h.held, heldRequest{ctx: ctx, serve: serve, out: out})
 	h.mu.Unlock()
 	return out
+}
+
+// Waiting is the number of requests waiting for Open and how long the
+// oldest of them has waited (0 when none does).
+func (h *Hold) Waiting() (int, time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.held) == 0 {
+		return 0, 0
+	}
+	return len(h.held), time.Since(h.first)
 }
 
 // Held is the number of requests waiting for Open.

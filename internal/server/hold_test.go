@@ -223,3 +223,24 @@ func TestHoldCloseDoesNotWaitForPendingReplies(t *testing.T) {
 	}
 	h.Close() // a second Close is harmless
 }
+
+// TestHoldWaiting: how many requests a hold keeps and how long the first
+// of them has waited, for the log line a broker writes when it opens.
+func TestHoldWaiting(t *testing.T) {
+	h := NewHold(10)
+	if n, d := h.Waiting(); n != 0 || d != 0 {
+		t.Fatalf("empty hold: %d waiting for %v", n, d)
+	}
+	serve := func(context.Context) *Reply { return CloseConnection() }
+	h.Serve(context.Background(), serve)
+	time.Sleep(20 * time.Millisecond)
+	h.Serve(context.Background(), serve)
+	n, d := h.Waiting()
+	if n != 2 || d < 20*time.Millisecond {
+		t.Fatalf("%d waiting for %v, want 2 for at least 20ms (the first's wait)", n, d)
+	}
+	h.Open()
+	if n, d := h.Waiting(); n != 0 || d != 0 {
+		t.Fatalf("after Open: %d waiting for %v", n, d)
+	}
+}
