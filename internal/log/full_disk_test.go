@@ -151,6 +151,10 @@ func TestFailedFsyncFailsWaiters(t *testing.T) {
 	if err := l.WaitDurable(ctx, l.EndOffset()); !errors.Is(err, kerr.KafkaStorageError) {
 		t.Fatalf("WaitDurable with failing fsyncs: %v after %v", err, time.Since(start))
 	}
+	// The syncer wakes the waiters, then tells the owner: give it a moment.
+	for deadline := time.Now().Add(5 * time.Second); told.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if told.Load() == 0 {
 		t.Fatal("the owner was not told of the failed fsync")
 	}
