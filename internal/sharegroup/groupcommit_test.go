@@ -68,12 +68,7 @@ func (r *deferRig) deferredRounds() {
 // flush delay (5 ms) the timer writes the batch with no request asking.
 // Before, each round queued a write of its own.
 func TestDeferredAcksWrittenTogether(t *testing.T) {
-	r := newDeferRig(t, time.Hour)
-	before := r.st.count()
-	r.deferredRounds()
-	if n := r.st.count() - before; n != 0 {
-		t.Fatalf("%d state writes while the partition gathered three rounds' acknowledgements, want none", n)
-	}
+	r, before := gatheredRounds(t)
 	c := async(func() *kmsg.ShareAcknowledgeResponse { return r.acknowledge(false) })
 	if code := ackErrOf(t, waitsFor(t, r.st, c, "a commit's ShareAcknowledge")); code > 0 {
 		t.Fatalf("ShareAcknowledge answered %v", kerr.ErrorForCode(code))
@@ -131,12 +126,7 @@ func TestGatheredAcksWrittenFirst(t *testing.T) {
 // the manager closes (the flush delay not yet passed) are written by
 // Close, not dropped: a broker stopping cleanly keeps them.
 func TestCloseWritesGatheredAcks(t *testing.T) {
-	r := newDeferRig(t, time.Hour)
-	before := r.st.count()
-	r.deferredRounds()
-	if n := r.st.count() - before; n != 0 {
-		t.Fatalf("%d state writes before Close, want none (the flush delay is an hour)", n)
-	}
+	r, before := gatheredRounds(t)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -154,4 +144,18 @@ func TestCloseWritesGatheredAcks(t *testing.T) {
 	if len(recs) != 1 || recs[0].Kind != share.Delta || recs[0].StartOffset != 12 {
 		t.Fatalf("Close wrote %+v, want one delta with start offset 12", recs)
 	}
+}
+
+// gatheredRounds runs three deferred rounds on a rig whose flush delay is
+// an hour and checks that the partition only gathered them (no state
+// write yet); it returns the rig and the write count before the rounds.
+func gatheredRounds(t *testing.T) (*deferRig, int) {
+	t.Helper()
+	r := newDeferRig(t, time.Hour)
+	before := r.st.count()
+	r.deferredRounds()
+	if n := r.st.count() - before; n != 0 {
+		t.Fatalf("%d state writes while the partition gathered three rounds' acknowledgements, want none (the flush delay is an hour)", n)
+	}
+	return r, before
 }
