@@ -237,7 +237,7 @@ type Replica struct {
 	mu sync.Mutex
 	ls *leaderState // nil unless leader; its hwCh wakes WaitForHW callers
 
-	roleMu sync.RWMutex
+	roleMu roleLock // a sync.RWMutex in half its size (rolelock.go)
 	role   Role
 	// minISR is min.insync.replicas, guarded by roleMu (SetMinISR), kept
 	// in the role's padding: the leader state holds a copy under mu.
