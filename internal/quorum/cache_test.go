@@ -29,6 +29,7 @@ func (c *countingLog) GetLog(index uint64, l *raft.Log) error {
 func TestIdleLeaderReadsNoLog(t *testing.T) {
 	logs := make([]*countingLog, 3)
 	c := startClusterWith(t, 3, func(i int, cfg *Config) {
+		cfg.CommitTimeout = 20 * time.Millisecond // many idle appends to count
 		cfg.wrapLog = func(s raft.LogStore) raft.LogStore {
 			logs[i] = &countingLog{LogStore: s}
 			return logs[i]

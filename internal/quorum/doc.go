@@ -22,12 +22,14 @@
 // pointless (elect.go): a leader whose raft port refuses connections (its
 // process is gone) and a quorum with no leader since the node opened;
 // then the reachable voters take turns, in id order, starting an election
-// at once. A closing leader hands leadership over first. Entries reach
-// followers' state machines within raft's CommitTimeout, 20 to 40 ms
-// after they commit (a follower learns of a commit from the leader's next
-// append); the leader's idle appends at that pace name the newest entry's
-// term, which raft reads through a one-entry cache in memory
-// (recentEntries), not from the log.
+// at once. A closing leader hands leadership over first. A follower
+// learns of a commit from the leader's next append, which raft sends
+// when an entry is added or, idle, every CommitTimeout (100 to 200 ms):
+// so a proposal's commit is followed at once by a barrier entry (nudge,
+// one at a time), and entries reach the followers' state machines one
+// round trip after they commit. The leader's idle appends name the
+// newest entry's term, which raft reads through a one-entry cache in
+// memory (recentEntries), not from the log.
 //
 // # What it does not own
 //
@@ -41,6 +43,7 @@
 // goroutines, one at a time. Propose is safe from any goroutine and
 // returns once the entry is committed and applied on this node. A
 // multi-node voter runs one more goroutine, the election watch; its
-// state (electionWatch) is a pure state machine it owns alone. Close
-// stops every goroutine the node started and waits for them.
+// state (electionWatch) is a pure state machine it owns alone; and a
+// leader one while it sends barriers (nudgeLoop). Close stops every
+// goroutine the node started and waits for them.
 package quorum

@@ -263,3 +263,38 @@ func TestOpenInASmallDirectory(t *testing.T) {
 		t.Fatalf("open with 2 MiB free: %v", err)
 	}
 }
+
+// TestFollowersApplyWithoutWaitingForCommitTimeout: raft's leader tells
+// a follower of a commit only with an append, sent idle every
+// CommitTimeout; the barrier that follows each proposal (nudge) carries
+// it at once. With a 10 s CommitTimeout, every follower applies each of
+// a run of proposals well within it (without the barrier: 10 to 20 s).
+func TestFollowersApplyWithoutWaitingForCommitTimeout(t *testing.T) {
+	c := startClusterWith(t, 3, func(_ int, cfg *Config) { cfg.CommitTimeout = 10 * time.Second })
+	l := c.leader(t)
+	for i := range 3 {
+		entry := fmt.Sprint("e", i)
+		propose(t, c.nodes[l], entry)
+		start := time.Now()
+		for j, f := range c.fsms {
+			eventually(t, 2*time.Second, fmt.Sprintf("node %d applies %s", j+1, entry), func() bool {
+				got := f.list()
+				return len(got) == i+1 && got[i] == entry
+			})
+		}
+		t.Logf("%s applied on every node %v after its commit", entry, time.Since(start))
+	}
+	// Proposals in parallel share barriers, and all of them arrive too.
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			propose(t, c.nodes[l], fmt.Sprint("p", i))
+		}()
+	}
+	wg.Wait()
+	for j, f := range c.fsms {
+		eventually(t, 2*time.Second, fmt.Sprintf("node %d applies the 20 parallel proposals", j+1), func() bool { return len(f.list()) == 23 })
+	}
+}
