@@ -244,7 +244,8 @@
 //
 // A Replica has two locks, taken in this order: roleMu (role and leader
 // epoch; write-held to change them and to truncate, read-held across
-// appends and fetch handling so both see one epoch), then mu (leader
+// appends and fetch handling so both see one epoch; a roleLock, a
+// reader/writer lock in half a sync.RWMutex's size), then mu (leader
 // state, high watermark publication, the waiters' channel); the epoch
 // cache's and the log's locks are leaves below them. The high watermark
 // is the one noted in the log (Log.NoteHighWatermark), read without a
