@@ -30,6 +30,9 @@ type RunConfig struct {
 	WeirBinary string
 	// ServeArgs are extra `weir serve` flags for every node.
 	ServeArgs []string
+	// PprofBasePort, when set, has a weir cluster's node N serve
+	// /debug/pprof/ on PprofBasePort+N-1 (localcluster.Spec).
+	PprofBasePort int
 	// Dir holds the cluster's data and logs; Out the reports.
 	Dir, Out string
 	// JavaDir is the Java drivers' Maven project (default: scenario/java

@@ -50,7 +50,7 @@ func startCluster(ctx context.Context, f *spec.File, cfg RunConfig, dir string) 
 		if err := os.MkdirAll(cdir, 0o755); err != nil {
 			return nil, err
 		}
-		c, err := localcluster.Up(ctx, cdir, localcluster.Spec{Nodes: f.Cluster.Brokers, BasePort: base, Binary: bin, Args: cfg.ServeArgs}, 2*time.Minute)
+		c, err := localcluster.Up(ctx, cdir, localcluster.Spec{Nodes: f.Cluster.Brokers, BasePort: base, Binary: bin, Args: cfg.ServeArgs, PprofBasePort: cfg.PprofBasePort}, 2*time.Minute)
 		if err != nil {
 			return nil, err
 		}

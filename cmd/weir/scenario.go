@@ -60,6 +60,7 @@ func scenarioRun(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	weirBin := fs.String("weir", "", "weir binary the cluster's nodes run (default: this one)")
 	check := fs.Bool("check", false, "only read and check the file, print it as it would run, and exit")
 	verbose := fs.Bool("verbose", false, "log client activity to stderr")
+	pprofBase := fs.Int("pprof-base-port", 0, "profiling only: a weir cluster's node 1 serves /debug/pprof/ on this port, node N on base+N-1 (default: off)")
 	// The file may come before the flags or after them.
 	var file string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -109,7 +110,7 @@ func scenarioRun(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		return nil
 	}
-	cfg := scenario.RunConfig{WeirBinary: *weirBin, Dir: *dir, Out: *out, Stdout: stdout}
+	cfg := scenario.RunConfig{WeirBinary: *weirBin, Dir: *dir, Out: *out, Stdout: stdout, PprofBasePort: *pprofBase}
 	if cfg.WeirBinary == "" {
 		if cfg.WeirBinary, err = os.Executable(); err != nil {
 			return err

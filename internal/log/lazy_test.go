@@ -204,10 +204,16 @@ func TestLazyFirstWriteCreates(t *testing.T) {
 				opts := mode.opts(t)
 				l := openLazy(t, dir, cfg, opts)
 				written := c.append(t, l)
-				for _, name := range []string{"00000000000000000000.log", checkpointFile} {
-					if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-						t.Fatalf("after the first write: %v", err)
-					}
+				if _, err := os.Stat(filepath.Join(dir, "00000000000000000000.log")); err != nil {
+					t.Fatalf("after the first write: %v", err)
+				}
+				// The checkpoint comes with the first flush (the Syncer's
+				// pass, Flush, WaitDurable, Close).
+				if err := l.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := os.Stat(filepath.Join(dir, checkpointFile)); err != nil {
+					t.Fatalf("after the first flush: %v", err)
 				}
 				if got := readAll(t, l, 0); len(got) != 1 || !bytes.Equal(got[0], written) {
 					t.Fatal("read back differs from what was written")
@@ -366,8 +372,9 @@ func (idleProducers) Describe() []ProducerInfo                         { return 
 
 // TestNeverWrittenLogKeepsItsNotedHighWatermark: a never-written log
 // keeps the high watermark noted (none, or 0, all it can have) in a
-// flag rather than the shared body; the first append's checkpoint holds
-// it, so a log that crashes right after that append reopens with it.
+// flag rather than the shared body; the checkpoint its first flush
+// writes holds it, so a log that crashes right after that reopens with
+// it.
 func TestNeverWrittenLogKeepsItsNotedHighWatermark(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -391,6 +398,9 @@ func TestNeverWrittenLogKeepsItsNotedHighWatermark(t *testing.T) {
 				t.Fatalf("the shared body's high watermark is %d", got)
 			}
 			appendN(t, l, clock, 1, 2, 10)
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
 			crash(l)
 			l = openTestLog(t, dir, DefaultConfig(), clock)
 			defer l.Close()
@@ -486,5 +496,70 @@ func TestOpenRefusesProducersBesideAnEnv(t *testing.T) {
 func TestNeverWrittenLogSize(t *testing.T) {
 	if n := unsafe.Sizeof(Log{}); n > 48 {
 		t.Fatalf("Log is %d B, want at most 48", n)
+	}
+}
+
+// TestFirstAppendLeavesTheDirectoryToTheFlush: the first append makes
+// the directory and its segment, and leaves the checkpoint and the
+// directories' fsyncs to the next flush (they were three fsyncs on the
+// append's path, paid one after another by a follower catching up on
+// thousands of new partitions). Nothing counts durable before they are
+// done: WaitDurable returns with the checkpoint written. A crash before
+// that flush leaves a directory without a checkpoint, which reopens with
+// every record, recovered from its segment, and no high watermark.
+func TestFirstAppendLeavesTheDirectoryToTheFlush(t *testing.T) {
+	for _, mode := range syncModes {
+		t.Run(mode.name+"/durable means checkpointed", func(t *testing.T) {
+			dir := lazyDir(t)
+			l := openLazy(t, dir, DefaultConfig(), mode.opts(t))
+			defer l.Close()
+			res, err := l.Append(simpleBatch(t, 2, testNow.UnixMilli(), 10), AppendOptions{LeaderEpoch: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.WaitDurable(t.Context(), res.LastOffset+1); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := readCheckpoint(dir); !ok {
+				t.Fatal("the first batch is durable but its directory has no checkpoint")
+			}
+			l.mu.Lock()
+			pending := l.dirUnsynced
+			l.mu.Unlock()
+			if pending {
+				t.Fatal("durable with the new directory still marked unsynced")
+			}
+		})
+		t.Run(mode.name+"/crash before the flush", func(t *testing.T) {
+			dir := lazyDir(t)
+			clock := newFakeClock()
+			opts := mode.opts(t)
+			opts.Now = clock.now
+			l := openLazy(t, dir, DefaultConfig(), opts)
+			l.NoteHighWatermark(0)
+			written := appendN(t, l, clock, 3, 2, 10)
+			l.mu.Lock()
+			pending := l.dirUnsynced
+			l.mu.Unlock()
+			if !pending {
+				t.Fatal("the new directory is not left to the flush")
+			}
+			crash(l)
+			_ = os.Remove(filepath.Join(dir, checkpointFile)) // in case a pass ran before the crash
+			l = openTestLog(t, dir, DefaultConfig(), clock)
+			defer l.Close()
+			got := readAll(t, l, 0)
+			if len(got) != len(written) {
+				t.Fatalf("reopened with %d batches, want %d", len(got), len(written))
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], written[i]) {
+					t.Fatalf("batch %d differs after the reopen", i)
+				}
+			}
+			if hw, ok := l.CheckpointedHighWatermark(); ok {
+				t.Fatalf("checkpointed high watermark %d without a checkpoint", hw)
+			}
+		})
 	}
 }

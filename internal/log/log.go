@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -171,6 +170,10 @@ type body struct {
 	truncatedTo int64  // lowest offset a truncation cut to since Open (math.MaxInt64: none), for the cleaner
 	armed       bool   // the Syncer will visit: background work is pending
 	stopped     bool   // the log closed: WaitDurable gives up (guarded by durableMu, not mu)
+	// dirUnsynced: the directory createLocked made has no checkpoint
+	// yet, and its names (the segment's, its own) are not fsynced; the
+	// next flush writes and fsyncs them before anything counts durable.
+	dirUnsynced bool
 
 	// unreplicated are the transactions Options.Producers completed whose
 	// marker may not be below the high watermark yet (see
@@ -439,21 +442,18 @@ func (l *Log) createLocked(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	// The checkpoint write fsyncs the directory, so the segment's name is
-	// durable; the parent is fsynced for the directory's own name.
-	err = l.env().files.retry(func() error {
-		return writeCheckpoint(l.dir, checkpoint{recoveryPoint: l.leo, logStartOffset: l.logStart, highWatermark: l.hw.Load()})
-	})
-	if err == nil {
-		l.ckptHW = l.hw.Load()
-		err = syncDir(filepath.Dir(l.dir))
-	}
-	if err != nil {
-		seg.h.close()
-		return err
-	}
+	// The checkpoint and the fsyncs of the two directories (for the
+	// segment's name and the directory's own) are left to the Syncer's
+	// next flush (dirUnsynced), which does them before it counts anything
+	// durable: here they were three fsyncs on the first append's path,
+	// which a follower catching up on thousands of new partitions paid
+	// one after another in its fetcher. A crash before that flush leaves
+	// the directory without a checkpoint, which recovery reads from the
+	// start of its segments, or no directory, as a never-written log.
 	l.segs = []*segment{seg}
 	l.recoveryPoint = l.leo
+	l.dirUnsynced = true
+	l.armLocked()
 	if l.env().private {
 		l.env().syncer.start()
 	}

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 )
@@ -74,7 +75,7 @@ func (l *Log) armAfterLocked(d time.Duration) {
 
 func (l *Log) hasBackgroundWorkLocked() bool {
 	bg := l.cfg.Load().BackgroundSync
-	if len(l.retired) > 0 || len(l.toFlush) > 0 || bg && l.recoveryPoint < l.leo || l.hwUnwrittenLocked() {
+	if len(l.retired) > 0 || len(l.toFlush) > 0 || bg && l.recoveryPoint < l.leo || l.hwUnwrittenLocked() || l.dirUnsynced {
 		return true
 	}
 	if len(l.segs) == 0 {
@@ -137,6 +138,7 @@ func (l *Log) flush(checkpointToo, force bool) error {
 	truncations := l.truncations
 	l.unflushed = 0
 	needCkpt := checkpointToo && (allSynced && l.recoveryPoint < leo || l.hwUnwrittenLocked())
+	newDir := l.dirUnsynced
 	l.mu.Unlock()
 	if l.flushCopied != nil {
 		l.flushCopied()
@@ -164,7 +166,7 @@ func (l *Log) flush(checkpointToo, force bool) error {
 			return nil
 		}
 	}
-	if len(sealed) == 0 && !needActive && !needIndex && !needCkpt {
+	if len(sealed) == 0 && !needActive && !needIndex && !needCkpt && !newDir {
 		if allSynced {
 			l.advanceDurable(leo, truncations)
 		}
@@ -208,6 +210,11 @@ func (l *Log) flush(checkpointToo, force bool) error {
 		// redone (fsyncing again costs nothing more than the sync).
 		return failed(0, err)
 	}
+	if newDir {
+		if err := l.syncNewDir(); err != nil {
+			return failed(0, err)
+		}
+	}
 	l.mu.Lock()
 	if l.truncations != truncations {
 		l.mu.Unlock()
@@ -244,6 +251,31 @@ func (l *Log) flush(checkpointToo, force bool) error {
 		l.advanceDurable(durable, truncations)
 	}
 	return err
+}
+
+// syncNewDir makes a directory createLocked made durable: its checkpoint
+// written (which fsyncs the directory, so the segments' names are
+// durable) and its parent fsynced (for the directory's own name).
+func (l *Log) syncNewDir() error {
+	l.mu.Lock()
+	if !l.dirUnsynced || l.closed() {
+		l.mu.Unlock()
+		return nil
+	}
+	// Under mu, as every checkpoint write, so that none is overwritten
+	// with older figures.
+	err := l.writeCheckpointLocked()
+	l.mu.Unlock()
+	if err == nil {
+		err = l.env().files.retry(func() error { return syncDir(filepath.Dir(l.dir)) })
+	}
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.dirUnsynced = false
+	l.mu.Unlock()
+	return nil
 }
 
 // syncFile fsyncs a segment's file, reopening it if the cache closed it
