@@ -123,7 +123,9 @@
 // log; a log costs it nothing while it has no background work. Options.Lazy
 // makes Open of a directory that does not exist create nothing: the log
 // reads as empty at offset 0, and the directory and first segment appear
-// with the first append, so a never-written partition holds no file, no
+// with the first append (its checkpoint and the directories' fsyncs with
+// the first flush, which does them before anything counts durable: not
+// on the append's path), so a never-written partition holds no file, no
 // goroutine and only its in-memory struct: the Log's few fields, reading
 // a shared empty body; its own body (segments, durability, transactions,
 // syncer bookkeeping) comes with the first append. Logs opened with one
