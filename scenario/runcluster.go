@@ -32,14 +32,21 @@ type runCluster interface {
 	Close()
 }
 
+// weirSpec is the local cluster a weir scenario runs on: the file's
+// brokers from port base, with the run's extra serve flags and pprof
+// ports.
+func weirSpec(f *spec.File, cfg RunConfig, base int) localcluster.Spec {
+	return localcluster.Spec{Nodes: f.Cluster.Brokers, BasePort: base, Binary: cfg.WeirBinary,
+		Args: cfg.ServeArgs, PprofBasePort: cfg.PprofBasePort}
+}
+
 // startCluster starts the cluster a resolved file asks for under dir.
 func startCluster(ctx context.Context, f *spec.File, cfg RunConfig, dir string) (runCluster, error) {
 	switch f.Cluster.Kind {
 	case spec.KindExternal:
 		return externalCluster(f.Cluster.Bootstrap), nil
 	case spec.KindWeir:
-		bin := cfg.WeirBinary
-		if bin == "" {
+		if cfg.WeirBinary == "" {
 			return nil, errors.New("scenario: no weir binary to start the cluster with")
 		}
 		base, err := freePortRange(2 * f.Cluster.Brokers)
@@ -50,7 +57,7 @@ func startCluster(ctx context.Context, f *spec.File, cfg RunConfig, dir string) 
 		if err := os.MkdirAll(cdir, 0o755); err != nil {
 			return nil, err
 		}
-		c, err := localcluster.Up(ctx, cdir, localcluster.Spec{Nodes: f.Cluster.Brokers, BasePort: base, Binary: bin, Args: cfg.ServeArgs, PprofBasePort: cfg.PprofBasePort}, 2*time.Minute)
+		c, err := localcluster.Up(ctx, cdir, weirSpec(f, cfg, base), 2*time.Minute)
 		if err != nil {
 			return nil, err
 		}
