@@ -26,8 +26,8 @@
 // learns of a commit from the leader's next append, which raft sends
 // when an entry is added or, idle, every CommitTimeout (100 to 200 ms):
 // so a proposal's commit is followed at once by a barrier entry (nudge,
-// one at a time), and entries reach the followers' state machines one
-// round trip after they commit. The leader's idle appends name the
+// at most one every nudgeGap), and entries reach the followers' state
+// machines one round trip after they commit. The leader's idle appends name the
 // newest entry's term, which raft reads through a one-entry cache in
 // memory (recentEntries), not from the log.
 //

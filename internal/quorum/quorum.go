@@ -346,9 +346,8 @@ func (n *Node) Propose(ctx context.Context, data []byte) (uint64, any, error) {
 // committed. raft's leader sends its commit index only with an append,
 // and appends go out when an entry is added or every CommitTimeout: so
 // it adds one, a barrier (no command, nothing for the FSM), whose
-// append carries the commit. Proposals while a barrier is out share
-// the next one: one barrier at a time, one more after it if anything
-// committed meanwhile. The barrier's own commit the followers learn
+// append carries the commit. Proposals within nudgeGap of a barrier
+// share the next one. The barrier's own commit the followers learn
 // with the next append, which is nothing to them.
 func (n *Node) nudge() {
 	if n.tcp == nil {
@@ -367,13 +366,18 @@ func (n *Node) nudge() {
 	}
 }
 
-// nudgeLoop sends barriers while nudge asks for them; Close waits for it.
+// nudgeLoop adds barriers, nudgeGap apart, while nudge asks for them;
+// Close waits for it. It does not wait for a barrier's future: raft
+// leaves the future of an entry in flight when it shuts down
+// unanswered, which held Close for ever. Adding one waits only for
+// raft's loop to take it, which a shutdown ends at once.
 func (n *Node) nudgeLoop() {
 	defer n.nudges.Done()
 	for {
 		// An error (no longer the leader, shut down) leaves nothing to
 		// tell: a new leader's appends carry its own commit.
-		_ = n.r.Barrier(nudgeTimeout).Error()
+		n.r.Barrier(nudgeTimeout)
+		time.Sleep(nudgeGap)
 		n.nudgeMu.Lock()
 		if !n.nudgeAgain || n.nudgeStopped {
 			n.nudging = false
@@ -385,8 +389,13 @@ func (n *Node) nudgeLoop() {
 	}
 }
 
-// nudgeTimeout bounds a barrier's wait to be taken by the leader's loop.
-const nudgeTimeout = 5 * time.Second
+const (
+	// nudgeTimeout bounds the wait for raft's loop to take a barrier.
+	nudgeTimeout = 5 * time.Second
+	// nudgeGap is the least time between two barriers: about a round
+	// trip to a follower and its log write here.
+	nudgeGap = 5 * time.Millisecond
+)
 
 // IsLeader reports whether this node leads.
 func (n *Node) IsLeader() bool { return n.r.State() == raft.Leader }
@@ -530,7 +539,7 @@ func (n *Node) close(handOver bool) error {
 		n.transport.Close()
 		err = <-done
 	}
-	n.nudges.Wait() // a barrier out fails once raft has shut down
+	n.nudges.Wait() // at most nudgeGap once raft has shut down
 	if cerr := n.logs.Close(); err == nil {
 		err = cerr
 	}
