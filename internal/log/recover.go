@@ -1,9 +1,12 @@
 package log
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -59,6 +62,7 @@ func (l *Log) recover() error {
 	now := l.env().now()
 	var buf []byte
 	var cut bool
+	var toSync []*segment
 	for i, base := range bases {
 		prefix := segmentPrefix(l.dir, base)
 		if cut || (len(l.segs) > 0 && base != l.segs[len(l.segs)-1].next) {
@@ -87,7 +91,8 @@ func (l *Log) recover() error {
 		size := fi.Size()
 		wholeTrusted := i+1 < len(bases) && bases[i+1] <= rp
 		st := scanStart{next: base, maxTs: -1}
-		if ix, err := loadIndex(prefix+indexSuffix, prefix+timeIndexSuffix, size); err == nil && len(ix.entries) > 0 {
+		ix, ixErr := loadIndex(prefix+indexSuffix, prefix+timeIndexSuffix, size)
+		if ixErr == nil && len(ix.entries) > 0 {
 			// Resume from the last entry we may trust: the last one for a
 			// segment wholly below the recovery point, else the last one at
 			// or below it, so everything past it is verified.
@@ -97,7 +102,7 @@ func (l *Log) recover() error {
 			}
 			if n > 0 {
 				e := ix.entries[n-1]
-				st = scanStart{pos: int64(e.pos), next: base + int64(e.rel), maxTs: e.maxTsBef, entries: ix.entries[:n-1]}
+				st = scanStart{pos: int64(e.pos), next: base + int64(e.rel), maxTs: e.maxTsBef, entries: ix.entries[:n], indexed: true}
 			}
 		}
 		r, b, err := seg.scan(f, st, size, rp, l.cfg.Load().IndexIntervalBytes, buf)
@@ -122,9 +127,19 @@ func (l *Log) recover() error {
 				return fmt.Errorf("log: truncate torn tail: %w", err)
 			}
 			seg.dirty = true
+			toSync = append(toSync, seg)
 			cut = true
 		}
-		if !wholeTrusted || r.stopped || len(st.entries) != len(r.ix.entries) {
+		// Fsynced: a segment with batches past the recovery point, which
+		// nothing has fsynced as far as the checkpoint knows. Its index
+		// written again: one not as the scan rebuilt it (a segment with
+		// no entry has no index files until it gets one). A log closed
+		// cleanly has neither.
+		if r.next > rp && !slices.Contains(toSync, seg) {
+			toSync = append(toSync, seg)
+		}
+		badIndex := ixErr != nil && !errors.Is(ixErr, fs.ErrNotExist)
+		if r.stopped || badIndex || !slices.Equal(r.ix.entries, ix.entries) {
 			seg.dirty = true
 		}
 		h.unpin()
@@ -135,6 +150,8 @@ func (l *Log) recover() error {
 		if err != nil {
 			return err
 		}
+		seg.dirty = true // a new file: fsynced, with its index and the directory
+		toSync, cut = append(toSync, seg), true
 		l.segs = []*segment{seg}
 	}
 	last := l.segs[len(l.segs)-1]
@@ -143,13 +160,16 @@ func (l *Log) recover() error {
 	if err := l.recoverProducers(rp); err != nil {
 		return err
 	}
-	// Everything now in the log passed recovery; fsync it so the new
-	// checkpoint's recovery point is honest.
+	// Everything now in the log passed recovery; fsync what the
+	// checkpoint does not cover, so that it counts as durable. A log
+	// closed cleanly has nothing to write: a restart costs it no fsync.
 	for _, s := range l.segs {
-		if s.dirty || s == last {
+		if slices.Contains(toSync, s) {
 			if err := l.env().files.retry(func() error { return s.h.do((*os.File).Sync) }); err != nil {
 				return err
 			}
+		}
+		if s.dirty {
 			if err := l.env().files.retry(s.writeIndex); err != nil {
 				return err
 			}
@@ -158,10 +178,18 @@ func (l *Log) recover() error {
 		s.synced = s.size
 	}
 	l.durable.Store(l.leo)
-	l.recoveryPoint = l.leo
 	end := checkpoint{recoveryPoint: l.leo, logStartOffset: l.logStart, highWatermark: l.hw.Load()}
-	if err := l.env().files.retry(func() error { return writeCheckpoint(l.dir, end) }); err != nil {
-		return err
+	if cut || !haveCk || ck.recoveryPoint > l.leo || ck.logStartOffset != end.logStartOffset || ck.highWatermark != end.highWatermark {
+		// Written now: the checkpoint would not be true of this log.
+		if err := l.env().files.retry(func() error { return writeCheckpoint(l.dir, end) }); err != nil {
+			return err
+		}
+		l.recoveryPoint = l.leo
+	} else {
+		// Still true (everything below its recovery point is durable);
+		// a log killed after its last appends gets a recovery point at
+		// its end from its next checkpointing flush, off the start-up.
+		l.recoveryPoint = ck.recoveryPoint
 	}
 	l.ckptHW = l.hw.Load()
 	l.env().logger.Debug("log: opened", "dir", l.dir, "segments", len(l.segs), "log_start_offset", l.logStart, "log_end_offset", l.leo)

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -328,4 +329,116 @@ func FuzzRecover(f *testing.F) {
 		}
 		_ = io.EOF
 	})
+}
+
+// TestCleanReopenWritesNothing: a log closed cleanly is reopened without
+// writing a file (no fsync, no index, no checkpoint: what a restart at
+// many partitions pays per log), and with the index its appends built; a
+// log whose last appends the checkpoint does not cover yet (the process
+// was killed) gets its last segment's index written and counts everything
+// durable, and its checkpoint moves to its end at its next flush, not at
+// the reopen.
+func TestCleanReopenWritesNothing(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 4 << 10
+	cfg.IndexIntervalBytes = 300
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		closed bool // Close before the reopen, else a copy of its files
+	}{
+		{"closed cleanly", true},
+		{"killed after its appends", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "t-0")
+			l, err := Open(dir, cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 40 {
+				if _, err := l.Append(simpleBatch(t, 2, int64(1000+i), 60), AppendOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.closed {
+				if err := l.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.mu.Lock()
+			var want [][]indexEntry
+			for _, s := range l.segs {
+				want = append(want, slices.Clone(s.ix.entries))
+			}
+			end := l.leo
+			l.mu.Unlock()
+			if len(want) < 2 || len(want[len(want)-1]) < 2 {
+				t.Fatalf("want at least two segments and two index entries in the last: %v", want)
+			}
+			if tc.closed {
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				// Killed: its files as they are between two flushes.
+				killed := filepath.Join(t.TempDir(), "t-0")
+				l.flushMu.Lock()
+				err := os.CopyFS(killed, os.DirFS(dir))
+				l.flushMu.Unlock()
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Close()
+				dir = killed
+			}
+			files, _ := filepath.Glob(filepath.Join(dir, "*"))
+			for _, f := range files {
+				if err := os.Chtimes(f, old, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ckBefore, _ := readCheckpoint(dir)
+
+			r, err := Open(dir, cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if r.EndOffset() != end {
+				t.Fatalf("end offset %d after the reopen, want %d", r.EndOffset(), end)
+			}
+			var written []string
+			for _, f := range files {
+				fi, err := os.Stat(f)
+				if err != nil || !fi.ModTime().Equal(old) {
+					written = append(written, filepath.Base(f))
+				}
+			}
+			if tc.closed && len(written) > 0 {
+				t.Fatalf("files written by the reopen of a log closed cleanly: %v", written)
+			}
+			// The checkpoint is not rewritten at the reopen: a killed log's
+			// stays behind (still true) until its next checkpointing flush.
+			if ck, _ := readCheckpoint(dir); ck != ckBefore {
+				t.Fatalf("checkpoint rewritten by the reopen: %+v, before %+v", ck, ckBefore)
+			}
+			if got := r.DurableOffset(); got != end {
+				t.Fatalf("durable offset %d after the reopen, want %d", got, end)
+			}
+			if err := r.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if ck, ok := readCheckpoint(dir); !ok || ck.recoveryPoint != end {
+				t.Fatalf("checkpoint after a flush %+v, want recovery point %d", ck, end)
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for i, s := range r.segs {
+				if i >= len(want) || !slices.Equal(s.ix.entries, want[i]) {
+					t.Fatalf("segment %d index after the reopen %v, the appends built %v", i, s.ix.entries, want)
+				}
+			}
+		})
+	}
 }

@@ -175,3 +175,70 @@ func BenchmarkSyncBeforeAckManyLogs(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReopenManyLogs measures a broker's restart: WEIR_LOG_SCALE_WRITTEN
+// (default 2,000) logs, each written once, are reopened one after another
+// with a shared Syncer, as a restarted broker reopens the logs of the
+// partitions it hosts.
+//   - clean: the logs were closed (a controlled shutdown): their
+//     checkpoints say everything is durable.
+//   - killed: the logs were never closed nor checkpointed after their
+//     write (the process was killed): recovery reads and fsyncs it.
+func BenchmarkReopenManyLogs(b *testing.B) {
+	n := scaleCount(b, "WEIR_LOG_SCALE_WRITTEN", 2_000)
+	for _, killed := range []bool{false, true} {
+		name := "clean"
+		if killed {
+			name = "killed"
+		}
+		b.Run(name+"/n="+strconv.Itoa(n), func(b *testing.B) {
+			batch := simpleBatch(b, 1, time.Now().UnixMilli(), 100)
+			for range b.N {
+				b.StopTimer()
+				root := b.TempDir()
+				dirs := make([]string, n)
+				syncer := NewSyncer(0)
+				var written []*Log
+				for i := range dirs {
+					dirs[i] = filepath.Join(root, "t-"+strconv.Itoa(i))
+					l, err := Open(dirs[i], DefaultConfig(), Options{Lazy: true, Syncer: syncer})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := l.Append(append([]byte(nil), batch...), AppendOptions{}); err != nil {
+						b.Fatal(err)
+					}
+					if killed {
+						written = append(written, l)
+					} else if err := l.Close(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				// The killed logs do nothing more: their Syncer stops, and
+				// they are never closed.
+				syncer.Close()
+				syncer2 := NewSyncer(0)
+				b.StartTimer()
+				start := time.Now()
+				logs := make([]*Log, n)
+				for i := range logs {
+					l, err := Open(dirs[i], DefaultConfig(), Options{Lazy: true, Syncer: syncer2})
+					if err != nil {
+						b.Fatal(err)
+					}
+					logs[i] = l
+				}
+				opened := time.Since(start)
+				b.StopTimer()
+				b.ReportMetric(float64(opened.Nanoseconds())/float64(n), "open-ns/log")
+				for _, l := range logs {
+					if err := l.Close(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				syncer2.Close()
+				runtime.KeepAlive(written)
+			}
+		})
+	}
+}

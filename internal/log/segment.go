@@ -411,6 +411,10 @@ type scanStart struct {
 	next    int64
 	maxTs   int64
 	entries []indexEntry
+	// indexed: the last of entries points at pos, so the batch there
+	// already has its entry (the scan continues the index exactly as the
+	// appends built it).
+	indexed bool
 }
 
 // scan walks the segment from st.pos to fileSize, rebuilding the index.
@@ -456,7 +460,7 @@ func (s *segment) scan(f *os.File, st scanStart, fileSize, verifyFrom int64, int
 				break
 			}
 		}
-		if r.sinceIx >= interval && pos > 0 {
+		if r.sinceIx >= interval && pos > 0 && !(st.indexed && pos == st.pos) {
 			r.ix.entries = append(r.ix.entries, indexEntry{rel: uint32(h.base - s.base), pos: uint32(pos), maxTsBef: r.maxTs})
 			r.sinceIx = 0
 		}
