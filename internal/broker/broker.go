@@ -29,6 +29,7 @@ import (
 	wlog "weir/internal/log"
 	"weir/internal/logdir"
 	"weir/internal/metadata"
+	"weir/internal/parallel"
 	"weir/internal/producer"
 	"weir/internal/replica"
 	"weir/internal/server"
@@ -382,20 +383,27 @@ func (b *Broker) Close() error {
 	return err
 }
 
+// openWorkers bounds the logs opened or closed at once (each mostly waits
+// on the disk).
+const openWorkers = 16
+
 func (b *Broker) closeLogs() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var errs []error
+	b.mu.RLock()
+	var logs []*wlog.Log
 	for _, t := range b.topics {
 		for _, p := range t.partitions {
-			if p.rep == nil {
-				continue
-			}
-			if err := p.log().Close(); err != nil && !errors.Is(err, wlog.ErrClosed) {
-				errs = append(errs, err)
+			if p.rep != nil {
+				logs = append(logs, p.log())
 			}
 		}
 	}
+	b.mu.RUnlock()
+	errs := make([]error, len(logs))
+	parallel.Do(len(logs), openWorkers, func(i int) {
+		if err := logs[i].Close(); err != nil && !errors.Is(err, wlog.ErrClosed) {
+			errs[i] = err
+		}
+	})
 	return errors.Join(errs...)
 }
 

@@ -9,6 +9,7 @@ import (
 	"weir/internal/kraft"
 	"weir/internal/metadata"
 	"weir/internal/nullstore"
+	"weir/internal/parallel"
 	"weir/internal/replica"
 )
 
@@ -209,6 +210,24 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 	minISR := b.minISROf(t.configs)
 	parts := make([]*partition, mt.NumPartitions())
 	var stopped []*partition
+	// The logs this node starts replicating are opened side by side: a
+	// restart reopens thousands, each a few reads (and an fsync after a
+	// kill), which one at a time leave the disk idle in between.
+	var toOpen []int32
+	mt.EachPartition(func(i int32, s metadata.Partition) bool {
+		if slices.Contains(s.Replicas(), self) && (int(i) >= len(oldParts) || oldParts[i].rep == nil) {
+			toOpen = append(toOpen, i)
+		}
+		return true
+	})
+	type openedPart struct {
+		p   *partition
+		err error
+	}
+	opened := make([]openedPart, len(toOpen))
+	parallel.Do(len(toOpen), openWorkers, func(k int) {
+		opened[k].p, opened[k].err = b.openPartition(t, toOpen[k], cfg, true, minISR)
+	})
 	mt.EachPartition(func(i int32, s metadata.Partition) bool {
 		var p *partition
 		if int(i) < len(oldParts) {
@@ -221,7 +240,13 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 			if p != nil {
 				stopped = append(stopped, p) // a placeholder
 			}
-			np, err := b.openPartition(t, i, cfg, true, minISR)
+			var np *partition
+			var err error
+			if k, ok := slices.BinarySearch(toOpen, i); ok {
+				np, err = opened[k].p, opened[k].err
+			} else {
+				np, err = b.openPartition(t, i, cfg, true, minISR)
+			}
 			if err == nil {
 				if b.cfg.NullStorage {
 					b.nulls.Store(np, new(nullstore.Partition))
