@@ -257,6 +257,14 @@ func (c *EpochCache) reset(entries []EpochEntry) error {
 	return c.persistLocked()
 }
 
+// restore sets the entries without writing the checkpoint: what the log
+// already says.
+func (c *EpochCache) restore(entries []EpochEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setEntries(entries)
+}
+
 // persistLocked writes the checkpoint. c.mu held, so checkpoints land in
 // the order the cache changed.
 func (c *EpochCache) persistLocked() error {

@@ -318,13 +318,16 @@ func Open(l *wlog.Log, hw int64, cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	if !ok {
+		// Rebuilt from the batch headers and kept in memory: the next
+		// change of the cache writes the file. Opening reads those headers
+		// anyway (extendFromLog), and a restart reopening thousands of
+		// logs written once (whose entry came before their directory) then
+		// writes no file for each.
 		entries, err := epochsFromLog(l)
 		if err != nil {
 			return nil, err
 		}
-		if err := cache.reset(entries); err != nil {
-			return nil, err
-		}
+		cache.restore(entries)
 	}
 	if err := cache.TruncateFromEnd(l.EndOffset()); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -242,6 +243,24 @@ func TestOpenRecoversEpochCache(t *testing.T) {
 		}
 		if r.HighWatermark() != 1 {
 			t.Fatalf("high watermark %d, want the persisted 1", r.HighWatermark())
+		}
+		// A rebuilt cache is not written at open (a restart would write a
+		// file per log); its next change writes it.
+		path := filepath.Join(dir, epochCheckpointFile)
+		if _, err := os.Stat(path); remove != errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("removed=%v: checkpoint after open: %v", remove, err)
+		}
+		if remove {
+			if err := r.EpochCache().Assign(7, l.EndOffset()); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := decodeEpochCheckpoint(b); err != nil || !slices.Equal(got, append(slices.Clone(want), EpochEntry{7, l.EndOffset()})) {
+				t.Fatalf("checkpoint after the next change %v (%v), want %v and (7, %d)", got, err, want, l.EndOffset())
+			}
 		}
 		_ = l.Close()
 	}
