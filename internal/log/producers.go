@@ -3,6 +3,7 @@ package log
 import (
 	"fmt"
 	"math"
+	"os"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -193,10 +194,15 @@ func (l *Log) ExpireProducers() int {
 // index. Without a usable snapshot the replay starts from the first
 // segment with an empty state. mu held, or recovery.
 func (l *Log) restoreProducersLocked(upTo int64) error {
+	return l.restoreProducersFrom(upTo, listSnapshots(l.dir))
+}
+
+// restoreProducersFrom is restoreProducersLocked with the snapshots on
+// disk already listed (recovery reads the directory once).
+func (l *Log) restoreProducersFrom(upTo int64, snaps []int64) error {
 	first := l.segs[0].base
 	from := first
 	l.producers.Reset()
-	snaps := listSnapshots(l.dir)
 	for i := len(snaps) - 1; i >= 0; i-- {
 		off := snaps[i]
 		if off > upTo || off < first {
@@ -268,7 +274,7 @@ func (l *Log) replayLocked(from, indexFrom int64) error {
 // the log end leaves nothing to replay); from the first segment that is not (or whose index does not check
 // out) the indexes are rebuilt by the replay. Segments whose index
 // changed are marked dirty so that recovery writes them.
-func (l *Log) recoverProducers(rp int64) error {
+func (l *Log) recoverProducers(rp int64, entries []os.DirEntry) error {
 	rebuild := len(l.segs)
 	for i, s := range l.segs {
 		entries, err := loadTxnIndex(s.prefix, s.base, s.next)
@@ -285,9 +291,16 @@ func (l *Log) recoverProducers(rp int64) error {
 			rebuild = i
 		}
 	}
-	cleanDir(l.dir, l.segs[0].base, l.leo, true)
+	lo, hi := l.segs[0].base, l.leo
+	cleanEntries(l.dir, entries, lo, hi, true)
 	if l.producers == nil {
 		return nil
+	}
+	var snaps []int64
+	for _, off := range snapshotsIn(entries) {
+		if off >= lo && off <= hi { // the ones cleanEntries kept
+			snaps = append(snaps, off)
+		}
 	}
 	upTo := l.leo
 	if rebuild < len(l.segs) {
@@ -297,7 +310,7 @@ func (l *Log) recoverProducers(rp int64) error {
 	for i, s := range l.segs {
 		before[i] = s.ix.aborted
 	}
-	if err := l.restoreProducersLocked(upTo); err != nil {
+	if err := l.restoreProducersFrom(upTo, snaps); err != nil {
 		return err
 	}
 	for i, s := range l.segs[rebuild:] {

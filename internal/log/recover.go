@@ -29,10 +29,7 @@ func (l *Log) recover() error {
 		l.hw.Store(ck.highWatermark)
 	}
 	// A cleaner's swap cut short is finished or rolled back first (swap.go).
-	if err := l.finishSwaps(); err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(l.dir)
+	entries, err := l.finishSwaps()
 	if err != nil {
 		return err
 	}
@@ -157,7 +154,7 @@ func (l *Log) recover() error {
 	last := l.segs[len(l.segs)-1]
 	l.leo = last.next
 	l.logStart = min(max(start, l.segs[0].base), l.leo)
-	if err := l.recoverProducers(rp); err != nil {
+	if err := l.recoverProducers(rp, entries); err != nil {
 		return err
 	}
 	// Everything now in the log passed recovery; fsync what the

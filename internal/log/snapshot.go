@@ -109,6 +109,12 @@ func listSnapshots(dir string) []int64 {
 	if err != nil {
 		return nil
 	}
+	return snapshotsIn(entries)
+}
+
+// snapshotsIn returns the offsets of the snapshot files among entries, in
+// increasing order.
+func snapshotsIn(entries []os.DirEntry) []int64 {
 	var out []int64
 	for _, e := range entries {
 		if off, ok := parseSnapshotName(e.Name()); ok {
@@ -140,6 +146,11 @@ func cleanDir(dir string, lo, hi int64, temps bool) {
 	if err != nil {
 		return
 	}
+	cleanEntries(dir, entries, lo, hi, temps)
+}
+
+// cleanEntries is cleanDir over entries read from dir.
+func cleanEntries(dir string, entries []os.DirEntry, lo, hi int64, temps bool) {
 	for _, e := range entries {
 		name := e.Name()
 		off, ok := parseSnapshotName(name)

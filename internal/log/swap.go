@@ -376,10 +376,10 @@ func (l *Log) fault(step swapStep) error {
 
 // finishSwaps completes or rolls back a swap cut short (see the top of
 // this file). Called by recover before it lists the segments.
-func (l *Log) finishSwaps() error {
+func (l *Log) finishSwaps() ([]os.DirEntry, error) {
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	changed := false
 	var swaps []int64
@@ -389,7 +389,7 @@ func (l *Log) finishSwaps() error {
 		case strings.HasSuffix(name, cleanedSuffix):
 			l.env().logger.Warn("log: removing the output of an unfinished cleaning", "dir", l.dir, "file", name)
 			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
-				return err
+				return nil, err
 			}
 			changed = true
 		case strings.HasSuffix(name, logSuffix+swapSuffix):
@@ -401,14 +401,17 @@ func (l *Log) finishSwaps() error {
 	sort.Slice(swaps, func(i, j int) bool { return swaps[i] < swaps[j] })
 	for _, base := range swaps {
 		if err := l.finishSwap(base); err != nil {
-			return err
+			return nil, err
 		}
 		changed = true
 	}
-	if changed {
-		return syncDir(l.dir)
+	if !changed {
+		return entries, nil
 	}
-	return nil
+	if err := syncDir(l.dir); err != nil {
+		return nil, err
+	}
+	return os.ReadDir(l.dir) // what the swaps left
 }
 
 // finishSwap completes the swap of B.log.swap when it reads back whole.
