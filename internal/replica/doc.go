@@ -14,7 +14,9 @@
 //     election. After a crash the file may be ahead of the log or lag it;
 //     Open cuts it to the log's end and start, adds the epochs of batches
 //     after its newest entry, and rebuilds it from the batch headers if
-//     the file is missing or does not decode.
+//     the file is missing or does not decode (in memory: the next change
+//     writes the file, so a restart writes none for the logs whose only
+//     entry came before their directory).
 //   - The role and leader epoch of the replica, set by the broker from the
 //     metadata image (BecomeLeader / BecomeFollower).
 //   - As leader: each follower's fetch offset and last caught-up time, the
