@@ -29,7 +29,12 @@
 // at most one every nudgeGap), and entries reach the followers' state
 // machines one round trip after they commit. The leader's idle appends name the
 // newest entry's term, which raft reads through a one-entry cache in
-// memory (recentEntries), not from the log.
+// memory (recentEntries), not from the log. A dial to a peer whose port
+// refuses connections (its process down or restarting) tries again every
+// 25 ms for up to 30 s before it fails (stream.go; Close stops that
+// first): raft backs off after each failed append, doubling up to 10 s,
+// and a node down for a minute, refusing at once each time, otherwise
+// waited up to 10 s after its return before its leader sent it anything.
 //
 // # What it does not own
 //

@@ -109,6 +109,7 @@ type Node struct {
 	r         *raft.Raft
 	transport interface{ Close() error }
 	tcp       *raft.NetworkTransport // nil for a lone voter
+	dialer    *peerDialer            // the transport's; nil for a lone voter
 	logs      *wal.WAL
 	meta      *metadb.BoltMetaDB
 	fsm       *fsmAdapter
@@ -192,6 +193,7 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 	}
 	var transport raft.Transport
 	var tcp *raft.NetworkTransport
+	var dialer *peerDialer
 	if lone {
 		_, transport = raft.NewInmemTransport(raft.ServerAddress(cfg.Bootstrap[0].Addr))
 	} else {
@@ -205,9 +207,13 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 		// batching, and its send loop can park for good when a follower
 		// refuses an entry, which hung Shutdown of a leader under load.
 		tc := &raft.NetworkTransportConfig{MaxPool: 8, Timeout: 5 * time.Second, Logger: rc.Logger, MaxRPCsInFlight: 1}
+		dialer = newPeerDialer()
 		if cfg.TLS == nil {
-			tcp, err = raft.NewTCPTransportWithConfig(cfg.Addr, addr, tc)
-		} else if tc.Stream, err = newTLSStream(cfg.Addr, addr, cfg.TLS); err == nil {
+			tc.Stream, err = newTCPStream(cfg.Addr, addr, dialer)
+		} else {
+			tc.Stream, err = newTLSStream(cfg.Addr, addr, cfg.TLS, dialer)
+		}
+		if err == nil {
 			tcp = raft.NewNetworkTransportWithConfig(tc)
 		}
 		if err != nil {
@@ -237,7 +243,7 @@ func Open(cfg Config, fsm FSM) (*Node, error) {
 		meta.Close()
 		return nil, fmt.Errorf("quorum: %w", err)
 	}
-	n := &Node{cfg: cfg, r: r, transport: closer, tcp: tcp, logs: logs, meta: meta, fsm: ad}
+	n := &Node{cfg: cfg, r: r, transport: closer, tcp: tcp, dialer: dialer, logs: logs, meta: meta, fsm: ad}
 	if err := n.maybeBootstrap(logs, snaps); err != nil {
 		n.Close()
 		return nil, err
@@ -528,6 +534,9 @@ func (n *Node) close(handOver bool) error {
 	n.nudgeMu.Lock()
 	n.nudgeStopped = true
 	n.nudgeMu.Unlock()
+	if n.dialer != nil {
+		n.dialer.Stop() // raft's shutdown waits for its goroutines' dials
+	}
 	f := n.r.Shutdown()
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()

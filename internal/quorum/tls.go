@@ -62,10 +62,11 @@ type tlsStream struct {
 	net.Listener
 	advertise net.Addr
 	client    func(host string) (*tls.Config, error)
+	dialer    *peerDialer
 }
 
 // newTLSStream listens on bind with TLS and advertises advertise.
-func newTLSStream(bind string, advertise net.Addr, t *TransportTLS) (*tlsStream, error) {
+func newTLSStream(bind string, advertise net.Addr, t *TransportTLS, d *peerDialer) (*tlsStream, error) {
 	server, err := t.serverConfig()
 	if err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func newTLSStream(bind string, advertise net.Addr, t *TransportTLS) (*tlsStream,
 	if err != nil {
 		return nil, err
 	}
-	return &tlsStream{Listener: tls.NewListener(ln, server), advertise: advertise, client: t.Client}, nil
+	return &tlsStream{Listener: tls.NewListener(ln, server), advertise: advertise, client: t.Client, dialer: d}, nil
 }
 
 func (s *tlsStream) Addr() net.Addr {
@@ -94,5 +95,7 @@ func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net
 	if err != nil {
 		return nil, err
 	}
-	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(address), cfg)
+	return s.dialer.dial(func() (net.Conn, error) {
+		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(address), cfg)
+	})
 }

@@ -62,7 +62,7 @@ func TestTLSQuorum(t *testing.T) {
 		tt.Client = func(host string) (*tls.Config, error) {
 			return &tls.Config{Certificates: intruder.certs, RootCAs: roots, ServerName: host}, nil
 		}
-		stream, err := newTLSStream("127.0.0.1:0", nil, tt)
+		stream, err := newTLSStream("127.0.0.1:0", nil, tt, newPeerDialer())
 		if err != nil {
 			t.Fatal(err)
 		}
