@@ -215,7 +215,7 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 	// kill), which one at a time leave the disk idle in between.
 	var toOpen []int32
 	mt.EachPartition(func(i int32, s metadata.Partition) bool {
-		if slices.Contains(s.Replicas(), self) && (int(i) >= len(oldParts) || oldParts[i].rep == nil) {
+		if slices.Contains(s.Replicas(), self) && (int(i) >= len(oldParts) || oldParts[i] == nil || oldParts[i].rep == nil) {
 			toOpen = append(toOpen, i)
 		}
 		return true
