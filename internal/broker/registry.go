@@ -58,16 +58,25 @@ func (b *Broker) applyUpdate(u kraft.Update) {
 			b.removeTopic(t.ID(), true)
 			topicsChanged = true
 		}
-		seen := map[metadata.TopicID]bool{}
+		// The partitions each topic changed: only theirs are applied to
+		// the replicas again (nil: every partition of a created topic).
+		seen := map[metadata.TopicID]map[int32]bool{}
 		for _, t := range d.TopicsCreated {
-			seen[t.ID()] = true
+			seen[t.ID()] = nil
 		}
 		for _, pd := range d.Partitions {
-			seen[pd.Topic.ID()] = true
+			id := pd.Topic.ID()
+			if only, ok := seen[id]; !ok || only != nil {
+				if only == nil {
+					only = map[int32]bool{}
+					seen[id] = only
+				}
+				only[pd.Partition] = true
+			}
 		}
-		for id := range seen {
+		for id, only := range seen {
 			if t, ok := img.Topic(id); ok {
-				if b.reconcileTopic(img, t, &roles) {
+				if b.reconcileTopic(img, t, only, &roles) {
 					topicsChanged = true
 				}
 			}
@@ -169,7 +178,7 @@ func (b *Broker) reconcileAll(img *metadata.Image, roles *[]roleChange) bool {
 		changed = true
 	}
 	img.EachTopic(func(t *metadata.Topic) bool {
-		if b.reconcileTopic(img, t, roles) {
+		if b.reconcileTopic(img, t, nil, roles) {
 			changed = true
 		}
 		b.reconcileTopicConfigs(img, t.Name())
@@ -188,7 +197,7 @@ func (b *Broker) reconcileAll(img *metadata.Image, roles *[]roleChange) bool {
 // (and removing) those it no longer does, and adds the replicas' role
 // changes to roles (the caller applies them). It reports whether the
 // topic is new or changed its partition count.
-func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *[]roleChange) bool {
+func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, only map[int32]bool, roles *[]roleChange) bool {
 	self := b.cfg.NodeID
 	b.mu.RLock()
 	old := b.topicsByID[mt.ID()]
@@ -234,9 +243,11 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 			p = oldParts[i]
 		}
 		local := slices.Contains(s.Replicas(), self)
+		fresh := false // its log opened now
 		switch {
 		case p != nil && local == (p.rep != nil):
 		case local:
+			fresh = true
 			if p != nil {
 				stopped = append(stopped, p) // a placeholder
 			}
@@ -270,7 +281,13 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, roles *
 		// names nothing in its incremental fetches, and only a read of
 		// the partition for it can put it back in the ISR.
 		wake := moved || (s.Leader() == self && len(s.ISR()) < len(s.Replicas()))
-		*roles = append(*roles, roleChange{p, s, wake})
+		// A partition the update did not change is not applied again:
+		// at 50,000 partitions each ISR change of one partition cost
+		// every follower of the topic a pass over all its replicas.
+		apply := only == nil || only[i] || fresh
+		if apply || wake {
+			*roles = append(*roles, roleChange{p, s, wake, apply})
+		}
 		parts[i] = p
 		return true
 	})

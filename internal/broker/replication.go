@@ -81,9 +81,10 @@ func (b *Broker) replicaEnv() *replica.Env {
 // when its leader epoch changed or this node started or stopped leading
 // it.
 type roleChange struct {
-	p    *partition
-	s    metadata.Partition
-	wake bool
+	p     *partition
+	s     metadata.Partition
+	wake  bool
+	apply bool // the replica's role and state are applied (the update changed them)
 }
 
 // applyRoles makes local replicas leader or follower as the image says
@@ -95,7 +96,7 @@ type roleChange struct {
 func (b *Broker) applyRoles(changes []roleChange) {
 	roles := make([]replica.RoleChange, 0, len(changes))
 	for _, c := range changes {
-		if c.p.rep != nil {
+		if c.p.rep != nil && c.apply {
 			roles = append(roles, replica.RoleChange{Replica: c.p.rep, State: replica.StateOf(c.s)})
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"weir/internal/fetchsession"
+	"weir/internal/metadata"
 )
 
 // BenchmarkHostedReplicaHeap measures the live heap a never-written
@@ -188,5 +190,59 @@ func TestNeverWrittenPartitionHeap(t *testing.T) {
 func TestHostedPartitionSize(t *testing.T) {
 	if n := unsafe.Sizeof(partition{}); n > 48 {
 		t.Fatalf("partition is %d B, want at most 48", n)
+	}
+}
+
+// TestUpdateAppliesOnlyItsPartitions: a metadata update that changed some
+// partitions of a topic applies only those to their replicas again (at
+// 50,000 partitions every ISR change of one partition cost each follower
+// a pass over all its replicas); a topic reconciled whole (a created one,
+// a resync) applies every partition.
+func TestUpdateAppliesOnlyItsPartitions(t *testing.T) {
+	tb := startBroker(t, t.TempDir(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := newClient(t, tb.addr)
+	const n = 40
+	createTopic(t, ctx, c, "roles", n, nil)
+	b := tb.b
+	var mt *metadata.Topic
+	eventually(t, 10*time.Second, func() error {
+		var ok bool
+		if mt, ok = b.node.Image().TopicByName("roles"); !ok || b.lookupTopic("roles") == nil {
+			return errors.New("the topic is not in the registry yet")
+		}
+		return nil
+	})
+	b.applyMu.Lock()
+	defer b.applyMu.Unlock()
+	for _, tc := range []struct {
+		name string
+		only map[int32]bool
+		want []int32
+	}{
+		{"two partitions changed", map[int32]bool{3: true, 17: true}, []int32{3, 17}},
+		{"the whole topic", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var roles []roleChange
+			b.reconcileTopic(b.node.Image(), mt, tc.only, &roles)
+			var applied []int32
+			for _, rc := range roles {
+				if rc.apply {
+					applied = append(applied, rc.p.index)
+				}
+			}
+			slices.Sort(applied)
+			want := tc.want
+			if want == nil {
+				for i := range int32(n) {
+					want = append(want, i)
+				}
+			}
+			if !slices.Equal(applied, want) {
+				t.Fatalf("partitions applied %v, want %v", applied, want)
+			}
+		})
 	}
 }
