@@ -283,8 +283,9 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, only ma
 		wake := moved || (s.Leader() == self && len(s.ISR()) < len(s.Replicas()))
 		// A partition the update did not change is not applied again:
 		// at 50,000 partitions each ISR change of one partition cost
-		// every follower of the topic a pass over all its replicas.
-		apply := only == nil || only[i] || fresh
+		// every follower of the topic a pass over all its replicas. (One
+		// whose leadership moved is in the delta; applied regardless.)
+		apply := only == nil || only[i] || fresh || moved
 		if apply || wake {
 			*roles = append(*roles, roleChange{p, s, wake, apply})
 		}
