@@ -57,12 +57,11 @@ func (t *TransportTLS) serverConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// tlsStream is a raft.StreamLayer over TLS.
+// tlsStream is a raft.StreamLayer over TLS: tcpStream's listener and
+// address, with a TLS listener and dial.
 type tlsStream struct {
-	net.Listener
-	advertise net.Addr
-	client    func(host string) (*tls.Config, error)
-	dialer    *peerDialer
+	tcpStream
+	client func(host string) (*tls.Config, error)
 }
 
 // newTLSStream listens on bind with TLS and advertises advertise.
@@ -75,14 +74,7 @@ func newTLSStream(bind string, advertise net.Addr, t *TransportTLS, d *peerDiale
 	if err != nil {
 		return nil, err
 	}
-	return &tlsStream{Listener: tls.NewListener(ln, server), advertise: advertise, client: t.Client, dialer: d}, nil
-}
-
-func (s *tlsStream) Addr() net.Addr {
-	if s.advertise != nil {
-		return s.advertise
-	}
-	return s.Listener.Addr()
+	return &tlsStream{tcpStream: tcpStream{Listener: tls.NewListener(ln, server), advertise: advertise, dialer: d}, client: t.Client}, nil
 }
 
 // Dial connects to a peer and completes the handshake within timeout.
