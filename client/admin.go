@@ -577,6 +577,41 @@ type ClusterDescription struct {
 	Brokers    []BrokerDescription
 }
 
+// MetadataQuorumLeader is the node leading the metadata quorum (the
+// active controller) and its epoch, by DescribeQuorum on
+// __cluster_metadata, which a broker forwards to the controllers. Unlike
+// DescribeCluster's controller field, which a KRaft broker fills with
+// some live broker, this names the active controller on Apache Kafka as
+// on weir.
+func (a *Admin) MetadataQuorumLeader(ctx context.Context) (leader, epoch int32, err error) {
+	ctx, cancel := a.bound(ctx)
+	defer cancel()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	t := kmsg.NewDescribeQuorumRequestTopic()
+	t.Topic = "__cluster_metadata"
+	t.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = append(req.Topics, t)
+	raw, _, err := a.cl.doAny(ctx, req)
+	if err != nil {
+		return -1, -1, err
+	}
+	resp := raw.(*kmsg.DescribeQuorumResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return -1, -1, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, -1, fmt.Errorf("DescribeQuorum: answer without the metadata partition")
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return -1, -1, err
+	}
+	if p.LeaderID < 0 {
+		return -1, -1, fmt.Errorf("DescribeQuorum: the metadata quorum has no leader (epoch %d)", p.LeaderEpoch)
+	}
+	return p.LeaderID, p.LeaderEpoch, nil
+}
+
 // BrokerDescription is one broker of the cluster.
 type BrokerDescription struct {
 	NodeID int32

@@ -137,6 +137,24 @@ func TestIntegrationAdminTopics(t *testing.T) {
 	}
 }
 
+// TestIntegrationMetadataQuorumLeader: DescribeQuorum through a broker
+// names the active controller, the node DescribeCluster names on weir.
+func TestIntegrationMetadataQuorumLeader(t *testing.T) {
+	a := newTestAdmin(t)
+	ctx := testCtx(t)
+	leader, epoch, err := a.MetadataQuorumLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd, err := a.DescribeCluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leader != cd.Controller || epoch < 1 {
+		t.Fatalf("quorum leader %d epoch %d, DescribeCluster's controller %d", leader, epoch, cd.Controller)
+	}
+}
+
 // TestIntegrationConcurrentSends has several goroutines share one producer,
 // mixing keyed and unkeyed records, and checks every record gets a unique,
 // gap-free offset in its partition.
