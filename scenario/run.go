@@ -282,7 +282,11 @@ func (r *runner) setup(ctx context.Context) error {
 		if len(t.Assignment) > 0 {
 			ts.Partitions, ts.ReplicationFactor = -1, -1
 		}
-		if err := retryCreate(sctx, r.adm, ts); err != nil {
+		step := int32(0)
+		if r.f.Cluster.Kind == spec.KindKafka {
+			step = kafkaCreateStep
+		}
+		if err := createInSteps(sctx, r.adm, ts, step); err != nil {
 			return err
 		}
 		parts[t.Name] = t.Partitions
@@ -395,6 +399,34 @@ func (r *runner) waitBrokers(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %d brokers: %w (last: %v)", want, ctx.Err(), err)
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// kafkaCreateStep is how many partitions a topic is created or grown by
+// at a time on Apache Kafka, whose controller refuses an operation of
+// more than 10,000 records (POLICY_VIOLATION, "excessively large batch
+// operation"): a partition is one record.
+const kafkaCreateStep = 5000
+
+// createInSteps creates ts; with step > 0 a topic of more partitions than
+// step (and no explicit assignment) is created with step partitions and
+// grown by step at a time.
+func createInSteps(ctx context.Context, adm *client.Admin, ts client.TopicSpec, step int32) error {
+	total := ts.Partitions
+	if step <= 0 || total <= step || len(ts.Assignment) > 0 {
+		return retryCreate(ctx, adm, ts)
+	}
+	ts.Partitions = step
+	if err := retryCreate(ctx, adm, ts); err != nil {
+		return err
+	}
+	for n := min(2*step, total); ; n = min(n+step, total) {
+		if err := adm.CreatePartitions(ctx, ts.Name, n); err != nil && !errors.Is(err, kerr.InvalidPartitions) {
+			return fmt.Errorf("create topic %s: growing to %d partitions: %w", ts.Name, n, err)
+		}
+		if n == total {
+			return nil
 		}
 	}
 }
