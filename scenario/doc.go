@@ -32,7 +32,10 @@
 //     each broker, leaders) and prints the seed tool's console line;
 //     leadership changes and faults become events; runreport.go writes
 //     the JSON and a self-contained HTML page of SVG charts whose lines
-//     carry their data (internal/console/svgcheck reads them back).
+//     carry their data (internal/console/svgcheck reads them back); a
+//     per-partition chart draws the busiest maxLegend-1 partitions and
+//     the sum of the rest (chartedPartitions), since a line per
+//     partition made a 100,000-partition run's page a gigabyte.
 //
 // Concurrency: RunFile is synchronous. Per variant it owns one goroutine
 // per in-process client instance, one per JVM driver (control) plus its

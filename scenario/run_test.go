@@ -213,3 +213,65 @@ func sampleResult() *RunResult {
 	}
 	return res
 }
+
+// A topic of more partitions than a chart's legend holds gets one line
+// for each of the busiest maxLegend-1 and one for the sum of the rest,
+// so a report's size does not grow with the partition count.
+func TestPerPartitionChartsKeepTheBusiest(t *testing.T) {
+	const n = 40
+	res := &RunResult{Name: "many", Started: time.Unix(1_800_000_000, 0)}
+	for i := range 4 {
+		prod := make([]int64, n)
+		for p := range prod {
+			prod[p] = int64(p * (i + 1)) // partition p's share grows with p
+		}
+		res.Ticks = append(res.Ticks, Tick{T: float64(i + 1), Produced: map[string][]int64{"a": prod},
+			Consumed: map[string][]int64{"a": make([]int64, n)}, Backlog: map[string][]int64{"a": make([]int64, n)}})
+	}
+	var b bytes.Buffer
+	if err := WriteRunHTML(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, svg := range ChartsOf(b.String()) {
+		if !strings.Contains(svg, `data-title="Produced per partition, a"`) {
+			continue
+		}
+		found = true
+		lines, err := svgcheck.LineChart(svg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lines) != maxLegend {
+			t.Fatalf("%d lines, want %d", len(lines), maxLegend)
+		}
+		byName := map[string][]float64{}
+		for _, l := range lines {
+			byName[l.Name] = l.Values
+		}
+		for p := n - maxLegend + 1; p < n; p++ {
+			if byName[fmt.Sprintf("a-%d", p)] == nil {
+				t.Errorf("busy partition a-%d has no line (have %v)", p, slices.Collect(maps.Keys(byName)))
+			}
+		}
+		if byName["a-0"] != nil {
+			t.Error("the idlest partition has a line of its own")
+		}
+		other := byName[fmt.Sprintf("the other %d partitions", n-maxLegend+1)]
+		if len(other) != 4 {
+			t.Fatalf("the other partitions' line: %v", other)
+		}
+		for i, v := range other {
+			want := 0.0
+			for p := range n - maxLegend + 1 {
+				want += float64(p * (i + 1)) // a rate over 1 s ticks
+			}
+			if math.Abs(v-want) > 1e-6*want {
+				t.Errorf("tick %d: the other partitions at %v, want %v", i, v, want)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no per-partition chart")
+	}
+}

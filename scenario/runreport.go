@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -192,17 +193,33 @@ func runCharts(res *RunResult) []template.HTML {
 	for _, topic := range topics {
 		n := len(res.Ticks[0].Produced[topic])
 		per := func(title string, pick func(Tick) []int64, asRate bool) {
+			shown, rest := chartedPartitions(res.Ticks, pick, n)
+			value := func(i int, v int64) float64 {
+				if asRate {
+					return rate(v, i)
+				}
+				return float64(v)
+			}
 			var ls []line
-			for p := range n {
+			for _, p := range shown {
 				ls = append(ls, series(fmt.Sprintf("%s-%d", topic, p), func(i int, t Tick) float64 {
 					v := pick(t)
 					if p >= len(v) {
 						return 0
 					}
-					if asRate {
-						return rate(v[p], i)
+					return value(i, v[p])
+				}))
+			}
+			if len(rest) > 0 {
+				ls = append(ls, series(fmt.Sprintf("the other %d partitions", len(rest)), func(i int, t Tick) float64 {
+					v := pick(t)
+					var sum int64
+					for _, p := range rest {
+						if p < len(v) {
+							sum += v[p]
+						}
 					}
-					return float64(v[p])
+					return value(i, sum)
 				}))
 			}
 			unit := "records"
@@ -242,6 +259,38 @@ func runCharts(res *RunResult) []template.HTML {
 		add(timeChart("Bytes produced to each broker", "MB/s", bl, ms, span))
 	}
 	return out
+}
+
+// chartedPartitions picks the partitions a per-partition chart draws
+// one line each: all of them up to maxLegend, else the maxLegend-1 with
+// the largest sums over the run (in partition order), the rest summed
+// into one line. A run over 100,000 partitions otherwise wrote a
+// report of a gigabyte that no browser opens.
+func chartedPartitions(ticks []Tick, pick func(Tick) []int64, n int) (shown, rest []int) {
+	if n <= maxLegend {
+		for p := range n {
+			shown = append(shown, p)
+		}
+		return shown, nil
+	}
+	totals := make([]int64, n)
+	for _, t := range ticks {
+		for p, v := range pick(t) {
+			if p < n {
+				totals[p] += v
+			}
+		}
+	}
+	order := make([]int, n)
+	for p := range order {
+		order[p] = p
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(totals[b], totals[a]) })
+	shown = slices.Clone(order[:maxLegend-1])
+	slices.Sort(shown)
+	rest = slices.Clone(order[maxLegend-1:])
+	slices.Sort(rest)
+	return shown, rest
 }
 
 func sumMap(m map[string][]int64) int64 {
