@@ -142,23 +142,16 @@ func (r *runner) failover(ctx context.Context) error {
 	return nil
 }
 
-// controllerNode is the node running the active controller. On weir
-// DescribeCluster names it; a KRaft broker of Apache Kafka names some
-// live broker there instead, so on Kafka it is the metadata quorum's
-// leader by DescribeQuorum (the first three nodes are the voters).
+// controllerNode is the node running the active controller: the
+// metadata quorum's leader by DescribeQuorum, on weir as on Apache Kafka
+// (whose KRaft brokers put some live broker in DescribeCluster's
+// controller field).
 func (r *runner) controllerNode(ctx context.Context) (int32, error) {
-	if r.f.Cluster.Kind == spec.KindKafka {
-		n, _, err := r.adm.MetadataQuorumLeader(ctx)
-		if err != nil {
-			return -1, fmt.Errorf("finding the controller: %w", err)
-		}
-		return n, nil
-	}
-	d, err := r.adm.DescribeCluster(ctx)
+	n, _, err := r.adm.MetadataQuorumLeader(ctx)
 	if err != nil {
 		return -1, fmt.Errorf("finding the controller: %w", err)
 	}
-	return d.Controller, nil
+	return n, nil
 }
 
 // brokerConfigs sets dynamic configs on one broker (-1: cluster-wide).
