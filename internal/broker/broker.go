@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -29,7 +28,6 @@ import (
 	wlog "weir/internal/log"
 	"weir/internal/logdir"
 	"weir/internal/metadata"
-	"weir/internal/parallel"
 	"weir/internal/producer"
 	"weir/internal/replica"
 	"weir/internal/server"
@@ -398,13 +396,7 @@ func (b *Broker) closeLogs() error {
 		}
 	}
 	b.mu.RUnlock()
-	errs := make([]error, len(logs))
-	parallel.Do(len(logs), openWorkers, func(i int) {
-		if err := logs[i].Close(); err != nil && !errors.Is(err, wlog.ErrClosed) {
-			errs[i] = err
-		}
-	})
-	return errors.Join(errs...)
+	return wlog.CloseAll(logs, openWorkers)
 }
 
 // ClusterID is the id Metadata and DescribeCluster report.

@@ -95,8 +95,15 @@
 // By default the log relies on the page cache, as Kafka does: data is
 // fsynced when a segment is sealed, every flush.ms, once flush.messages
 // records are unflushed, about once a second while unsynced data is left
-// (BackgroundSync; off, exactly Kafka's defaults), and at Close. With
-// SyncBeforeAck the caller waits in WaitDurable before
+// (BackgroundSync; off, exactly Kafka's defaults), and at Close.
+// CloseAll closes many logs with the filesystem synced three times in
+// place of each log's own fsyncs (its segment, indexes, producer snapshot,
+// checkpoint and directory): the data and indexes are synced before any
+// checkpoint is written, the checkpoints are written to temporary files
+// and synced before any is renamed into place, so that no checkpoint
+// names data a crash could still take.
+//
+// With SyncBeforeAck the caller waits in WaitDurable before
 // acknowledging; concurrent waiters share one fsync (group commit), so the
 // cost of durability falls as load rises.
 //

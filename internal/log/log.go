@@ -124,6 +124,10 @@ const (
 	// stateBlank: the log is the blank of its settings (blank.go), which
 	// stands for many never-written logs and is never written itself.
 	stateBlank
+	// stateDeferSync: CloseAll is closing the log. Its flush writes
+	// without fsync and its checkpoint waits (ckptPending) until the
+	// filesystem syncs have made the data under it durable.
+	stateDeferSync
 )
 
 func (l *Log) has(flag uint32) bool { return l.state.Load()&flag != 0 }
@@ -174,6 +178,9 @@ type body struct {
 	// yet, and its names (the segment's, its own) are not fsynced; the
 	// next flush writes and fsyncs them before anything counts durable.
 	dirUnsynced bool
+	// ckptPending: a checkpoint was due while stateDeferSync held it
+	// back; CloseAll writes it once the data is durable (mu).
+	ckptPending bool
 
 	// unreplicated are the transactions Options.Producers completed whose
 	// marker may not be below the high watermark yet (see
@@ -238,6 +245,8 @@ type Env struct {
 	// fsync replaces (*os.File).Sync in tests that make it fail (set on a
 	// log's private Env only).
 	fsync func(*os.File) error
+	// syncfs replaces syncFS in tests of CloseAll.
+	syncfs func(dir string) error
 	// settings interns the settings of this Env's logs, so that the
 	// logs of a topic share one; nil for the Env Open makes for a
 	// single log.
@@ -1016,6 +1025,10 @@ func (l *Log) afterTruncate() error {
 // state changed; they are rare (roll, truncation, retention, the periodic
 // flush), so the short stall of appends is accepted.
 func (l *Log) writeCheckpointLocked() error {
+	if l.has(stateDeferSync) {
+		l.ckptPending = true // CloseAll writes it after the data's sync
+		return nil
+	}
 	hw := l.hw.Load()
 	ck := checkpoint{recoveryPoint: l.recoveryPoint, logStartOffset: l.logStart, highWatermark: hw}
 	if err := l.env().files.retry(func() error { return writeCheckpoint(l.dir, ck) }); err != nil {
@@ -1289,21 +1302,41 @@ func (l *Log) Close() error {
 	if l.IsBlank() {
 		return nil // the logs it stands for were never opened
 	}
+	if !l.startClose(false) {
+		return ErrClosed
+	}
+	return l.finishClose()
+}
+
+// startClose marks the log closing and detaches it from its Syncer; false
+// when a Close began before. With deferSync the close leaves durability
+// to CloseAll's filesystem syncs (stateDeferSync).
+func (l *Log) startClose(deferSync bool) bool {
 	l.segMu.Lock() // waits for a cleaner's swap in progress
 	l.mu.Lock()
 	if l.closing() {
 		l.mu.Unlock()
 		l.segMu.Unlock()
-		return ErrClosed
+		return false
 	}
-	l.state.Or(stateClosing)
+	flags := stateClosing
+	if deferSync {
+		flags |= stateDeferSync
+	}
+	l.state.Or(flags)
 	l.mu.Unlock()
 	l.segMu.Unlock()
 	l.stopSyncing()
+	return true
+}
+
+// finishClose flushes what was appended, snapshots the producers' state
+// and closes the files.
+func (l *Log) finishClose() error {
 	err := l.flush(true, true)
 	l.mu.Lock()
 	if err == nil {
-		l.snapshotProducersLocked(true)
+		l.snapshotProducersLocked(!l.has(stateDeferSync))
 	}
 	l.state.Or(stateClosed)
 	l.mu.Unlock()

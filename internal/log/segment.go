@@ -262,21 +262,26 @@ func (s *segment) index(h *BatchHeader, pos int64, length, interval int) {
 }
 
 // writeIndex persists the in-memory index next to the segment.
-func (s *segment) writeIndex() error { return s.writeIndexWith(nil) }
+func (s *segment) writeIndex() error { return s.writeIndexWith(nil, true) }
 
 // writeIndexWith is writeIndex with the aborted-transaction index
-// committed through commit (see writeTxnIndexWith).
-func (s *segment) writeIndexWith(commit func(func() error) error) error {
-	if err := writeFileSync(s.prefix+indexSuffix, s.ix.encodeOffsets()); err != nil {
+// committed through commit (see writeTxnIndexWith), each file fsynced
+// when sync is set.
+func (s *segment) writeIndexWith(commit func(func() error) error, sync bool) error {
+	if err := writeFile(s.prefix+indexSuffix, s.ix.encodeOffsets(), sync); err != nil {
 		return err
 	}
-	if err := writeTxnIndexWith(s.prefix, s.ix.aborted, commit); err != nil {
+	if err := writeTxnIndexWith(s.prefix, s.ix.aborted, commit, sync); err != nil {
 		return err
 	}
-	return writeFileSync(s.prefix+timeIndexSuffix, s.ix.encodeTimes())
+	return writeFile(s.prefix+timeIndexSuffix, s.ix.encodeTimes(), sync)
 }
 
-func writeFileSync(path string, b []byte) error {
+func writeFileSync(path string, b []byte) error { return writeFile(path, b, true) }
+
+// writeFile writes b to path, replacing what it held, and fsyncs it when
+// sync is set.
+func writeFile(path string, b []byte, sync bool) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
@@ -285,9 +290,11 @@ func writeFileSync(path string, b []byte) error {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	return f.Close()
 }

@@ -265,6 +265,11 @@ func (l *Log) syncNewDir() error {
 	// Under mu, as every checkpoint write, so that none is overwritten
 	// with older figures.
 	err := l.writeCheckpointLocked()
+	if err == nil && l.has(stateDeferSync) {
+		l.dirUnsynced = false // CloseAll's filesystem sync covers the names
+		l.mu.Unlock()
+		return nil
+	}
 	l.mu.Unlock()
 	if err == nil {
 		err = l.env().files.retry(func() error { return syncDir(filepath.Dir(l.dir)) })
@@ -283,6 +288,9 @@ func (l *Log) syncNewDir() error {
 // file closed for good belongs to a segment deleted meanwhile and needs
 // nothing.
 func (l *Log) syncFile(h *segFile) error {
+	if l.has(stateDeferSync) {
+		return nil // CloseAll syncs the filesystem instead
+	}
 	l.fsyncs.Add(1)
 	sync := (*os.File).Sync
 	if l.env().fsync != nil {
@@ -370,7 +378,8 @@ func (l *Log) writeIndexes(sealed []sealedCopy, withActive bool, active *segment
 // writeIndexFile writes a copied index of seg, once more after shedding
 // idle files when the process ran out of descriptors.
 func (l *Log) writeIndexFile(seg *segment, ix index, commitFor func(*segment) func(func() error) error) error {
+	sync := !l.has(stateDeferSync)
 	return l.env().files.retry(func() error {
-		return (&segment{prefix: seg.prefix, ix: ix}).writeIndexWith(commitFor(seg))
+		return (&segment{prefix: seg.prefix, ix: ix}).writeIndexWith(commitFor(seg), sync)
 	})
 }

@@ -124,15 +124,16 @@ func loadTxnIndex(prefix string, base, next int64) ([]AbortedTxn, error) {
 // would look like one with fewer aborts. The directory fsync of the
 // checkpoint that then moves the recovery point makes the rename durable.
 func writeTxnIndex(prefix string, entries []AbortedTxn) error {
-	return writeTxnIndexWith(prefix, entries, nil)
+	return writeTxnIndexWith(prefix, entries, nil, true)
 }
 
 // writeTxnIndexWith is writeTxnIndex whose last step (the rename, or the
 // removal) runs through commit when it is set: a flush, which writes
 // without the log's lock, commits under it and only if no truncation
 // came in between, so that an index copied before a truncation never
-// replaces the one the truncation wrote.
-func writeTxnIndexWith(prefix string, entries []AbortedTxn, commit func(func() error) error) error {
+// replaces the one the truncation wrote. The file is fsynced before the
+// rename when sync is set.
+func writeTxnIndexWith(prefix string, entries []AbortedTxn, commit func(func() error) error, sync bool) error {
 	if commit == nil {
 		commit = func(f func() error) error { return f() }
 	}
@@ -145,7 +146,7 @@ func writeTxnIndexWith(prefix string, entries []AbortedTxn, commit func(func() e
 		})
 	}
 	tmp := prefix + txnIndexSuffix + tmpSuffix
-	if err := writeFileSync(tmp, encodeTxnIndex(entries)); err != nil {
+	if err := writeFile(tmp, encodeTxnIndex(entries), sync); err != nil {
 		_ = os.Remove(tmp)
 		return err
 	}
