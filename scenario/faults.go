@@ -41,7 +41,7 @@ func (r *runner) runFaults(ctx context.Context, faults []spec.Fault, errs chan<-
 			desc := describeFault(ft)
 			r.event("fault", desc)
 			fmt.Fprintf(r.out, "fault at %.1fs: %s\n", r.elapsed(), desc)
-			fctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+			fctx, cancel := context.WithTimeout(ctx, max(3*time.Minute, stopTimeout(ft)+time.Minute))
 			err := r.applyFault(fctx, ft)
 			cancel()
 			if err != nil {
@@ -86,7 +86,7 @@ func (r *runner) applyFault(ctx context.Context, ft spec.Fault) error {
 		return r.failover(ctx)
 	case spec.FaultStop, spec.FaultRestart, spec.FaultStart:
 		start := time.Now()
-		err := r.cluster.Act(ctx, ft.Action, ft.Broker)
+		err := r.cluster.Act(ctx, ft.Action, ft.Broker, stopTimeout(ft))
 		if err == nil {
 			r.event("fault", fmt.Sprintf("%s of broker %d took %.2f s", ft.Action, ft.Broker, time.Since(start).Seconds()))
 		}
@@ -100,8 +100,16 @@ func (r *runner) applyFault(ctx context.Context, ft spec.Fault) error {
 	case spec.FaultReassign:
 		return r.reassign(ctx, ft.Topic, ft.Assignment)
 	default:
-		return r.cluster.Act(ctx, ft.Action, ft.Broker)
+		return r.cluster.Act(ctx, ft.Action, ft.Broker, stopTimeout(ft))
 	}
+}
+
+// stopTimeout is how long a stop or restart gives the node to exit.
+func stopTimeout(ft spec.Fault) time.Duration {
+	if ft.Timeout > 0 {
+		return ft.Timeout.D()
+	}
+	return spec.DefaultStopTimeout
 }
 
 // failover kills the node running the active controller and times how
@@ -112,7 +120,7 @@ func (r *runner) failover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.cluster.Act(ctx, spec.FaultKill, victim); err != nil {
+	if err := r.cluster.Act(ctx, spec.FaultKill, victim, 0); err != nil {
 		return err
 	}
 	killed := time.Now()
@@ -135,7 +143,7 @@ func (r *runner) failover(ctx context.Context) error {
 	r.event("fault", fmt.Sprintf("failover: a topic was created %.3f s after node %d was killed", took.Seconds(), victim))
 	fmt.Fprintf(r.out, "failover: a new controller created a topic %.3f s after the kill\n", took.Seconds())
 	start := time.Now()
-	if err := r.cluster.Act(ctx, spec.FaultStart, victim); err != nil {
+	if err := r.cluster.Act(ctx, spec.FaultStart, victim, 0); err != nil {
 		return err
 	}
 	r.event("fault", fmt.Sprintf("node %d started again in %.2f s", victim, time.Since(start).Seconds()))

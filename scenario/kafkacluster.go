@@ -32,10 +32,6 @@ type kafkaCluster struct {
 	proxies []*delayproxy.Proxy
 }
 
-// kafkaHeap is each node's JVM heap: three nodes fit the machine beside
-// the load.
-const kafkaHeap = "512m"
-
 func startKafka(ctx context.Context, f *spec.File, cfg RunConfig, dir string) (runCluster, error) {
 	root, err := repoRoot(cfg)
 	if err != nil {
@@ -75,7 +71,7 @@ func startKafka(ctx context.Context, f *spec.File, cfg RunConfig, dir string) (r
 			roles, listeners = "broker", fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port(i))
 		}
 		args := []string{"start", "--dir", k.nodeDir(i), "--port", strconv.Itoa(port(i)), "--controller-port", strconv.Itoa(cport(i)),
-			"--heap", kafkaHeap, "--timeout", "180", "--cluster-id", cid}
+			"--heap", f.Cluster.KafkaHeap, "--timeout", "180", "--cluster-id", cid}
 		for _, kv := range []string{
 			"node.id=" + strconv.Itoa(i), "process.roles=" + roles, "controller.quorum.voters=" + strings.Join(vs, ","),
 			"listeners=" + listeners, fmt.Sprintf("advertised.listeners=PLAINTEXT://127.0.0.1:%d", pport(i)),
@@ -125,7 +121,7 @@ func (k *kafkaCluster) check(n int32) error {
 	return nil
 }
 
-func (k *kafkaCluster) Act(ctx context.Context, action string, n int32) error {
+func (k *kafkaCluster) Act(ctx context.Context, action string, n int32, stopTimeout time.Duration) error {
 	if err := k.check(n); err != nil {
 		return err
 	}
@@ -148,16 +144,21 @@ func (k *kafkaCluster) Act(ctx context.Context, action string, n int32) error {
 	case spec.FaultKill:
 		return k.run(ctx, "stop", "--dir", dir, "--kill")
 	case spec.FaultStop:
-		return k.run(ctx, "stop", "--dir", dir)
+		return k.run(ctx, "stop", "--dir", dir, "--timeout", seconds(stopTimeout))
 	case spec.FaultStart:
 		return k.run(ctx, k.args[n-1]...)
 	case spec.FaultRestart:
-		if err := k.run(ctx, "stop", "--dir", dir); err != nil {
+		if err := k.run(ctx, "stop", "--dir", dir, "--timeout", seconds(stopTimeout)); err != nil {
 			return err
 		}
 		return k.run(ctx, k.args[n-1]...)
 	}
 	return fmt.Errorf("scenario: %s is not a process fault", action)
+}
+
+// seconds writes d as whole seconds, at least 1, for scripts/apache-kafka.
+func seconds(d time.Duration) string {
+	return strconv.Itoa(max(1, int(d.Round(time.Second)/time.Second)))
 }
 
 // slow sets broker n's proxy delays: Produce (key 0) and Fetch (key 1).

@@ -24,7 +24,9 @@ type runCluster interface {
 	Bootstrap() string
 	// Act applies a process fault (spec.FaultPause ... spec.FaultRestart)
 	// to broker n.
-	Act(ctx context.Context, action string, n int32) error
+	// Act applies a process fault to node n; stop and restart give the
+	// node stopTimeout to exit before killing it.
+	Act(ctx context.Context, action string, n int32, stopTimeout time.Duration) error
 	// slow makes broker n answer each connection's produce and fetch
 	// requests one after another, each this much late (0: not at all).
 	slow(ctx context.Context, n int32, produce, fetch time.Duration) error
@@ -73,7 +75,7 @@ type externalCluster string
 
 func (e externalCluster) Bootstrap() string { return string(e) }
 func (e externalCluster) Close()            {}
-func (e externalCluster) Act(context.Context, string, int32) error {
+func (e externalCluster) Act(context.Context, string, int32, time.Duration) error {
 	return errors.New("scenario: an external cluster's processes are not the runner's to act on")
 }
 
@@ -124,7 +126,7 @@ func slowWeir(ctx context.Context, bootstrap string, log *slog.Logger, n int32, 
 		client.AlterConfigOp{Name: config.FaultFetchResponseMs, Value: &f})
 }
 
-func (w *weirCluster) Act(ctx context.Context, action string, n int32) error {
+func (w *weirCluster) Act(ctx context.Context, action string, n int32, stopTimeout time.Duration) error {
 	node := int(n)
 	switch action {
 	case spec.FaultPause:
@@ -134,11 +136,11 @@ func (w *weirCluster) Act(ctx context.Context, action string, n int32) error {
 	case spec.FaultKill:
 		return localcluster.Kill(w.c.Dir, node)
 	case spec.FaultStop:
-		return localcluster.Stop(w.c.Dir, node, time.Minute)
+		return localcluster.Stop(w.c.Dir, node, stopTimeout)
 	case spec.FaultStart:
 		return w.c.StartNode(ctx, node, 2*time.Minute)
 	case spec.FaultRestart:
-		if err := localcluster.Stop(w.c.Dir, node, time.Minute); err != nil {
+		if err := localcluster.Stop(w.c.Dir, node, stopTimeout); err != nil {
 			return err
 		}
 		return w.c.StartNode(ctx, node, 2*time.Minute)

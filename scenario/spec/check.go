@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -111,7 +112,31 @@ func (f *File) checkCluster(c *checker) {
 	default:
 		c.fail("cluster.kind", "%q, want weir, kafka or external", cl.Kind)
 	}
+	if cl.KafkaHeap == "" {
+		cl.KafkaHeap = DefaultKafkaHeap
+	}
+	if mb, ok := heapMB(cl.KafkaHeap); !ok || mb < 64 || mb > 64<<10 {
+		c.fail("cluster.kafka_heap", "%q, want 64m to 64g, as -Xmx takes it (512m, 2g)", cl.KafkaHeap)
+	}
 }
+
+// heapMB reads a JVM heap size written as Nm or Ng.
+func heapMB(s string) (int, bool) {
+	m := heapSize.FindStringSubmatch(s)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n > 1<<20 {
+		return 0, false
+	}
+	if m[2] == "g" {
+		n <<= 10
+	}
+	return n, true
+}
+
+var heapSize = regexp.MustCompile(`^([1-9][0-9]{0,6})([mg])$`)
 
 // brokerOK reports whether id names a broker the runner starts (nodes
 // 1..Brokers); on an external cluster any id >= 0 may exist.
@@ -530,6 +555,13 @@ func (f *File) checkFaults(c *checker, topics map[string]*Topic, phases map[stri
 		}
 		if brokerNeeded && !f.brokerOK(ft.Broker) {
 			c.fail(p+".broker", "broker %d is not in the cluster (brokers are 1 to %d)", ft.Broker, f.Cluster.Brokers)
+		}
+		switch {
+		case ft.Timeout == 0:
+		case ft.Action != FaultStop && ft.Action != FaultRestart:
+			c.fail(p+".timeout", "belongs to stop and restart (how long the node has to exit)")
+		case ft.Timeout < 0 || ft.Timeout.D() > MaxStopTimeout:
+			c.fail(p+".timeout", "%v, want up to %v", ft.Timeout.D(), MaxStopTimeout)
 		}
 	}
 }

@@ -85,6 +85,12 @@ func (f *File) apply(v Variant) {
 		f.Cluster.Kind = v.Cluster
 	}
 	mergeInto(&f.Cluster.BrokerConfigs, v.BrokerConfs)
+	if v.Faults != nil {
+		f.Faults = *v.Faults
+	}
+	if v.Phases != nil {
+		f.Phases = *v.Phases
+	}
 	for i := range f.Topics {
 		if v.Partitions > 0 && len(f.Topics[i].Assignment) == 0 {
 			f.Topics[i].Partitions = v.Partitions

@@ -46,7 +46,14 @@ type Cluster struct {
 	// BrokerConfigs are dynamic broker configs set cluster-wide before
 	// the load starts.
 	BrokerConfigs map[string]string `yaml:"broker_configs"`
+	// KafkaHeap is each Apache Kafka node's JVM heap (-Xmx, as 512m or
+	// 2g) when the cluster is kafka; DefaultKafkaHeap when empty.
+	KafkaHeap string `yaml:"kafka_heap"`
 }
+
+// DefaultKafkaHeap is a Kafka node's heap: three nodes fit the machine
+// beside the load.
+const DefaultKafkaHeap = "512m"
 
 // Topic is a topic the scenario creates.
 type Topic struct {
@@ -192,7 +199,17 @@ type Fault struct {
 	Topic          string            `yaml:"topic"`
 	// Assignment is reassign's new replica lists, by partition.
 	Assignment map[int32][]int32 `yaml:"assignment"`
+	// Timeout is how long stop and restart give the node to exit before
+	// they kill it (SIGKILL); 0 means DefaultStopTimeout.
+	Timeout Duration `yaml:"timeout"`
 }
+
+// DefaultStopTimeout is how long a stop waits for the node to exit by
+// default, as an operator's service manager would before SIGKILL.
+const DefaultStopTimeout = time.Minute
+
+// MaxStopTimeout bounds a fault's timeout.
+const MaxStopTimeout = 30 * time.Minute
 
 // Phase kinds.
 const (
@@ -239,6 +256,11 @@ type Variant struct {
 	Producer    ProducerOverride  `yaml:"producer"`
 	Consumer    ConsumerOverride  `yaml:"consumer"`
 	BrokerConfs map[string]string `yaml:"broker_configs"`
+	// Faults and Phases, when set, replace the file's (faults: [] runs
+	// none): a variant whose cluster needs another timeline (Kafka taking
+	// minutes where weir takes seconds) says so without a file of its own.
+	Faults *[]Fault `yaml:"faults,omitempty"`
+	Phases *[]Phase `yaml:"phases,omitempty"`
 }
 
 // ProducerOverride changes every producer of a variant.

@@ -28,8 +28,8 @@ func TestParseFillsDefaults(t *testing.T) {
 	}
 	p := f.Producers[0]
 	switch {
-	case f.Cluster.Kind != KindWeir || f.Cluster.Brokers != 1:
-		t.Errorf("cluster %+v, want weir with 1 broker", f.Cluster)
+	case f.Cluster.Kind != KindWeir || f.Cluster.Brokers != 1 || f.Cluster.KafkaHeap != "512m":
+		t.Errorf("cluster %+v, want weir with 1 broker (and 512m of heap were it kafka)", f.Cluster)
 	case f.Topics[0].ReplicationFactor != 1:
 		t.Errorf("replication factor %d, want 1", f.Topics[0].ReplicationFactor)
 	case p.Name != "producer-0" || p.Client != ClientWeir || p.Topic != "foo" || p.Count != 1 || p.RecordSize != DefaultRecordSize:
@@ -101,6 +101,10 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"reassign empty", minimal + "faults: [{action: reassign}]\n", "faults[0].assignment: required"},
 		{"broker config empty", minimal + "faults: [{action: broker_config, broker: -1}]\n", "faults[0].configs: required"},
 		{"slow negative", minimal + "faults: [{action: slow_broker, broker: 1, produce_delay_ms: -1}]\n", "delays must be"},
+		{"kafka heap", minimal + "cluster: {kind: kafka, kafka_heap: 100k}\n", `cluster.kafka_heap: "100k", want 64m to 64g`},
+		{"kafka heap small", minimal + "cluster: {kind: kafka, kafka_heap: 32m}\n", `cluster.kafka_heap: "32m"`},
+		{"timeout on kill", minimal + "faults: [{action: kill, broker: 1, timeout: 5m}]\n", "faults[0].timeout: belongs to stop and restart"},
+		{"timeout too long", minimal + "faults: [{action: stop, broker: 1, timeout: 31m}]\n", "faults[0].timeout: 31m0s, want up to 30m0s"},
 		{"variant twice", minimal + "variants: [{name: a}, {name: a}]\n", `variants[1].name: variant "a" named twice`},
 		{"variant client", minimal + "variants: [{name: a, producer: {client: rust}}]\n", `variants[0].producer.client: "rust"`},
 		{"quick variant", minimal + "variants: [{name: a}]\nquick: {variants: [b]}\n", `quick.variants[0]: no variant named "b"`},
@@ -211,6 +215,50 @@ func TestResolveVariantsAndQuick(t *testing.T) {
 	}
 	if _, err := f.Resolve("weir", false); err == nil || !strings.Contains(err.Error(), `variant "weir"`) {
 		t.Fatalf("broken variant: %v", err)
+	}
+}
+
+// A variant's faults and phases replace the file's, whole; the others
+// keep the file's. A variant fault that breaks the file is refused with
+// the variant's name and the field.
+func TestVariantTimeline(t *testing.T) {
+	file := variants + `  - name: slow
+    faults: [{action: stop, broker: 2, at: 20s, timeout: 5m}, {action: start, broker: 2, at: 6m}]
+    phases: [{kind: steady, duration: 8m}]
+  - name: calm
+    faults: []
+`
+	file = strings.Replace(file, "quick: {scale: 0.5, variants: [weir]}\n", "", 1) + "quick: {scale: 0.5, variants: [weir]}\n"
+	f, err := Parse([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := f.Resolve("slow", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Faults) != 2 || s.Faults[0].Action != FaultStop || s.Faults[0].Timeout.D() != 5*time.Minute || s.Faults[1].At.D() != 6*time.Minute {
+		t.Errorf("faults of slow: %+v", s.Faults)
+	}
+	if len(s.Phases) != 1 || s.Phases[0].Kind != PhaseSteady || s.Phases[0].Duration.D() != 8*time.Minute {
+		t.Errorf("phases of slow: %+v", s.Phases)
+	}
+	w, err := f.Resolve("weir", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Faults) != 1 || w.Faults[0].Action != FaultSlowBroker || len(w.Phases) != 2 {
+		t.Errorf("weir kept the file's timeline? faults %+v phases %+v", w.Faults, w.Phases)
+	}
+	if c, err := f.Resolve("calm", false); err != nil || len(c.Faults) != 0 || len(c.Phases) != 2 {
+		t.Errorf("faults: [] resolved to %+v (phases %d), %v; want no faults", c.Faults, len(c.Phases), err)
+	}
+	bad := strings.Replace(file, "{action: stop, broker: 2,", "{action: stop, broker: 9,", 1)
+	if f, err = Parse([]byte(bad)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Resolve("slow", false); err == nil || !strings.Contains(err.Error(), `variant "slow"`) || !strings.Contains(err.Error(), "faults[0].broker") {
+		t.Fatalf("a variant fault on broker 9 of 3: %v", err)
 	}
 }
 
