@@ -52,6 +52,13 @@ func TestCreateInSteps(t *testing.T) {
 			}
 		})
 	}
+	// The failover's probe: created, and created again (an attempt the
+	// controller accepted after the client gave up on it) is created.
+	for i := range 2 {
+		if err := createProbe(ctx, adm, "probe"); err != nil {
+			t.Fatalf("probe %d: %v", i+1, err)
+		}
+	}
 	// Created again (a setup retried after a timeout): the topic exists
 	// with every partition, and growing it to what it has is refused,
 	// which a step takes as done.
