@@ -47,7 +47,9 @@ func writeRunReports(dir string, res *RunResult) error {
 		return err
 	}
 	stem := filepath.Join(dir, ReportStem(res))
-	b, err := json.MarshalIndent(res, "", " ")
+	// Compact: indented, a tick's per-partition figures took a line
+	// each (52 MB for 160 s at 10,000 partitions, 13 MB without).
+	b, err := json.Marshal(res)
 	if err != nil {
 		return err
 	}
