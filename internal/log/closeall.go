@@ -79,6 +79,9 @@ func CloseAll(logs []*Log, workers int) error {
 		errs[len(logs)] = err
 		return errors.Join(errs...)
 	}
+	for _, l := range pending {
+		l.syncedByCloseAll()
+	}
 	tmps := make([]string, len(pending))
 	ckErrs := make([]error, len(pending))
 	parallel.Do(len(pending), workers, func(i int) {
@@ -113,6 +116,16 @@ func CloseAll(logs []*Log, workers int) error {
 	})
 	ckErrs = append(ckErrs, syncAll())
 	return errors.Join(append(errs, ckErrs...)...)
+}
+
+// syncedByCloseAll publishes that the whole log is durable, once
+// CloseAll's first filesystem sync has made it so (its flush, which
+// skipped the fsyncs, did not).
+func (l *Log) syncedByCloseAll() {
+	l.mu.Lock()
+	leo, truncations := l.leo, l.truncations
+	l.mu.Unlock()
+	l.advanceDurable(leo, truncations)
 }
 
 // takePendingCheckpoint returns the checkpoint a CloseAll flush held back,

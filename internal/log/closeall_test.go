@@ -13,12 +13,13 @@ import (
 // checkpointed yet (no background sync), with the fsync and syncfs hooks
 // of every log's Env recording into a transcript.
 type closeAllFixture struct {
-	root   string
-	logs   []*Log
-	ends   []int64
-	data   [][][]byte
-	fsyncs int
-	calls  []string // one line per syncfs: what the checkpoints held then
+	root     string
+	logs     []*Log
+	ends     []int64
+	data     [][][]byte
+	fsyncs   int
+	calls    []string  // one line per syncfs: what the checkpoints held then
+	durables [][]int64 // each log's DurableOffset at each syncfs
 }
 
 func newCloseAllFixture(t *testing.T, n int, syncfs func(call int) error) *closeAllFixture {
@@ -40,6 +41,11 @@ func newCloseAllFixture(t *testing.T, n int, syncfs func(call int) error) *close
 				return fmt.Errorf("synced %s, not the logs' filesystem %s", dir, fx.root)
 			}
 			fx.calls = append(fx.calls, fx.state())
+			var ds []int64
+			for _, l := range fx.logs {
+				ds = append(ds, l.DurableOffset())
+			}
+			fx.durables = append(fx.durables, ds)
 			return syncfs(len(fx.calls))
 		}
 	}
@@ -97,6 +103,12 @@ func TestCloseAllSharesTheSyncs(t *testing.T) {
 	}
 	if fx.fsyncs != 0 {
 		t.Fatalf("%d segment fsyncs, want none (the filesystem syncs cover them)", fx.fsyncs)
+	}
+	// Nothing counts durable before the first sync, all of it after.
+	for i := range fx.logs {
+		if before, after := fx.durables[0][i], fx.durables[1][i]; before >= fx.ends[i] || after != fx.ends[i] {
+			t.Fatalf("log %d: durable %d at the data's sync and %d after it, want below %d and then %d", i, before, after, fx.ends[i], fx.ends[i])
+		}
 	}
 	for i, l := range fx.logs {
 		if _, err := l.Append(simpleBatch(t, 1, testNow.UnixMilli(), 10), AppendOptions{LeaderEpoch: 1}); !errors.Is(err, ErrClosed) {

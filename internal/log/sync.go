@@ -246,8 +246,10 @@ func (l *Log) flush(checkpointToo, force bool) error {
 		err = l.writeCheckpointLocked()
 	}
 	l.mu.Unlock()
-	// The data is fsynced whether or not its checkpoint could be written.
-	if durable >= 0 {
+	// The data is fsynced whether or not its checkpoint could be written;
+	// under CloseAll it is durable only once the filesystem is synced
+	// (syncedByCloseAll).
+	if durable >= 0 && !l.has(stateDeferSync) {
 		l.advanceDurable(durable, truncations)
 	}
 	return err
