@@ -31,6 +31,7 @@ func TestCommandLine(t *testing.T) {
 		{"bad listen protocol", []string{"serve", "--listen", "TLS://127.0.0.1:9092"}, 2, `unknown security protocol "TLS"`},
 		{"bad log level", []string{"serve", "--log-level", "loud"}, 2, "invalid -log-level"},
 		{"bad raft timeout", []string{"serve", "--raft-timeout", "1ms"}, 2, "invalid -raft-timeout 1ms"},
+		{"null write without null storage", []string{"serve", "--null-storage-write"}, 2, "-null-storage-write needs -null-storage"},
 		{"bad config value", []string{"serve", "--config", bad, "--data-dir", t.TempDir()}, 1, "num.partitions: Invalid value zero"},
 		{"missing config", []string{"serve", "--config", "/no/such/file"}, 1, "no such file"},
 		{"version", []string{"version"}, 0, "weir "},

@@ -37,6 +37,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(scramCreds, "add-scram", "a SCRAM user served to SASL/SCRAM clients when the metadata log has no credential for the user and mechanism (AlterUserScramCredentials, kafka-configs.sh), in kafka-storage's syntax: 'SCRAM-SHA-512=[name=alice,password=alice-secret]' (repeatable)")
 	nodeID := fs.Int("node-id", 1, "this broker's node id (node.id)")
 	nullStorage := fs.Bool("null-storage", false, "benchmarking only: acknowledge produce without storing anything and answer fetches by repeating the largest produced batch, to measure the client and loopback ceiling")
+	nullWrite := fs.Bool("null-storage-write", false, "benchmarking only, with --null-storage: also write each produced batch to a file per partition under the data directory, never synced or read, to measure what keeping the bytes in the page cache costs")
 	metricsAddr := fs.String("metrics-listen", "", "host:port serving Prometheus metrics at /metrics (default: off)")
 	pprofAddr := fs.String("pprof-listen", "", "profiling only: host:port serving net/http/pprof at /debug/pprof/, with block and mutex profiling on (default: off)")
 	confFile := fs.String("config", "", "server.properties-style file with Kafka broker property names; flags override it")
@@ -68,6 +69,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *raftTimeout < 50*time.Millisecond || *raftTimeout > time.Minute {
 		fmt.Fprintf(stderr, "invalid -raft-timeout %v: want 50ms to 1m\n", *raftTimeout)
+		return errUsage
+	}
+	if *nullWrite && !*nullStorage {
+		fmt.Fprintln(stderr, "-null-storage-write needs -null-storage")
 		return errUsage
 	}
 	if (len(voters) > 1 || len(nonVoters) > 0) && *raftListen == "" {
@@ -134,7 +139,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}
 	}
-	cfg.NullStorage = *nullStorage
+	cfg.NullStorage, cfg.NullStorageWrite = *nullStorage, *nullWrite
 	cfg.Quorum = broker.QuorumConfig{RaftAddr: *raftListen, Voters: voters, NonVoters: nonVoters, ClusterID: *clusterID, RaftTimeout: *raftTimeout}
 	for _, a := range strings.Split(*ctlBootstrap, ",") {
 		if a = strings.TrimSpace(a); a != "" {

@@ -176,8 +176,11 @@ func (b *Broker) appendProduced(p *partition, records []byte, acks int16, txn ve
 		return none, err
 	}
 	if b.cfg.NullStorage {
-		n := int64(h.LastOffsetDelta) + 1
-		base, last := b.nullOf(p).Append(records, n, p.leaderEpoch())
+		n, null := int64(h.LastOffsetDelta)+1, b.nullOf(p)
+		if err := null.Keep(records); err != nil {
+			return none, kerr.KafkaStorageError
+		}
+		base, last := null.Append(records, n, p.leaderEpoch())
 		return replica.AppendResult{AppendResult: wlog.AppendResult{BaseOffset: base, LastOffset: last, LogAppendTime: -1}}, nil
 	}
 	opts := b.appendOptions(p)

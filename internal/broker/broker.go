@@ -75,6 +75,10 @@ type Config struct {
 	// batch up to those offsets, to measure the ceiling a client and
 	// loopback reach on this machine. Never for real data.
 	NullStorage bool
+	// NullStorageWrite (with NullStorage) also writes each produced
+	// batch to a file per partition under DataDir/null-storage, never
+	// synced or read: the page cache's cost without a log's work.
+	NullStorageWrite bool
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
 	// Settings is the broker configuration under Kafka's property names
@@ -396,6 +400,7 @@ func (b *Broker) closeLogs() error {
 		}
 	}
 	b.mu.RUnlock()
+	b.closeNulls()
 	return wlog.CloseAll(logs, openWorkers)
 }
 

@@ -2,7 +2,13 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -294,19 +300,47 @@ func TestDescribeAPIs(t *testing.T) {
 	}
 }
 
+// TestNullStorageAcknowledgesWithoutStoring: NullStorage hands out
+// offsets and writes nothing to the log; with NullStorageWrite each
+// produced batch is also written, whole, to DataDir/null-storage.
 func TestNullStorageAcknowledgesWithoutStoring(t *testing.T) {
-	tb := startBroker(t, t.TempDir(), func(c *Config) { c.NullStorage = true })
-	ctx := testCtx(t)
-	c := newClient(t, tb.addr)
-	createTopic(t, ctx, c, "null", 1, nil)
-	for i := range 3 {
-		r, err := c.ProduceSync(ctx, &kgo.Record{Topic: "null", Value: []byte("x")}).First()
-		if err != nil || r.Offset != int64(i) {
-			t.Fatalf("produce %d: offset %d, %v", i, r.Offset, err)
-		}
-	}
-	if size := partitionAt(tb.b, "null", 0).log().Size(); size != 0 {
-		t.Fatalf("null storage wrote %d bytes", size)
+	for _, write := range []bool{false, true} {
+		t.Run(fmt.Sprintf("write=%v", write), func(t *testing.T) {
+			dir := t.TempDir()
+			tb := startBroker(t, dir, func(c *Config) { c.NullStorage, c.NullStorageWrite = true, write })
+			ctx := testCtx(t)
+			c := newClient(t, tb.addr)
+			createTopic(t, ctx, c, "null", 1, nil)
+			for i := range 3 {
+				r, err := c.ProduceSync(ctx, &kgo.Record{Topic: "null", Value: []byte("x")}).First()
+				if err != nil || r.Offset != int64(i) {
+					t.Fatalf("produce %d: offset %d, %v", i, r.Offset, err)
+				}
+			}
+			if size := partitionAt(tb.b, "null", 0).log().Size(); size != 0 {
+				t.Fatalf("null storage wrote %d bytes to the log", size)
+			}
+			kept, err := os.ReadFile(filepath.Join(dir, "null-storage", "null-0"))
+			if !write {
+				if !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("without NullStorageWrite: %d bytes kept, %v", len(kept), err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			batches := 0
+			for at := 0; at+12 <= len(kept); batches++ {
+				at += 12 + int(binary.BigEndian.Uint32(kept[at+8:]))
+				if at > len(kept) {
+					t.Fatalf("a batch runs past the file's %d bytes", len(kept))
+				}
+			}
+			if batches != 3 {
+				t.Fatalf("the file holds %d batches (%d bytes), want 3", batches, len(kept))
+			}
+		})
 	}
 }
 

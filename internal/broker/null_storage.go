@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"fmt"
+	"path/filepath"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -29,6 +32,27 @@ func readNullPartition(null *nullstore.Partition, p *partition, rp *fetchsession
 		sp.RecordBatches = rd.Part.Marker[:]
 	}
 	return 0, rd.Part
+}
+
+// openNull makes p's store in NullStorage mode, with NullStorageWrite
+// one that writes to DataDir/null-storage/<topic>-<partition>. If that
+// file cannot be opened, the store refuses every produce
+// (KAFKA_STORAGE_ERROR) rather than measure nothing.
+func (b *Broker) openNull(p *partition) {
+	null := new(nullstore.Partition)
+	if b.cfg.NullStorageWrite {
+		dir := filepath.Join(b.cfg.DataDir, "null-storage")
+		null = nullstore.Writing(filepath.Join(dir, fmt.Sprintf("%s-%d", p.topic.name, p.index)))
+		if err := null.Err(); err != nil {
+			b.logger.Error("null storage: cannot open the file produced batches are written to", "topic", p.topic.name, "partition", p.index, "err", err)
+		}
+	}
+	b.nulls.Store(p, null)
+}
+
+// closeNulls closes every NullStorageWrite file at shutdown.
+func (b *Broker) closeNulls() {
+	b.nulls.Range(func(_, v any) bool { v.(*nullstore.Partition).Close(); return true })
 }
 
 // nullOf is p's store in NullStorage mode, made when its replica opened.

@@ -260,7 +260,7 @@ func (b *Broker) reconcileTopic(img *metadata.Image, mt *metadata.Topic, only ma
 			}
 			if err == nil {
 				if b.cfg.NullStorage {
-					b.nulls.Store(np, new(nullstore.Partition))
+					b.openNull(np)
 				}
 				b.cleanWhenWritten(np, np.highWatermark())
 			}
@@ -331,7 +331,9 @@ func (b *Broker) removeTopic(id metadata.TopicID, deleteData bool) {
 func (b *Broker) dropPartition(p *partition, deleteData bool) {
 	p.setLeadership(-1, p.leaderEpoch())
 	p.wakeAll()
-	b.nulls.Delete(p)
+	if v, ok := b.nulls.LoadAndDelete(p); ok {
+		v.(*nullstore.Partition).Close()
+	}
 	if p.rep == nil {
 		return
 	}

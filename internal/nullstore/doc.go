@@ -3,11 +3,16 @@
 // client and loopback reach on this machine, never for data. Produce is
 // acknowledged without storing anything (offsets still advance), and a
 // consumer's fetch is answered from memory by repeating the partition's
-// largest produced batch with its base offset rewritten.
+// largest produced batch with its base offset rewritten. With
+// --null-storage-write (Writing) each produced batch is also written to
+// a file per partition, never synced, never read: what keeping the
+// bytes in the page cache costs, as a second baseline beside the
+// broker's log.
 //
 // # What it owns
 //
 // Per partition (Partition): the offsets produce handed out, the
+// Writing file (opened by Writing, closed by Close), the
 // template (a copy of the produced batch holding the most records,
 // carrying the leader epoch a stored batch would), and what a fetch at
 // an offset reads within a byte limit: the template repeated from the

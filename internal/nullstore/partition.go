@@ -2,6 +2,8 @@ package nullstore
 
 import (
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 
@@ -11,8 +13,50 @@ import (
 // Partition is one partition in null-storage mode. The zero value has
 // handed out no offsets and holds no template.
 type Partition struct {
-	end  atomic.Int64
-	tmpl atomic.Pointer[Template]
+	end     atomic.Int64
+	tmpl    atomic.Pointer[Template]
+	keep    *os.File // Writing's file, nil when nothing is kept
+	keepErr error    // why Writing could not open it
+}
+
+// Writing is a Partition that also keeps every produced batch's bytes
+// in the file at path (created, or appended to), written and never
+// synced: a baseline that pays what putting the bytes in the page cache
+// costs this machine, and nothing else a log does (no validation,
+// index, offsets in the file or reads from it). Close closes the file.
+// The directory is made if missing. If the file cannot be opened, Err
+// says why and every Keep fails with it.
+func Writing(path string) *Partition {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return &Partition{keepErr: err}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return &Partition{keepErr: err}
+	}
+	return &Partition{keep: f}
+}
+
+// Err is why Writing could not open its file, nil otherwise.
+func (p *Partition) Err() error { return p.keepErr }
+
+// Keep writes batch to the Writing file; it does nothing on a
+// Partition that keeps nothing. Concurrent calls each append whole
+// (the file is opened O_APPEND).
+func (p *Partition) Keep(batch []byte) error {
+	if p.keep == nil {
+		return p.keepErr
+	}
+	_, err := p.keep.Write(batch)
+	return err
+}
+
+// Close closes the Writing file, if any; Keep fails afterwards.
+func (p *Partition) Close() error {
+	if p.keep == nil {
+		return nil
+	}
+	return p.keep.Close()
 }
 
 // Template is the batch a partition's fetches repeat: a copy of the

@@ -3,6 +3,8 @@ package nullstore
 import (
 	"bytes"
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -103,5 +105,66 @@ func TestReadBeforeAnyProduce(t *testing.T) {
 	var p Partition
 	if r, ok := p.Read(0, 1<<20, true); !ok || r.End != 0 || r.Part != nil {
 		t.Fatalf("read of an empty partition: %+v %v", r, ok)
+	}
+}
+
+func TestWritingKeepsEveryBatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t-0")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := Writing(path)
+	if err := p.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	want.WriteString("old")
+	for i, fill := range []byte{'a', 'b', 'c'} {
+		in := batch(40+i, fill)
+		if err := p.Keep(in); err != nil {
+			t.Fatal(err)
+		}
+		p.Append(in, 1, 0)
+		want.Write(in)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("file holds %d bytes, want %d: %q", len(got), want.Len(), got)
+	}
+	if p.End() != 3 {
+		t.Fatalf("end %d, want 3", p.End())
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Keep(batch(8, 'z')); err == nil {
+		t.Fatal("Keep after Close wrote")
+	}
+	// The directory is made; a file where it should be fails every Keep.
+	dir := t.TempDir()
+	made := Writing(filepath.Join(dir, "made", "t-0"))
+	if err := made.Keep(batch(8, 'a')); err != nil {
+		t.Fatal(err)
+	}
+	made.Close()
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := Writing(filepath.Join(dir, "file", "t-0"))
+	if bad.Err() == nil || bad.Keep(batch(8, 'a')) == nil {
+		t.Fatalf("Writing under a file: Err %v, and Keep did not fail", bad.Err())
+	}
+}
+
+func TestKeepWithoutAFileKeepsNothing(t *testing.T) {
+	var p Partition
+	if err := p.Keep(batch(8, 'a')); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
