@@ -468,3 +468,25 @@ func TestCheckLeaderEpoch(t *testing.T) {
 		}
 	}
 }
+
+// TestNullStorageWriteUnopenableFileRefusesProduce: with
+// NullStorageWrite, a partition whose file cannot be opened (here a
+// plain file stands where the directory should be) refuses produce with
+// KAFKA_STORAGE_ERROR and hands out no offsets.
+func TestNullStorageWriteUnopenableFileRefusesProduce(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "null-storage"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tb := startBroker(t, dir, func(c *Config) { c.NullStorage, c.NullStorageWrite = true, true })
+	ctx := testCtx(t)
+	c := newClient(t, tb.addr, kgo.RecordRetries(0))
+	createTopic(t, ctx, c, "null", 1, nil)
+	_, err := c.ProduceSync(ctx, &kgo.Record{Topic: "null", Value: []byte("x")}).First()
+	if !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("produce: %v, want KAFKA_STORAGE_ERROR", err)
+	}
+	if end := tb.b.nullOf(partitionAt(tb.b, "null", 0)).End(); end != 0 {
+		t.Fatalf("%d offsets handed out, want 0", end)
+	}
+}
